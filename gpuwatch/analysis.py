@@ -1,0 +1,32 @@
+"""Frames in, verdicts out: the bounded history window that the diagnosis judges."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from gpuwatch.diagnosis import DiagnosisState, diagnose
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.verdict import Verdict
+
+HISTORY_FRAMES = 900
+"""Frames kept for plots and drill-downs: 15 minutes at the default 1 s tick, then the oldest go."""
+
+
+class Analysis:
+    """Holds the recent frames and the verdict state; call :meth:`update` once per frame."""
+
+    def __init__(self, history: int = HISTORY_FRAMES, rank: int | None = None) -> None:
+        self.frames: deque[Frame] = deque(maxlen=history)
+        self.verdicts: deque[Verdict] = deque(maxlen=history)
+        self.state: DiagnosisState | None = None
+        self.rank = rank
+
+    def update(self, frame: Frame) -> Verdict:
+        self.frames.append(frame)
+        verdict, self.state = diagnose(list(self.frames), self.state, rank=self.rank)
+        self.verdicts.append(verdict)
+        return verdict
+
+    @property
+    def latest(self) -> Verdict | None:
+        return self.verdicts[-1] if self.verdicts else None

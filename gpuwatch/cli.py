@@ -1,0 +1,195 @@
+"""The ``gpuwatch`` command: watch a PID (TUI or --json), replay a recording, diagnose, demo.
+
+Bad input gets one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+EXIT_USAGE = 2
+SUBCOMMANDS = ("watch", "replay", "diagnose", "demo")
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse prints usage + message; we want one line
+        raise UsageError(message)
+
+
+def _positive(name: str, lo: float, hi: float):
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
+        if not (lo <= v <= hi) or v != v:
+            raise argparse.ArgumentTypeError(f"{name} must be between {lo:g} and {hi:g}, not {text}")
+        return v
+
+    return parse
+
+
+def _pid(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"--pid must be a process ID (a positive whole number), not {text!r}")
+    v = int(text)
+    if v <= 0 or v > 2**22:
+        raise argparse.ArgumentTypeError(f"--pid {text} is not a valid process ID")
+    return v
+
+
+def _gpus(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            raise argparse.ArgumentTypeError(f"--gpu takes GPU indexes like 0 or 0,1, not {text!r}")
+        out.append(int(part))
+    return out
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    if not port.isdigit() or not (0 < int(port) < 65536):
+        raise argparse.ArgumentTypeError(f"--prometheus takes [HOST:]PORT with a port 1-65535, not {text!r}")
+    return (host.strip("[]") or "127.0.0.1", int(port))
+
+
+def _watch_options(p: argparse.ArgumentParser, pid_required: bool) -> None:
+    p.add_argument("--pid", type=_pid, required=pid_required, help="PID of the training process (or its launcher)")
+    p.add_argument("--interval", type=_positive("--interval", 0.2, 60), default=1.0,
+                   help="seconds between frames (default 1)")
+    p.add_argument("--gpu", type=_gpus, default=None, metavar="IDX[,IDX]",
+                   help="watch these GPU indexes (default: the GPUs the job uses)")
+    p.add_argument("--stack-rate", type=_positive("--stack-rate", 0, 50), default=None, metavar="HZ",
+                   help="py-spy dumps per second of each training process (0 turns stacks off)")
+    p.add_argument("--no-stacks", action="store_true", help="do not sample stacks with py-spy")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="gpuwatch", description="What is holding your GPU back? Watch a PyTorch job from outside.")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+
+    w = sub.add_parser("watch", help="watch a running job (the default command)")
+    _watch_options(w, pid_required=True)
+    w.add_argument("--json", action="store_true", help="stream one JSON object per tick instead of the TUI")
+    w.add_argument("--duration", type=_positive("--duration", 0.1, 10**7), default=None, help="stop after S seconds")
+    w.add_argument("--record", metavar="FILE", default=None, help="write every frame to FILE (JSONL)")
+    w.add_argument("--prometheus", type=_listen, default=None, metavar="[HOST:]PORT",
+                   help="serve metrics for Prometheus (binds 127.0.0.1 unless HOST is given)")
+
+    r = sub.add_parser("replay", help="replay a recording through the same pipeline")
+    r.add_argument("file")
+    r.add_argument("--speed", type=_positive("--speed", 0, 1000), default=1.0,
+                   help="playback speed (0: as fast as possible)")
+    r.add_argument("--json", action="store_true", help="print the ticks as JSON instead of the TUI")
+
+    d = sub.add_parser("diagnose", help="watch for a while, then print a report")
+    _watch_options(d, pid_required=False)
+    d.add_argument("--replay", metavar="FILE", default=None, help="diagnose a recording instead of a live job")
+    d.add_argument("--duration", type=_positive("--duration", 1, 86400), default=60.0)
+    d.add_argument("--format", choices=("md", "json"), default="md")
+    d.add_argument("-o", "--output", metavar="FILE", default=None)
+
+    m = sub.add_parser("demo", help="start a small bundled training job and watch it")
+    m.add_argument("--json", action="store_true")
+    m.add_argument("--duration", type=_positive("--duration", 1, 86400), default=None)
+    m.add_argument("--cpu", action="store_true", help="run the demo job on the CPU even if a GPU is present")
+    return p
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    argv = list(argv)
+    if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
+        argv.insert(0, "watch")
+    if argv == ["--version"]:
+        from gpuwatch import __version__
+
+        print(f"gpuwatch {__version__}")
+        raise SystemExit(0)
+    ns = build_parser().parse_args(argv)
+    if ns.command is None:
+        raise UsageError("give --pid PID, or one of: replay, diagnose, demo (see gpuwatch --help)")
+    if ns.command == "diagnose" and (ns.pid is None) == (ns.replay is None):
+        raise UsageError("diagnose takes either --pid PID or --replay FILE")
+    return ns
+
+
+def check_pid(pid: int) -> None:
+    """Refuse a PID that does not exist, is gpuwatch itself, or belongs to someone else."""
+    import psutil
+
+    if pid == os.getpid():
+        raise UsageError(f"--pid {pid} is gpuwatch itself")
+    try:
+        proc = psutil.Process(pid)
+        uids = proc.uids()
+        proc.cmdline()
+    except psutil.NoSuchProcess:
+        raise UsageError(f"no process with PID {pid}") from None
+    except psutil.ZombieProcess:
+        raise UsageError(f"process {pid} has already exited (zombie)") from None
+    except psutil.AccessDenied:
+        raise UsageError(f"process {pid} is not yours: run gpuwatch as its owner or as root") from None
+    if os.geteuid() != 0 and uids.real != os.getuid():
+        raise UsageError(f"process {pid} belongs to another user (uid {uids.real}): run gpuwatch as that user or as root")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        ns = parse_args(argv)
+        return _dispatch(ns)
+    except UsageError as e:
+        print(f"gpuwatch: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader of --json went away (e.g. `| head`): quiet exit, as Unix tools do.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        except OSError:
+            pass
+        return 0
+
+
+def _dispatch(ns: argparse.Namespace) -> int:
+    from gpuwatch import commands
+
+    if ns.command == "watch":
+        check_pid(ns.pid)
+        return commands.watch(ns)
+    if ns.command == "replay":
+        if not os.path.isfile(ns.file):
+            raise UsageError(f"no recording at {ns.file}")
+        return commands.replay(ns)
+    if ns.command == "diagnose":
+        if ns.pid is not None:
+            check_pid(ns.pid)
+        elif not os.path.isfile(ns.replay):
+            raise UsageError(f"no recording at {ns.replay}")
+        return commands.diagnose(ns)
+    if ns.command == "demo":
+        return commands.demo(ns)
+    raise UsageError(f"unknown command {ns.command}")
+
+
+def install_signal_handlers(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """SIGTERM and SIGHUP (an SSH drop) end the watch cleanly, like Ctrl-C."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass

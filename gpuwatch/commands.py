@@ -1,0 +1,91 @@
+"""What each subcommand does, once its arguments are known to be good."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from gpuwatch.assemble import WatchOptions, build_collectors
+from gpuwatch.collectors.target import Target
+from gpuwatch.engine import Watch
+from gpuwatch.headless import stream_json
+from gpuwatch.recording import Recorder
+from gpuwatch.source import LiveSource, ReplaySource
+
+
+def _options(ns: argparse.Namespace) -> WatchOptions:
+    rate = 0.0 if getattr(ns, "no_stacks", False) else ns.stack_rate
+    return WatchOptions(interval=ns.interval, gpus=ns.gpu, stack_rate=rate)
+
+
+def live_source(pid: int, ns: argparse.Namespace, duration: float | None) -> LiveSource:
+    target = Target(pid)
+    opts = _options(ns)
+    return LiveSource(Watch(target, build_collectors(target, opts), interval=opts.interval), duration)
+
+
+def _open_recorder(path: str | None) -> Recorder | None:
+    if not path:
+        return None
+    from gpuwatch.cli import UsageError
+
+    try:
+        return Recorder(path)
+    except OSError as e:
+        raise UsageError(f"cannot write recording {path}: {e.strerror or e}") from None
+
+
+def _run_headless(source, recorder: Recorder | None, prometheus=None) -> int:
+    from gpuwatch.cli import install_signal_handlers
+
+    async def go() -> int:
+        stop = asyncio.Event()
+        install_signal_handlers(asyncio.get_running_loop(), stop)
+        on_tick = None
+        if prometheus is not None:
+            from gpuwatch.exporter import start_exporter
+
+            on_tick = start_exporter(*prometheus)
+        return await stream_json(source, recorder=recorder, stop=stop, on_tick=on_tick)
+
+    try:
+        return asyncio.run(go())
+    finally:
+        if recorder is not None:
+            recorder.close()
+
+
+def watch(ns: argparse.Namespace) -> int:
+    source = live_source(ns.pid, ns, ns.duration)
+    recorder = _open_recorder(ns.record)
+    if ns.json:
+        return _run_headless(source, recorder, ns.prometheus)
+    from gpuwatch.tui.app import run_app
+
+    return run_app(source, recorder=recorder, prometheus=ns.prometheus)
+
+
+def replay(ns: argparse.Namespace) -> int:
+    def bad(b) -> None:
+        print(f"gpuwatch: {ns.file}: {b}", file=sys.stderr)
+
+    source = ReplaySource(ns.file, speed=ns.speed if not ns.json else 0.0 if ns.speed == 1.0 else ns.speed,
+                          on_bad_line=bad)
+    if ns.json:
+        return _run_headless(source, None)
+    from gpuwatch.tui.app import run_app
+
+    return run_app(source)
+
+
+def diagnose(ns: argparse.Namespace) -> int:
+    from gpuwatch.report import run_diagnose
+
+    return run_diagnose(ns)
+
+
+def demo(ns: argparse.Namespace) -> int:
+    from gpuwatch.demo import run_demo
+
+    return run_demo(ns)

@@ -1,0 +1,133 @@
+"""The live watch: every collector on its own cadence and thread, a frame per tick.
+
+Blocking reads never run on the event loop: each collector has a one-thread executor, so a hung
+NVML or py-spy call stalls only that collector (its calls queue behind the hung one instead of
+piling up threads), and the frame marks its field as stalled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.target import Target
+from gpuwatch.model.frame import Frame, TargetInfo
+from gpuwatch.model.values import PENDING, Unsupported
+
+FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
+STALE_AFTER = 3.0
+"""A sample older than this many of its collector's intervals (and the tick) is shown as stalled."""
+
+
+class Watch:
+    """Runs collectors against a target and yields one :class:`Frame` per ``interval``."""
+
+    def __init__(
+        self,
+        target: Target,
+        collectors: Sequence[Collector],
+        interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.target = target
+        self.collectors = list(collectors)
+        self.interval = interval
+        self.clock = clock
+        self._latest: dict[str, object] = {f: Unsupported("no collector") for f in FIELDS}
+        self._stamp: dict[str, float] = {}
+        self._executors: dict[str, ThreadPoolExecutor] = {}
+        self._seq = 0
+        self.cpu_seconds = 0.0
+
+    async def frames(self, duration: float | None = None) -> AsyncIterator[Frame]:
+        loop = asyncio.get_running_loop()
+        tasks = []
+        for c in self.collectors:
+            self._latest[c.field] = PENDING
+            self._executors[c.field] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"gw-{c.field}")
+            tasks.append(asyncio.create_task(self._run(c), name=f"collect:{c.field}"))
+        start = self.clock()
+        try:
+            next_tick = start + self.interval
+            while True:
+                await asyncio.sleep(max(0.0, next_tick - self.clock()))
+                next_tick += self.interval
+                now = self.clock()
+                if now > next_tick:  # we fell behind (suspended laptop, overloaded host): skip ticks
+                    next_tick = now + self.interval
+                alive = await loop.run_in_executor(None, self.target.alive)
+                frame = self._frame(now, alive)
+                yield frame
+                if not alive:
+                    return
+                if duration is not None and now - start >= duration - 1e-6:
+                    return
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for c in self.collectors:
+                try:
+                    c.close()
+                except Exception:  # noqa: BLE001 - closing must never mask the real exit
+                    pass
+            for ex in self._executors.values():
+                ex.shutdown(wait=False, cancel_futures=True)
+
+    def _frame(self, now: float, alive: bool) -> Frame:
+        self._seq += 1
+        fields = {}
+        for f in FIELDS:
+            value = self._latest[f]
+            stamp = self._stamp.get(f)
+            c = next((c for c in self.collectors if c.field == f), None)
+            if stamp is not None and c is not None:
+                limit = STALE_AFTER * max(c.interval, self.interval) + c.timeout
+                if now - stamp > limit:
+                    value = Unsupported(f"{f} collector stalled: last sample {now - stamp:.0f} s ago")
+            fields[f] = value
+        info = TargetInfo(
+            pid=self.target.pid,
+            cmdline=self.target.cmdline() if alive else self._cmdline_cache(),
+            alive=alive,
+            exit_reason=None if alive else (self.target.exit_reason or "target exited"),
+        )
+        return Frame(seq=self._seq, t=now, wall=time.time(), interval=self.interval, target=info, **fields)
+
+    def _cmdline_cache(self) -> str:
+        return getattr(self, "_last_cmdline", "")
+
+    async def _run(self, c: Collector) -> None:
+        loop = asyncio.get_running_loop()
+        ex = self._executors[c.field]
+        try:
+            problem = await asyncio.wait_for(loop.run_in_executor(ex, c.probe), timeout=c.timeout + 10)
+        except Exception as e:  # noqa: BLE001 - a broken probe disables one panel, not the app
+            problem = Unsupported(f"{c.field}: probe failed: {e}")
+        if problem is not None:
+            self._latest[c.field] = problem
+            return
+        failures = 0
+        while True:
+            started = self.clock()
+            try:
+                value = await asyncio.wait_for(loop.run_in_executor(ex, c.sample), timeout=c.timeout)
+                failures = 0
+            except asyncio.TimeoutError:
+                value = Unsupported(f"{c.field}: a read took longer than {c.timeout:.0f} s")
+                failures += 1
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - one failing collector never stalls the others
+                value = Unsupported(f"{c.field}: {type(e).__name__}: {e}")
+                failures += 1
+            self._latest[c.field] = value
+            self._stamp[c.field] = self.clock()
+            if c.field == "procs":
+                self._last_cmdline = self.target.cmdline()
+            # Back off on repeated failures so a broken source costs little.
+            pause = c.interval * (1 if failures < 3 else min(10, failures))
+            await asyncio.sleep(max(0.0, started + pause - self.clock()))

@@ -1,0 +1,128 @@
+"""Frames and verdicts to JSON-ready dicts and back, driven by the dataclasses' type hints.
+
+Hand-written rather than a library (pydantic, cattrs): the model is a few frozen dataclasses,
+and this keeps the runtime dependency list to what the product needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from functools import lru_cache
+from typing import Any, Union
+
+from gpuwatch.model.values import Unsupported
+
+SCHEMA_VERSION = 1
+"""Version of the JSON frame schema (docs/SCHEMA.md). Bumped on any incompatible change."""
+
+
+class DecodeError(ValueError):
+    """A dict did not match the dataclass it was decoded as."""
+
+
+def to_dict(obj: Any) -> Any:
+    """A JSON-ready structure for a model object (dataclass, tuple, Unsupported, scalar)."""
+    if isinstance(obj, Unsupported):
+        return {"unsupported": obj.reason}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in _fields(type(obj))}
+    if isinstance(obj, (tuple, list)):
+        return [to_dict(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    if isinstance(obj, float) and obj != obj:  # NaN is not JSON
+        return None
+    return obj
+
+
+def from_dict(cls: type, data: Any) -> Any:
+    """Rebuild a model object of type ``cls`` from :func:`to_dict` output."""
+    return _decode(cls, data, cls.__name__)
+
+
+@lru_cache(maxsize=None)
+def _fields(cls: type) -> tuple[dataclasses.Field, ...]:
+    return tuple(dataclasses.fields(cls))
+
+
+@lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _decode(tp: Any, data: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is Union or origin is types.UnionType:
+        return _decode_union(typing.get_args(tp), data, where)
+    if tp is Any:
+        return data
+    if tp is type(None):
+        if data is not None:
+            raise DecodeError(f"{where}: expected null")
+        return None
+    if tp is Unsupported:
+        if not (isinstance(data, dict) and "unsupported" in data):
+            raise DecodeError(f"{where}: expected an unsupported marker")
+        return Unsupported(str(data["unsupported"]))
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise DecodeError(f"{where}: expected an object for {tp.__name__}")
+        hints = _hints(tp)
+        kwargs = {}
+        for f in _fields(tp):
+            if f.name in data:
+                kwargs[f.name] = _decode(hints[f.name], data[f.name], f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise DecodeError(f"{where}: missing field {f.name!r}")
+        return tp(**kwargs)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if not isinstance(data, list):
+            raise DecodeError(f"{where}: expected a list")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_decode(args[0], x, f"{where}[{i}]") for i, x in enumerate(data))
+        if len(args) != len(data):
+            raise DecodeError(f"{where}: expected {len(args)} items")
+        return tuple(_decode(a, x, f"{where}[{i}]") for i, (a, x) in enumerate(zip(args, data)))
+    if origin is dict:
+        _, vt = typing.get_args(tp)
+        if not isinstance(data, dict):
+            raise DecodeError(f"{where}: expected an object")
+        return {k: _decode(vt, v, f"{where}.{k}") for k, v in data.items()}
+    if tp is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            if data is None:  # NaN was written as null
+                return float("nan")
+            raise DecodeError(f"{where}: expected a number")
+        return float(data)
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise DecodeError(f"{where}: expected an integer")
+        return data
+    if tp is str:
+        if not isinstance(data, str):
+            raise DecodeError(f"{where}: expected a string")
+        return data
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise DecodeError(f"{where}: expected true or false")
+        return data
+    raise DecodeError(f"{where}: cannot decode type {tp!r}")
+
+
+def _decode_union(args: tuple[Any, ...], data: Any, where: str) -> Any:
+    if isinstance(data, dict) and "unsupported" in data and Unsupported in args:
+        return Unsupported(str(data["unsupported"]))
+    if data is None and type(None) in args:
+        return None
+    errors = []
+    for a in args:
+        if a is Unsupported or a is type(None):
+            continue
+        try:
+            return _decode(a, data, where)
+        except DecodeError as e:
+            errors.append(str(e))
+    raise DecodeError(errors[0] if errors else f"{where}: no matching type")

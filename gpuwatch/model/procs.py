@@ -1,0 +1,59 @@
+"""What the process collector reads: the job's process tree, roles and per-thread CPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwatch.model.values import Maybe
+
+ROLE_LAUNCHER = "launcher"
+ROLE_MAIN = "main"
+ROLE_WORKER = "worker"
+ROLE_OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadCpu:
+    """A thread worth watching: the main thread, ``pt_data_pin``, ``pt_autograd_*``."""
+
+    tid: int
+    name: str
+    cpu_pct: float
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProcInfo:
+    pid: int
+    ppid: int
+    role: str
+    """launcher, main (a training process: the target or a rank), worker (DataLoader), other."""
+    rank: int | None
+    """Distributed rank of a main process (RANK / LOCAL_RANK), or of a worker's main."""
+    main_pid: int | None
+    """For workers and other children: the main process they belong to."""
+    name: str
+    cmdline: str
+    """Command line with likely secrets redacted."""
+    cpu_pct: float
+    """Percent of one core over the tick."""
+    state: str
+    rss: int
+    num_threads: int
+    read_bps: Maybe[float]
+    write_bps: Maybe[float]
+    run_delay_frac: Maybe[float]
+    """Share of the tick the process's threads spent runnable but waiting for a CPU (schedstat)."""
+    threads: tuple[ThreadCpu, ...]
+    affinity: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcsSample:
+    t: float
+    processes: tuple[ProcInfo, ...]
+    usable_cpus: int
+    """CPUs the job may run on (its affinity mask)."""
+
+    def by_role(self, role: str) -> tuple[ProcInfo, ...]:
+        return tuple(p for p in self.processes if p.role == role)

@@ -1,0 +1,35 @@
+"""The "not supported" value: a reason instead of a made-up zero or an exception."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar, Union
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Unsupported:
+    """A value that could not be read, with the reason (and, where known, the fix)."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return "N/A"
+
+
+Maybe = Union[T, Unsupported]
+"""A field that holds either a value or an :class:`Unsupported` with its reason."""
+
+PENDING = Unsupported("no sample yet")
+"""Placeholder for a collector that has not produced its first sample."""
+
+
+def known(value: object) -> bool:
+    """True when ``value`` is a real reading (not Unsupported and not None)."""
+    return value is not None and not isinstance(value, Unsupported)
+
+
+def value_or(value: object, default: T) -> T:
+    """The reading, or ``default`` when it is Unsupported or None."""
+    return default if not known(value) else value  # type: ignore[return-value]

@@ -1,0 +1,92 @@
+"""The bottleneck verdict: which pipeline stage holds the GPU back, how sure, and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+IO = "io"
+DECODE = "decode"
+H2D = "h2d"
+GPU_MEMORY = "gpu_memory"
+LAUNCH = "launch"
+CONTENTION = "contention"
+GPU_BOUND = "gpu_bound"
+IDLE = "idle"
+UNKNOWN = "unknown"
+
+PIPELINE = (IO, DECODE, H2D, GPU_MEMORY, LAUNCH, CONTENTION)
+"""The six stages in pipeline order, as the pipeline panel shows them."""
+STAGES = PIPELINE + (GPU_BOUND, IDLE, UNKNOWN)
+
+STAGE_TITLES = {
+    IO: "Disk",
+    DECODE: "Decode",
+    H2D: "PCIe",
+    GPU_MEMORY: "GPU memory",
+    LAUNCH: "Launch",
+    CONTENTION: "Contention",
+    GPU_BOUND: "GPU-bound",
+    IDLE: "Idle",
+    UNKNOWN: "Unknown",
+}
+
+LEVEL_OK = "ok"
+LEVEL_WARNING = "warning"
+LEVEL_BOTTLENECK = "bottleneck"
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One signal compared against its threshold."""
+
+    stage: str
+    """The stage this item points to (or away from)."""
+    signal: str
+    value: float | None
+    threshold: float | None
+    op: str
+    """How value is compared with threshold: ">=", "<=", ">" or "<"."""
+    supports: bool
+    """True when the comparison holds, i.e. the item points towards the stage."""
+    text: str
+    """The item in words, with the value filled in."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """A GPU that idles periodically, from the 200 ms utilization samples."""
+
+    period_s: float
+    idle_s: float
+    coincides_with: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    t: float
+    stage: str
+    confidence: float
+    """0..1."""
+    sentence: str
+    evidence: tuple[Evidence, ...]
+    secondary: tuple[str, ...]
+    speedup: float | None
+    """The most the job could speed up if the stage were fixed (x times)."""
+    remedies: tuple[str, ...]
+    levels: tuple[tuple[str, str], ...]
+    """(stage, level) for each of the six pipeline stages."""
+    stall: Stall | None = None
+    rank: int | None = None
+    candidate: str | None = None
+    """The stage the latest window points to, before the stability rule (for debugging)."""
+
+    def level(self, stage: str) -> str:
+        return dict(self.levels).get(stage, LEVEL_OK)
+
+    @property
+    def confidence_word(self) -> str:
+        if self.confidence >= 0.75:
+            return "high"
+        if self.confidence >= 0.5:
+            return "medium"
+        return "low"

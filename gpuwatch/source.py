@@ -1,0 +1,44 @@
+"""Where frames come from: a live watch or a recording. Everything downstream takes either."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from gpuwatch.engine import Watch
+from gpuwatch.model.frame import Frame
+from gpuwatch.recording import BadLine
+from gpuwatch.replay import replay_frames
+
+
+@dataclass
+class LiveSource:
+    watch: Watch
+    duration: float | None = None
+    live: bool = True
+
+    def describe(self) -> str:
+        return f"PID {self.watch.target.pid}"
+
+    def frames(self) -> AsyncIterator[Frame]:
+        return self.watch.frames(self.duration)
+
+
+@dataclass
+class ReplaySource:
+    path: str
+    speed: float = 1.0
+    on_bad_line: Callable[[BadLine], None] | None = None
+    live: bool = False
+    bad_lines: list[BadLine] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"replay of {self.path}"
+
+    def frames(self) -> AsyncIterator[Frame]:
+        def bad(b: BadLine) -> None:
+            self.bad_lines.append(b)
+            if self.on_bad_line is not None:
+                self.on_bad_line(b)
+
+        return replay_frames(self.path, self.speed, bad)
