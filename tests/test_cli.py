@@ -1,0 +1,107 @@
+"""The command line: bad input is one line and exit 2; a target that exits ends a headless watch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+GW = [sys.executable, "-m", "gpuwatch"]
+
+
+def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(GW + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--pid", "abc"], "must be a process ID"),
+    (["--pid", "-5"], "must be a process ID"),
+    (["--pid", "0"], "not a valid process ID"),
+    (["--pid", "4194000"], "no process with PID"),
+    (["--pid", "1", "--interval", "0"], "--interval must be between"),
+    (["--pid", "1", "--interval", "fast"], "--interval must be a number"),
+    (["--pid", "1", "--duration", "-1"], "--duration must be between"),
+    (["--pid", "1", "--gpu", "x"], "--gpu takes GPU indexes"),
+    (["--pid", "1", "--stack-rate", "1000"], "--stack-rate must be between"),
+    (["--pid", "1", "--prometheus", "host:99999"], "--prometheus takes"),
+    (["--pid"], "expected one argument"),
+    ([], "give --pid PID"),
+    (["--pid", "1", "--bogus"], "unrecognized arguments"),
+    (["--bogus"], "required: --pid"),
+    (["replay", "/nonexistent/rec.jsonl"], "no recording at"),
+    (["replay", "x.jsonl", "--speed", "-2"], "--speed must be between"),
+    (["diagnose"], "either --pid PID or --replay FILE"),
+    (["diagnose", "--replay", "x", "--format", "pdf"], "invalid choice"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, fragment):
+    r = run(*args)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("gpuwatch: error:") and fragment in lines[0], lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_own_pid_is_refused():
+    from gpuwatch.cli import UsageError, check_pid
+
+    with pytest.raises(UsageError, match="gpuwatch itself"):
+        check_pid(os.getpid())
+
+
+def test_other_users_process_is_refused_for_non_root():
+    if os.geteuid() == 0:
+        # Drop to 'nobody' after importing (its uid cannot read this venv), then ask about PID 1.
+        code = ("import os, sys, psutil; from gpuwatch.cli import UsageError, check_pid; os.setuid(65534)\n"
+                "try:\n    check_pid(1)\nexcept UsageError as e:\n    print(e, file=sys.stderr); sys.exit(2)")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    else:
+        r = run("--pid", "1", "--json")
+    assert r.returncode == 2
+    assert "not yours" in r.stderr or "another user" in r.stderr
+
+
+def test_headless_ends_with_exit_0_when_the_target_exits():
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2.5)"])
+    try:
+        r = run("--pid", str(target.pid), "--json", "--no-stacks", "--duration", "30", timeout=60)
+    finally:
+        target.kill()
+        target.wait()
+    assert r.returncode == 0, r.stderr
+    ticks = [json.loads(line) for line in r.stdout.splitlines()]
+    assert ticks, "no ticks printed"
+    assert all(t["schema"] == 1 and t["type"] == "tick" for t in ticks)
+    last = ticks[-1]["frame"]["target"]
+    assert last["alive"] is False and "exited" in last["exit_reason"]
+    assert all(t["frame"]["target"]["alive"] for t in ticks[:-1])
+
+
+def test_duration_and_record_then_replay(tmp_path):
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    rec = tmp_path / "rec.jsonl"
+    try:
+        r = run("--pid", str(target.pid), "--json", "--no-stacks", "--duration", "2.5", "--record", str(rec))
+    finally:
+        target.kill()
+        target.wait()
+    assert r.returncode == 0, r.stderr
+    n = len(r.stdout.splitlines())
+    assert 2 <= n <= 4
+    assert len(rec.read_text().splitlines()) == n + 1  # header + ticks
+    rep = run("replay", str(rec), "--json")
+    assert rep.returncode == 0, rep.stderr
+    assert [json.loads(x)["frame"]["seq"] for x in rep.stdout.splitlines()] == list(range(1, n + 1))
+
+
+def test_record_to_unwritable_path_is_a_usage_error():
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        r = run("--pid", str(target.pid), "--json", "--record", "/nonexistent-dir/x.jsonl")
+    finally:
+        target.kill()
+        target.wait()
+    assert r.returncode == 2 and "cannot write recording" in r.stderr

@@ -1,0 +1,109 @@
+"""The engine: collectors on their own threads; a slow, failing or hung one never stalls the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.target import Target
+from gpuwatch.engine import Watch
+from gpuwatch.model.values import Unsupported
+
+
+class Counting(Collector):
+    field = "host"
+    interval = 0.1
+
+    def __init__(self):
+        self.calls = 0
+        self.threads = set()
+
+    def sample(self):
+        self.calls += 1
+        self.threads.add(threading.current_thread().name)
+        return Unsupported(f"call {self.calls}")  # any value will do: the engine only carries it
+
+
+class Failing(Collector):
+    field = "disk"
+    interval = 0.1
+
+    def sample(self):
+        raise OSError("disk went away")
+
+
+class Hung(Collector):
+    field = "stacks"
+    interval = 0.1
+    timeout = 0.3
+
+    def __init__(self):
+        self.release = threading.Event()
+
+    def sample(self):
+        self.release.wait(20)
+        return Unsupported("late")
+
+
+class Refusing(Collector):
+    field = "gpus"
+
+    def probe(self):
+        return Unsupported("NVML unavailable: no driver")
+
+    def sample(self):  # pragma: no cover - never called after a failed probe
+        raise AssertionError("sample after failed probe")
+
+
+@pytest.fixture
+def sleeper():
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield p
+    p.kill()
+    p.wait()
+
+
+async def _collect(watch, n):
+    out = []
+    async for f in watch.frames(duration=n * watch.interval):
+        out.append(f)
+    return out
+
+
+def test_one_bad_collector_does_not_stall_the_others(sleeper):
+    counting, hung = Counting(), Hung()
+    watch = Watch(Target(sleeper.pid), [counting, Failing(), hung, Refusing()], interval=0.25)
+    t0 = time.monotonic()
+    frames = asyncio.run(_collect(watch, 8))
+    hung.release.set()
+    elapsed = time.monotonic() - t0
+    assert len(frames) == 8
+    assert elapsed < 6, "a hung collector held up the frames"
+    assert counting.calls >= 8, "the healthy collector was starved"
+    assert all(name.startswith("gw-host") for name in counting.threads), "sample() ran off its own thread"
+    last = frames[-1]
+    assert isinstance(last.disk, Unsupported) and "disk went away" in last.disk.reason
+    assert last.gpus == Unsupported("NVML unavailable: no driver")
+    assert isinstance(last.stacks, Unsupported) and ("longer than" in last.stacks.reason or "stalled" in last.stacks.reason)
+    assert [f.seq for f in frames] == list(range(1, 9))
+
+
+def test_frames_keep_the_tick_even_when_collectors_are_slow(sleeper):
+    class Slow(Collector):
+        field = "procs"
+        interval = 0.1
+
+        def sample(self):
+            time.sleep(0.6)
+            return Unsupported("slow")
+
+    watch = Watch(Target(sleeper.pid), [Slow()], interval=0.2)
+    frames = asyncio.run(_collect(watch, 6))
+    gaps = [b.t - a.t for a, b in zip(frames, frames[1:])]
+    assert max(gaps) < 0.6, gaps

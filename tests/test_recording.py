@@ -1,0 +1,96 @@
+"""Recordings: written whole line by line, read back with bad lines named and skipped."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from gpuwatch.model.codec import SCHEMA_VERSION
+from gpuwatch.recording import MAX_LINE, BadLine, Recorder, RecordingError, Tick, read_recording
+from gpuwatch.replay import load_frames
+from tests.test_codec import full_frame
+
+
+def _write(path, n=3):
+    rec = Recorder(str(path), note="test")
+    for i in range(n):
+        from dataclasses import replace
+
+        rec.write(replace(full_frame(), seq=i + 1, t=10.0 + i), None)
+    rec.close()
+
+
+def test_written_recording_reads_back(tmp_path):
+    p = tmp_path / "r.jsonl"
+    _write(p, 3)
+    items = list(read_recording(str(p)))
+    assert [type(i) for i in items] == [Tick, Tick, Tick]
+    assert [i.frame.seq for i in items] == [1, 2, 3]
+    header = json.loads(p.read_text().splitlines()[0])
+    assert header["type"] == "header" and header["schema"] == SCHEMA_VERSION
+
+
+def test_truncated_and_foreign_lines_are_named_and_the_rest_replays(tmp_path):
+    p = tmp_path / "r.jsonl"
+    _write(p, 3)
+    lines = p.read_text().splitlines()
+    lines[2] = lines[2][: len(lines[2]) // 2]  # a truncated tick
+    lines.insert(3, json.dumps({"schema": 99, "type": "tick", "frame": {}}))
+    lines.insert(4, "[1, 2]")
+    p.write_text("\n".join(lines) + "\n")
+    items = list(read_recording(str(p)))
+    bad = [i for i in items if isinstance(i, BadLine)]
+    good = [i for i in items if isinstance(i, Tick)]
+    assert [b.line for b in bad] == [3, 4, 5]
+    assert "not valid JSON" in bad[0].reason
+    assert "schema version 99" in bad[1].reason
+    assert [g.frame.seq for g in good] == [1, 3]
+
+
+def test_huge_line_is_skipped_without_reading_it_whole(tmp_path):
+    p = tmp_path / "r.jsonl"
+    _write(p, 2)
+    with open(p, "a") as f:
+        f.write("x" * (MAX_LINE + 10) + "\n")
+    _write(tmp_path / "r2.jsonl", 1)
+    with open(p, "a") as f:
+        f.write((tmp_path / "r2.jsonl").read_text().splitlines()[1] + "\n")
+    items = list(read_recording(str(p)))
+    assert [type(i).__name__ for i in items] == ["Tick", "Tick", "BadLine", "Tick"]
+    assert "longer than" in items[2].reason
+
+
+def test_bad_frame_content_names_the_field(tmp_path):
+    p = tmp_path / "r.jsonl"
+    _write(p, 1)
+    lines = p.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["frame"]["gpus"][0]["index"] = "zero"
+    p.write_text(lines[0] + "\n" + json.dumps(rec) + "\n")
+    (item,) = list(read_recording(str(p)))
+    assert isinstance(item, BadLine) and "gpus[0].index" in item.reason
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_disk_full_stops_recording_with_a_message():
+    rec = Recorder.__new__(Recorder)
+    rec.path = "/dev/full"
+    rec.lines = 0
+    rec.error = None
+    rec._f = open("/dev/full", "w", buffering=1)
+    with pytest.raises(RecordingError, match="recording stopped"):
+        rec.write(full_frame(), None)
+    assert not rec.active
+    rec.write(full_frame(), None)  # further writes are no-ops, not crashes
+
+
+def test_load_frames_reports_bad_lines(tmp_path):
+    p = tmp_path / "r.jsonl"
+    _write(p, 2)
+    with open(p, "a") as f:
+        f.write('{"schema": 1, "type": "tick", "frame": {"seq"\n')
+    seen = []
+    frames = load_frames(str(p), seen.append)
+    assert len(frames) == 2 and len(seen) == 1 and seen[0].line == 4

@@ -1,0 +1,1 @@
+"""gpuwatch's Textual TUI: shows frames and verdicts, never collects anything itself."""

@@ -1,0 +1,65 @@
+"""Numbers to short strings for the panels. Unsupported and None render as "N/A"."""
+
+from __future__ import annotations
+
+from gpuwatch.model.values import Unsupported, known
+
+NA = "N/A"
+
+
+def pct(value: object, digits: int = 0) -> str:
+    """``42 %`` or N/A."""
+    if not known(value):
+        return NA
+    return f"{float(value):.{digits}f} %"  # type: ignore[arg-type]
+
+
+def size(value: object) -> str:
+    """Bytes in binary units: ``812 MiB``, ``45.1 GiB``."""
+    if not known(value):
+        return NA
+    v = float(value)  # type: ignore[arg-type]
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(v) < 1024 or unit == "TiB":
+            return f"{v:.0f} {unit}" if unit in ("B", "KiB") or abs(v) >= 100 else f"{v:.1f} {unit}"
+        v /= 1024
+    return NA  # unreachable
+
+
+def rate(value: object) -> str:
+    """Bytes per second in decimal units, as storage and PCIe are quoted: ``55.2 GB/s``."""
+    if not known(value):
+        return NA
+    v = float(value)  # type: ignore[arg-type]
+    for unit in ("B/s", "kB/s", "MB/s", "GB/s"):
+        if abs(v) < 1000 or unit == "GB/s":
+            return f"{v:.0f} {unit}" if abs(v) >= 100 or unit == "B/s" else f"{v:.1f} {unit}"
+        v /= 1000
+    return NA  # unreachable
+
+
+def mbps(value: object) -> str:
+    """Bytes per second as ``12.3 MB/s`` (fixed unit, for table columns)."""
+    if not known(value):
+        return NA
+    return f"{float(value) / 1e6:.1f}"  # type: ignore[arg-type]
+
+
+def duration(seconds: float) -> str:
+    """``1:02:03`` or ``02:03``."""
+    s = max(0, int(seconds))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+def reason(value: object) -> str | None:
+    """The reason text of an Unsupported value, else None."""
+    return value.reason if isinstance(value, Unsupported) else None
+
+
+def ellipsize(text: str, width: int) -> str:
+    """Cut ``text`` to ``width`` cells with a trailing ellipsis."""
+    if width <= 0:
+        return ""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"

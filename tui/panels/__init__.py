@@ -1,0 +1,1 @@
+"""The main screen's panels, one module each."""

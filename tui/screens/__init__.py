@@ -1,0 +1,1 @@
+"""Screens pushed over the main screen: stage drill-down, stacks, help."""
