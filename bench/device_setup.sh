@@ -1,0 +1,15 @@
+# Source this at the start of every device run: installs the carried wheels and gpuwatch itself
+# into /tmp/site (the GPU machine has no registry access), and prints what the machine is.
+#   carry: [".whl"];  command: source bench/device_setup.sh && ...
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || return 1
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/gw . >/tmp/gw-install.log 2>&1 || { cat /tmp/gw-install.log; return 1; }
+export PYTHONPATH=/tmp/gw:/tmp/site PATH=/tmp/gw/bin:/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+mkdir -p "$OUT/r"
+{
+  echo "date: $(date -u +%FT%TZ)"; echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max,power.limit --format=csv
+  python3 -c 'import torch, sys; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)'
+  nproc; uname -r; which py-spy gpuwatch
+} > "$OUT/r/machine.txt" 2>&1
+cat "$OUT/r/machine.txt"
