@@ -1,0 +1,376 @@
+"""The GPU collector: NVML (all GPUs) and GPM (Hopper and newer), one GpuSample per watched GPU.
+
+Per tick and GPU it reads the driver's utilization sample buffers since a cursor (a true average
+over the tick instead of one instantaneous reading, signals.md §1.2), memory, temperature, power,
+clocks, clock-event reasons, throttle time per reason (cumulative ns counters), per-process SM
+utilization since a cursor, and GPM metrics over exactly the tick. Most of these calls cost
+5-50 us on an H200 (h200-signatures.md). ``nvmlDeviceGetPcieThroughput`` is never called: it
+blocks ~21 ms per call there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any
+
+import psutil
+
+from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.nvml_session import (
+    Field,
+    GpuLost,
+    NvmlSession,
+    counter_delta,
+    describe,
+    union_value,
+)
+from gpuwatch.collectors.target import TargetGone
+from gpuwatch.model.gpu import GpmMetrics, GpuProcess, GpuSample
+from gpuwatch.model.values import Unsupported
+
+THROTTLE_FIELDS = (
+    (74, "sw_power_cap"),  # NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP
+    (76, "sync_boost"),  # ..._SYNC_BOOST
+    (269, "sw_thermal"),  # ..._SW_THERM_SLOWDOWN
+    (270, "hw_thermal"),  # ..._HW_THERM_SLOWDOWN
+    (271, "hw_power_brake"),  # ..._HW_POWER_BRAKE_SLOWDOWN
+)
+"""Cumulative nanoseconds spent throttled per reason (nvml.h field ids)."""
+
+THROTTLE_SLACK = 1.05
+"""A fraction above this is a counter reset, not throttling: 5 % allows for the driver refreshing
+the counter and its timestamp a little apart."""
+
+GPM_METRICS = (
+    (1, "gr_engine"),  # NVML_GPM_METRIC_GRAPHICS_UTIL
+    (2, "sm_active"),  # SM_UTIL
+    (3, "sm_occupancy"),  # SM_OCCUPANCY
+    (5, "tensor"),  # ANY_TENSOR_UTIL
+    (10, "dram_bw"),  # DRAM_BW_UTIL
+    (20, "pcie_tx_mibs"),  # PCIE_TX_PER_SEC
+    (21, "pcie_rx_mibs"),  # PCIE_RX_PER_SEC
+)
+
+IDLE_AFTER_PERIODS = 2
+"""A busy GPU adds a utilization sample every driver period; when none came for this many periods
+the driver has stopped sampling because the GPU is idle (signals.md §1.2), so 0 % is real. Sooner,
+the tick was just shorter than the driver's period and nothing is known yet."""
+
+GPM_MIN_WINDOW_S = 0.1
+"""nvml.h: the interval between two nvmlGpmSampleGet() calls "should be greater than 100ms"."""
+
+
+@dataclass
+class _GpuState:
+    """What one GPU's reads carry from tick to tick."""
+
+    cursors: dict[int, int] = dc_field(default_factory=dict)
+    """Sampling type -> newest driver timestamp (us) already consumed."""
+    seen: set[int] = dc_field(default_factory=set)
+    """Sampling types whose buffer was read successfully at least once."""
+    period_s: dict[int, float] = dc_field(default_factory=dict)
+    """Sampling type -> the driver's sample spacing, as observed (200 ms on an H200)."""
+    last_new: dict[int, float] = dc_field(default_factory=dict)
+    """Sampling type -> our clock when the buffer last gave new samples."""
+    proc_cursor: int = 0
+    proc_seen: bool = False
+    throttle: dict[int, Field | Unsupported] | None = None
+    static: dict[str, Any] = dc_field(default_factory=dict)
+    gpm_support: Unsupported | bool | None = None
+    gpm_bufs: list[Any] | None = None
+    gpm_prev: int | None = None
+    gpm_prev_t: float = 0.0
+    gpm_get: Any = None
+
+
+class GpuCollector(Collector):
+    field = "gpus"
+
+    def __init__(
+        self,
+        target: Any,
+        session: NvmlSession,
+        gpus: Sequence[int] | None = None,
+        interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.target = target
+        self.session = session
+        self.gpus = None if gpus is None else tuple(gpus)
+        self.interval = interval
+        self.clock = clock
+        self._state: dict[int, _GpuState] = {}
+        self._names: dict[int, str] = {}
+        self._opened = False
+        self._temp_v = True
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def probe(self) -> Unsupported | None:
+        problem = self.session.open()
+        self._opened = problem is None
+        if problem is None and self.gpus is not None:
+            sel = self.session.select((), self.gpus)
+            if isinstance(sel, Unsupported):
+                return sel
+        return problem
+
+    def close(self) -> None:
+        nv = self.session.nvml
+        for st in self._state.values():
+            for buf in st.gpm_bufs or ():
+                try:
+                    nv.nvmlGpmSampleFree(buf)
+                except Exception:  # noqa: BLE001 - freeing must never mask the real exit
+                    pass
+            st.gpm_bufs = None
+        if self._opened:
+            self._opened = False
+            self.session.release()
+
+    # -- one tick ----------------------------------------------------------------------------
+    def sample(self) -> tuple[GpuSample, ...] | Unsupported:
+        problem = self.session.probe()
+        if problem is not None:
+            return problem
+        try:
+            pids = self.target.tree().pids()
+        except TargetGone:
+            pids = ()  # the GPUs it used stay selected (see NvmlSession.select)
+        sel = self.session.select(pids, self.gpus)
+        if isinstance(sel, Unsupported):
+            return sel
+        t = self.clock()
+        ours = set(pids)
+        return tuple(self._one(i, used, t, ours) for i, used in sel)
+
+    def _one(self, i: int, used: bool, t: float, ours: set[int]) -> GpuSample:
+        st = self._state.setdefault(i, _GpuState())
+        lost = self.session.lost(i)
+        if lost is None:
+            try:
+                return self._read(i, used, t, ours, st)
+            except GpuLost as e:
+                lost = str(e)
+        u = Unsupported(lost)
+        return GpuSample(
+            t=t, index=i, uuid=_str(st.static.get("uuid")), name=_str(st.static.get("name")),
+            used_by_target=used, util_gpu=u, util_mem=u, util_trace=(), mem_used=u, mem_total=u,
+            temp_c=u, power_w=u, power_limit_w=u, sm_clock_mhz=u, sm_clock_max_mhz=u,
+            mem_clock_mhz=u, mem_clock_max_mhz=u, clock_reasons=u, throttle=u, gpm=u,
+            processes=(), lost=lost,
+        )
+
+    def _read(self, i: int, used: bool, t: float, ours: set[int], st: _GpuState) -> GpuSample:
+        nv = self.session.nvml
+        for key, what, fn, args in (
+            ("name", "name", "nvmlDeviceGetName", ()),
+            ("uuid", "UUID", "nvmlDeviceGetUUID", ()),
+            ("sm_max", "max SM clock", "nvmlDeviceGetMaxClockInfo", (nv.NVML_CLOCK_SM,)),
+            ("mem_max", "max memory clock", "nvmlDeviceGetMaxClockInfo", (nv.NVML_CLOCK_MEM,)),
+        ):
+            if key not in st.static:  # constant for the GPU's life: read once
+                st.static[key] = self._get(i, what, fn, *args)
+        util_gpu, trace = self._util(i, st, nv.NVML_GPU_UTILIZATION_SAMPLES, "GPU utilization")
+        util_mem, _ = self._util(i, st, nv.NVML_MEMORY_UTILIZATION_SAMPLES, "memory utilization")
+        mem = self._get(i, "memory", "nvmlDeviceGetMemoryInfo")
+        return GpuSample(
+            t=t, index=i, uuid=_str(st.static["uuid"]), name=_str(st.static["name"]),
+            used_by_target=used, util_gpu=util_gpu, util_mem=util_mem, util_trace=trace,
+            mem_used=mem if isinstance(mem, Unsupported) else int(mem.used),
+            mem_total=mem if isinstance(mem, Unsupported) else int(mem.total),
+            temp_c=self._temperature(i),
+            power_w=_scale(self._get(i, "power", "nvmlDeviceGetPowerUsage"), 1e-3),  # mW
+            power_limit_w=_scale(self._get(i, "power limit", "nvmlDeviceGetEnforcedPowerLimit"), 1e-3),
+            sm_clock_mhz=_scale(self._get(i, "SM clock", "nvmlDeviceGetClockInfo", nv.NVML_CLOCK_SM), 1),
+            sm_clock_max_mhz=_scale(st.static["sm_max"], 1),
+            mem_clock_mhz=_scale(self._get(i, "memory clock", "nvmlDeviceGetClockInfo", nv.NVML_CLOCK_MEM), 1),
+            mem_clock_max_mhz=_scale(st.static["mem_max"], 1),
+            clock_reasons=self._get(i, "clock-event reasons", "nvmlDeviceGetCurrentClocksEventReasons"),
+            throttle=self._throttle(i, st),
+            gpm=self._gpm(i, st),
+            processes=self._processes(i, st, ours),
+        )
+
+    def _get(self, i: int, what: str, fn: str, *args: Any) -> Any:
+        """One NVML getter; any failure but a lost GPU becomes this field's Unsupported."""
+        nv = self.session.nvml
+        try:
+            return self.session.call(i, fn, *args)
+        except (nv.NVMLError, nv.NVMLLibraryMismatchError) as e:
+            return Unsupported(describe(e, what))
+
+    def _temperature(self, i: int) -> float | Unsupported:
+        nv = self.session.nvml
+        if self._temp_v:  # nvmlDeviceGetTemperature is deprecated in NVML 13; V is its successor
+            try:
+                return float(self.session.call(i, "nvmlDeviceGetTemperatureV", nv.NVML_TEMPERATURE_GPU))
+            except (nv.NVMLError_FunctionNotFound, AttributeError):
+                self._temp_v = False  # an older driver or nvidia-ml-py
+            except nv.NVMLError as e:
+                return Unsupported(describe(e, "temperature"))
+        return _scale(self._get(i, "temperature", "nvmlDeviceGetTemperature", nv.NVML_TEMPERATURE_GPU), 1)
+
+    def _util(self, i: int, st: _GpuState, kind: int, what: str) -> tuple[Any, tuple[tuple[float, float], ...]]:
+        """Mean of the driver's utilization samples newer than the cursor, and those samples."""
+        nv = self.session.nvml
+        cursor = st.cursors.get(kind, 0)
+        try:
+            vtype, samples = self.session.call(i, "nvmlDeviceGetSamples", kind, cursor)
+        except nv.NVMLError_NotFound:
+            # No sample newer than the cursor: the GPU ran nothing (signals.md §1.2). A real 0 %
+            # only once the buffer was read before; the cursor stays where it is.
+            if kind not in st.seen:
+                return Unsupported(f"{what}: the driver's sample buffer is empty (it fills once the GPU runs work)"), ()
+            period = st.period_s.get(kind)
+            if period is not None and self.clock() - st.last_new.get(kind, 0.0) < IDLE_AFTER_PERIODS * period:
+                return Unsupported(f"{what}: no new driver sample yet (it samples every {period * 1e3:.0f} ms)"), ()
+            return 0.0, ()
+        except nv.NVMLError as e:
+            return Unsupported(describe(e, what)), ()
+        new = [(int(s.timeStamp), float(union_value(s.sampleValue, vtype))) for s in samples]
+        new = [p for p in new if p[0] > cursor]
+        if cursor == 0 and new:  # first read returns the whole buffer (~20 s): keep one tick of it
+            newest = max(ts for ts, _ in new)
+            new = [p for p in new if p[0] >= newest - self.interval * 1e6]
+        st.seen.add(kind)
+        if not new:
+            return 0.0, ()
+        new.sort()
+        st.cursors[kind] = new[-1][0]
+        st.last_new[kind] = self.clock()
+        gaps = [b[0] - a[0] for a, b in zip(new, new[1:]) if b[0] > a[0]]
+        if gaps:
+            st.period_s[kind] = min(gaps) / 1e6
+        return sum(v for _, v in new) / len(new), tuple((ts / 1e6, v) for ts, v in new)
+
+    def _throttle(self, i: int, st: _GpuState) -> Any:
+        fields = self.session.read_fields(i, [fid for fid, _ in THROTTLE_FIELDS], "throttle counters")
+        prev, st.throttle = st.throttle, (fields if not isinstance(fields, Unsupported) else None)
+        if isinstance(fields, Unsupported):
+            return fields
+        if prev is None:
+            return Unsupported("throttle: first window (needs two reads of the counters)")
+        out, reasons = [], []
+        for fid, name in THROTTLE_FIELDS:
+            old, new = prev.get(fid), fields.get(fid)
+            if not isinstance(new, Field) or not isinstance(old, Field):
+                reasons.append(new.reason if isinstance(new, Unsupported) else f"{name}: no value")
+                continue
+            d = counter_delta(old, new)
+            if isinstance(d, Unsupported):
+                reasons.append(f"{name}: {d.reason}")
+                continue
+            frac = d[0] / (d[1] * 1e9)  # ns throttled / ns elapsed
+            if frac <= THROTTLE_SLACK:
+                out.append((name, min(1.0, frac)))
+        return tuple(out) if out else Unsupported("; ".join(reasons) or "throttle counters reset")
+
+    def _gpm(self, i: int, st: _GpuState) -> GpmMetrics | Unsupported:
+        nv = self.session.nvml
+        if st.gpm_support is None:
+            try:
+                ok = bool(self.session.call(i, "nvmlGpmQueryDeviceSupport").isSupportedDevice)
+                st.gpm_support = True if ok else Unsupported("GPM: needs a Hopper or newer GPU")
+            except (nv.NVMLError, AttributeError) as e:
+                st.gpm_support = Unsupported(f"GPM: needs a Hopper or newer GPU and driver R520+ ({e})")
+        if isinstance(st.gpm_support, Unsupported):
+            return st.gpm_support
+        try:
+            if st.gpm_bufs is None:
+                st.gpm_bufs = [nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()]
+                st.gpm_get = nv.c_nvmlGpmMetricsGet_t()
+            now = self.clock()
+            if st.gpm_prev is not None and now - st.gpm_prev_t < GPM_MIN_WINDOW_S:
+                return Unsupported("GPM: less than 100 ms since the last GPM sample")
+            cur = 0 if st.gpm_prev is None else 1 - st.gpm_prev
+            self.session.call(i, "nvmlGpmSampleGet", st.gpm_bufs[cur])
+            prev, prev_t = st.gpm_prev, st.gpm_prev_t
+            st.gpm_prev, st.gpm_prev_t = cur, now  # ping-pong: this sample opens the next window
+            if prev is None:
+                return Unsupported("GPM: first window")
+            mg = st.gpm_get
+            mg.version = nv.NVML_GPM_METRICS_GET_VERSION
+            mg.numMetrics = len(GPM_METRICS)
+            mg.sample1, mg.sample2 = st.gpm_bufs[prev], st.gpm_bufs[cur]
+            for k, (mid, _) in enumerate(GPM_METRICS):
+                mg.metrics[k].metricId = mid
+            nv.nvmlGpmMetricsGet(mg)
+        except nv.NVMLError_GpuIsLost:
+            raise GpuLost(self.session.mark_lost(i)) from None
+        except nv.NVMLError as e:
+            return Unsupported(describe(e, "GPM"))
+        vals: dict[str, Any] = {}
+        for k, (_, name) in enumerate(GPM_METRICS):
+            m = mg.metrics[k]
+            ok = m.nvmlReturn == nv.NVML_SUCCESS
+            vals[name] = float(m.value) if ok else Unsupported(describe(nv.NVMLError(m.nvmlReturn), f"GPM {name}"))
+        return GpmMetrics(window_s=now - prev_t, **vals)
+
+    def _processes(self, i: int, st: _GpuState, ours: set[int]) -> tuple[GpuProcess, ...]:
+        procs = self.session.processes().get(i)
+        if procs is None or isinstance(procs, Unsupported) or not procs:
+            return ()
+        util = self._proc_util(i, st)
+        out = []
+        for p in procs:
+            if isinstance(util, Unsupported):
+                sm: Any = util
+            else:
+                sm = util.get(p.host_pid, 0.0)  # NVML lists only processes with non-zero use
+            out.append(GpuProcess(
+                pid=p.host_pid, local_pid=p.local_pid, name=self._name(p.local_pid),
+                used_memory=p.used_memory if p.used_memory is not None
+                else Unsupported("NVML does not report this process's memory"),
+                sm_util=sm, is_target=p.local_pid is not None and p.local_pid in ours,
+            ))
+        return tuple(out)
+
+    def _proc_util(self, i: int, st: _GpuState) -> dict[int, float] | Unsupported:
+        nv = self.session.nvml
+        what = "per-process utilization"
+        try:
+            samples = self.session.call(i, "nvmlDeviceGetProcessUtilization", st.proc_cursor)
+        except nv.NVMLError as e:
+            # NotFound, or a code-0 NVMLError from pynvml when the driver answers "nothing":
+            # no sample newer than the cursor (signals.md §1.3).
+            if isinstance(e, nv.NVMLError_NotFound) or getattr(e, "value", None) == 0:
+                return {} if st.proc_seen else Unsupported(f"{what}: no samples yet (a process shows once it ran work)")
+            return Unsupported(describe(e, what))
+        new = [s for s in samples if int(s.timeStamp) > st.proc_cursor]
+        if st.proc_cursor == 0 and new:  # whole stale buffer on the first read: keep one tick
+            newest = max(int(s.timeStamp) for s in new)
+            new = [s for s in new if int(s.timeStamp) >= newest - self.interval * 1e6]
+        st.proc_seen = True
+        if new:
+            st.proc_cursor = max(int(s.timeStamp) for s in new)
+        sums: dict[int, list[float]] = {}
+        for s in new:
+            sums.setdefault(int(s.pid), []).append(float(s.smUtil))
+        return {pid: sum(v) / len(v) for pid, v in sums.items()}
+
+    def _name(self, local_pid: int | None) -> str:
+        if local_pid is None:
+            return "?"
+        name = self._names.get(local_pid)
+        if name is None:
+            try:
+                name = psutil.Process(local_pid).name()
+            except (psutil.Error, OSError):
+                return "?"
+            if len(self._names) > 1024:  # PIDs of exited processes: keep the cache bounded
+                self._names.clear()
+            self._names[local_pid] = name
+        return name
+
+
+def _scale(v: Any, k: float) -> Any:
+    return v if isinstance(v, Unsupported) else float(v) * k
+
+
+def _str(v: Any) -> str:
+    if isinstance(v, bytes):
+        return v.decode(errors="replace")
+    return "" if isinstance(v, Unsupported) or v is None else str(v)

@@ -1,0 +1,311 @@
+"""One NVML initialisation shared by the GPU and PCIe collectors, and the choice of GPUs to watch.
+
+NVML itself is thread-safe ("NVML is thread-safe so it is safe to make simultaneous NVML calls
+from multiple threads", NVML API reference, "Thread safety"), so the two collectors call it from
+their own threads freely; the lock here guards only our own state (init, handles, caches).
+
+``pynvml`` (nvidia-ml-py) is used instead of hand-written ctypes: it is NVIDIA's own binding and
+maps every return code to an exception class (``NVMLError_GpuIsLost``, ...). It is imported
+lazily and can be injected (``NvmlSession(nvml=fake)``) so the tests run without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpuwatch.collectors.nspid import PidMap
+from gpuwatch.model.values import Unsupported
+
+PROCESS_TTL_S = 0.5
+"""How long one read of the GPUs' compute-process lists is reused: the same as the Target's
+process-tree refresh (collectors/target.py), so both collectors share one read per tick."""
+
+LOST_FIX = (
+    "the GPU fell off the bus or stopped answering: check `dmesg` for NVIDIA Xid 79 or 48, "
+    "then reset it (`nvidia-smi -r -i N`) or reboot"
+)
+
+_INIT_FIXES = {
+    "NVMLError_LibraryNotFound": (
+        "NVML library (libnvidia-ml.so.1) not found: install the NVIDIA driver, or run the "
+        "container with the NVIDIA Container Toolkit (`--gpus all`)"
+    ),
+    "NVMLError_DriverNotLoaded": (
+        "the NVIDIA kernel driver is not loaded: check `nvidia-smi`; load it with "
+        "`sudo modprobe nvidia` or reboot after a driver install"
+    ),
+    "NVMLError_LibRmVersionMismatch": (
+        "the NVML library and the loaded kernel driver are different versions (driver upgraded "
+        "without a reboot?): reboot, or reload the nvidia kernel modules"
+    ),
+    "NVMLError_NoPermission": (
+        "no permission to open the NVIDIA devices: run as root or give your user access to /dev/nvidia*"
+    ),
+}
+
+
+def describe(err: BaseException, what: str) -> str:
+    """A reason with its fix for one NVML call that failed (never GpuIsLost: see ``LOST_FIX``)."""
+    name = type(err).__name__
+    if name == "NVMLError_NotSupported":
+        return f"{what}: not supported on this GPU or driver (NVML: Not Supported)"
+    if name == "NVMLError_NoPermission":
+        return f"{what}: NVML denied permission: run gpuwatch as root"
+    if name in ("NVMLError_FunctionNotFound", "NVMLLibraryMismatchError"):
+        return f"{what}: this driver's NVML lacks the call: update the NVIDIA driver"
+    if name == "NVMLError_NoData":
+        return f"{what}: NVML has no data for it"
+    return f"{what}: NVML error: {err}"
+
+
+_UNION_MEMBER = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+"""nvmlValueType_t -> the c_nvmlValue_t union member holding the value (nvml.h)."""
+
+_MODULUS = {1: 2**32, 2: 2 ** (8 * ctypes.sizeof(ctypes.c_ulong)), 3: 2**64, 6: 2**16}
+"""Where an unsigned counter of each value type wraps."""
+
+
+def union_value(value: Any, vtype: int) -> float | int:
+    """The number in an NVML ``c_nvmlValue_t`` union, read through the member ``vtype`` names."""
+    return getattr(value, _UNION_MEMBER.get(int(vtype), "ullVal"))
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One NVML field value that was read successfully."""
+
+    value: float | int
+    ts_us: int
+    """NVML's timestamp of the value (microseconds since 1970; 0 when NVML gives none)."""
+    vtype: int
+    mono: float
+    """Our monotonic clock when we read it."""
+
+
+def counter_delta(old: Field, new: Field) -> tuple[float, float] | Unsupported:
+    """``(increase, seconds)`` of a cumulative counter between two reads, handling wrap.
+
+    The time comes from NVML's own timestamps when both have one (the counter may be refreshed
+    by the driver a little before we read it), else from our monotonic clock.
+    """
+    if old.ts_us > 0 and new.ts_us > 0:
+        dt = (new.ts_us - old.ts_us) / 1e6
+    else:
+        dt = new.mono - old.mono
+    if dt <= 0:
+        return Unsupported("the counter was not refreshed since the last tick")
+    delta = new.value - old.value
+    if delta < 0:
+        delta += _MODULUS.get(new.vtype, 2**64)
+    return float(delta), dt
+
+
+class GpuLost(Exception):
+    """Raised inside a collector when NVML says the GPU is lost; caught per GPU."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProc:
+    host_pid: int
+    local_pid: int | None
+    used_memory: int | None
+    """Bytes; None where NVML cannot tell (it reports "not available")."""
+
+
+class NvmlSession:
+    """Lazy, shared NVML init; device handles by index; which GPUs the watched job uses."""
+
+    def __init__(
+        self,
+        nvml: Any = None,
+        pid_map: Callable[[int], int | None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._nvml = nvml
+        self.pid_map = pid_map if pid_map is not None else PidMap()
+        self.clock = clock
+        self._lock = threading.RLock()
+        self._probed = False
+        self._problem: Unsupported | None = None
+        self._users = 0
+        self._count = 0
+        self._handles: dict[int, Any] = {}
+        self._lost: dict[int, str] = {}
+        self._procs: dict[int, tuple[GpuProc, ...] | Unsupported] = {}
+        self._procs_t = float("-inf")
+        self._sticky: set[int] = set()
+
+    # -- init --------------------------------------------------------------------------------
+    @property
+    def nvml(self) -> Any:
+        """The pynvml module (or the injected fake). Only valid after a successful ``probe()``."""
+        return self._nvml
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def probe(self) -> Unsupported | None:
+        """Initialise NVML once; None when it works, else the precise reason and fix (cached)."""
+        with self._lock:
+            if not self._probed:
+                self._problem = self._init()
+                self._probed = True
+            return self._problem
+
+    def _init(self) -> Unsupported | None:
+        if self._nvml is None:
+            try:
+                import pynvml  # noqa: PLC0415 - optional dependency, imported only when GPUs are watched
+            except ImportError:
+                return Unsupported("nvidia-ml-py is not installed: pip install nvidia-ml-py")
+            self._nvml = pynvml
+        nv = self._nvml
+        try:
+            nv.nvmlInit()
+        except nv.NVMLError as e:
+            fix = _INIT_FIXES.get(type(e).__name__, f"NVML init failed: {e}")
+            return Unsupported(fix)
+        try:
+            self._count = int(nv.nvmlDeviceGetCount())
+        except nv.NVMLError as e:
+            return Unsupported(f"NVML could not count the GPUs: {e}")
+        if self._count == 0:
+            return Unsupported(
+                "NVML sees no GPU: check `nvidia-smi -L`; in a container, pass the GPUs in "
+                "(`--gpus all`)"
+            )
+        return None
+
+    def open(self) -> Unsupported | None:
+        """``probe()`` plus one user: NVML is shut down when the last user ``release()``s."""
+        with self._lock:
+            problem = self.probe()
+            if problem is None:
+                self._users += 1
+            return problem
+
+    def release(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                return
+            self._users -= 1
+            if self._users == 0 and self._probed and self._problem is None:
+                try:
+                    self._nvml.nvmlShutdown()
+                except Exception:  # noqa: BLE001 - shutting down must never mask the real exit
+                    pass
+                self._probed = False
+                self._handles.clear()
+
+    # -- devices ----------------------------------------------------------------------------
+    def handle(self, index: int) -> Any:
+        """The NVML device handle of GPU ``index`` (cached). Raises GpuLost or NVMLError."""
+        with self._lock:
+            if index in self._lost:
+                raise GpuLost(self._lost[index])
+            h = self._handles.get(index)
+            if h is None:
+                try:
+                    h = self._nvml.nvmlDeviceGetHandleByIndex(index)
+                except self._nvml.NVMLError_GpuIsLost:
+                    raise GpuLost(self.mark_lost(index)) from None
+                self._handles[index] = h
+            return h
+
+    def mark_lost(self, index: int) -> str:
+        with self._lock:
+            return self._lost.setdefault(index, f"GPU {index} is lost: {LOST_FIX}")
+
+    def lost(self, index: int) -> str | None:
+        return self._lost.get(index)
+
+    def call(self, index: int, fn: str, *args: Any) -> Any:
+        """``nvml.<fn>(handle(index), *args)``, turning NVMLError_GpuIsLost into GpuLost."""
+        h = self.handle(index)
+        try:
+            return getattr(self._nvml, fn)(h, *args)
+        except self._nvml.NVMLError_GpuIsLost:
+            raise GpuLost(self.mark_lost(index)) from None
+
+    def read_fields(self, index: int, ids: Sequence[int], what: str) -> dict[int, Field | Unsupported] | Unsupported:
+        """Cumulative field values in one ``nvmlDeviceGetFieldValues`` call; per-field failures kept apart."""
+        nv = self._nvml
+        try:
+            raw = self.call(index, "nvmlDeviceGetFieldValues", list(ids))
+        except nv.NVMLError as e:
+            return Unsupported(describe(e, what))
+        mono = self.clock()
+        out: dict[int, Field | Unsupported] = {}
+        for fv in raw:
+            fid = int(fv.fieldId)
+            if fv.nvmlReturn != nv.NVML_SUCCESS:
+                if fv.nvmlReturn == nv.NVML_ERROR_GPU_IS_LOST:
+                    raise GpuLost(self.mark_lost(index))
+                out[fid] = Unsupported(describe(nv.NVMLError(fv.nvmlReturn), f"{what} (field {fid})"))
+            else:
+                out[fid] = Field(union_value(fv.value, fv.valueType), int(fv.timestamp), int(fv.valueType), mono)
+        return out
+
+    # -- processes and selection ------------------------------------------------------------
+    def processes(self) -> dict[int, tuple[GpuProc, ...] | Unsupported]:
+        """Every GPU's compute processes, read at most once per ``PROCESS_TTL_S`` for all callers."""
+        with self._lock:
+            now = self.clock()
+            if now - self._procs_t < PROCESS_TTL_S:
+                return self._procs
+            out: dict[int, tuple[GpuProc, ...] | Unsupported] = {}
+            for i in range(self._count):
+                out[i] = self._read_procs(i)
+            self._procs, self._procs_t = out, now
+            return out
+
+    def _read_procs(self, index: int) -> tuple[GpuProc, ...] | Unsupported:
+        nv = self._nvml
+        try:
+            raw = self.call(index, "nvmlDeviceGetComputeRunningProcesses")
+        except GpuLost as e:
+            return Unsupported(str(e))
+        except (nv.NVMLError, nv.NVMLLibraryMismatchError) as e:
+            return Unsupported(describe(e, "compute processes"))
+        procs = []
+        for p in raw:
+            mem = getattr(p, "usedGpuMemory", None)
+            procs.append(GpuProc(int(p.pid), self.pid_map(int(p.pid)), None if mem is None else int(mem)))
+        return tuple(procs)
+
+    def select(self, pids: Iterable[int], gpus: Sequence[int] | None = None) -> list[tuple[int, bool]] | Unsupported:
+        """``[(index, used_by_target)]`` for the GPUs to watch.
+
+        ``gpus`` given: exactly those (an index out of range is an Unsupported with the reason).
+        Otherwise: the GPUs whose compute-process list holds one of ``pids`` (mapped from host
+        PIDs, see nspid.py), kept once seen so a GPU that is later lost still shows; when the job
+        uses none yet, every GPU with ``used_by_target`` False.
+        """
+        problem = self.probe()
+        if problem is not None:
+            return problem
+        ours = set(pids)
+        hits = set()
+        for i, procs in self.processes().items():
+            if not isinstance(procs, Unsupported) and any(p.local_pid in ours for p in procs):
+                hits.add(i)
+        with self._lock:
+            self._sticky |= hits
+            used = set(self._sticky)
+        if gpus is not None:
+            bad = [g for g in gpus if not 0 <= g < self._count]
+            if bad:
+                return Unsupported(
+                    f"GPU index {bad[0]} does not exist: NVML sees {self._count} GPU(s), "
+                    f"indices 0..{self._count - 1} (nvidia-smi order)"
+                )
+            return [(g, g in used) for g in dict.fromkeys(gpus)]
+        if used:
+            return [(i, True) for i in sorted(used)]
+        return [(i, False) for i in range(self._count)]

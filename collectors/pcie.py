@@ -1,0 +1,168 @@
+"""The PCIe collector: each watched GPU's host link, its traffic and its retries, per tick.
+
+Traffic comes from NVML's cumulative byte counters (field ids 197/198, "Value can be wrapped",
+nvml.h), whose deltas give the true average over the tick. ``nvmlDeviceGetPcieThroughput`` is
+never called: it measures a 20 ms window and blocks ~21 ms per call on an H200
+(h200-signatures.md). Directions are from the GPU's side: RX is host->device, TX device->host.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Any
+
+from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.nvml_session import Field, GpuLost, NvmlSession, counter_delta, describe
+from gpuwatch.collectors.target import TargetGone
+from gpuwatch.model.pcie import PcieSample
+from gpuwatch.model.values import Unsupported
+
+FI_TX_BYTES = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES
+FI_RX_BYTES = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES
+
+GEN3_LANE_BPS = 985e6
+"""Bytes/s per lane and direction of PCIe Gen3 (DCGM docs); each later generation doubles it
+(Gen4/5 keep 128b/130b encoding; Gen6's FLIT mode is close enough to another doubling)."""
+OLD_LANE_BPS = {1: 250e6, 2: 500e6}
+"""Gen1/Gen2 per lane and direction after 8b/10b encoding (2.5 and 5 GT/s)."""
+
+RESET_FACTOR = 2.0
+"""A counter delta above this many times the link's capacity is a counter reset (driver reload),
+not traffic: header overhead and timestamp jitter stay far below 2x."""
+
+
+def lane_bps(gen: int) -> float:
+    """One lane's capacity per direction, bytes/s."""
+    return OLD_LANE_BPS[gen] if gen in OLD_LANE_BPS else GEN3_LANE_BPS * 2 ** (gen - 3)
+
+
+@dataclass
+class _LinkState:
+    static: dict[str, Any] = dc_field(default_factory=dict)
+    counters: dict[int, Field | Unsupported] | None = None
+    replay: int | None = None
+
+
+class PcieCollector(Collector):
+    field = "pcie"
+
+    def __init__(
+        self,
+        target: Any,
+        session: NvmlSession,
+        gpus: Sequence[int] | None = None,
+        interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.target = target
+        self.session = session
+        self.gpus = None if gpus is None else tuple(gpus)
+        self.interval = interval
+        self.clock = clock
+        self._state: dict[int, _LinkState] = {}
+        self._opened = False
+
+    def probe(self) -> Unsupported | None:
+        problem = self.session.open()
+        self._opened = problem is None
+        if problem is None and self.gpus is not None:
+            sel = self.session.select((), self.gpus)
+            if isinstance(sel, Unsupported):
+                return sel
+        return problem
+
+    def close(self) -> None:
+        if self._opened:
+            self._opened = False
+            self.session.release()
+
+    def sample(self) -> tuple[PcieSample, ...] | Unsupported:
+        problem = self.session.probe()
+        if problem is not None:
+            return problem
+        try:
+            pids = self.target.tree().pids()
+        except TargetGone:
+            pids = ()
+        sel = self.session.select(pids, self.gpus)
+        if isinstance(sel, Unsupported):
+            return sel
+        t = self.clock()
+        return tuple(self._one(i, t) for i, _ in sel)
+
+    def _one(self, i: int, t: float) -> PcieSample:
+        st = self._state.setdefault(i, _LinkState())
+        lost = self.session.lost(i)
+        if lost is None:
+            try:
+                return self._read(i, t, st)
+            except GpuLost as e:
+                lost = str(e)
+        u = Unsupported(lost)
+        return PcieSample(t=t, index=i, gen_current=u, gen_max=u, width_current=u, width_max=u,
+                          rx_bps=u, tx_bps=u, capacity_bps=u, replay_delta=u)
+
+    def _read(self, i: int, t: float, st: _LinkState) -> PcieSample:
+        for key, what, fn in (("gen_max", "max link generation", "nvmlDeviceGetMaxPcieLinkGeneration"),
+                              ("width_max", "max link width", "nvmlDeviceGetMaxPcieLinkWidth")):
+            if key not in st.static:  # the most this GPU in this slot can do: read once
+                st.static[key] = self._get(i, what, fn)
+        gen_max, width_max = st.static["gen_max"], st.static["width_max"]
+        if isinstance(gen_max, Unsupported) or isinstance(width_max, Unsupported):
+            capacity: Any = gen_max if isinstance(gen_max, Unsupported) else width_max
+        else:
+            capacity = lane_bps(int(gen_max)) * int(width_max)
+        rx, tx = self._rates(i, st, capacity)
+        return PcieSample(
+            t=t, index=i,
+            gen_current=self._get(i, "link generation", "nvmlDeviceGetCurrPcieLinkGeneration"),
+            gen_max=gen_max,
+            width_current=self._get(i, "link width", "nvmlDeviceGetCurrPcieLinkWidth"),
+            width_max=width_max,
+            rx_bps=rx, tx_bps=tx, capacity_bps=capacity,
+            replay_delta=self._replays(i, st),
+        )
+
+    def _get(self, i: int, what: str, fn: str) -> Any:
+        nv = self.session.nvml
+        try:
+            return int(self.session.call(i, fn))
+        except nv.NVMLError as e:
+            return Unsupported(describe(e, f"PCIe {what}"))
+
+    def _rates(self, i: int, st: _LinkState, capacity: Any) -> tuple[Any, Any]:
+        cur = self.session.read_fields(i, [FI_RX_BYTES, FI_TX_BYTES], "PCIe byte counters")
+        prev, st.counters = st.counters, (None if isinstance(cur, Unsupported) else cur)
+        if isinstance(cur, Unsupported):
+            return cur, cur
+        if prev is None:
+            first = Unsupported("PCIe traffic: first window (needs two reads of the counters)")
+            return first, first
+        return (self._rate(prev.get(FI_RX_BYTES), cur.get(FI_RX_BYTES), capacity, "RX"),
+                self._rate(prev.get(FI_TX_BYTES), cur.get(FI_TX_BYTES), capacity, "TX"))
+
+    @staticmethod
+    def _rate(old: Any, new: Any, capacity: Any, what: str) -> float | Unsupported:
+        if isinstance(new, Unsupported):
+            return new
+        if not isinstance(old, Field) or not isinstance(new, Field):
+            return Unsupported(f"PCIe {what}: no previous counter value")
+        d = counter_delta(old, new)
+        if isinstance(d, Unsupported):
+            return Unsupported(f"PCIe {what}: {d.reason}")
+        bps = d[0] / d[1]
+        if not isinstance(capacity, Unsupported) and bps > RESET_FACTOR * capacity:
+            return Unsupported(f"PCIe {what}: the byte counter was reset (driver reload?)")
+        return bps
+
+    def _replays(self, i: int, st: _LinkState) -> int | Unsupported:
+        n = self._get(i, "replay counter", "nvmlDeviceGetPcieReplayCounter")
+        prev, st.replay = st.replay, (None if isinstance(n, Unsupported) else n)
+        if isinstance(n, Unsupported):
+            return n
+        if prev is None:
+            return Unsupported("PCIe replays: first window")
+        return (n - prev) % 2**32  # an unsigned int counter (nvml.h): wraps at 2^32

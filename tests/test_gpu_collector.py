@@ -1,0 +1,429 @@
+"""The GPU collector and the NVML session against the fake NVML replaying H200 data.
+
+The replayed values come from tests/fake_nvml.py:CAPTURE (today the seed built from the measured
+table in h200-signatures.md). Expected values are computed from that capture, so the tests keep
+working when a real capture replaces it. Values a test sets itself (memory, power, throttle
+counters, per-process samples) are synthetic and marked so: the seed has no reading for them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+import pytest
+
+from gpuwatch.collectors.gpu import GpuCollector
+from gpuwatch.collectors.nspid import INIT_PIDNS_INODE, PidMap
+from gpuwatch.collectors.nvml_session import NvmlSession
+from gpuwatch.collectors.pcie import PcieCollector
+from gpuwatch.model.gpu import GpmMetrics
+from gpuwatch.model.values import Unsupported
+from tests.fake_nvml import CAPTURE, FakeNvml, load_capture
+
+ME = os.getpid()
+HOST_PID = load_capture(CAPTURE)["pids"]["workload"]
+"""The captured workload's PID, as NVML reported it (a host PID)."""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class StubTarget:
+    """The watched job's process tree, reduced to what the collectors ask for."""
+
+    def __init__(self, *pids: int) -> None:
+        self._pids = pids
+
+    def tree(self):
+        return self
+
+    def pids(self):
+        return self._pids
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def fake():
+    # The captured workload process becomes this test process, so it is "on the GPU".
+    return FakeNvml(CAPTURE, workload_pid=ME, gpus=2)
+
+
+@pytest.fixture
+def session(fake, clock):
+    return NvmlSession(nvml=fake, pid_map=lambda pid: pid, clock=clock)
+
+
+def collector(session, clock, **kw):
+    return GpuCollector(StubTarget(ME), session, clock=clock, **kw)
+
+
+def step(fake, clock, n=1):
+    fake.advance(n)
+    clock.t += 0.5 * n  # the capture's tick period
+
+
+def raw_samples(fake, key="samples_gpu"):
+    return [(ts, float(v)) for ts, v in fake.raw(key)["v"]["s"]]
+
+
+# -- probe ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("scenario", "expected"),
+    [
+        ("no_library", "NVML library (libnvidia-ml.so.1) not found: install the NVIDIA driver"),
+        ("driver_not_loaded", "the NVIDIA kernel driver is not loaded"),
+        ("version_mismatch", "different versions (driver upgraded without a reboot?): reboot"),
+        ("no_permission", "run as root"),
+        ("no_gpu", "NVML sees no GPU: check `nvidia-smi -L`"),
+    ],
+)
+def test_probe_gives_the_precise_reason(scenario, expected, clock):
+    s = NvmlSession(nvml=FakeNvml(CAPTURE, scenario=scenario), pid_map=lambda p: p, clock=clock)
+    c = collector(s, clock)
+    problem = c.probe()
+    assert isinstance(problem, Unsupported)
+    assert expected in problem.reason
+    assert c.sample() == problem  # sample() never raises: it says the same thing
+
+
+def test_probe_without_nvidia_ml_py(monkeypatch, clock):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
+    problem = NvmlSession(pid_map=lambda p: p).probe()
+    assert problem == Unsupported("nvidia-ml-py is not installed: pip install nvidia-ml-py")
+
+
+def test_probe_rejects_a_gpu_index_that_does_not_exist(session, clock):
+    problem = collector(session, clock, gpus=[0, 5]).probe()
+    assert problem == Unsupported("GPU index 5 does not exist: NVML sees 2 GPU(s), indices 0..1 (nvidia-smi order)")
+
+
+def test_nvml_shuts_down_once_after_both_collectors_close(fake, session, clock):
+    g, p = collector(session, clock), PcieCollector(StubTarget(ME), session, clock=clock)
+    assert g.probe() is None and p.probe() is None
+    g.close()
+    assert fake.calls["nvmlShutdown"] == 0  # the PCIe collector still uses it
+    p.close()
+    assert fake.calls["nvmlShutdown"] == 1
+    assert fake.calls["nvmlInit"] == 1
+
+
+# -- GPU selection ---------------------------------------------------------------------------
+def test_selects_the_gpus_the_job_uses(fake, session, clock):
+    fake.goto("matmul_bf16", 2)
+    out = collector(session, clock).sample()
+    assert [(s.index, s.used_by_target) for s in out] == [(0, True)]  # GPU 1 runs nothing of ours
+    (proc,) = out[0].processes
+    assert (proc.pid, proc.local_pid, proc.is_target) == (ME, ME, True)
+
+
+def test_job_on_no_gpu_yet_shows_all_gpus_unused(fake, clock):
+    s = NvmlSession(nvml=fake, pid_map=lambda p: p, clock=clock)
+    out = GpuCollector(StubTarget(999_999_999), s, clock=clock).sample()
+    assert [(g.index, g.used_by_target) for g in out] == [(0, False), (1, False)]
+    assert [p.is_target for p in out[0].processes] == [False]
+
+
+def test_explicit_gpus_are_exactly_those(fake, session, clock):
+    out = collector(session, clock, gpus=[1]).sample()
+    assert [(g.index, g.used_by_target) for g in out] == [(1, False)]
+
+
+def test_a_gpu_once_used_stays_selected(fake, session, clock):
+    c = collector(session, clock)
+    assert [g.index for g in c.sample()] == [0]
+    fake.set("compute_procs", [], gpu=0)  # the job let go of the GPU for a moment
+    step(fake, clock)
+    assert [(g.index, g.used_by_target) for g in c.sample()] == [(0, True)]
+
+
+def test_host_pids_map_through_nspid(fake, clock):
+    # NVML reports the captured host PID; in our namespace that process is ME.
+    s = NvmlSession(nvml=FakeNvml(CAPTURE, gpus=1), pid_map=lambda p: ME if p == HOST_PID else None, clock=clock)
+    (g,) = GpuCollector(StubTarget(ME), s, clock=clock).sample()
+    assert g.used_by_target
+    assert [(p.pid, p.local_pid, p.is_target) for p in g.processes] == [(HOST_PID, ME, True)]
+
+
+# -- utilization from the driver's sample buffer ------------------------------------------------
+def test_util_is_the_mean_of_new_samples_and_the_cursor_advances(fake, session, clock):
+    fake.goto("matmul_bf16", 2)
+    c = collector(session, clock)
+    first = c.sample()[0]
+    assert first.util_trace[-1][0] - first.util_trace[0][0] <= 1.0  # first read: one interval of history
+    step(fake, clock)
+    second = c.sample()[0]
+    new = raw_samples(fake)  # exactly what the driver gained since the cursor
+    assert second.util_trace == tuple((ts / 1e6, v) for ts, v in new)
+    assert second.util_trace[0][0] > first.util_trace[-1][0]
+    assert second.util_gpu == pytest.approx(sum(v for _, v in new) / len(new))
+    mem = raw_samples(fake, "samples_mem")
+    assert second.util_mem == pytest.approx(sum(v for _, v in mem) / len(mem))
+    if fake.doc["source"]["kind"] == "seed":  # h200-signatures.md: bf16 matmul 100 % gpu, 24 % mem
+        assert (second.util_gpu, second.util_mem) == (100.0, 24.0)
+
+
+def test_no_new_samples_after_a_good_read_is_a_real_zero(fake, session, clock):
+    fake.goto("matmul_bf16", 2)
+    c = collector(session, clock)
+    assert c.sample()[0].util_gpu > 0
+    clock.t += 0.5  # no driver tick in between: NVML answers NOT_FOUND
+    again = c.sample()[0]
+    assert (again.util_gpu, again.util_trace) == (0.0, ())
+
+
+def test_no_new_sample_within_one_driver_period_is_not_called_idle(fake, session, clock):
+    fake.goto("matmul_bf16", 2)
+    c = collector(session, clock)
+    first = c.sample()[0]
+    period_ms = round(min(b[0] - a[0] for a, b in zip(first.util_trace, first.util_trace[1:])) * 1e3)
+    clock.t += 0.1  # a tick shorter than the driver's sample period
+    assert c.sample()[0].util_gpu == Unsupported(
+        f"GPU utilization: no new driver sample yet (it samples every {period_ms} ms)"
+    )
+
+
+def test_empty_buffer_before_any_read_is_unsupported_not_zero(fake, session, clock):
+    fake.set("samples_gpu", err="NVMLError_NotFound")
+    c = collector(session, clock)
+    g = c.sample()[0]
+    assert g.util_gpu == Unsupported(
+        "GPU utilization: the driver's sample buffer is empty (it fills once the GPU runs work)"
+    )
+    assert g.util_trace == ()
+
+
+# -- GPM ---------------------------------------------------------------------------------------
+def test_gpm_ping_pongs_two_samples_and_reads_all_metrics_in_one_call(fake, session, clock):
+    fake.goto("matmul_bf16", 2)
+    c = collector(session, clock)
+    assert c.sample()[0].gpm == Unsupported("GPM: first window")
+    for _ in range(2):
+        step(fake, clock)
+        gpm = c.sample()[0].gpm
+        expect = {m[0]: m for m in fake.raw("gpm")["v"]["m"]}
+        assert isinstance(gpm, GpmMetrics)
+        assert gpm.window_s == 0.5
+        assert gpm.gr_engine == expect[1][2] and gpm.sm_active == expect[2][2]
+        assert gpm.sm_occupancy == expect[3][2] and gpm.tensor == expect[5][2]
+        assert gpm.dram_bw == expect[10][2] and gpm.pcie_rx_mibs == expect[21][2]
+        if expect[20][1] != 0:  # a metric NVML did not answer is that metric's Unsupported only
+            assert isinstance(gpm.pcie_tx_mibs, Unsupported)
+    assert (fake.calls["nvmlGpmSampleAlloc"], fake.calls["nvmlGpmSampleGet"], fake.calls["nvmlGpmMetricsGet"]) == (2, 3, 2)
+
+
+def test_gpm_tells_a_pinned_copy_from_compute(fake, session, clock):
+    # h200-signatures.md: a pinned H2D copy reads 100 % NVML util while the SMs do nothing.
+    fake.goto("h2d_pinned", 2)
+    c = collector(session, clock)
+    c.sample()
+    step(fake, clock)
+    g = c.sample()[0]
+    assert g.util_gpu >= 90
+    assert g.gpm.sm_active < 1.0
+    assert g.gpm.pcie_rx_mibs > 40_000
+
+
+def test_gpm_window_shorter_than_100ms_is_skipped(fake, session, clock):
+    c = collector(session, clock)
+    c.sample()
+    clock.t += 0.05
+    assert c.sample()[0].gpm == Unsupported("GPM: less than 100 ms since the last GPM sample")
+
+
+def test_gpm_unsupported_gpu(fake, session, clock):
+    fake.set("gpm_support", 0)
+    assert collector(session, clock).sample()[0].gpm == Unsupported("GPM: needs a Hopper or newer GPU")
+
+
+# -- per-field problems, units --------------------------------------------------------------------
+def test_one_field_not_supported_leaves_the_others(fake, session, clock):
+    # Synthetic readings: the seed has no memory/power values.
+    fake.set("memory", {"total": 150_000_000_000, "used": 20_000_000_000, "free": 130_000_000_000})
+    fake.set("power_usage", 412_345)  # mW
+    fake.set("power_limit", 700_000)
+    fake.not_supported("temperature")
+    fake.goto("matmul_bf16", 2)
+    g = collector(session, clock).sample()[0]
+    assert g.temp_c == Unsupported("temperature: not supported on this GPU or driver (NVML: Not Supported)")
+    assert (g.mem_used, g.mem_total) == (20_000_000_000, 150_000_000_000)
+    assert (g.power_w, g.power_limit_w) == (pytest.approx(412.345), 700.0)
+    assert g.sm_clock_mhz == float(fake.raw("clock_sm")["v"])
+    assert g.clock_reasons == fake.raw("clock_reasons")["v"]
+    assert g.name == fake.raw("name")["v"] and g.uuid == fake.raw("uuid")["v"]
+    assert g.lost is None
+
+
+def test_a_value_the_capture_lacks_is_unsupported_with_the_reason(session, clock, fake):
+    fake.goto("matmul_bf16", 2)
+    fake.not_supported("clock_mem")
+    g = collector(session, clock).sample()[0]
+    assert g.mem_clock_mhz == Unsupported("memory clock: not supported on this GPU or driver (NVML: Not Supported)")
+    assert isinstance(g.util_gpu, float)
+
+
+def test_throttle_fractions_from_cumulative_ns_counters(fake, session, clock):
+    # Synthetic counters (the seed has none): 250 ms of SW power cap and 50 ms of HW thermal in 0.5 s.
+    t0 = 1_796_212_800_000_000
+    for fid in (74, 76, 269, 270, 271):
+        fake.set_field(fid, 1_000_000_000, ts_us=t0)
+    c = collector(session, clock)
+    assert c.sample()[0].throttle == Unsupported("throttle: first window (needs two reads of the counters)")
+    fake.set_field(74, 1_250_000_000, ts_us=t0 + 500_000)
+    fake.set_field(270, 1_050_000_000, ts_us=t0 + 500_000)
+    for fid in (76, 269, 271):
+        fake.set_field(fid, 1_000_000_000, ts_us=t0 + 500_000)
+    step(fake, clock)
+    assert dict(c.sample()[0].throttle) == {
+        "sw_power_cap": 0.5, "sync_boost": 0.0, "sw_thermal": 0.0, "hw_thermal": pytest.approx(0.1), "hw_power_brake": 0.0,
+    }
+
+
+def test_per_process_utilization_uses_a_cursor(fake, session, clock):
+    # Synthetic per-process samples (the seed has none); OTHER is another tenant's process.
+    other = 999_999_999
+    fake.set("compute_procs", [[HOST_PID, 1 << 30], [other, 2 << 30]])
+    fake.set("proc_util", [[HOST_PID, 1_796_212_805_000_000, 80, 10, 0, 0], [HOST_PID, 1_796_212_805_200_000, 60, 10, 0, 0],
+                           [other, 1_796_212_805_100_000, 30, 5, 0, 0]])
+    fake.goto("matmul_bf16", 2)
+    c = collector(session, clock)
+    procs = {p.pid: p for p in c.sample()[0].processes}
+    assert (procs[ME].sm_util, procs[ME].used_memory, procs[ME].is_target) == (70.0, 1 << 30, True)
+    assert (procs[other].sm_util, procs[other].is_target, procs[other].name) == (30.0, False, "?")
+    clock.t += 0.5  # nothing newer than the cursor: both idle, a real 0
+    assert [p.sm_util for p in c.sample()[0].processes] == [0.0, 0.0]
+
+
+def test_per_process_utilization_before_any_sample(fake, session, clock):
+    fake.set("proc_util", err="NVMLError_NotFound")
+    (p,) = collector(session, clock).sample()[0].processes
+    assert p.sm_util == Unsupported("per-process utilization: no samples yet (a process shows once it ran work)")
+
+
+# -- a lost GPU --------------------------------------------------------------------------------
+def test_gpu_lost_mid_run_marks_that_gpu_only(fake, session, clock):
+    fake.goto("matmul_bf16", 2)
+    c = collector(session, clock, gpus=[0, 1])
+    assert [g.lost for g in c.sample()] == [None, None]
+    fake.lose_gpu(1)
+    step(fake, clock)
+    g0, g1 = c.sample()
+    assert g0.lost is None and g0.util_gpu == pytest.approx(sum(v for _, v in raw_samples(fake)) / len(raw_samples(fake)))
+    assert g1.lost.startswith("GPU 1 is lost: the GPU fell off the bus or stopped answering: check `dmesg` for NVIDIA Xid 79")
+    assert g1.util_gpu == Unsupported(g1.lost) and g1.gpm == Unsupported(g1.lost) and g1.processes == ()
+    assert g1.uuid.endswith("-copy1")  # still named, from the reads before it was lost
+    before = fake.calls["nvmlDeviceGetSamples"]
+    step(fake, clock)
+    g0, g1 = c.sample()
+    assert g1.lost and g0.lost is None
+    assert fake.calls["nvmlDeviceGetSamples"] - before == 2  # only GPU 0 is still asked (gpu + mem)
+
+
+# -- shared session, costs ---------------------------------------------------------------------------
+def test_gpu_and_pcie_collectors_share_one_session_from_two_threads(fake):
+    s = NvmlSession(nvml=fake, pid_map=lambda p: p)
+    g = GpuCollector(StubTarget(ME), s)
+    p = PcieCollector(StubTarget(ME), s)
+    assert g.probe() is None and p.probe() is None
+    results, errors = {"gpus": [], "pcie": []}, []
+
+    def run(c):
+        try:
+            for _ in range(30):
+                results[c.field].append(c.sample())
+        except Exception as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in (g, p)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert all(isinstance(r, tuple) and r[0].index == 0 for r in results["gpus"] + results["pcie"])
+    assert len(results["gpus"]) == len(results["pcie"]) == 30
+    assert fake.calls["nvmlInit"] == 1
+    assert "nvmlDeviceGetPcieThroughput" not in fake.calls  # blocks ~21 ms on an H200
+    assert not hasattr(fake, "nvmlDeviceGetPcieThroughput")
+
+
+# -- host <-> container PIDs ----------------------------------------------------------------------
+def _proc(root, pid, ns, nspid=None):
+    d = root / str(pid)
+    (d / "ns").mkdir(parents=True)
+    os.symlink(f"pid:[{ns}]", d / "ns" / "pid")  # a dangling link reads like the kernel's
+    if nspid is not None:
+        (d / "status").write_text(f"Name:\tpython\nNSpid:\t{nspid}\nUid:\t0\n")
+
+
+def test_pid_map_in_a_container_with_the_host_proc_mounted(tmp_path):
+    ours, other = 4026532999, 4026533111
+    _proc(tmp_path / "proc", "self", ours)
+    host = tmp_path / "host_proc"
+    _proc(host, 1, INIT_PIDNS_INODE, "1")
+    _proc(host, 5000, ours, "5000\t42")  # our container's PID 42 is host PID 5000
+    _proc(host, 6000, other, "6000\t42")  # PID 42 of another container
+    m = PidMap(str(tmp_path / "proc"), [str(host)])
+    assert (m(5000), m(6000), m(7000)) == (42, None, None)
+    assert m.explanation is None
+
+
+def test_pid_map_on_the_host_is_the_identity(tmp_path):
+    _proc(tmp_path, "self", INIT_PIDNS_INODE)
+    assert PidMap(str(tmp_path), [])(1234) == 1234
+
+
+def test_pid_map_in_a_container_without_the_host_proc_says_why(tmp_path):
+    _proc(tmp_path, "self", 4026532999)
+    m = PidMap(str(tmp_path), [str(tmp_path / "absent")])
+    assert m(5000) is None
+    assert "NVML reports host PIDs: run it on the host, start the container with --pid=host" in m.explanation
+
+
+# -- the capture script's format replays through the fake ----------------------------------------
+def test_capture_script_output_replays_through_the_fake(tmp_path, clock):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "capture_nvml.py"
+    spec = importlib.util.spec_from_file_location("capture_nvml", path)
+    capture = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(capture)
+
+    # Record four ticks of the replayed H200 data with the script's own Recorder...
+    src = FakeNvml(CAPTURE)
+    src.nvmlInit()
+    src.goto("matmul_bf16")
+    rec = capture.Recorder(src, 0)
+    doc = {"schema": "gpuwatch-nvml-capture/1", "source": {"kind": "round trip"}, "pids": {"workload": HOST_PID},
+           "gpu": 0, "static": rec.static(), "workloads": [], "ticks": []}
+    expected = []
+    for _ in range(4):
+        doc["ticks"].append({"workload": src.workload, "t_unix": 0.0, "t_mono": 0.0, "calls": rec.tick()})
+        expected.append((src.raw("samples_gpu")["v"]["s"], src.raw("gpm")["v"]["m"]))
+        src.advance()
+    out = tmp_path / "capture.json"
+    capture._write(doc, str(out))
+    assert all("us" in r for r in doc["ticks"][0]["calls"].values())  # every call's cost is recorded
+
+    # ...and the collector reads the same values back from the written file.
+    replay = FakeNvml(out, workload_pid=ME)
+    c = GpuCollector(StubTarget(ME), NvmlSession(nvml=replay, pid_map=lambda p: p, clock=clock), clock=clock)
+    c.sample()
+    for samples, gpm in expected[1:]:
+        replay.advance()
+        clock.t += 0.5
+        g = c.sample()[0]
+        assert g.util_trace == tuple((ts / 1e6, float(v)) for ts, v in samples)
+        assert (g.gpm.sm_active, g.gpm.tensor) == ({m[0]: m[2] for m in gpm}[2], {m[0]: m[2] for m in gpm}[5])
+        assert g.used_by_target
