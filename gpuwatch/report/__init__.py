@@ -1,0 +1,111 @@
+"""``gpuwatch diagnose``: watch a job (or read a recording), then print the whole checklist once.
+
+The report holds the environment, the verdict timeline, per-stage evidence, periodic stalls, the
+hottest stacks per thread role, remedies ranked by the speed-up they could bring, pass/warn/fail
+checks, and everything that could not be read, with why. Markdown for people, JSON for tools.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from gpuwatch.collectors.environment import Environment, probe_environment
+from gpuwatch.model.values import Maybe, Unsupported
+from gpuwatch.report.build import build_report
+from gpuwatch.report.gather import Collected, from_frames, watch_live
+from gpuwatch.report.progress import Progress
+from gpuwatch.report.render_json import render_json
+from gpuwatch.report.render_md import render_markdown
+
+NOT_RECORDED = Unsupported(
+    "a recording holds frames only; the environment (driver, NUMA, cgroup, ptrace, storage) is "
+    "probed by a live `gpuwatch diagnose --pid PID`"
+)
+
+
+def run_diagnose(ns: argparse.Namespace) -> int:
+    """Entry point of ``gpuwatch diagnose`` (arguments already checked by cli.py). Returns the exit code."""
+    from gpuwatch.cli import UsageError
+
+    if ns.output:
+        _check_writable(ns.output, UsageError)
+    if ns.replay:
+        report = _replay(ns, UsageError)
+    else:
+        got, env = asyncio.run(_live(ns, UsageError))
+        report = build_report(got, env, "live", pid=ns.pid, requested_s=ns.duration)
+    text = render_json(report) if ns.format == "json" else render_markdown(report)
+    return _write(text, ns.output)
+
+
+def _replay(ns: argparse.Namespace, usage_error: type[Exception]):
+    from gpuwatch.replay import load_frames
+
+    bad = []
+
+    def on_bad(b) -> None:
+        bad.append(b)
+        print(f"gpuwatch: {ns.replay}: {b}", file=sys.stderr)
+
+    try:
+        frames = load_frames(ns.replay, on_bad)
+    except OSError as e:
+        raise usage_error(f"cannot read recording {ns.replay}: {e.strerror or e}") from None
+    return build_report(from_frames(frames), NOT_RECORDED, "replay", path=ns.replay, bad_lines=len(bad))
+
+
+def _probe(pid: int) -> Maybe[Environment]:
+    try:
+        return probe_environment(pid)
+    except Exception as e:  # noqa: BLE001 - a probe bug must not throw away the watched minutes
+        return Unsupported(f"the environment probe failed: {type(e).__name__}: {e}")
+
+
+async def _live(ns: argparse.Namespace, usage_error: type[Exception]) -> tuple[Collected, Maybe[Environment]]:
+    import psutil
+
+    from gpuwatch.commands import live_source
+
+    loop = asyncio.get_running_loop()
+    env_job = loop.run_in_executor(None, _probe, ns.pid)  # blocking reads: never on the event loop
+    try:
+        source = live_source(ns.pid, ns, ns.duration)
+    except psutil.Error as e:
+        await env_job
+        raise usage_error(f"cannot watch PID {ns.pid}: {e}") from None
+    progress = Progress(sys.stderr, ns.duration, f"gpuwatch: diagnosing PID {ns.pid}")
+    try:
+        got = await watch_live(source, progress.tick)
+    finally:
+        progress.done()
+    return got, await env_job
+
+
+def _check_writable(path: str, usage_error: type[Exception]) -> None:
+    """Refuse an output path we could not write, before spending minutes watching."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise usage_error(f"cannot write {path}: no folder {folder}")
+    if os.path.isdir(path):
+        raise usage_error(f"cannot write {path}: it is a folder")
+    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
+        raise usage_error(f"cannot write {path}: permission denied")
+
+
+def _write(text: str, path: str | None) -> int:
+    if not path:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return 0
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        sys.stdout.write(text)  # the watched minutes are not lost: the report goes to stdout instead
+        print(f"gpuwatch: error: cannot write {path}: {e.strerror or e}; the report went to stdout", file=sys.stderr)
+        return 1
+    print(f"gpuwatch: report written to {path}", file=sys.stderr)
+    return 0

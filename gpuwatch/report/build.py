@@ -1,0 +1,48 @@
+"""Frames + verdicts + environment -> a Report: the one place the sections are put together."""
+
+from __future__ import annotations
+
+from gpuwatch.collectors.environment import Environment
+from gpuwatch.model.values import Maybe
+from gpuwatch.report import sections
+from gpuwatch.report.checks import run_checks
+from gpuwatch.report.checks_gpu import links_under_load
+from gpuwatch.report.gaps import collect_gaps
+from gpuwatch.report.gather import Collected
+from gpuwatch.report.model import Report, Source
+from gpuwatch.report.stacks import hot_stacks
+
+
+def build_report(
+    got: Collected,
+    environment: Maybe[Environment],
+    kind: str,
+    pid: int | None = None,
+    path: str | None = None,
+    requested_s: float | None = None,
+    bad_lines: int = 0,
+) -> Report:
+    first = got.frames[0] if got.frames else None
+    last = got.last
+    covered = got.covered_s
+    early = got.early
+    source = Source(
+        kind=kind, pid=pid if pid is not None else (last.target.pid if last else None),
+        cmdline=(last.target.cmdline if last and last.target.cmdline else first.target.cmdline if first else ""),
+        path=path, started_wall=first.wall if first else None, covered_s=round(covered, 3),
+        requested_s=requested_s, frames=len(got.marks), ended=got.ended, early=early, bad_lines=bad_lines,
+    )
+    checks = run_checks(got.frames, got.verdicts, environment)
+    return Report(
+        source=source,
+        environment=environment,
+        links=links_under_load(got.frames),
+        summary=sections.summary(got.marks, got.verdicts),
+        checks=checks,
+        remedies=sections.remedies(got.marks, got.verdicts, checks),
+        timeline=sections.timeline(got.marks, got.interval),
+        evidence=sections.evidence(got.verdicts),
+        stall=sections.stall(got.verdicts),
+        stacks=hot_stacks(got.frames),
+        not_checked=collect_gaps(got.frames, environment),
+    )

@@ -1,0 +1,259 @@
+"""Checks on the GPU side: the PCIe link under load, other tenants, throttling, pageable copies, ECC.
+
+Pure functions over frames, verdicts and the environment probe; each returns a CheckResult.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from statistics import median
+
+from gpuwatch.collectors.environment import Environment
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.gpu import GpuSample
+from gpuwatch.model.pcie import PcieSample
+from gpuwatch.model.stacks import H2D as LABEL_H2D
+from gpuwatch.model.stacks import ROLE_MAIN_THREAD, StackSample
+from gpuwatch.model.values import Maybe, Unsupported, known
+from gpuwatch.model.verdict import H2D, Verdict
+from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, WARN, CheckResult, LinkSeen
+
+LOADED_UTIL = 50.0
+"""GPU utilization (%) above which the link must run at full speed. NVIDIA lowers the link
+generation with the P-state when the GPU idles ("may be reduced when the GPU is not in use",
+nvidia-smi; P8 -> Gen1, P0/P2 -> full, NVIDIA/open-gpu-kernel-modules#731); half busy is P0."""
+DOWNGRADE_FAIL_SHARE = 0.5
+"""A link below its maximum in at least half of the loaded ticks is trained down, not in transit."""
+OTHER_SM_FAIL = 10.0
+"""Another process's SM use (%) that takes a real share of the GPU (signals.md section 11, stage 6:
+another PID at >= 10 % of busy time)."""
+THROTTLE_SHARE = 0.05
+"""Share of time under thermal/brake/HW slowdown that counts as contention (signals.md section 11,
+stage 6: >= 5 % of the tick)."""
+BAD_THROTTLE_BITS = 0x8 | 0x20 | 0x40 | 0x80
+"""nvmlClocksEventReason HwSlowdown, SwThermalSlowdown, HwThermalSlowdown, HwPowerBrakeSlowdown
+(nvml.h). SwPowerCap (0x4) is the normal state of a saturated GPU and is left out."""
+PAGEABLE_FRACTION = 0.30
+"""RX below this share of the link's capacity while copies dominate looks pageable. Measured on the
+H200 Gen5 x16 (h200-signatures.md, GPM PCIe RX): pinned H2D 56,509 MiB/s = 94 % of the 63.04 GB/s
+link, pageable 6,608 MiB/s = 11 %; 30 % sits well between the two."""
+PINNED_MIBS, PAGEABLE_MIBS = 56509, 6608
+"""The same measurements, quoted in the reason (MiB/s, H200, PCIe Gen5 x16)."""
+MIN_COPY_TICKS = 3
+"""Fewer copy-dominated ticks than this is a blip, not a pattern."""
+
+
+NO_JOB_GPU = ("the job used no GPU while watched: NVML listed none of its processes (a CPU-only job, or "
+              "gpuwatch runs in another PID namespace than the job: see the GPU panel's note)")
+
+
+def target_gpus(frames: Sequence[Frame]) -> set[int]:
+    """Indexes of the GPUs the job used at some tick (other GPUs of the host are not its business)."""
+    return {g.index for f in frames if isinstance(f.gpus, tuple) for g in f.gpus if g.used_by_target}
+
+
+def _no_gpu_reason(frames: Sequence[Frame], field: str) -> str:
+    if any(isinstance(f.gpus, tuple) and f.gpus for f in frames):
+        return NO_JOB_GPU
+    for f in reversed(frames):
+        v = getattr(f, field)
+        if isinstance(v, Unsupported):
+            return v.reason
+    return "no frame held GPU data" if frames else "no frames were collected"
+
+
+def _gpu_samples(frames: Sequence[Frame]) -> list[tuple[Frame, GpuSample]]:
+    idx = target_gpus(frames)
+    return [(f, g) for f in frames if isinstance(f.gpus, tuple) for g in f.gpus if g.index in idx and not g.lost]
+
+
+def _util(frame: Frame, index: int) -> float | None:
+    if isinstance(frame.gpus, tuple):
+        for g in frame.gpus:
+            if g.index == index and known(g.util_gpu):
+                return float(g.util_gpu)  # type: ignore[arg-type]
+    return None
+
+
+def _loaded_links(frames: Sequence[Frame]) -> list[tuple[Frame, PcieSample]]:
+    idx = target_gpus(frames)
+    return [(f, p) for f in frames if isinstance(f.pcie, tuple) for p in f.pcie if p.index in idx
+            and (_util(f, p.index) or 0.0) >= LOADED_UTIL
+            and all(known(x) for x in (p.gen_current, p.gen_max, p.width_current, p.width_max))]
+
+
+def links_under_load(frames: Sequence[Frame]) -> tuple[LinkSeen, ...]:
+    """The most frequent link state of each GPU while it was busy."""
+    seen: Counter = Counter()
+    for _, p in _loaded_links(frames):
+        seen[(p.index, p.gen_current, p.width_current, p.gen_max, p.width_max)] += 1
+    best: dict[int, tuple] = {}
+    for key, n in seen.most_common():
+        best.setdefault(key[0], (*key, n))
+    return tuple(LinkSeen(*best[i]) for i in sorted(best))
+
+
+def check_pcie_link(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
+    title = "PCIe link at full speed under load"
+    idx = target_gpus(frames)
+    pairs = [(f, p) for f in frames if isinstance(f.pcie, tuple) for p in f.pcie if p.index in idx]
+    if not idx or not pairs:
+        return CheckResult("pcie_link", title, NOT_CHECKED, _no_gpu_reason(frames, "pcie"))
+    loaded = _loaded_links(frames)
+    replays = sum(p.replay_delta for _, p in pairs if isinstance(p.replay_delta, int))
+    if not loaded:
+        return CheckResult("pcie_link", title, NOT_CHECKED,
+                           f"the GPU was never >= {LOADED_UTIL:.0f} % busy with the link readable; an idle "
+                           "GPU lowers its link on purpose, so the idle link says nothing")
+    down = [p for _, p in loaded if p.gen_current < p.gen_max or p.width_current < p.width_max]  # type: ignore[operator]
+    share = len(down) / len(loaded)
+    if down:
+        p = down[-1]
+        what = (f"Gen{p.gen_current} x{p.width_current} instead of Gen{p.gen_max} x{p.width_max} "
+                f"in {share:.0%} of {len(loaded)} loaded ticks (GPU {p.index})")
+        fix = ("reseat the card or its riser, check the slot's BIOS link setting and `lspci -vv` "
+               "(LnkSta vs LnkCap); a link that trains down under load is a hardware fault")
+        return CheckResult("pcie_link", title, FAIL if share >= DOWNGRADE_FAIL_SHARE else WARN, what, fix)
+    if replays:
+        return CheckResult("pcie_link", title, WARN,
+                           f"full speed under load, but {replays} PCIe replays (link retries) during the run",
+                           "rising replays point to a marginal link: check `dmesg` for AER errors and reseat the card")
+    p = loaded[-1][1]
+    return CheckResult("pcie_link", title, PASS,
+                       f"Gen{p.gen_current} x{p.width_current} = maximum in all {len(loaded)} loaded ticks")
+
+
+def check_other_processes(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
+    title = "No other processes on the job's GPUs"
+    samples = _gpu_samples(frames)
+    if not samples:
+        return CheckResult("other_gpu_processes", title, NOT_CHECKED, _no_gpu_reason(frames, "gpus"))
+    others: dict[tuple[int, int], tuple[str, list[float], int]] = {}
+    for _, g in samples:
+        for p in g.processes:
+            if p.is_target:
+                continue
+            name, sm, mem = others.get((g.index, p.pid), (p.name, [], 0))
+            if known(p.sm_util):
+                sm.append(float(p.sm_util))  # type: ignore[arg-type]
+            if isinstance(p.used_memory, int):
+                mem = max(mem, p.used_memory)
+            others[(g.index, p.pid)] = (name, sm, mem)
+    if not others:
+        return CheckResult("other_gpu_processes", title, PASS, f"only the job's processes over {len(frames)} ticks")
+    parts, worst = [], 0.0
+    for (gi, pid), (name, sm, mem) in sorted(others.items()):
+        mean_sm = sum(sm) / len(sm) if sm else None
+        worst = max(worst, mean_sm or 0.0)
+        sm_txt = f"{mean_sm:.0f} % SM" if mean_sm is not None else "SM use unknown"
+        parts.append(f"PID {pid} ({name}) on GPU {gi}: {sm_txt}, {mem / 2**30:.1f} GiB")
+    status = FAIL if worst >= OTHER_SM_FAIL else WARN
+    return CheckResult("other_gpu_processes", title, status, "; ".join(parts[:5]),
+                       "move the other jobs to another GPU or set CUDA_VISIBLE_DEVICES; "
+                       "`nvidia-smi` lists them")
+
+
+def _bad_throttle(g: GpuSample) -> tuple[float, float] | None:
+    """(bad share, SW power-cap share) of one tick, or None when neither source is readable."""
+    if isinstance(g.throttle, tuple):
+        bad = cap = 0.0
+        for name, frac in g.throttle:
+            n = name.lower()
+            if "power_cap" in n:
+                cap = max(cap, frac)
+            elif any(k in n for k in ("therm", "brake", "hw_slowdown", "hw")):
+                bad = max(bad, frac)
+        return bad, cap
+    if isinstance(g.clock_reasons, int):
+        return (1.0 if g.clock_reasons & BAD_THROTTLE_BITS else 0.0, 1.0 if g.clock_reasons & 0x4 else 0.0)
+    return None
+
+
+def check_throttling(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
+    title = "No thermal, power-brake or HW slowdown"
+    samples = _gpu_samples(frames)
+    shares = [s for _, g in samples if (s := _bad_throttle(g)) is not None]
+    if not shares:
+        why = _no_gpu_reason(frames, "gpus") if not samples else "clock-event reasons unreadable on this GPU"
+        return CheckResult("throttling", title, NOT_CHECKED, why)
+    bad = [b for b, _ in shares]
+    mean_bad, mean_cap = sum(bad) / len(bad), sum(c for _, c in shares) / len(shares)
+    cap_txt = f"; SW power cap {mean_cap:.0%} of the time (normal for a saturated GPU)" if mean_cap > 0 else ""
+    fix = ("check cooling and airflow (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE`), and the power "
+           "supply or chassis power-brake signal")
+    if mean_bad >= THROTTLE_SHARE:
+        return CheckResult("throttling", title, FAIL, f"slowed down {mean_bad:.0%} of the time{cap_txt}", fix)
+    if max(bad) >= THROTTLE_SHARE:
+        n = sum(1 for b in bad if b >= THROTTLE_SHARE)
+        return CheckResult("throttling", title, WARN, f"slowed down in {n} of {len(bad)} GPU ticks{cap_txt}", fix)
+    return CheckResult("throttling", title, PASS, f"no slowdown beyond the SW power cap{cap_txt}")
+
+
+def _copy_ticks(frames: Sequence[Frame], verdicts: Sequence[Verdict]) -> list[Frame]:
+    """Ticks dominated by host-to-device copies: the verdict says h2d, or the main thread copies."""
+    out = []
+    for f, v in zip(frames, verdicts):
+        main_copy = isinstance(f.stacks, StackSample) and any(
+            t.role == ROLE_MAIN_THREAD and t.label == LABEL_H2D for t in f.stacks.threads)
+        if v.stage == H2D or main_copy:
+            out.append(f)
+    return out
+
+
+def _rx_fraction(p: PcieSample) -> float | None:
+    if known(p.rx_bps) and known(p.capacity_bps) and p.capacity_bps:
+        return float(p.rx_bps) / float(p.capacity_bps)  # type: ignore[arg-type]
+    return None
+
+
+def check_pageable_copies(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: Maybe[Environment]) -> CheckResult:
+    title = "Host-to-device copies from pinned memory"
+    idx = target_gpus(frames)
+    if not idx or not any(isinstance(f.pcie, tuple) for f in frames):
+        return CheckResult("pageable_h2d", title, NOT_CHECKED, _no_gpu_reason(frames, "pcie"))
+    copies = _copy_ticks(frames, verdicts)
+    if len(copies) < MIN_COPY_TICKS:
+        if not any(isinstance(f.stacks, StackSample) for f in frames) and not any(v.stage == H2D for v in verdicts):
+            return CheckResult("pageable_h2d", title, NOT_CHECKED,
+                               "no stack samples and no h2d verdict: nothing tells when copies dominate")
+        return CheckResult("pageable_h2d", title, PASS,
+                           f"copies dominated only {len(copies)} of {len(frames)} ticks: not a pattern")
+    fr = [x for f in copies if isinstance(f.pcie, tuple) for p in f.pcie if p.index in idx
+          if (x := _rx_fraction(p)) is not None]
+    if not fr:
+        return CheckResult("pageable_h2d", title, NOT_CHECKED, "PCIe RX rate or link capacity unreadable")
+    m = median(fr)
+    cap = next(float(p.capacity_bps) for f in copies if isinstance(f.pcie, tuple) for p in f.pcie  # type: ignore[arg-type]
+               if known(p.capacity_bps))
+    said = (f"while copies dominated ({len(copies)} ticks), RX ran at {m * cap / 2**20:,.0f} MiB/s = {m:.0%} of the "
+            f"link's {cap / 1e9:.0f} GB/s (measured on an H200 Gen5 x16: pinned {PINNED_MIBS:,} MiB/s = 94 %, "
+            f"pageable {PAGEABLE_MIBS:,} MiB/s = 11 %)")
+    if m < PAGEABLE_FRACTION:
+        return CheckResult("pageable_h2d", title, WARN, said,
+                           "pin the host memory: DataLoader(pin_memory=True) and .to(device, non_blocking=True)")
+    return CheckResult("pageable_h2d", title, PASS, said + ": the copies run near link speed")
+
+
+def check_ecc(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
+    title = "No uncorrected ECC errors"
+    if isinstance(env, Unsupported):
+        return CheckResult("ecc", title, NOT_CHECKED, env.reason)
+    if isinstance(env.gpus, Unsupported):
+        return CheckResult("ecc", title, NOT_CHECKED, env.gpus.reason)
+    idx = target_gpus(frames) or {g.index for g in env.gpus if g.used_by_target}
+    gpus = [g for g in env.gpus if g.index in idx]
+    if not gpus:
+        return CheckResult("ecc", title, NOT_CHECKED, NO_JOB_GPU)
+    vol = [(g.index, g.ecc_uncorrected_volatile) for g in gpus if isinstance(g.ecc_uncorrected_volatile, int)]
+    agg = [(g.index, g.ecc_uncorrected_aggregate) for g in gpus if isinstance(g.ecc_uncorrected_aggregate, int)]
+    if not vol and not agg:
+        reasons = {g.ecc_uncorrected_volatile.reason for g in gpus if isinstance(g.ecc_uncorrected_volatile, Unsupported)}
+        return CheckResult("ecc", title, NOT_CHECKED, "; ".join(sorted(reasons)) or "no GPU")
+    if any(n for _, n in vol):
+        return CheckResult("ecc", title, FAIL, ", ".join(f"GPU {i}: {n} since boot" for i, n in vol if n),
+                           "uncorrected ECC errors corrupt results: drain the GPU and have it checked (`nvidia-smi -q -d ECC`)")
+    if any(n for _, n in agg):
+        return CheckResult("ecc", title, WARN, ", ".join(f"GPU {i}: {n} over its life" for i, n in agg if n),
+                           "none since boot, but the GPU has a history: watch `nvidia-smi -q -d ECC`")
+    return CheckResult("ecc", title, PASS, "0 uncorrected errors (volatile and aggregate)")

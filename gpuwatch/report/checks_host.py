@@ -1,0 +1,222 @@
+"""Checks on the host side: workers vs cores, swap, CPU quota, network storage, NUMA, stack access.
+
+Pure functions over frames, verdicts and the environment probe; each returns a CheckResult.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpuwatch.collectors.environment import Environment
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.host import HostSample
+from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcsSample
+from gpuwatch.model.stacks import StackSample
+from gpuwatch.model.values import Maybe, Unsupported, known
+from gpuwatch.model.verdict import DECODE, IO, Verdict
+from gpuwatch.report.checks_gpu import NO_JOB_GPU, target_gpus
+from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, WARN, CheckResult
+
+FEW_WORKERS_RATIO = 4
+"""Fewer than a quarter of the usable cores as workers is "far fewer", worth raising only when
+loading data holds the GPU back (below)."""
+INPUT_BOUND_SHARE = 0.2
+"""Share of the run with an io/decode verdict above which spare cores matter."""
+SWAP_ACTIVE_BPS = 1 << 20
+"""Swap traffic (bytes/s) that counts as activity; below 1 MiB/s is background daemons paging."""
+SWAP_FAIL_SHARE = 0.1
+"""Swapping in a tenth of the ticks or more is a memory shortage, not a one-off."""
+QUOTA_THROTTLE = 0.05
+"""Share of the tick the cgroup was CPU-throttled that counts (signals.md section 11, stage 6)."""
+
+
+def cpulist(cpus: Sequence[int]) -> str:
+    """(0, 1, 2, 3, 8) -> "0-3,8", the kernel's notation."""
+    out, run = [], []
+    for c in sorted(set(cpus)):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
+def _env_part(env: Maybe[Environment], name: str) -> object:
+    return env if isinstance(env, Unsupported) else getattr(env, name)
+
+
+def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: Maybe[Environment]) -> CheckResult:
+    title = "DataLoader workers fit the CPUs"
+    procs = [f.procs for f in frames if isinstance(f.procs, ProcsSample)]
+    target = _env_part(env, "target")
+    if procs:
+        workers = max(len(p.by_role(ROLE_WORKER)) for p in procs)
+        mains = max(len(p.by_role(ROLE_MAIN)) for p in procs) or 1
+        usable = procs[-1].usable_cpus
+    elif not isinstance(target, Unsupported) and isinstance(target.affinity, tuple):  # type: ignore[union-attr]
+        workers, mains, usable = target.workers, max(target.mains, 1), len(target.affinity)  # type: ignore[union-attr]
+    else:
+        why = next((f.procs.reason for f in reversed(frames) if isinstance(f.procs, Unsupported)), "no process data")
+        return CheckResult("workers_vs_cores", title, NOT_CHECKED, why)
+    quota = _cpu_quota(frames, env)
+    cores = min(usable, quota) if quota is not None else usable
+    where = f"{usable} usable CPUs" + (f", a CPU quota of {quota:g} cores" if quota is not None else "")
+    counted = f"{workers} DataLoader workers for {mains} training process{'es' if mains > 1 else ''} on {where}"
+    # PyTorch's own rule: the DataLoader warns when num_workers exceeds the CPUs the process may use
+    # (torch/utils/data/dataloader.py, _check_worker_number_rationality).
+    if workers > cores:
+        return CheckResult("workers_vs_cores", title, WARN, f"more workers than cores: {counted}",
+                           f"lower num_workers to about {max(1, int(cores) - mains)} (cores minus the training "
+                           "processes), or give the job more CPUs")
+    input_share = sum(1 for v in verdicts if v.stage in (IO, DECODE)) / len(verdicts) if verdicts else 0.0
+    if workers * FEW_WORKERS_RATIO <= cores and input_share >= INPUT_BOUND_SHARE:
+        return CheckResult("workers_vs_cores", title, WARN,
+                           f"far fewer workers than cores while loading data held the GPU back "
+                           f"{input_share:.0%} of the time: {counted}",
+                           f"raise num_workers towards {max(1, int(cores) - mains)}")
+    return CheckResult("workers_vs_cores", title, PASS, counted)
+
+
+def _cpu_quota(frames: Sequence[Frame], env: Maybe[Environment]) -> float | None:
+    for f in reversed(frames):
+        if isinstance(f.host, HostSample) and not isinstance(f.host.cgroup, Unsupported) and known(f.host.cgroup.quota_cores):
+            return float(f.host.cgroup.quota_cores)  # type: ignore[arg-type]
+    cg = _env_part(env, "cgroup")
+    if not isinstance(cg, Unsupported) and isinstance(cg.cpu_limit_cores, float):  # type: ignore[union-attr]
+        return cg.cpu_limit_cores  # type: ignore[union-attr]
+    return None
+
+
+def check_swap(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
+    title = "No swapping"
+    hosts = [f.host for f in frames if isinstance(f.host, HostSample)]
+    if not hosts:
+        why = next((f.host.reason for f in reversed(frames) if isinstance(f.host, Unsupported)), "no host data")
+        return CheckResult("swap", title, NOT_CHECKED, why)
+    active = [h for h in hosts if h.swap_in_bps + h.swap_out_bps >= SWAP_ACTIVE_BPS]
+    if not active:
+        used = hosts[-1].swap_used
+        return CheckResult("swap", title, PASS, f"no swap traffic over {len(hosts)} ticks ({used / 2**20:.0f} MiB parked in swap)")
+    peak = max(h.swap_in_bps + h.swap_out_bps for h in active)
+    share = len(active) / len(hosts)
+    return CheckResult("swap", title, FAIL if share >= SWAP_FAIL_SHARE else WARN,
+                       f"swapping in {len(active)} of {len(hosts)} ticks, up to {peak / 2**20:.1f} MiB/s",
+                       "the host is short of memory: fewer workers or prefetch_factor, smaller shuffle buffers, "
+                       "or more RAM")
+
+
+def check_cpu_quota(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
+    title = "Not held back by a cgroup CPU quota"
+    cgs = [f.host.cgroup for f in frames if isinstance(f.host, HostSample) and not isinstance(f.host.cgroup, Unsupported)]
+    if not cgs:
+        why = next((f.host.cgroup.reason for f in reversed(frames) if isinstance(f.host, HostSample)
+                    and isinstance(f.host.cgroup, Unsupported)), "no cgroup data in the frames")
+        return CheckResult("cpu_quota", title, NOT_CHECKED, why)
+    mean = sum(c.throttled_frac for c in cgs) / len(cgs)
+    worst = max(c.throttled_frac for c in cgs)
+    fix = "raise the container's CPU limit (cpu.max / --cpus) or run fewer workers"
+    if mean >= QUOTA_THROTTLE:
+        return CheckResult("cpu_quota", title, FAIL, f"CPU-throttled {mean:.0%} of the time by the cgroup quota", fix)
+    if worst >= QUOTA_THROTTLE:
+        return CheckResult("cpu_quota", title, WARN, f"CPU-throttled up to {worst:.0%} of a tick", fix)
+    return CheckResult("cpu_quota", title, PASS, f"throttled {mean:.1%} of the time")
+
+
+def check_network_fs(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
+    title = "Data on local storage"
+    seen: dict[tuple[str, str], tuple[str, str, bool]] = {}
+    for f in frames:
+        if not isinstance(f.disk, Unsupported):
+            for loc in f.disk.locations:
+                seen[(loc.kind, loc.mountpoint)] = (loc.fstype, loc.path, loc.network)
+    storage = _env_part(env, "storage")
+    if isinstance(storage, tuple):
+        for s in storage:
+            seen.setdefault((s.kind, s.mountpoint), (s.fstype, s.path, s.network))
+    if not seen:
+        reason = storage.reason if isinstance(storage, Unsupported) else "no storage location was found"
+        return CheckResult("network_fs", title, NOT_CHECKED, reason)
+    data = {k: v for k, v in seen.items() if k[0] == "data"}
+    remote = {k: v for k, v in (data or seen).items() if v[2]}
+    fix = ("copy the dataset to local disk (or node-local NVMe) first, or cache it; "
+           "more workers and prefetch_factor hide some of the latency")
+    if remote:
+        (kind, mp), (fstype, path, _) = next(iter(remote.items()))
+        what = "the data" if kind == "data" else "the working directory (no open data files were seen)"
+        return CheckResult("network_fs", title, WARN, f"{what} is on a network file system: {fstype} at {mp} ({path})", fix)
+    kinds = ", ".join(sorted({f"{v[0]} at {k[1]}" for k, v in (data or seen).items()}))
+    what = "data" if data else "working directory (no open data files were seen)"
+    return CheckResult("network_fs", title, PASS, f"{what} on local storage: {kinds}")
+
+
+def check_numa(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
+    title = "Job runs on the GPU's NUMA node"
+    if isinstance(env, Unsupported):
+        return CheckResult("numa", title, NOT_CHECKED, env.reason)
+    if isinstance(env.cpus.numa_nodes, tuple) and len(env.cpus.numa_nodes) == 1:
+        return CheckResult("numa", title, PASS, "the host has one NUMA node: nothing to mismatch")
+    if isinstance(env.gpus, Unsupported):
+        return CheckResult("numa", title, NOT_CHECKED, env.gpus.reason)
+    idx = target_gpus(frames) or {g.index for g in env.gpus if g.used_by_target}
+    gpus = [g for g in env.gpus if g.index in idx]
+    if not gpus:
+        return CheckResult("numa", title, NOT_CHECKED, NO_JOB_GPU)
+    affinity = _affinity(frames, env)
+    if affinity is None:
+        return CheckResult("numa", title, NOT_CHECKED, "the job's CPU affinity is unreadable")
+    node_cpus = dict(env.cpus.numa_nodes) if isinstance(env.cpus.numa_nodes, tuple) else {}
+    results: list[tuple[str, str]] = []
+    for g in gpus:
+        if isinstance(g.numa_node, Unsupported):
+            results.append((NOT_CHECKED, f"GPU {g.index}: {g.numa_node.reason}"))
+            continue
+        local = set(node_cpus.get(g.numa_node, ())) or set(g.local_cpus if isinstance(g.local_cpus, tuple) else ())
+        if not local:
+            results.append((NOT_CHECKED, f"GPU {g.index}: the CPUs of node {g.numa_node} are unknown"))
+        elif not affinity & local:
+            results.append((FAIL, f"GPU {g.index} is on node {g.numa_node} (CPUs {cpulist(sorted(local))}) but the job "
+                                  f"runs only on CPUs {cpulist(sorted(affinity))}"))
+        elif affinity - local:
+            results.append((WARN, f"GPU {g.index} is on node {g.numa_node}; the job may also run on CPUs "
+                                  f"{cpulist(sorted(affinity - local))} of other nodes (not pinned)"))
+        else:
+            results.append((PASS, f"GPU {g.index} and the job are both on node {g.numa_node}"))
+    status = next(s for s in (FAIL, WARN, PASS, NOT_CHECKED) if any(r[0] == s for r in results))
+    fix = None if status in (PASS, NOT_CHECKED) else (
+        "pin each rank to its GPU's node: `numactl --cpunodebind=N --membind=N python train.py` "
+        "(or taskset with the GPU's local CPUs)")
+    return CheckResult("numa", title, status, "; ".join(r[1] for r in results), fix)
+
+
+def _affinity(frames: Sequence[Frame], env: Environment) -> set[int] | None:
+    if not isinstance(env.target, Unsupported) and isinstance(env.target.affinity, tuple):
+        return set(env.target.affinity)
+    for f in reversed(frames):
+        if isinstance(f.procs, ProcsSample):
+            mains = f.procs.by_role(ROLE_MAIN)
+            if mains and mains[0].affinity:
+                return set(mains[0].affinity)
+    return None
+
+
+def check_stacks(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
+    """Denied by ptrace: fail (a permission to fix). Turned off by the user: not checked. Any
+    other reason (py-spy missing, not a Python process): warn, since the verdict is weaker without."""
+    title = "Python stacks readable (py-spy)"
+    ok = sum(1 for f in frames if isinstance(f.stacks, StackSample) and f.stacks.threads)
+    ptrace = _env_part(env, "ptrace")
+    if ok:
+        return CheckResult("stacks", title, PASS, f"stacks in {ok} of {len(frames)} ticks")
+    why_not = "without stacks the verdict cannot tell decode from I/O, or launch from sync"
+    if not isinstance(ptrace, Unsupported) and not ptrace.allowed:  # type: ignore[union-attr]
+        return CheckResult("stacks", title, FAIL, ptrace.reason, why_not)  # type: ignore[union-attr]
+    reasons = [f.stacks.reason for f in frames if isinstance(f.stacks, Unsupported)]
+    if not reasons:
+        return CheckResult("stacks", title, NOT_CHECKED, "no stack samples were taken" if frames else "no frames")
+    if "--no-stacks" in reasons[-1]:
+        return CheckResult("stacks", title, NOT_CHECKED, reasons[-1])
+    return CheckResult("stacks", title, WARN, reasons[-1])

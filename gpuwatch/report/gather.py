@@ -1,0 +1,117 @@
+"""Frames and verdicts for the report, from a live watch or a recording.
+
+A long diagnose (up to a day) must not hold every frame: every tick's (t, stage, confidence) is
+kept for the timeline, but full frames and verdicts only up to ``MAX_KEPT``; past that the kept
+set is thinned to every other one and only every 2nd, 4th... new tick is kept, so what remains is
+an even sample of the whole run for the checks and stack counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gpuwatch.analysis import Analysis
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.verdict import Verdict
+from gpuwatch.report.sections import Mark
+
+MAX_KEPT = 3600
+"""Full frames kept: one hour at the default 1 s tick, a few tens of MB."""
+
+
+@dataclass
+class Collected:
+    frames: list[Frame] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+    """Aligned with ``frames``."""
+    marks: list[Mark] = field(default_factory=list)
+    """Every tick, kept or not."""
+    last: Frame | None = None
+    """The latest frame, kept or not (it says whether the job is still alive)."""
+    stride: int = 1
+    ended: str = ""
+    early: bool = False
+    """True when the job exited or the user stopped the watch before the duration."""
+
+    def add(self, frame: Frame, verdict: Verdict) -> None:
+        self.marks.append((frame.t, verdict.stage, verdict.confidence))
+        self.last = frame
+        if (len(self.marks) - 1) % self.stride == 0:
+            self.frames.append(frame)
+            self.verdicts.append(verdict)
+            if len(self.frames) > MAX_KEPT:
+                self.frames, self.verdicts = self.frames[::2], self.verdicts[::2]
+                self.stride *= 2
+
+    @property
+    def interval(self) -> float:
+        return self.last.interval if self.last is not None else 1.0
+
+    @property
+    def covered_s(self) -> float:
+        return self.marks[-1][0] - self.marks[0][0] + self.interval if self.marks else 0.0
+
+
+def from_frames(frames: list[Frame], analysis: Analysis | None = None) -> Collected:
+    """Recompute the verdicts of recorded frames, as a replay does."""
+    analysis = analysis or Analysis()
+    out = Collected()
+    for f in frames:
+        out.add(f, analysis.update(f))
+    out.ended = "end of the recording"
+    return out
+
+
+async def watch_live(
+    source, on_tick: Callable[[Frame, Verdict, float], None] | None = None, analysis: Analysis | None = None
+) -> Collected:
+    """Run ``source`` (a LiveSource) to its end, the job's exit, or Ctrl-C / SIGTERM / SIGHUP.
+
+    ``on_tick(frame, verdict, elapsed_s)`` is called for each tick (the progress bar)."""
+    analysis = analysis or Analysis()
+    out = Collected()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            pass
+
+    async def consume() -> None:
+        agen = source.frames()
+        try:
+            async for frame in agen:
+                verdict = analysis.update(frame)
+                out.add(frame, verdict)
+                if on_tick is not None:
+                    on_tick(frame, verdict, out.covered_s)
+        finally:
+            await agen.aclose()
+
+    task = asyncio.create_task(consume())
+    waiter = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, waiter, return_exceptions=True)
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+    error = task.exception() if task.done() and not task.cancelled() else None
+    if error is not None:  # a bug or a lost source: still report on the ticks seen so far
+        out.ended, out.early = f"watching stopped on an error ({type(error).__name__}: {error})", True
+    elif stop.is_set():
+        out.ended, out.early = "stopped early (interrupted)", True
+    elif out.last is not None and not out.last.target.alive:
+        out.ended, out.early = f"the job exited ({out.last.target.exit_reason or 'process gone'})", True
+    else:
+        out.ended = "duration reached"
+    return out

@@ -1,0 +1,170 @@
+"""The diagnose report as data: what the Markdown and JSON renderers both show.
+
+Frozen dataclasses, so ``gpuwatch.model.codec.to_dict`` turns the whole report into JSON
+(docs/REPORT_SCHEMA.md describes it); ``Unsupported`` values become ``{"unsupported": reason}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwatch.collectors.environment import Environment
+from gpuwatch.model.values import Maybe
+
+REPORT_SCHEMA = 1
+"""Version of the report's JSON (docs/REPORT_SCHEMA.md). Bumped on any incompatible change."""
+
+PASS, WARN, FAIL, NOT_CHECKED = "pass", "warn", "fail", "not_checked"
+STATUSES = (FAIL, WARN, PASS, NOT_CHECKED)
+"""Check outcomes, worst first (the order the report lists them in)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    kind: str
+    """"live" or "replay"."""
+    pid: int | None
+    cmdline: str
+    path: str | None
+    """The recording, for a replay."""
+    started_wall: float | None
+    """Unix time of the first frame."""
+    covered_s: float
+    """Seconds between the first and the last frame, plus one tick."""
+    requested_s: float | None
+    """--duration of a live diagnose."""
+    frames: int
+    ended: str
+    """Why watching stopped, in words."""
+    early: bool
+    """True when the job exited (or the user stopped) before the requested duration."""
+    bad_lines: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    stage: str
+    title: str
+    share: float
+    """Share of the ticks this stage held the verdict."""
+    confidence: float
+    """Mean confidence over those ticks."""
+    sentence: str
+    """The latest verdict sentence for that stage."""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A run of ticks with the same verdict stage."""
+
+    stage: str
+    start_s: float
+    """Seconds from the first frame."""
+    end_s: float
+    ticks: int
+    confidence_mean: float
+    confidence_min: float
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceLine:
+    """One signal behind a stage, summarised over the ticks where that stage was the verdict."""
+
+    stage: str
+    signal: str
+    supports_share: float
+    """Share of those ticks where the signal pointed towards the stage."""
+    value_median: float | None
+    threshold: float | None
+    op: str
+    text: str
+    """The latest wording, with its value."""
+
+
+@dataclass(frozen=True, slots=True)
+class StallSummary:
+    seen_share: float
+    """Share of the ticks whose verdict carried a periodic stall."""
+    period_s: float
+    """Median period."""
+    idle_s: float
+    """Median idle time per period."""
+    coincides_with: str | None
+    """The most frequent coincidence (e.g. "checkpoint"), if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class HotStack:
+    role: str
+    """main, worker, pin or other (ThreadStack.role)."""
+    count: int
+    share: float
+    """Of this role's thread samples."""
+    label: str
+    detail: str
+    frames: tuple[str, ...]
+    """Leaf first."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSeen:
+    """The PCIe link of one GPU as it ran while the GPU was busy (an idle link may be lowered)."""
+
+    index: int
+    gen: int
+    width: int
+    gen_max: int
+    width_max: int
+    loaded_ticks: int
+    """Ticks at this link state with the GPU busy (see checks_gpu.LOADED_UTIL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Remedy:
+    text: str
+    stage: str | None
+    """The verdict stage it addresses, or None for one that comes from a check."""
+    check: str | None
+    """The check it comes from, or None."""
+    share: float
+    """Share of the run the stage held (0 for a check)."""
+    speedup_while: float | None
+    """The verdicts' speed-up estimate while the stage held."""
+    speedup_run: float | None
+    """What that would give over the whole run (Amdahl: 1 / ((1 - share) + share / speedup_while))."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    id: str
+    title: str
+    status: str
+    """pass, warn, fail or not_checked."""
+    reason: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """Something that could not be read, and why (deduplicated)."""
+
+    what: str
+    """Where: a frame field path like ``gpus[].gpm.tensor``, or ``environment.ptrace``."""
+    reason: str
+    count: int
+    """How many ticks (or 1 for the environment) met it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    source: Source
+    environment: Maybe[Environment]
+    links: tuple[LinkSeen, ...]
+    summary: Summary
+    checks: tuple[CheckResult, ...]
+    remedies: tuple[Remedy, ...]
+    timeline: tuple[Segment, ...]
+    evidence: tuple[EvidenceLine, ...]
+    stall: StallSummary | None
+    stacks: tuple[HotStack, ...]
+    not_checked: tuple[Gap, ...]

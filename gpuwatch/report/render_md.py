@@ -1,0 +1,213 @@
+"""The report as Markdown, for people: verdict first, then checks, remedies, details, gaps."""
+
+from __future__ import annotations
+
+import time
+
+from gpuwatch.collectors.environment import Environment
+from gpuwatch.model.values import Unsupported
+from gpuwatch.model.verdict import STAGE_TITLES
+from gpuwatch.report.checks_host import cpulist
+from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
+
+STATUS_WORD = {PASS: "PASS", WARN: "WARN", FAIL: "FAIL", NOT_CHECKED: "not checked"}
+MAX_SEGMENTS = 40
+"""Timeline rows shown; the JSON has them all."""
+
+
+def _cell(x: object) -> str:
+    """A value for a table cell: Unsupported shows as n/a (its reason is under "Not checked")."""
+    if isinstance(x, Unsupported):
+        return "n/a"
+    if x is None:
+        return "none"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def _title(stage: str) -> str:
+    return STAGE_TITLES.get(stage, stage)
+
+
+def _x(v: float | None) -> str:
+    return f"{v:.2f}x" if v is not None else "not estimated"
+
+
+def render_markdown(r: Report) -> str:
+    out: list[str] = []
+    s = r.source
+    who = f"PID {s.pid}" if s.pid is not None else "unknown job"
+    out.append(f"# gpuwatch diagnosis: {who}")
+    out.append("")
+    if s.cmdline:
+        out.append("`" + s.cmdline.replace("`", "'") + "`")
+        out.append("")
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.started_wall)) if s.started_wall else "n/a"
+    what = f"replay of {s.path}" if s.kind == "replay" else "live watch"
+    out.append(f"{what}, started {started}, {s.covered_s:.0f} s over {s.frames} ticks; {s.ended}.")
+    if s.early:
+        asked = f" of the {s.requested_s:.0f} s asked for" if s.requested_s else ""
+        out.append(f"**Watching ended early** ({s.ended}): this report covers only the {s.covered_s:.0f} s{asked} that were seen.")
+    if s.bad_lines:
+        out.append(f"{s.bad_lines} unreadable line(s) of the recording were skipped.")
+    out += ["", "## Verdict", ""]
+    m = r.summary
+    out.append(f"**{m.title}** held the verdict {m.share:.0%} of the time (mean confidence {m.confidence:.2f}). {m.sentence}")
+    out += _checks(r) + _remedies(r) + _timeline(r) + _evidence(r) + _stall(r) + _stacks(r)
+    out += _environment(r) + _gaps(r)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _checks(r: Report) -> list[str]:
+    out = ["", "## Checks", "", "| status | check | why |", "|---|---|---|"]
+    for status in STATUSES:
+        for c in r.checks:
+            if c.status == status:
+                out.append(f"| {STATUS_WORD[status]} | {_cell(c.title)} | {_cell(c.reason)} |")
+    return out
+
+
+def _remedies(r: Report) -> list[str]:
+    """One numbered item per stage (best first) with its remedies below, then the check fixes."""
+    out = ["", "## Remedies, by the speed-up they could bring", ""]
+    if not r.remedies:
+        return out + ["Nothing to fix was found."]
+    n, stage = 0, None
+    for rem in r.remedies:
+        if rem.stage is not None and rem.stage != stage:
+            n, stage = n + 1, rem.stage
+            out.append(f"{n}. **{_title(rem.stage)}** (held {rem.share:.0%} of the time; fixing it: up to "
+                       f"{_x(rem.speedup_while)} while it holds, {_x(rem.speedup_run)} over this run)")
+        if rem.stage is not None:
+            out.append(f"   - {rem.text}")
+        else:
+            n += 1
+            out.append(f"{n}. {rem.text} (check `{rem.check}`; speed-up not estimated)")
+    return out
+
+
+def _timeline(r: Report) -> list[str]:
+    out = ["", "## Verdict timeline", ""]
+    if not r.timeline:
+        return out + ["No ticks."]
+    out += ["| from (s) | to (s) | stage | ticks | confidence (mean, min) |", "|---|---|---|---|---|"]
+    for seg in r.timeline[:MAX_SEGMENTS]:
+        out.append(f"| {seg.start_s:.0f} | {seg.end_s:.0f} | {_title(seg.stage)} | {seg.ticks} | "
+                   f"{seg.confidence_mean:.2f}, {seg.confidence_min:.2f} |")
+    if len(r.timeline) > MAX_SEGMENTS:
+        out.append(f"\n{len(r.timeline) - MAX_SEGMENTS} more segments in the JSON report.")
+    return out
+
+
+def _evidence(r: Report) -> list[str]:
+    out = ["", "## Evidence per stage", ""]
+    if not r.evidence:
+        return out + ["The verdicts carried no evidence."]
+    stage = None
+    for e in r.evidence:
+        if e.stage != stage:
+            if stage is not None:
+                out.append("")
+            stage = e.stage
+            out += [f"**{_title(stage)}**", ""]
+        val = f" median {e.value_median:.3g}," if e.value_median is not None else ""
+        out.append(f"- {e.text} (`{e.signal}`:{val} pointed here in {e.supports_share:.0%} of the ticks)")
+    return out
+
+
+def _stall(r: Report) -> list[str]:
+    out = ["", "## Periodic stalls", ""]
+    st = r.stall
+    if st is None:
+        return out + ["The verdicts reported no periodic GPU stall."]
+    with_ = f", coinciding with {st.coincides_with}" if st.coincides_with else ""
+    return out + [f"The GPU idled about {st.idle_s:.1f} s every {st.period_s:.1f} s{with_} "
+                  f"(seen in {st.seen_share:.0%} of the ticks)."]
+
+
+def _stacks(r: Report) -> list[str]:
+    out = ["", "## Hottest stacks per thread role", ""]
+    if not r.stacks:
+        return out + ["No stack samples (see Checks and Not checked)."]
+    for h in r.stacks:
+        leaf = " <- ".join(h.frames) or "(no frames)"  # leaf first, as deep as samples were told apart
+        out.append(f"- **{h.role}** {h.share:.0%} ({h.count} samples) `{h.label}` {h.detail}: `{leaf}`")
+    return out
+
+
+def _environment(r: Report) -> list[str]:
+    out = ["", "## Environment", ""]
+    env = r.environment
+    if isinstance(env, Unsupported):
+        return out + [f"Not probed: {env.reason}"]
+    assert isinstance(env, Environment)
+    nodes = env.cpus.numa_nodes
+    node_txt = ", ".join(f"node {n}: CPUs {cpulist(c)}" for n, c in nodes) if isinstance(nodes, tuple) else "n/a"
+    out.append(f"- Host `{_cell(env.hostname)}`, kernel {_cell(env.kernel)}, {env.cpus.logical_cpus} logical CPUs ({node_txt})")
+    d = env.driver
+    if isinstance(d, Unsupported):
+        out.append(f"- NVIDIA driver: n/a ({d.reason})")
+    else:
+        out.append(f"- NVIDIA driver {_cell(d.driver_version)}, NVML {_cell(d.nvml_version)}, CUDA {_cell(d.cuda_version)}")
+    t = env.target
+    if not isinstance(t, Unsupported):
+        aff = cpulist(t.affinity) if isinstance(t.affinity, tuple) else "n/a"
+        out.append(f"- Job: {t.mains} training process(es), {t.workers} DataLoader workers at start; "
+                   f"CPUs {aff} (NUMA node {', '.join(map(str, t.numa_nodes)) or 'n/a'})")
+    p = env.ptrace
+    if not isinstance(p, Unsupported):
+        out.append(f"- ptrace: {'allowed' if p.allowed else 'denied'} ({p.reason}; Yama scope {_cell(p.yama_scope)}, "
+                   f"CAP_SYS_PTRACE {_cell(p.cap_sys_ptrace)})")
+    cg = env.cgroup
+    if not isinstance(cg, Unsupported):
+        cpu = "no limit" if cg.cpu_limit_cores is None else f"{_cell(cg.cpu_limit_cores)} cores"
+        mem = "no limit" if cg.memory_limit_bytes is None else (
+            f"{cg.memory_limit_bytes / 2**30:.1f} GiB" if isinstance(cg.memory_limit_bytes, int) else "n/a")
+        out.append(f"- cgroup v{cg.version} `{_cell(cg.path)}`: CPU {cpu}, memory {mem}")
+    out += _gpu_table(r, env) + _storage_table(env)
+    return out
+
+
+def _gpu_table(r: Report, env: Environment) -> list[str]:
+    if isinstance(env.gpus, Unsupported):
+        return [f"- GPUs: n/a ({env.gpus.reason})"]
+    links = {x.index: x for x in r.links}
+    out = ["", "| GPU | model | bus | PCIe max | PCIe under load | persistence | MIG | ECC uncorrected (boot / life) | NUMA | job's |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for g in env.gpus:
+        ln = links.get(g.index)
+        load = f"Gen{ln.gen} x{ln.width} ({ln.loaded_ticks} ticks)" if ln else "never loaded"
+        numa = f"{g.numa_node} ({g.numa_source})" if not isinstance(g.numa_node, Unsupported) else "n/a"
+        out.append(f"| {g.index} | {_cell(g.name)} | {_cell(g.pci_bus_id)} | Gen{_cell(g.pcie_gen_max)} x{_cell(g.pcie_width_max)} "
+                   f"| {load} | {_cell(g.persistence_mode)} | {_cell(g.mig_enabled)} | "
+                   f"{_cell(g.ecc_uncorrected_volatile)} / {_cell(g.ecc_uncorrected_aggregate)} | {numa} | {_cell(g.used_by_target)} |")
+    return out
+
+
+def _storage_table(env: Environment) -> list[str]:
+    if isinstance(env.storage, Unsupported):
+        return [f"- Storage: n/a ({env.storage.reason})"]
+    out = ["", "| data | path | file system | mount | source | network | rotational | open files |",
+           "|---|---|---|---|---|---|---|---|"]
+    for s in env.storage:
+        out.append(f"| {s.kind} | {_cell(s.path)} | {_cell(s.fstype)} | {_cell(s.mountpoint)} | {_cell(s.source)} | "
+                   f"{_cell(s.network)} | {_cell(s.rotational)} | {s.open_files} |")
+    return out
+
+
+def _gaps(r: Report) -> list[str]:
+    """Grouped by reason: one missing library often explains a whole list of fields and checks."""
+    out = ["", "## Not checked, and why", ""]
+    by_reason: dict[str, list[str]] = {}
+    for c in r.checks:
+        if c.status == NOT_CHECKED:
+            by_reason.setdefault(c.reason, []).append(f"check *{c.title}*")
+    for g in r.not_checked:
+        times = f" ({g.count} ticks)" if not g.what.startswith("environment") else ""
+        by_reason.setdefault(g.reason, []).append(f"`{g.what}`{times}")
+    if not by_reason:
+        return out + ["Everything could be read."]
+    for reason, items in by_reason.items():
+        out.append(f"- {reason}: {', '.join(items)}")
+    return out
