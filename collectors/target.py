@@ -3,6 +3,22 @@
 Shared by the collectors (one instance per watch). The tree is re-read at most every
 ``refresh_s`` so that collectors on different threads can ask for it cheaply; DataLoader workers
 that come and go at epoch boundaries show up at the next refresh.
+
+Roles, decided top-down from the watched process:
+
+- ``worker``: a DataLoader worker (its comm is ``pt_data_worker``).
+- ``main``: a training process. The process that owns DataLoader workers (their nearest ancestor
+  that is not a multiprocessing helper) always is one. Otherwise the watched process itself, or,
+  below a launcher, the first Python process of each branch (a rank).
+- ``launcher``: torchrun, ``deepspeed``, ``accelerate launch`` and the like, recognised by their
+  command line (argv elements, not substrings); a rank-less process with ranks or worker owners
+  below it (``mp.spawn``'s parent); a non-Python watched process with Python children (a shell
+  script, ``uv run``, ``srun``).
+- ``other``: everything else (forkserver, resource tracker, compile workers, ``nvidia-smi`` ...).
+  Mains are never nested: a Python child of a main is ``other`` unless it owns workers.
+
+Known gap: a forkserver or spawn worker keeps the comm ``python`` (role ``other``) until it has
+unpickled its arguments and named itself, which took up to 3 s on a loaded 2-core box.
 """
 
 from __future__ import annotations
@@ -20,14 +36,23 @@ from gpuwatch.redact import redact_cmdline
 WORKER_COMM = "pt_data_worker"
 """DataLoader workers name their thread so since PyTorch 2.5 (pytorch/pytorch#128448)."""
 
-LAUNCHER_MARKERS = (
+OLD_MAIN_COMM = "pt_main_thread"
+"""torch 2.3/2.4 named the main thread so (PR #121170, reverted by #134066); forked DataLoader
+workers inherited the name, so on those versions a ``pt_main_thread`` child with its parent's
+command line is a worker."""
+
+LAUNCHER_PROGRAMS = ("torchrun", "deepspeed", "mpirun", "mpiexec", "horovodrun", "srun")
+"""Programs (argv[0], or the script a Python interpreter runs) that start ranks."""
+LAUNCHER_MODULES = (
     "torch.distributed.run",
     "torch.distributed.launch",
-    "torchrun",
-    "accelerate launch",
-    "accelerate/commands/launch",
-    "deepspeed",
+    "torch.distributed.elastic.multiprocessing",
+    "deepspeed.launcher.runner",
+    "deepspeed.launcher.launch",
+    "accelerate.commands.launch",
+    "accelerate.commands.accelerate_cli",
 )
+"""Modules run with ``python -m`` that start ranks."""
 RANK_VARS = ("RANK", "LOCAL_RANK")
 
 
@@ -40,6 +65,8 @@ class Node:
     main_pid: int | None
     name: str
     cmdline: str
+    create_time: float = 0.0
+    """psutil's create time (Unix seconds): with ``pid`` it names a process even if the PID is reused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +94,14 @@ class Tree:
 
 class TargetGone(Exception):
     """The watched process no longer exists."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    ppid: int
+    name: str
+    argv: tuple[str, ...]
+    create_time: float
 
 
 class Target:
@@ -116,55 +151,168 @@ class Target:
     def _walk(self) -> Tree:
         try:
             procs = [self._proc] + self._proc.children(recursive=True)
-        except psutil.NoSuchProcess as e:
+        except psutil.NoSuchProcess as e:  # also raised when the PID was reused by another process
+            self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(str(e)) from e
-        info: dict[int, tuple[int, str, list[str], float]] = {}
+        info: dict[int, _Raw] = {}
         for p in procs:
-            try:
-                with p.oneshot():
-                    info[p.pid] = (p.ppid(), p.name(), p.cmdline(), p.create_time())
-            except (psutil.Error, OSError):
-                continue
-        if self.pid not in info:
+            raw = _read(p)
+            if raw is not None:
+                info[p.pid] = raw
+        if self.pid not in info:  # gone or a zombie: it has exited either way
+            self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(f"process {self.pid} exited")
-
-        root_cmd = " ".join(info[self.pid][2])
-        ranks = {pid: self._rank(pid, ct) for pid, (_, _, _, ct) in info.items()}
-        is_launcher = any(m in root_cmd for m in LAUNCHER_MARKERS) or (
-            ranks[self.pid] is None
-            and any(r is not None for pid, r in ranks.items() if pid != self.pid and info[pid][1] != WORKER_COMM)
-        )
-        roles: dict[int, str] = {}
-        for pid, (ppid, name, cmd, _) in info.items():
-            if pid == self.pid:
-                roles[pid] = ROLE_LAUNCHER if is_launcher else ROLE_MAIN
-            elif name == WORKER_COMM:
-                roles[pid] = ROLE_WORKER
-            elif is_launcher and (ranks[pid] is not None or ppid == self.pid) and _is_python(cmd):
-                roles[pid] = ROLE_MAIN
-            else:
-                roles[pid] = ROLE_OTHER
-        # A launcher's direct Python children are ranks only if they are not multiprocessing helpers.
-        for pid, (_, _, cmd, _) in info.items():
-            if roles[pid] == ROLE_MAIN and pid != self.pid and _is_mp_helper(cmd):
-                roles[pid] = ROLE_OTHER
-
+        ranks = {pid: self._rank(pid, r.create_time) for pid, r in info.items()}
+        roles = assign_roles(self.pid, info, ranks)
+        ranks.update(start_order_ranks(info, roles, ranks))
         nodes = []
-        for pid, (ppid, name, cmd, _) in info.items():
-            main = _nearest_main(pid, info, roles)
-            rank = ranks[pid] if roles[pid] == ROLE_MAIN else (ranks.get(main) if main else None)
-            nodes.append(Node(pid, ppid, roles[pid], rank, main if roles[pid] != ROLE_MAIN else None,
-                              name, redact_cmdline(cmd)))
+        for pid, r in info.items():
+            role = roles.get(pid)
+            if role is None:  # its parent exited during the walk: re-parented, no longer ours
+                continue
+            main = None if role == ROLE_MAIN else _nearest(pid, info, roles, ROLE_MAIN)
+            rank = ranks[pid] if role == ROLE_MAIN else (ranks.get(main) if main else None)
+            nodes.append(Node(pid, r.ppid, role, rank, main, r.name, redact_cmdline(r.argv), r.create_time))
         nodes.sort(key=lambda n: (n.role != ROLE_LAUNCHER, n.role != ROLE_MAIN, n.pid))
         return Tree(self.pid, tuple(nodes))
 
     def _rank(self, pid: int, create_time: float) -> int | None:
         key = (pid, create_time)
         if key not in self._rank_cache:
-            self._rank_cache[key] = _read_rank(pid)
             if len(self._rank_cache) > 4096:  # pids of dead workers: keep the cache bounded
                 self._rank_cache.clear()
+            self._rank_cache[key] = _read_rank(pid)
         return self._rank_cache[key]
+
+
+def _read(p: psutil.Process) -> _Raw | None:
+    """One process's identity, or None when it is gone or a zombie (an exited worker not yet
+    reaped must not show as a stale row). A denied command line is read as empty."""
+    try:
+        with p.oneshot():
+            if p.status() == psutil.STATUS_ZOMBIE:
+                return None
+            ppid, name, ct = p.ppid(), p.name(), p.create_time()
+            try:
+                argv = tuple(p.cmdline())
+            except psutil.AccessDenied:
+                argv = ()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return None
+    except (psutil.Error, OSError):
+        return None
+    return _Raw(ppid, name, argv, ct)
+
+
+def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None]) -> dict[int, str]:
+    """Role of every process in ``info`` (pid -> identity) reachable from ``root`` by parent links."""
+    kids: dict[int, list[int]] = {}
+    for pid, r in info.items():
+        if pid != root:
+            kids.setdefault(r.ppid, []).append(pid)
+    workers = {pid for pid, r in info.items() if pid != root and _is_worker(r, info.get(r.ppid))}
+    helpers = {pid for pid, r in info.items() if _is_mp_helper(r.argv) and pid not in workers}
+    owners = set()
+    for w in workers:
+        cur = info[w].ppid
+        while cur in helpers and cur in info:  # forkserver: workers are its children
+            cur = info[cur].ppid
+        if cur in info and cur not in workers:
+            owners.add(cur)
+
+    def below(pid: int) -> list[int]:
+        out, todo = [], list(kids.get(pid, ()))
+        while todo:
+            c = todo.pop()
+            out.append(c)
+            todo.extend(kids.get(c, ()))
+        return out
+
+    def leads_ranks(pid: int) -> bool:
+        """True when a rank-less ``pid`` has ranked processes or worker owners below it."""
+        if ranks.get(pid) is not None:
+            return False
+        return any(d in owners or (ranks.get(d) is not None and d not in workers and d not in helpers)
+                   for d in below(pid))
+
+    roles: dict[int, str] = {}
+    r0 = info[root]
+    wrapper = not _is_python(r0.argv) and any(_is_python(info[c].argv) for c in kids.get(root, ()))
+    if _is_launcher_cmd(r0.argv) or (root not in owners and (leads_ranks(root) or wrapper)):
+        roles[root] = ROLE_LAUNCHER
+    else:
+        roles[root] = ROLE_MAIN
+    todo = list(kids.get(root, ()))
+    while todo:
+        pid = todo.pop(0)
+        r = info[pid]
+        parent_role = roles.get(r.ppid, ROLE_OTHER)
+        if pid in workers:
+            role = ROLE_WORKER
+        elif pid in helpers:
+            role = ROLE_OTHER
+        elif pid in owners:
+            role = ROLE_MAIN
+        elif _under(pid, info, roles, ROLE_MAIN):
+            role = ROLE_OTHER
+        elif _is_launcher_cmd(r.argv) or (parent_role == ROLE_LAUNCHER and leads_ranks(pid)):
+            role = ROLE_LAUNCHER
+        elif parent_role == ROLE_LAUNCHER and (ranks.get(pid) is not None or _is_python(r.argv)):
+            role = ROLE_MAIN
+        else:
+            role = ROLE_OTHER
+        roles[pid] = role
+        todo.extend(kids.get(pid, ()))
+    return roles
+
+
+def start_order_ranks(info: dict[int, _Raw], roles: dict[int, str], ranks: dict[int, int | None]) -> dict[int, int]:
+    """Ranks for ``torch.multiprocessing.spawn`` children, which get theirs as an argument, not in
+    their environment: ``mp.spawn`` starts rank i as the i-th process, so they are numbered in
+    start order (create time, then PID). Only when two or more rank-less mains share a launcher
+    parent and all of them are multiprocessing children (``spawn_main`` or a fork of the parent)."""
+    groups: dict[int, list[int]] = {}
+    for pid, role in roles.items():
+        if role == ROLE_MAIN and roles.get(info[pid].ppid) == ROLE_LAUNCHER:
+            groups.setdefault(info[pid].ppid, []).append(pid)
+    out = {}
+    for parent, mains in groups.items():
+        if len(mains) < 2 or any(ranks.get(m) is not None for m in mains):
+            continue
+        if not all("multiprocessing.spawn import spawn_main" in " ".join(info[m].argv)
+                   or info[m].argv == info[parent].argv for m in mains):
+            continue
+        for i, m in enumerate(sorted(mains, key=lambda m: (info[m].create_time, m))):
+            out[m] = i
+    return out
+
+
+def _is_worker(r: _Raw, parent: _Raw | None) -> bool:
+    if r.name == WORKER_COMM:
+        return True
+    return r.name == OLD_MAIN_COMM and parent is not None and parent.argv == r.argv
+
+
+def _is_launcher_cmd(argv: tuple[str, ...]) -> bool:
+    """torchrun & co. Matched on argv elements, not substrings, so ``train.py --deepspeed cfg``
+    (Hugging Face Trainer's flag) is not mistaken for the ``deepspeed`` launcher."""
+    if not argv:
+        return False
+    prog = os.path.basename(argv[0])
+    if prog in LAUNCHER_PROGRAMS or (prog == "accelerate" and "launch" in argv[1:3]):
+        return True
+    if not _is_python(argv):
+        return False
+    args = [a for a in argv[1:] if a not in ("-u", "-B", "-O", "-OO", "-s", "-E", "-I")]
+    if len(args) >= 2 and args[0] == "-m":
+        return args[1] in LAUNCHER_MODULES
+    if args:
+        script = os.path.basename(args[0])
+        if script in LAUNCHER_PROGRAMS:
+            return True
+        if script == "accelerate" and "launch" in args[1:3]:
+            return True
+    return False
 
 
 def _read_rank(pid: int) -> int | None:
@@ -180,21 +328,28 @@ def _read_rank(pid: int) -> int | None:
     return None
 
 
-def _is_python(cmd: list[str]) -> bool:
-    return bool(cmd) and "python" in os.path.basename(cmd[0])
+def _is_python(argv: tuple[str, ...] | list[str]) -> bool:
+    return bool(argv) and "python" in os.path.basename(argv[0])
 
 
-def _is_mp_helper(cmd: list[str]) -> bool:
-    joined = " ".join(cmd)
+def _is_mp_helper(argv: tuple[str, ...] | list[str]) -> bool:
+    """The resource tracker and the forkserver (whose forked children, DataLoader workers included,
+    keep its command line: callers check for workers first)."""
+    joined = " ".join(argv)
     return "multiprocessing.resource_tracker" in joined or "multiprocessing.forkserver" in joined
 
 
-def _nearest_main(pid: int, info: dict, roles: dict[int, str]) -> int | None:
+def _under(pid: int, info: dict[int, _Raw], roles: dict[int, str], role: str) -> bool:
+    return _nearest(pid, info, roles, role) is not None
+
+
+def _nearest(pid: int, info: dict[int, _Raw], roles: dict[int, str], role: str) -> int | None:
+    """The nearest ancestor of ``pid`` with ``role``."""
     seen = set()
-    cur = info[pid][0]
+    cur = info[pid].ppid
     while cur in info and cur not in seen:
-        if roles.get(cur) == ROLE_MAIN:
+        if roles.get(cur) == role:
             return cur
         seen.add(cur)
-        cur = info[cur][0]
+        cur = info[cur].ppid
     return None

@@ -1,0 +1,275 @@
+"""The host around the job over one tick: CPU (with steal and iowait), memory and swap, pressure
+stall information, the CPU quota of the job's cgroup, and the busiest processes outside the job.
+
+CPU and swap come from psutil; PSI and cgroup files are read by hand (psutil has neither).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from dataclasses import dataclass
+
+import psutil
+
+from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.procfs import parse_cpu_max, parse_flat_keyed, parse_mountinfo, parse_pressure, \
+    parse_proc_cgroup
+from gpuwatch.collectors.target import Target, TargetGone
+from gpuwatch.model.host import CgroupCpu, HostSample, OtherProc, Psi
+from gpuwatch.model.values import Maybe, Unsupported
+
+FIRST_WINDOW_S = 0.3
+"""The first sample measures over this short window (there is no previous tick to diff against)."""
+TOP_OTHERS = 5
+OTHER_MIN_PCT = 1.0
+"""Processes below 1 % of a core are not contention suspects; leaving them out keeps the list to
+the ones that matter (and empty on a quiet host)."""
+
+PSI_MISSING = Unsupported("the kernel has no pressure stall information (/proc/pressure is missing): "
+                          "it needs Linux >= 4.20 built with CONFIG_PSI=y")
+PSI_DISABLED = Unsupported("pressure stall information is disabled: boot the kernel with psi=1")
+
+
+def read_psi(proc_root: str = "/proc") -> Maybe[Psi]:
+    """avg10 of /proc/pressure/{cpu,io,memory} (Documentation/accounting/psi.rst)."""
+    vals = {}
+    for res in ("cpu", "io", "memory"):
+        try:
+            with open(f"{proc_root}/pressure/{res}", encoding="ascii") as f:
+                vals[res] = parse_pressure(f.read())
+        except FileNotFoundError:
+            return PSI_MISSING
+        except OSError as e:
+            if e.errno == errno.EOPNOTSUPP:
+                return PSI_DISABLED
+            return Unsupported(f"cannot read {proc_root}/pressure/{res}: {e.strerror or e}")
+
+    def avg10(res: str, kind: str) -> float:
+        return vals[res].get(kind, {}).get("avg10", 0.0)
+
+    if "some" not in vals["cpu"]:
+        return Unsupported(f"{proc_root}/pressure/cpu has no 'some' line")
+    return Psi(cpu_some=avg10("cpu", "some"), io_some=avg10("io", "some"), io_full=avg10("io", "full"),
+               mem_some=avg10("memory", "some"), mem_full=avg10("memory", "full"))
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupReading:
+    """One read of the cgroup that limits the job's CPU."""
+
+    version: int
+    path: str
+    """The cgroup folder whose counters are read: the tightest quota's, else the job's own."""
+    quota_cores: float | None
+    nr_periods: int
+    nr_throttled: int
+
+
+def cgroup_cpu_dir(pid: int, proc_root: str = "/proc", fs_root: str = "") -> tuple[int, str, str] | Unsupported:
+    """(version, the job's cgroup folder, its hierarchy's mount point) for the CPU controller.
+
+    Found from /proc/PID/cgroup and our mountinfo; a hybrid host (v1 ``cpu`` plus a v2 unified
+    tree) has the controller on v1. ``fs_root`` prefixes every path (tests use fixture trees).
+    """
+    try:
+        with open(f"{proc_root}/{pid}/cgroup", encoding="utf-8") as f:
+            entries = parse_proc_cgroup(f.read())
+        with open(f"{proc_root}/self/mountinfo", encoding="utf-8", errors="replace") as f:
+            mounts = parse_mountinfo(f.read())
+    except OSError as e:
+        return Unsupported(f"cannot read the job's cgroup: {e.strerror or e}")
+    candidates = [(1, e) for e in entries if e.hierarchy != 0 and "cpu" in e.controllers]
+    candidates += [(2, e) for e in entries if e.hierarchy == 0]
+    for version, entry in candidates:
+        for m in mounts:
+            ok = ("cpu" in m.super_options and m.fstype == "cgroup") if version == 1 else m.fstype == "cgroup2"
+            if not ok or not (entry.path == m.root or entry.path.startswith(m.root.rstrip("/") + "/")):
+                continue
+            rel = entry.path[len(m.root.rstrip("/")):].lstrip("/")
+            top = fs_root + m.mountpoint
+            folder = os.path.join(top, rel) if rel else top
+            stat = "cpu.cfs_quota_us" if version == 1 else "cpu.stat"
+            if os.path.exists(os.path.join(folder, stat)):
+                return version, folder, top
+    return Unsupported("the job's cgroup has no CPU controller files (cgroup not mounted, or another "
+                       "cgroup namespace): CPU quota and throttling are unknown")
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _quota(version: int, folder: str) -> float | None:
+    """CPU quota of one cgroup folder in cores, None when unlimited."""
+    try:
+        if version == 1:
+            q, p = _read(f"{folder}/cpu.cfs_quota_us"), _read(f"{folder}/cpu.cfs_period_us")
+            if q is None or p is None or int(q) < 0 or int(p) <= 0:
+                return None
+            return int(q) / int(p)
+        text = _read(f"{folder}/cpu.max")
+        if text is None:
+            return None
+        quota, period = parse_cpu_max(text)
+    except (ValueError, IndexError):  # not what the kernel writes: treat as no quota
+        return None
+    return None if quota is None or period <= 0 else quota / period
+
+
+def read_cgroup(pid: int, proc_root: str = "/proc", fs_root: str = "") -> CgroupReading | Unsupported:
+    """The job's CPU quota (the tightest of its cgroup and its ancestors) and that cgroup's
+    throttling counters."""
+    found = cgroup_cpu_dir(pid, proc_root, fs_root)
+    if isinstance(found, Unsupported):
+        return found
+    version, folder, top = found
+    best: tuple[float, str] | None = None
+    cur = folder
+    while True:
+        q = _quota(version, cur)
+        if q is not None and (best is None or q < best[0]):
+            best = (q, cur)
+        if cur == top or len(cur) <= len(top):
+            break
+        cur = os.path.dirname(cur)
+    path = best[1] if best else folder
+    stat = parse_flat_keyed(_read(f"{path}/cpu.stat") or "")
+    return CgroupReading(version, path, best[0] if best else None, stat.get("nr_periods", 0),
+                         stat.get("nr_throttled", 0))
+
+
+def throttle(cur: CgroupReading, prev: CgroupReading | None) -> CgroupCpu:
+    """Throttled fraction over the tick: the share of CFS enforcement periods in which the cgroup
+    used up its quota (Δnr_throttled / Δnr_periods, Kubernetes' CPUThrottlingHigh measure). Periods
+    only count while the cgroup has runnable work, so an idle or unlimited cgroup reads 0.
+    ``throttled_usec`` is not used: the kernel sums it over CPUs, so it has no fixed scale."""
+    same = prev is not None and prev.path == cur.path
+    periods = cur.nr_periods - prev.nr_periods if same else 0
+    throttled = cur.nr_throttled - prev.nr_throttled if same else 0
+    frac = min(1.0, throttled / periods) if periods > 0 and throttled > 0 else 0.0
+    quota: Maybe[float] = cur.quota_cores if cur.quota_cores is not None else Unsupported(
+        "no CPU quota on the job's cgroup or its parents")
+    return CgroupCpu(version=cur.version, quota_cores=quota, throttled_frac=frac, nr_throttled_delta=max(0, throttled))
+
+
+class HostCollector(Collector):
+    field = "host"
+    top_n = TOP_OTHERS
+
+    def __init__(self, target: Target, interval: float = 1.0, proc_root: str = "/proc", fs_root: str = "") -> None:
+        self.target = target
+        self.interval = interval
+        self.proc_root = proc_root
+        self.fs_root = fs_root
+        self._prev_cpu = None
+        self._prev_swap = None
+        self._prev_t = 0.0
+        self._prev_cg: CgroupReading | None = None
+        self._others: dict[tuple[int, float], float] = {}
+        self._others_t = 0.0
+
+    def sample(self) -> HostSample:
+        if self._prev_cpu is None:
+            self._baseline()
+            time.sleep(FIRST_WINDOW_S)
+        now = time.monotonic()
+        dt = max(now - self._prev_t, 1e-3)
+        cpu, swap, mem = psutil.cpu_times(), psutil.swap_memory(), psutil.virtual_memory()
+        busy, steal, iowait = _cpu_shares(cpu, self._prev_cpu)
+        sin = max(0, swap.sin - self._prev_swap.sin) / dt
+        sout = max(0, swap.sout - self._prev_swap.sout) / dt
+        self._prev_cpu, self._prev_swap, self._prev_t = cpu, swap, now
+        return HostSample(
+            t=now,
+            cpu_count=psutil.cpu_count() or 1,
+            cpu_pct=busy,
+            steal_pct=steal,
+            iowait_pct=iowait,
+            load1=os.getloadavg()[0],
+            mem_total=mem.total,
+            mem_available=mem.available,
+            swap_used=swap.used,
+            swap_in_bps=sin,
+            swap_out_bps=sout,
+            psi=read_psi(self.proc_root),
+            cgroup=self._cgroup(),
+            top_others=self._top_others(),
+        )
+
+    def _baseline(self) -> None:
+        self._prev_cpu, self._prev_swap, self._prev_t = psutil.cpu_times(), psutil.swap_memory(), time.monotonic()
+        self._cgroup()
+        self._top_others()
+
+    def _cgroup(self) -> Maybe[CgroupCpu]:
+        cur = read_cgroup(self.target.pid, self.proc_root, self.fs_root)
+        if isinstance(cur, Unsupported):
+            self._prev_cg = None
+            return cur
+        prev, self._prev_cg = self._prev_cg, cur
+        return throttle(cur, prev)
+
+    def _top_others(self) -> tuple[OtherProc, ...]:
+        """The busiest processes outside the job's tree, gpuwatch and gpuwatch's children
+        (py-spy). One pass over /proc reading only CPU times (psutil's ``name`` and ``ppid`` double
+        the cost, so they are read for the few candidates at the top); CPU from cpu_times deltas
+        keyed by (pid, create_time), so psutil's shared ``cpu_percent`` state is not disturbed.
+        Measured: about 2 ms of CPU for 110 processes here."""
+        try:
+            job = set(self.target.tree().pids())
+        except TargetGone:
+            job = set()
+        now = time.monotonic()
+        dt = max(now - self._others_t, 1e-3)
+        seen: dict[tuple[int, float], float] = {}
+        rows = []
+        for p in psutil.process_iter(["cpu_times", "create_time"]):
+            ct, times = p.info.get("create_time"), p.info.get("cpu_times")
+            if ct is None or times is None:
+                continue
+            key = (p.pid, ct)
+            seen[key] = times.user + times.system
+            before = self._others.get(key)
+            if before is not None and p.pid not in job:
+                pct = 100.0 * (seen[key] - before) / dt
+                if pct >= OTHER_MIN_PCT:
+                    rows.append((pct, p))
+        self._others, self._others_t = seen, now
+        rows.sort(key=lambda r: r[0], reverse=True)
+        me = os.getpid()
+        out = []
+        for pct, p in rows:
+            if len(out) >= self.top_n:
+                break
+            try:
+                if p.pid == me or any(a.pid == me for a in p.parents()):
+                    continue
+                name = p.name()
+            except psutil.Error:
+                continue
+            out.append(OtherProc(pid=p.pid, name=name, cpu_pct=pct))
+        return tuple(out)
+
+
+def _cpu_shares(cur, prev) -> tuple[float, Maybe[float], Maybe[float]]:
+    """Busy, steal and iowait percent of all CPUs between two psutil ``cpu_times()`` readings.
+    guest and guest_nice are already inside user and nice, so they are not added again."""
+    fields = [f for f in cur._fields if f not in ("guest", "guest_nice")]
+    delta = {f: max(0.0, getattr(cur, f) - getattr(prev, f)) for f in fields}
+    total = sum(delta.values())
+    if total <= 0:
+        return 0.0, 0.0 if "steal" in delta else Unsupported("no steal time on this OS"), \
+            0.0 if "iowait" in delta else Unsupported("no iowait time on this OS")
+    idle = delta.get("idle", 0.0) + delta.get("iowait", 0.0)
+    busy = 100.0 * (total - idle) / total
+    steal: Maybe[float] = (100.0 * delta["steal"] / total if "steal" in delta
+                           else Unsupported("no steal time on this OS"))
+    iowait: Maybe[float] = 100.0 * delta["iowait"] / total if "iowait" in delta else Unsupported(
+        "no iowait time on this OS")
+    return busy, steal, iowait

@@ -1,0 +1,197 @@
+"""The disk collector: device rates on fixture counters and sysfs, file-system rules, and a real
+job whose DataLoader workers read files from a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections import namedtuple
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gpuwatch.collectors.disk import (
+    SCAN_PER_TICK,
+    DiskCollector,
+    block_name,
+    device_of,
+    is_data_file,
+    is_network_fs,
+    parent_disk,
+)
+from gpuwatch.collectors.procfs import parse_mountinfo
+from gpuwatch.collectors.target import Node, Target, TargetGone
+from gpuwatch.model.values import Unsupported
+
+pytestmark = pytest.mark.timeout(120)
+SYS = str(Path(__file__).parent / "data" / "sys")
+
+
+sdiskio = namedtuple("sdiskio", "read_count write_count read_bytes write_bytes read_time write_time "
+                     "read_merged_count write_merged_count busy_time")
+"""psutil's per-disk counters on Linux, field for field."""
+
+
+def io(reads=0, writes=0, rbytes=0, wbytes=0, rtime=0, wtime=0, busy=0):
+    return sdiskio(reads, writes, rbytes, wbytes, rtime, wtime, 0, 0, busy)
+
+
+# -- pure rules ------------------------------------------------------------------------------
+@pytest.mark.parametrize("fstype,source,net", [
+    ("nfs4", "fs1:/export", True),
+    ("nfs", "fs1:/export", True),
+    ("cifs", "//srv/share", True),
+    ("lustre", "10.0.0.1@tcp:/lfs", True),
+    ("ceph", "mon1:/", True),
+    ("fuse.s3fs", "s3fs", True),
+    ("fuse.gcsfuse", "bucket", True),
+    ("fuse.juicefs", "redis://x", True),
+    ("fuse", "/usr/bin/s3fs", True),
+    ("fuse.lxcfs", "lxcfs", False),
+    ("fuse.squashfuse", "img", False),
+    ("fuse", "something", False),
+    ("ext4", "/dev/nvme0n1p1", False),
+    ("xfs", "/dev/mapper/vg-data", False),
+    ("overlay", "overlay", False),
+    ("tmpfs", "tmpfs", False),
+])
+def test_network_fs(fstype, source, net):
+    assert is_network_fs(fstype, source) is net
+
+
+@pytest.mark.parametrize("path,mode,data", [
+    ("/data/imagenet/train/n01/x.jpg", "r", True),
+    ("/mnt/nfs/shard-0001.tar", "r", True),
+    ("/data/train.npy", "r+", True),  # np.memmap's default mode
+    ("/runs/exp1/log.txt", "w", False),
+    ("/runs/exp1/metrics.jsonl", "a", False),
+    ("/usr/lib/python3.11/site-packages/torch/lib/libtorch.so", "r", False),
+    ("/dev/shm/torch_123_456", "r", False),
+    ("/proc/123/stat", "r", False),
+    ("/home/u/.venv/lib/python3.11/site-packages/x/data.json", "r", False),
+    ("/home/u/train.py", "r", False),
+])
+def test_data_file_filter(path, mode, data):
+    assert is_data_file(path, mode) is data
+
+
+def test_partition_maps_to_parent_disk_on_fixture_sysfs():
+    assert block_name(259, 1, SYS) == "nvme0n1p1"
+    assert parent_disk("nvme0n1p1", SYS) == "nvme0n1"
+    assert parent_disk("nvme0n1", SYS) == "nvme0n1"
+    assert parent_disk("dm-0", SYS) == "dm-0"
+    assert block_name(0, 50, SYS) is None  # anonymous device (nfs, tmpfs, overlay)
+    assert block_name(8, 0, SYS) is None  # not on this fixture
+    mounts = parse_mountinfo(
+        "27 1 259:2 / / rw - ext4 /dev/nvme0n1p2 rw\n"
+        "28 27 253:0 / /data rw - xfs /dev/mapper/vg-data rw\n"
+        "29 27 0:50 / /mnt/nfs rw - nfs4 fs1:/export/imagenet rw\n")
+    assert [device_of(m, SYS) for m in mounts] == ["nvme0n1", "dm-0", "fs1:/export/imagenet"]
+
+
+def test_devices_skip_partitions_and_idle_loops_and_compute_rates():
+    c = DiskCollector.__new__(DiskCollector)
+    c.sys_root, c._partitions = SYS, {}
+    prev = {"nvme0n1": io(100, 10, 1 << 20, 0, 50, 5, 1000), "nvme0n1p1": io(100, 10, 1 << 20, 0, 50, 5, 1000),
+            "dm-0": io(), "loop0": io(), "loop1": io()}
+    cur = {"nvme0n1": io(300, 10, 201 << 20, 0, 450, 5, 1500), "nvme0n1p1": io(300, 10, 201 << 20, 0, 450, 5, 1500),
+           "dm-0": io(), "loop0": io(), "loop1": io(reads=4, rbytes=4096, busy=1), "new0": io(5)}
+    rows = {d.name: d for d in c._devices(cur, prev, 2.0)}
+    assert set(rows) == {"nvme0n1", "dm-0", "loop1"}  # no partition, idle loop, or device new this tick
+    n = rows["nvme0n1"]
+    assert n.busy_pct == pytest.approx(25.0)  # 500 ms busy in 2 s
+    assert n.read_bps == pytest.approx((200 << 20) / 2.0)
+    assert n.read_iops == pytest.approx(100.0) and n.write_iops == 0.0
+    assert n.await_ms == pytest.approx(2.0)  # 400 ms of waiting over 200 reads
+    assert isinstance(rows["dm-0"].await_ms, Unsupported) and rows["dm-0"].busy_pct == 0.0
+
+
+def test_open_file_scan_is_bounded_and_rotates_over_workers():
+    nodes = [Node(1, 0, "main", 0, None, "python", ""), Node(2, 0, "main", 1, None, "python", "")]
+    nodes += [Node(100 + i, 1, "worker", 0, 1, "pt_data_worker", "") for i in range(30)]
+    nodes.append(Node(99, 1, "other", None, 1, "python", ""))
+    c = DiskCollector.__new__(DiskCollector)
+    c._scan_from = 0
+    covered = set()
+    for _ in range(3):
+        batch = c._to_scan(nodes)
+        assert len(batch) == SCAN_PER_TICK and [n.pid for n in batch[:2]] == [1, 2]
+        assert all(n.role != "other" for n in batch)
+        covered |= {n.pid for n in batch}
+    assert covered == {1, 2} | {100 + i for i in range(30)}
+
+
+# -- a real job ------------------------------------------------------------------------------
+def _data_locations(sample):
+    return [loc for loc in sample.locations if loc.kind == "data"]
+
+
+@pytest.mark.slow
+def test_reading_job_rates_and_locations(read_job):
+    c = DiskCollector(Target(read_job.pid))
+    assert c.probe() is None
+    samples = [c.sample()]
+    for _ in range(2):
+        time.sleep(1.0)
+        samples.append(c.sample())
+    s = samples[-1]
+    # Two workers each read a 256 KiB file from the device every ~20 ms (up to ~12 MB/s each).
+    rates = [x.target_read_bps for x in samples[1:]]
+    assert all(isinstance(r, float) for r in rates)
+    assert max(rates) > 1e6, rates
+
+    root = os.stat("/")
+    names = {d.name for d in s.devices}
+    (cwd,) = [loc for loc in s.locations if loc.kind == "cwd"]
+    assert cwd.path == os.path.realpath(read_job.workdir)
+    assert cwd.network is False and cwd.mountpoint == "/"
+    if os.major(root.st_dev) != 0:  # the root file system sits on a block device listed in devices
+        assert cwd.device in names
+        dev = next(d for d in s.devices if d.name == cwd.device)
+        assert 0.0 <= dev.busy_pct <= 100.0 and dev.read_bps >= 0.0
+
+    data = _data_locations(s)
+    assert len(data) == 1, s.locations
+    (loc,) = data
+    assert loc.path == os.path.realpath(os.path.join(read_job.workdir, "data"))
+    assert loc.open_files >= 1 and loc.fstype == cwd.fstype and loc.device == cwd.device
+    assert all(f.startswith("item_") for f in os.listdir(loc.path))
+
+
+@pytest.mark.slow
+def test_idle_job_reads_nothing_and_sees_no_data_folder(busy_job):
+    c = DiskCollector(Target(busy_job.pid))
+    c.sample()
+    time.sleep(0.5)
+    s = c.sample()
+    assert _data_locations(s) == []
+    # The busy job reads no files: anything left is the odd page-in, far below the reader's MB/s.
+    assert isinstance(s.target_read_bps, float) and s.target_read_bps < 1e6
+
+
+def test_loop_and_ram_devices_hidden_when_idle():
+    c = DiskCollector(Target(os.getpid()))
+    s = c.sample()
+    counters = psutil.disk_io_counters(perdisk=True)
+    for d in s.devices:
+        assert d.name in counters
+        assert not os.path.exists(f"/sys/class/block/{d.name}/partition")
+        if d.name.startswith(("loop", "ram", "zram")):
+            assert d.read_iops + d.write_iops > 0 or d.busy_pct > 0
+
+
+def test_exited_target_raises_target_gone():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        c = DiskCollector(Target(proc.pid, refresh_s=0.0))
+        assert isinstance(c.sample().target_read_bps, float)
+        proc.kill()
+        proc.wait(10)
+        with pytest.raises(TargetGone):
+            c.sample()
+    finally:
+        proc.kill()
+        proc.wait(10)

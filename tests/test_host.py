@@ -1,0 +1,225 @@
+"""The host collector: PSI and cgroup files on fixtures (v1, v2, hybrid, bind-mounted), a real
+CPU quota on a temporary cgroup, and the live host around a real job."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gpuwatch.collectors import host as host_mod
+from gpuwatch.collectors.host import (
+    PSI_DISABLED,
+    PSI_MISSING,
+    CgroupReading,
+    HostCollector,
+    read_cgroup,
+    read_psi,
+    throttle,
+)
+from gpuwatch.collectors.target import Target
+from gpuwatch.model.host import Psi
+from gpuwatch.model.values import Unsupported
+
+pytestmark = pytest.mark.timeout(120)
+DATA = Path(__file__).parent / "data"
+
+HALF_BURN = ("import time\nwhile True:\n    end = time.perf_counter() + 0.05\n"
+             "    while time.perf_counter() < end: pass\n    time.sleep(0.05)\n")
+"""Busy half the time: about 50 % of a core."""
+FULL_BURN = "while True: pass\n"
+
+
+# -- PSI -------------------------------------------------------------------------------------
+def test_psi_fixture():
+    assert read_psi(str(DATA / "proc")) == Psi(cpu_some=12.5, io_some=31.25, io_full=20.75, mem_some=0.0,
+                                               mem_full=0.0)
+
+
+def test_psi_old_kernel_without_cpu_full():
+    psi = read_psi(str(DATA / "proc_psi_old"))
+    assert psi.cpu_some == 5.0 and psi.io_full == 0.5
+
+
+def test_psi_missing(tmp_path):
+    psi = read_psi(str(tmp_path))
+    assert psi is PSI_MISSING and "CONFIG_PSI" in psi.reason
+
+
+def test_psi_disabled_at_boot(monkeypatch):
+    def refuse(*a, **k):
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(host_mod, "open", refuse, raising=False)
+    psi = read_psi("/proc")
+    assert psi is PSI_DISABLED and "psi=1" in psi.reason
+
+
+def test_psi_of_this_kernel_in_range():
+    psi = read_psi()
+    if isinstance(psi, Unsupported):
+        pytest.skip(psi.reason)
+    for v in (psi.cpu_some, psi.io_some, psi.io_full, psi.mem_some, psi.mem_full):
+        assert 0.0 <= v <= 100.0
+
+
+# -- cgroup files ----------------------------------------------------------------------------
+def cg(name: str):
+    base = DATA / "cgroup" / name
+    return read_cgroup(4242, str(base / "proc"), str(base))
+
+
+def test_cgroup_v1_docker():
+    r = cg("v1")
+    assert r.version == 1 and r.quota_cores == 2.5
+    assert r.path.endswith("/sys/fs/cgroup/cpu,cpuacct/docker/abc123")
+    assert (r.nr_periods, r.nr_throttled) == (5120, 1024)
+
+
+def test_cgroup_v2_takes_the_tightest_ancestor_quota():
+    r = cg("v2")
+    # ctr allows 4 cores but its pod only 1.5: the pod's quota binds, so its counters are read.
+    assert r.version == 2 and r.quota_cores == 1.5
+    assert r.path.endswith("/kubepods.slice/pod1")
+    assert (r.nr_periods, r.nr_throttled) == (300, 120)
+
+
+def test_cgroup_v2_without_cpu_controller_has_no_quota():
+    r = cg("v2_noquota")
+    assert r.version == 2 and r.quota_cores is None and r.nr_periods == 0
+    out = throttle(r, r)
+    assert isinstance(out.quota_cores, Unsupported) and out.throttled_frac == 0.0
+
+
+def test_cgroup_hybrid_uses_v1_cpu_controller():
+    r = cg("hybrid")
+    assert r.version == 1 and r.quota_cores is None and r.path.endswith("/sys/fs/cgroup/cpu")
+
+
+def test_cgroup_bind_mounted_subtree():
+    r = cg("v1_bind")
+    assert r.version == 1 and r.quota_cores == 0.5 and r.path.endswith("/sys/fs/cgroup/cpu")
+
+
+def test_cgroup_unknown_process_is_unsupported():
+    r = read_cgroup(999999, str(DATA / "cgroup/v1/proc"), str(DATA / "cgroup/v1"))
+    assert isinstance(r, Unsupported) and "cgroup" in r.reason
+
+
+def test_throttle_deltas():
+    a = CgroupReading(2, "/x", 1.5, 300, 120)
+    b = CgroupReading(2, "/x", 1.5, 310, 126)
+    out = throttle(b, a)
+    assert out.version == 2 and out.quota_cores == 1.5
+    assert out.throttled_frac == pytest.approx(0.6) and out.nr_throttled_delta == 6
+    first = throttle(a, None)  # no previous tick: nothing measured yet, no throttling counted
+    assert first.throttled_frac == 0.0 and first.nr_throttled_delta == 0
+    moved = throttle(b, CgroupReading(2, "/y", 1.5, 0, 0))  # the job moved cgroup: no delta
+    assert moved.throttled_frac == 0.0
+
+
+@contextlib.contextmanager
+def v1_cgroup_with_quota(cores: float):
+    """A temporary cgroup v1 ``cpu`` group with a CFS quota (needs root and a writable v1 mount)."""
+    root = "/sys/fs/cgroup/cpu"
+    if os.geteuid() != 0 or not os.access(f"{root}/cgroup.procs", os.W_OK):
+        pytest.skip("needs root and a writable cgroup v1 cpu hierarchy at /sys/fs/cgroup/cpu")
+    path = f"{root}/gwtest_{os.getpid()}"
+    os.mkdir(path)
+    try:
+        Path(path, "cpu.cfs_period_us").write_text("100000")
+        Path(path, "cpu.cfs_quota_us").write_text(str(int(cores * 100000)))
+        yield path
+    finally:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                os.rmdir(path)
+                break
+            except OSError:  # a killed process leaves the group a moment later
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
+def test_real_quota_throttles_a_busy_process():
+    with v1_cgroup_with_quota(0.2) as path:
+        proc = subprocess.Popen([sys.executable, "-c", FULL_BURN])
+        try:
+            Path(path, "cgroup.procs").write_text(str(proc.pid))
+            c = HostCollector(Target(proc.pid))
+            c.sample()
+            time.sleep(1.0)
+            s = c.sample()
+            assert s.cgroup.version == 1
+            assert s.cgroup.quota_cores == pytest.approx(0.2)
+            # It wants a whole core and may use a fifth: nearly every 100 ms period ends throttled.
+            assert s.cgroup.throttled_frac > 0.5, s.cgroup
+            assert s.cgroup.nr_throttled_delta >= 5
+        finally:
+            proc.kill()
+            proc.wait(10)
+
+
+# -- the live host ---------------------------------------------------------------------------
+def start_orphan(code: str) -> int:
+    """A process outside our tree: started by a child that exits at once, so it is re-parented."""
+    out = subprocess.run(
+        [sys.executable, "-c",
+         "import subprocess, sys\n"
+         f"p = subprocess.Popen([sys.executable, '-c', {code!r}], start_new_session=True,"
+         " stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\nprint(p.pid)\n"],
+        capture_output=True, text=True, timeout=30, check=True)
+    return int(out.stdout.strip())
+
+
+@pytest.mark.slow
+def test_live_host_sample_in_range_and_top_others(busy_job):
+    orphan = start_orphan(HALF_BURN)
+    child = subprocess.Popen([sys.executable, "-c", HALF_BURN])  # ours: like gpuwatch's py-spy
+    try:
+        assert orphan not in {c.pid for c in psutil.Process().children(recursive=True)}
+        c = HostCollector(Target(busy_job.pid))
+        assert c.probe() is None
+        c.sample()
+        time.sleep(1.0)
+        s = c.sample()
+        assert s.cpu_count == psutil.cpu_count()
+        assert 0.0 <= s.cpu_pct <= 100.0
+        # The busy worker and the half-burners keep at least a quarter of 2 cores busy.
+        assert s.cpu_pct > 10.0
+        for v in (s.steal_pct, s.iowait_pct):
+            assert isinstance(v, float) and 0.0 <= v <= 100.0
+        assert s.load1 >= 0.0
+        assert s.mem_total == psutil.virtual_memory().total and 0 < s.mem_available <= s.mem_total
+        assert s.swap_used >= 0 and s.swap_in_bps >= 0.0 and s.swap_out_bps >= 0.0
+        if not isinstance(s.psi, Unsupported):
+            assert 0.0 <= s.psi.cpu_some <= 100.0
+        assert not isinstance(s.cgroup, Unsupported) and s.cgroup.version in (1, 2)
+        assert 0.0 <= s.cgroup.throttled_frac <= 1.0
+
+        assert len(s.top_others) <= 5
+        assert [o.cpu_pct for o in s.top_others] == sorted((o.cpu_pct for o in s.top_others), reverse=True)
+        # Every busy process, not only the top 5 (other suites may be busier than the burner here).
+        c.top_n = 10_000
+        time.sleep(1.0)
+        others = {o.pid: o for o in c.sample().top_others}
+        job = {busy_job.pid, *(p.pid for p in psutil.Process(busy_job.pid).children(recursive=True))}
+        assert not job & set(others), "the job's own processes are not 'others'"
+        assert child.pid not in others and os.getpid() not in others, "gpuwatch and its children are excluded"
+        # The outside half-burner uses ~50 % of a core; well over 5 % even on a loaded 2-core box.
+        assert orphan in others and 5.0 < others[orphan].cpu_pct < 100.0, others.get(orphan)
+        assert "python" in others[orphan].name
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(orphan, signal.SIGKILL)
+        child.kill()
+        child.wait(10)

@@ -1,0 +1,164 @@
+"""The /proc parsers and readers, on fixture files (tests/data/proc) and on this machine's /proc."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from gpuwatch.collectors.procfs import (
+    CLK_TCK,
+    mount_of,
+    parse_cpu_max,
+    parse_flat_keyed,
+    parse_mountinfo,
+    parse_pressure,
+    parse_proc_cgroup,
+    parse_schedstat,
+    parse_stat,
+    read_schedstat,
+    read_tasks,
+)
+
+DATA = Path(__file__).parent / "data"
+PROC = str(DATA / "proc")
+
+# Real lines from this VM's kernel 6.18 (a cpu_train.py main thread), the name edited.
+STAT = ("13643 (py (x) y) S 13641 13643 13643 0 -1 4194304 65119 0 0 0 153 15 0 0 20 0 4 0 95315 889081856 "
+        "78083 18446744073709551615 94812988596224 94812988596565 140720499450912 0 0 0 0 16781312 65538 1 0 0 "
+        "17 0 0 0 0 0 0 94812988607920 94812988608536 94813841846272 140720499456574 140720499456730 "
+        "140720499456730 140720499458012 0\n")
+
+
+def test_parse_stat_handles_parentheses_in_the_name():
+    st = parse_stat(STAT)
+    assert st.tid == 13643
+    assert st.name == "py (x) y"
+    assert st.state == "S"
+    assert st.cpu_ticks == 153 + 15
+    assert st.starttime == 95315
+
+
+def test_parse_stat_of_this_thread_matches_os():
+    text = Path(f"/proc/self/task/{threading.get_native_id()}/stat").read_text()
+    st = parse_stat(text)
+    assert st.tid == threading.get_native_id()
+    assert st.state == "R"  # it is running: it is reading its own stat
+    assert st.cpu_ticks / CLK_TCK <= sum(os.times()[:2]) + 0.02
+
+
+def test_parse_schedstat():
+    assert parse_schedstat("1694371838 193891115 274\n") == (1694371838, 193891115, 274)
+
+
+def test_read_tasks_fixture():
+    tasks = {t.stat.tid: t for t in read_tasks(4242, PROC)}
+    assert set(tasks) == {4242, 4250, 4251, 4252}
+    assert tasks[4250].stat.name == "pt_autograd_0"
+    assert tasks[4251].stat.name == "pt_data_pin" and tasks[4251].stat.state == "D"
+    assert tasks[4252].stat.name == "odd) name (x"
+    assert tasks[4242].wait_ns == 193891115 and tasks[4242].run_ns == 1694371838
+    assert tasks[4242].stat.cpu_ticks == 168
+
+
+def test_read_tasks_without_schedstat_and_for_gone_process():
+    (task,) = read_tasks(4243, PROC)
+    assert task.stat.name == "pt_data_worker"
+    assert task.wait_ns is None and task.run_ns is None
+    assert read_tasks(999999, PROC) is None
+    assert read_schedstat(999999, root=PROC) is None
+
+
+def test_read_schedstat_leader_and_thread():
+    assert read_schedstat(4242, root=PROC) == (1694371838, 193891115, 274)
+    assert read_schedstat(4242, 4250, root=PROC) == (105417715, 144086069, 59)
+
+
+def test_read_tasks_of_this_process_sees_a_named_thread():
+    ready, stop = threading.Event(), threading.Event()
+
+    def body():
+        ready.set()
+        stop.wait(5)
+
+    th = threading.Thread(target=body, name="gw_probe_thread")
+    th.start()
+    try:
+        ready.wait(5)
+        # Python sets the OS thread name on Linux since 3.14 only; set it by hand through /proc.
+        Path(f"/proc/self/task/{th.native_id}/comm").write_text("gw_probe")
+        tasks = {t.stat.tid: t for t in read_tasks(os.getpid())}
+        assert tasks[th.native_id].stat.name == "gw_probe"
+        assert tasks[th.native_id].stat.state in ("S", "R")  # R for a moment while it is woken
+        assert tasks[os.getpid()].wait_ns is not None
+    finally:
+        stop.set()
+        th.join()
+
+
+def test_parse_pressure_fixture():
+    cpu = parse_pressure((DATA / "proc/pressure/cpu").read_text())
+    io = parse_pressure((DATA / "proc/pressure/io").read_text())
+    assert cpu["some"]["avg10"] == 12.5 and cpu["full"]["avg10"] == 0.0
+    assert io["some"]["avg10"] == 31.25 and io["full"]["avg10"] == 20.75
+    assert io["some"]["total"] == 3364494
+
+
+def test_parse_pressure_old_kernel_without_cpu_full():
+    cpu = parse_pressure((DATA / "proc_psi_old/pressure/cpu").read_text())
+    assert set(cpu) == {"some"}
+
+
+def test_parse_proc_cgroup():
+    entries = parse_proc_cgroup((DATA / "cgroup/v1/proc/4242/cgroup").read_text())
+    cpu = [e for e in entries if "cpu" in e.controllers]
+    assert len(cpu) == 1
+    assert cpu[0].hierarchy == 4 and cpu[0].controllers == ("cpu", "cpuacct") and cpu[0].path == "/docker/abc123"
+    v2 = [e for e in entries if e.hierarchy == 0]
+    assert v2[0].controllers == () and v2[0].path == "/system.slice/docker.service"
+
+
+MOUNTINFO = r"""27 1 259:2 / / rw,relatime - ext4 /dev/nvme0n1p2 rw
+28 27 253:0 / /data rw,relatime shared:5 - xfs /dev/mapper/vg-data rw,attr2
+29 27 0:50 / /mnt/nfs rw,relatime - nfs4 fs1:/export/imagenet rw,vers=4.2
+30 27 0:51 / /mnt/my\040data rw,relatime - fuse.s3fs s3fs rw,user_id=0
+31 28 253:0 /datasets /data/bind rw,relatime - xfs /dev/mapper/vg-data rw
+32 27 0:52 / /data/bind rw,relatime - tmpfs tmpfs rw
+"""
+
+
+def test_parse_mountinfo_and_mount_of():
+    mounts = parse_mountinfo(MOUNTINFO)
+    assert len(mounts) == 6
+    nfs = mounts[2]
+    assert (nfs.major, nfs.minor, nfs.fstype, nfs.source) == (0, 50, "nfs4", "fs1:/export/imagenet")
+    assert nfs.super_options == ("rw", "vers=4.2")
+    assert mounts[3].mountpoint == "/mnt/my data"  # \040 unescaped
+    assert mounts[4].root == "/datasets"
+    assert mount_of("/mnt/nfs/train/n01/x.jpg", mounts).fstype == "nfs4"
+    assert mount_of("/mnt/nfsother/x", mounts).mountpoint == "/"  # a prefix of the name is not a parent
+    assert mount_of("/data/a.bin", mounts).source == "/dev/mapper/vg-data"
+    assert mount_of("/mnt/my data/y", mounts).fstype == "fuse.s3fs"
+    assert mount_of("/data/bind/z", mounts).fstype == "tmpfs"  # mounted over: the later mount wins
+    assert mount_of("/etc/passwd", mounts).fstype == "ext4"
+
+
+def test_parse_mountinfo_of_this_machine_has_root():
+    mounts = parse_mountinfo(Path("/proc/self/mountinfo").read_text())
+    assert mount_of("/", mounts) is not None
+    assert mount_of("/proc/self", mounts).fstype == "proc"
+
+
+def test_cgroup_value_files():
+    assert parse_cpu_max("max 100000\n") == (None, 100000)
+    assert parse_cpu_max("150000 100000\n") == (150000, 100000)
+    stat = parse_flat_keyed("usage_usec 7\nnr_periods 300\nnr_throttled 120\nthrottled_usec 4500000\nbad x\n")
+    assert stat == {"usage_usec": 7, "nr_periods": 300, "nr_throttled": 120, "throttled_usec": 4500000}
+
+
+@pytest.mark.parametrize("text", ["", "garbage", "1 (x"])
+def test_parse_stat_rejects_garbage(text):
+    with pytest.raises((ValueError, IndexError)):
+        parse_stat(text)

@@ -1,0 +1,255 @@
+"""The target's process tree: roles on real PyTorch jobs (fork, forkserver, torchrun, respawned
+workers, exit) and the role rules on synthetic trees (launchers, wrappers, mp.spawn, old torch)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from gpuwatch.collectors.target import (
+    Target,
+    TargetGone,
+    _is_launcher_cmd,
+    _Raw,
+    assign_roles,
+    start_order_ranks,
+)
+
+PY = "/usr/bin/python3"
+pytestmark = pytest.mark.timeout(120)
+
+
+
+def wait_for(pred, timeout=30.0, step=0.1):
+    """Poll ``pred`` until it returns something truthy; the value, or the last one on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(step)
+
+
+def tree_with(t: Target, workers: int, mains: int = 1, timeout: float = 30.0):
+    """The tree once it shows ``workers`` workers and ``mains`` mains (forkserver and spawn workers
+    take their name a moment after they appear); the last tree read on timeout."""
+    last = None
+
+    def pred():
+        nonlocal last
+        last = t.tree()
+        return len(last.workers()) == workers and len(last.mains()) == mains
+
+    wait_for(pred, timeout)
+    return last
+
+
+# -- real jobs -------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_fork_job_main_and_workers(busy_job):
+    job = busy_job
+    t = Target(job.pid)
+    tree = tree_with(t, 2)
+    main = tree.get(job.pid)
+    assert main.role == "main" and main.rank is None and main.main_pid is None
+    assert tree.mains() == (main,)
+    workers = tree.workers(job.pid)
+    assert len(workers) == 2
+    for w in workers:
+        assert w.name == "pt_data_worker"
+        assert w.ppid == job.pid and w.main_pid == job.pid
+        assert w.create_time == pytest.approx(psutil.Process(w.pid).create_time())
+        assert "cpu_train.py" in w.cmdline
+    assert set(tree.pids()) == {job.pid, *(w.pid for w in workers)}
+    assert tree.nodes[0].pid == job.pid  # mains sort first
+    assert t.alive() and "cpu_train.py" in t.cmdline()
+
+
+@pytest.mark.slow
+def test_tree_is_cached_then_refreshed(busy_job):
+    t = Target(busy_job.pid, refresh_s=0.3)
+    a = t.tree()
+    assert t.tree() is a
+    time.sleep(0.35)
+    assert t.tree() is not a
+
+
+@pytest.mark.slow
+def test_forkserver_workers_are_grandchildren(forkserver_job):
+    job = forkserver_job
+    t = Target(job.pid)
+    tree = tree_with(t, 2)
+    workers = tree.workers(job.pid)
+    assert len(workers) == 2, tree
+    (server,) = {w.ppid for w in workers}
+    assert server != job.pid
+    assert tree.get(server).role == "other" and tree.get(server).ppid == job.pid
+    assert "forkserver" in tree.get(server).cmdline
+    tracker = [n for n in tree.nodes if "resource_tracker" in n.cmdline]
+    assert tracker and tracker[0].role == "other" and tracker[0].main_pid == job.pid
+    assert tree.mains() == (tree.get(job.pid),)
+
+
+@pytest.mark.slow
+def test_respawned_workers_are_picked_up(respawn_job):
+    job = respawn_job
+    t = Target(job.pid, refresh_s=0.0)
+    seen: set[int] = set()
+    deadline = time.monotonic() + 20
+    while len(seen) < 6 and time.monotonic() < deadline:
+        ws = t.tree().workers(job.pid)
+        assert len(ws) <= 2  # an exited (zombie) worker is never listed next to its successor
+        assert all(w.main_pid == job.pid for w in ws)
+        seen.update(w.pid for w in ws)
+        time.sleep(0.05)
+    assert len(seen) >= 6, f"only {len(seen)} distinct workers in 20 s: no respawn seen"
+
+
+def test_target_exit_raises_target_gone():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        t = Target(proc.pid, refresh_s=0.0)
+        assert t.tree().get(proc.pid).role == "main" and t.alive()
+        proc.kill()  # not reaped yet: a zombie, which has exited all the same
+        assert wait_for(lambda: not t.alive(), timeout=10)
+        with pytest.raises(TargetGone):
+            t.tree()
+        assert t.exit_reason == f"process {proc.pid} exited"
+        proc.wait(10)
+        assert not t.alive()
+        with pytest.raises(TargetGone):
+            t.tree()
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+@pytest.mark.slow
+def test_torchrun_launcher_and_ranks(cpu_job):
+    job = cpu_job(nproc=2, workers=1, slow="sleep", item_ms=20)
+    t = Target(job.pid)
+    tree = tree_with(t, workers=2, mains=2, timeout=60)
+    root = tree.get(job.pid)
+    assert root.role == "launcher" and root.rank is None
+    mains = tree.mains()
+    assert sorted(m.rank for m in mains) == [0, 1], tree
+    for m in mains:
+        assert m.ppid == job.pid
+        (w,) = tree.workers(m.pid)
+        assert w.rank == m.rank and w.main_pid == m.pid
+
+
+# -- role rules on synthetic trees -----------------------------------------------------------
+def raw(ppid, argv, name="python"):
+    return _Raw(ppid, name, tuple(argv), 0.0)
+
+
+def roles_of(root, info, ranks=None):
+    ranks = {pid: (ranks or {}).get(pid) for pid in info}
+    return assign_roles(root, info, ranks)
+
+
+def test_single_process_with_deepspeed_flag_is_a_main():
+    # Hugging Face Trainer's --deepspeed flag must not make the trainer a launcher.
+    info = {10: raw(1, [PY, "train.py", "--deepspeed", "ds.json"]),
+            11: raw(10, [PY, "train.py", "--deepspeed", "ds.json"], name="pt_data_worker")}
+    assert roles_of(10, info) == {10: "main", 11: "worker"}
+
+
+def test_torchrun_with_ranks_compile_workers_and_forkserver():
+    run = [PY, "/usr/bin/torchrun", "--nproc-per-node=2", "train.py"]
+    info = {
+        100: raw(1, run),
+        101: raw(100, [PY, "-u", "train.py"]),
+        102: raw(100, [PY, "-u", "train.py"]),
+        103: raw(101, [PY, "-u", "train.py"], name="pt_data_worker"),
+        104: raw(101, [PY, "-m", "torch._inductor.compile_worker", "--pool=subprocess"]),  # inherits RANK
+        105: raw(102, [PY, "-c", "from multiprocessing.forkserver import main; main(8, 9)"]),
+        106: raw(105, [PY, "-c", "from multiprocessing.forkserver import main; main(8, 9)"], name="pt_data_worker"),
+    }
+    ranks = {101: 0, 102: 1, 103: 0, 104: 0, 105: 1, 106: 1}
+    assert roles_of(100, info, ranks) == {100: "launcher", 101: "main", 102: "main", 103: "worker",
+                                          104: "other", 105: "other", 106: "worker"}
+
+
+def test_deepspeed_launcher_chain():
+    info = {
+        200: raw(1, [PY, "/usr/local/bin/deepspeed", "train.py"]),
+        201: raw(200, [PY, "-u", "-m", "deepspeed.launcher.launch", "--world_info=xyz", "train.py"]),
+        202: raw(201, [PY, "-u", "train.py", "--local_rank=0"]),
+        203: raw(201, [PY, "-u", "train.py", "--local_rank=1"]),
+    }
+    roles = roles_of(200, info, {202: 0, 203: 1})
+    assert roles == {200: "launcher", 201: "launcher", 202: "main", 203: "main"}
+
+
+def test_shell_wrapper_is_a_launcher():
+    info = {300: raw(1, ["/bin/bash", "run.sh"], name="bash"),
+            301: raw(300, [PY, "train.py"]),
+            302: raw(301, [PY, "train.py"], name="pt_data_worker")}
+    assert roles_of(300, info) == {300: "launcher", 301: "main", 302: "worker"}
+    # The same wrapper with num_workers=0: its Python child is still the main.
+    del info[302]
+    assert roles_of(300, info) == {300: "launcher", 301: "main"}
+
+
+def test_mp_spawn_parent_is_a_launcher_when_children_own_workers():
+    spawn = [PY, "-c", "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=6, pipe_handle=11)",
+             "--multiprocessing-fork"]
+    info = {400: raw(1, [PY, "train_ddp.py"]),
+            401: raw(400, [PY, "-c", "from multiprocessing.resource_tracker import main;main(5)"]),
+            402: raw(400, spawn), 403: raw(400, spawn),
+            404: raw(402, spawn, name="pt_data_worker"), 405: raw(403, spawn, name="pt_data_worker")}
+    roles = roles_of(400, info)
+    assert roles == {400: "launcher", 401: "other", 402: "main", 403: "main", 404: "worker", 405: "worker"}
+    # mp.spawn passes the rank as an argument: the ranks are numbered in start order.
+    info[402] = _Raw(400, "python", tuple(spawn), 2.0)
+    info[403] = _Raw(400, "python", tuple(spawn), 1.0)
+    assert start_order_ranks(info, roles, {}) == {403: 0, 402: 1}
+    assert start_order_ranks(info, roles, {402: 0}) == {}  # real RANK variables win
+
+
+def test_wrapper_children_are_not_numbered_by_start_order():
+    info = {300: raw(1, ["/bin/bash", "run.sh"], name="bash"), 301: raw(300, [PY, "prep.py"]),
+            302: raw(300, [PY, "train.py"])}
+    roles = roles_of(300, info)
+    assert roles == {300: "launcher", 301: "main", 302: "main"}
+    assert start_order_ranks(info, roles, {}) == {}
+
+
+def test_process_reparented_during_the_walk_gets_no_role():
+    info = {600: raw(1, [PY, "train.py"]), 601: raw(600, [PY, "train.py"], name="pt_data_worker"),
+            602: raw(1, [PY, "train.py"], name="pt_data_worker")}  # its parent exited: now init's
+    assert roles_of(600, info) == {600: "main", 601: "worker"}
+
+
+def test_old_torch_workers_inherit_pt_main_thread():
+    argv = [PY, "train.py"]
+    info = {500: raw(1, argv, name="pt_main_thread"), 501: raw(500, argv, name="pt_main_thread"),
+            502: raw(500, [PY, "-m", "tensorboard"], name="pt_main_thread")}
+    assert roles_of(500, info) == {500: "main", 501: "worker", 502: "other"}
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["torchrun", "--nproc-per-node=8", "train.py"], True),
+    ([PY, "-u", "-m", "torch.distributed.run", "train.py"], True),
+    ([PY, "-m", "torch.distributed.launch", "train.py"], True),
+    ([PY, "/opt/conda/bin/accelerate", "launch", "train.py"], True),
+    (["accelerate", "launch", "train.py"], True),
+    ([PY, "/opt/conda/bin/accelerate", "env"], False),
+    ([PY, "train.py", "--deepspeed", "cfg.json"], False),
+    ([PY, "torchrun_notes.py"], False),
+    ([], False),
+])
+def test_launcher_command_lines(argv, expected):
+    assert _is_launcher_cmd(tuple(argv)) is expected
+
+
+def test_unknown_pid_raises_at_construction():
+    with pytest.raises(psutil.NoSuchProcess):
+        Target(2**22 + 12345)
+
