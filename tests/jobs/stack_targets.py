@@ -10,8 +10,9 @@ Scenarios (what the stacks should show):
 - ``jpeg``: workers decode, convert and resize JPEGs with PIL (CPU-bound), the main loop does nothing.
 - ``slow_read``: workers read a file in small chunks with a ``time.sleep`` between chunks.
 - ``inline``: ``num_workers=0``; the main thread decodes the JPEGs itself.
-- ``train``: a small CPU model trained with Adam on an inline loader (forward, backward, step).
-- ``gpu_bound`` (CUDA only, for the H200 capture): bf16 matmuls, workers idle.
+- ``train``: a small model trained with Adam on JPEG-decoding workers (forward, backward, step);
+  ``--device cuda --pin`` makes it the CUDA job of the H200 capture (pin-memory thread, ``.item()``).
+- ``gpu_bound`` (CUDA only): bf16 matmuls with an ``.item()`` per step, workers idle.
 
 Images are made here with pillow (noise, so decoding costs real CPU) in a temp folder.
 """
@@ -119,7 +120,7 @@ def consume(loader: DataLoader, scenario: str, deadline: float, step=None) -> No
             step(batch)
 
 
-def run(scenario: str, seconds: float, workers: int) -> None:
+def run(scenario: str, seconds: float, workers: int, device: str = "cpu", pin: bool = False) -> None:
     deadline = time.monotonic() + seconds
     tmp = tempfile.mkdtemp(prefix="gw-stack-target-")
     torch.set_num_threads(1)
@@ -130,37 +131,42 @@ def run(scenario: str, seconds: float, workers: int) -> None:
     elif scenario == "slow_read":
         path = os.path.join(tmp, "blob.bin")
         with open(path, "wb") as f:
-            f.write(os.urandom(64 * 4096))
+            f.write(os.urandom(16 * 4096))
         consume(_loader(SlowReadDataset(path), workers), scenario, deadline)
     elif scenario == "inline":
         consume(_loader(JpegDataset(make_jpegs(tmp)), 0), scenario, deadline)
     elif scenario == "train":
-        train(tmp, deadline, workers)
+        train(tmp, deadline, workers, device, pin)
     elif scenario == "gpu_bound":
         gpu_bound(tmp, deadline, workers)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
 
 
-def train(tmp: str, deadline: float, workers: int) -> None:
+def train(tmp: str, deadline: float, workers: int, device: str, pin: bool) -> None:
+    dev = torch.device(device)
     model = torch.nn.Sequential(
         torch.nn.Flatten(), torch.nn.Linear(3 * 64 * 64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)
-    )
+    ).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
     def step(batch: torch.Tensor) -> None:
-        x = torch.nn.functional.interpolate(batch.float(), size=(64, 64))
+        x = torch.nn.functional.interpolate(batch.to(dev, non_blocking=pin).float(), size=(64, 64))
         loss = model(x).logsumexp(dim=1).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
+        loss.item()  # the usual per-step sync (logging the loss)
 
-    consume(_loader(JpegDataset(make_jpegs(tmp, size=128), out=96), workers, batch=16), "train", deadline, step)
+    # On a GPU the step takes ~1 ms, so bigger images keep the job clearly input-bound there.
+    size = 128 if dev.type == "cpu" else 384
+    loader = _loader(JpegDataset(make_jpegs(tmp, size=size), out=96), workers, batch=16, pin=pin)
+    consume(loader, "train", deadline, step)
 
 
 def gpu_bound(tmp: str, deadline: float, workers: int) -> None:
     dev = torch.device("cuda")
-    w = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16) / 90.5  # ~1/sqrt(8192): no overflow
 
     def step(batch: torch.Tensor) -> None:
         x = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
@@ -176,10 +182,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("scenario")
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--pin", action="store_true", help="pin_memory=True (needs CUDA)")
     a = p.parse_args(argv)
     # Exit by itself if the parent test dies without killing us.
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    run(a.scenario, a.seconds, a.workers)
+    run(a.scenario, a.seconds, a.workers, a.device, a.pin)
 
 
 def _watch_parent(ppid: int) -> None:

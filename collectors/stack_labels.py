@@ -1,0 +1,338 @@
+"""What a thread is doing, from its py-spy stack: a label and the function behind it. Pure.
+
+Matching uses function names plus file-name suffixes, never line numbers (they move between
+versions). Patterns come from reading torch 2.13's sources and from real py-spy dumps
+(docs: /work/shared/docs/signals.md §5.6; fixtures: tests/data/pyspy/).
+
+What the frames cannot tell (py-spy without ``--native`` shows Python frames only):
+- ``.item()``, ``.cpu()``, ``.tolist()``, a blocking ``.to(device)`` and every torch op are C++
+  calls, so the leaf is the *user line* that made the call. While the GPU works, a main thread that
+  spin-waits in ``cudaStreamSynchronize`` (state R, "active") looks exactly like one dispatching
+  kernels from that line. Such a thread is labelled ``dispatch`` with the line as detail; only
+  Python-level sync points (``torch.cuda.synchronize``, ``Event/Stream.synchronize``, formatting or
+  printing a tensor, GradScaler's found-inf check) and native frames (blocking ``--native`` dumps)
+  give ``sync``. The diagnosis must weigh ``dispatch`` against GPU activity.
+- Likewise H2D is seen only through library helpers (``pin_memory``, ``send_to_device``, ...);
+  a bare ``x.to("cuda")`` in user code reads as ``dispatch``.
+- A worker blocked inside ``__getitem__`` (not on the CPU) is labelled ``io``: py-spy cannot tell a
+  blocking read from a ``time.sleep`` or a lock there. A D-state thread is idle to py-spy, so the
+  caller passes the kernel state and D always means ``io``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
+from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
+from gpuwatch.model.stacks import (
+    BACKWARD, CHECKPOINT, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
+    PIN_IDLE, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, SYNC, W_BUSY, W_IDLE, W_IO,
+)
+from gpuwatch.model.stacks import ROLE_WORKER as ROLE_WORKER_THREAD
+
+# (function, file suffix): function is "Class.method" or "func"; "" matches any function.
+Pattern = tuple[str, str]
+
+DATALOADER = "torch/utils/data/dataloader.py"
+FETCH: Pattern = ("fetch", "torch/utils/data/_utils/fetch.py")
+MP_LOADER_WAIT: tuple[Pattern, ...] = (
+    ("_MultiProcessingDataLoaderIter._try_get_data", DATALOADER),
+    ("_MultiProcessingDataLoaderIter._get_data", DATALOADER),
+    ("_MultiProcessingDataLoaderIter._next_data", DATALOADER),
+)
+MP_LOADER_START: tuple[Pattern, ...] = (  # epoch boundaries: workers started or shut down
+    ("_MultiProcessingDataLoaderIter.__init__", DATALOADER),
+    ("_MultiProcessingDataLoaderIter._reset", DATALOADER),
+    ("_MultiProcessingDataLoaderIter._shutdown_workers", DATALOADER),
+)
+# Receiving a batch (fd passing of shared storage, unpickling) or handing out indices.
+IPC: tuple[Pattern, ...] = (
+    ("", "torch/multiprocessing/reductions.py"),
+    ("", "multiprocessing/resource_sharer.py"),
+    ("recv_bytes", "multiprocessing/connection.py"),
+    ("_recv_bytes", "multiprocessing/connection.py"),
+    ("_recv", "multiprocessing/connection.py"),
+    ("_MultiProcessingDataLoaderIter._process_data", DATALOADER),
+    ("_MultiProcessingDataLoaderIter._try_put_index", DATALOADER),
+)
+PIN_LOOP: Pattern = ("_pin_memory_loop", "torch/utils/data/_utils/pin_memory.py")
+PIN_WORK: Pattern = ("pin_memory", "torch/utils/data/_utils/pin_memory.py")
+WAITS: tuple[Pattern, ...] = (
+    ("Queue.get", "multiprocessing/queues.py"),
+    ("Queue.get", "queue.py"),
+    ("", "selectors.py"),
+    ("Condition.wait", "threading.py"),
+    ("Event.wait", "threading.py"),
+    ("wait", "multiprocessing/connection.py"),
+    ("Connection._poll", "multiprocessing/connection.py"),
+)
+CHECKPOINTS: tuple[Pattern, ...] = (
+    ("", "torch/serialization.py"),
+    ("", "torch/distributed/checkpoint/"),
+    ("save_file", "safetensors/torch.py"),
+    ("save_model", "safetensors/torch.py"),
+)
+CHECKPOINT_FUNCS = ("save_checkpoint", "_save_checkpoint", "save_pretrained", "save_state")
+SYNCS: tuple[Pattern, ...] = (
+    ("synchronize", "torch/cuda/__init__.py"),
+    ("Stream.synchronize", "torch/cuda/streams.py"),
+    ("Event.synchronize", "torch/cuda/streams.py"),
+    ("Tensor.__format__", "torch/_tensor.py"),  # f"{loss:.3f}" calls .item()
+    ("", "torch/_tensor_str.py"),  # printing a CUDA tensor copies it to the host
+    # GradScaler.step's found-inf check: sum(v.item() for v in ...) in a generator expression.
+    ("GradScaler._maybe_opt_step", "torch/amp/grad_scaler.py"),
+    ("<genexpr>", "torch/amp/grad_scaler.py"),
+)
+NATIVE_SYNCS = ("cudaStreamSynchronize", "cuStreamSynchronize", "cudaDeviceSynchronize", "cuCtxSynchronize",
+                "cudaEventSynchronize", "cuEventSynchronize", "memcpy_and_sync", "_local_scalar_dense_cuda")
+H2DS: tuple[Pattern, ...] = (
+    PIN_WORK,
+    ("send_to_device", "accelerate/utils/operations.py"),
+    ("_prepare_input", "transformers/trainer.py"),
+    ("BatchEncoding.to", "transformers/tokenization_utils_base.py"),
+    ("BatchFeature.to", "transformers/feature_extraction_utils.py"),
+    ("_recursive_to", "torch/distributed/utils.py"),
+)
+NATIVE_H2DS = ("copy_kernel_cuda", "cudaMemcpyAsync", "cuMemcpyHtoDAsync_v2")
+H2D_FUNC_WORD = "to_device"
+"""Names like move_data_to_device (Lightning), batch_to_device, send_to_device (accelerate)."""
+BACKWARDS: tuple[Pattern, ...] = (
+    ("_engine_run_backward", "torch/autograd/graph.py"),
+    ("backward", "torch/autograd/__init__.py"),
+    ("grad", "torch/autograd/__init__.py"),
+    ("Tensor.backward", "torch/_tensor.py"),
+)
+OPTIMIZERS: tuple[Pattern, ...] = (
+    ("", "torch/optim/"),
+    ("", "torch/amp/grad_scaler.py"),
+    ("", "torch/nn/utils/clip_grad.py"),
+    ("zero_grad", ""),
+)
+DISPATCHES: tuple[Pattern, ...] = (
+    ("", "torch/nn/"),
+    ("", "torch/functional.py"),
+    ("", "torch/_dynamo/"),
+    ("", "torch/_inductor/"),
+    ("", "torch/_functorch/"),
+    ("", "torch/fx/"),
+    ("", "torch/utils/checkpoint.py"),
+    ("", "torchinductor_"),  # generated code under /tmp/torchinductor_<user>/
+)
+# Reads a worker is waiting on even while on the CPU (copying from the page cache, TLS).
+READS: tuple[Pattern, ...] = (
+    ("", "socket.py"), ("", "ssl.py"), ("", "http/client.py"), ("", "urllib3/response.py"),
+    ("", "botocore/response.py"), ("Path.read_bytes", "pathlib.py"), ("Path.read_text", "pathlib.py"),
+)
+# Loaders that read and then decode: I/O when the thread sleeps, CPU when it runs.
+LOADS: tuple[Pattern, ...] = (
+    ("ImageFile.load", "PIL/ImageFile.py"), ("open", "PIL/Image.py"), ("load", "numpy/lib/npyio.py"),
+    ("load", "numpy/lib/_npyio_impl.py"), ("load", "torch/serialization.py"), ("", "h5py/_hl/"),
+    ("", "tarfile.py"), ("", "zipfile.py"),
+)
+DETAIL_CHARS = 120
+
+
+def matches(frame: FrameRecord, pattern: Pattern) -> bool:
+    func, file = pattern
+    if file and not _file_matches(frame, file):
+        return False
+    return not func or _func_matches(frame.name, func)
+
+
+def any_match(frames: Sequence[FrameRecord], patterns: Sequence[Pattern]) -> int | None:
+    """Index (leaf = 0) of the innermost frame matching any pattern, or None."""
+    for i, f in enumerate(frames):
+        if any(matches(f, p) for p in patterns):
+            return i
+    return None
+
+
+def thread_role(t: ThreadRecord, process_role: str) -> str:
+    """main (main thread of a main process), worker (a DataLoader worker's main thread), pin, other."""
+    main_thread = t.tid == t.pid if t.tid else t.name == "MainThread"
+    if process_role == ROLE_WORKER:
+        return ROLE_WORKER_THREAD if main_thread else ROLE_OTHER_THREAD
+    if process_role == ROLE_MAIN:
+        if main_thread:
+            return ROLE_MAIN_THREAD
+        if "_pin_memory_loop" in t.name or "pt_data_pin" in t.name or any_match(t.frames, (PIN_LOOP,)) is not None:
+            return ROLE_PIN
+    return ROLE_OTHER_THREAD
+
+
+def classify(t: ThreadRecord, role: str, state: str | None = None) -> tuple[str, str]:
+    """(label, detail) for a thread of the given stack role. ``state``: kernel state letter, if read."""
+    if not t.frames:
+        return OTHER, "no Python frames"
+    if role == ROLE_MAIN_THREAD:
+        label, detail = _main(t.frames, t.active)
+    elif role == ROLE_WORKER_THREAD:
+        label, detail = _worker(t.frames, t.active, state)
+    elif role == ROLE_PIN:
+        label, detail = _pin(t.frames, t.active)
+    else:
+        label, detail = OTHER, short_name(t.frames[0])
+    return label, detail[:DETAIL_CHARS]
+
+
+def short_name(f: FrameRecord) -> str:
+    """``Image.convert``; a module-level function gets its module: ``Image.open``, ``serialization.save``."""
+    if "." in f.name:
+        return f.name
+    parts = f.short_filename.removesuffix(".py").split("/")
+    stem = parts[-2] if parts[-1] == "__init__" and len(parts) > 1 else parts[-1]  # torch/cuda/__init__ -> cuda
+    return f"{stem}.{f.name}" if stem and not stem.startswith("<") else f.name
+
+
+def origin(f: FrameRecord) -> str:
+    """torch, lib (other installed packages), stdlib, or user (the job's own code)."""
+    path = f.filename.replace("\\", "/")
+    if f.short_filename.startswith("torch/"):
+        return "torch"
+    if "/site-packages/" in path or "/dist-packages/" in path:
+        return "lib"
+    if path.startswith("<") or "/lib/python3" in path or "/lib64/python3" in path:
+        return "stdlib"
+    return "user"
+
+
+# -- main thread ---------------------------------------------------------------------------------
+
+def _main(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
+    # Context first: what the thread is inside of decides, whatever torch code runs below it.
+    i = any_match(frames, MP_LOADER_WAIT)
+    if i is not None:
+        j = any_match(frames[:i], IPC)
+        if j is not None:
+            return DATA_IPC, short_name(frames[j])
+        return DATA_WAIT, short_name(frames[i - 1] if i > 0 else frames[i])
+    i = any_match(frames, MP_LOADER_START)
+    if i is not None:
+        return DATA_WAIT, f"DataLoader workers starting or stopping ({short_name(frames[i])})"
+    i = any_match(frames, (FETCH,))
+    if i is not None:
+        return INLINE_LOAD, _hot(frames, i)
+    i = _outermost(frames, CHECKPOINTS, CHECKPOINT_FUNCS)
+    if i is not None:
+        return CHECKPOINT, short_name(frames[i])
+    # Then the innermost frame that says what it is.
+    for i, f in enumerate(frames):
+        if any(matches(f, p) for p in SYNCS) or _native(f.name) in NATIVE_SYNCS:
+            return SYNC, _user_line(frames, i)
+        if (any(matches(f, p) for p in H2DS) or _native(f.name) in NATIVE_H2DS
+                or H2D_FUNC_WORD in f.name.rsplit(".", 1)[-1]):
+            return H2D, short_name(f)
+        if any(matches(f, p) for p in BACKWARDS):
+            return BACKWARD, short_name(f)
+        if any(matches(f, p) for p in OPTIMIZERS):
+            return OPTIMIZER, short_name(f)
+        if any(matches(f, p) for p in DISPATCHES):
+            return DISPATCH, short_name(f)
+    leaf = frames[0]
+    if origin(leaf) in ("user", "lib") and active:
+        # Running the job's own code (or model code from a library): Python dispatch, or a spin-wait
+        # in a sync called from this line; see the module docstring.
+        return DISPATCH, leaf.text()
+    return OTHER, leaf.text() if origin(leaf) in ("user", "lib") else short_name(leaf)
+
+
+def _outermost(frames: Sequence[FrameRecord], patterns: Sequence[Pattern], funcs: Sequence[str]) -> int | None:
+    for i in range(len(frames) - 1, -1, -1):
+        f = frames[i]
+        if any(matches(f, p) for p in patterns) or f.name.rsplit(".", 1)[-1] in funcs:
+            return i
+    return None
+
+
+def _user_line(frames: Sequence[FrameRecord], start: int) -> str:
+    """The job's own line that led to frame ``start``: the innermost user frame above it."""
+    for f in frames[start + 1:]:
+        if origin(f) == "user":
+            return f.text()
+    return short_name(frames[start])
+
+
+# -- DataLoader workers and the pin thread ---------------------------------------------------------
+
+def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> tuple[str, str]:
+    i = any_match(frames, (FETCH,))
+    if i is None:  # between items: waiting for an index, or handing the batch to data_queue.put
+        detail = _stdlib_entry(frames)
+        if _waiting(frames) or not active:
+            return W_IDLE, detail
+        return W_BUSY, detail
+    hot = _hot(frames, i)
+    inner = frames[:i]
+    if state == "D" or any_match(inner, READS) is not None:
+        return W_IO, hot
+    if not active:
+        # Off the CPU inside __getitem__: storage, network, or a sleep/lock we cannot tell apart.
+        return W_IO, hot
+    return W_BUSY, hot
+
+
+def _pin(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
+    if any_match(frames, (PIN_WORK,)) is not None:
+        return PIN_BUSY, "pin_memory"
+    j = any_match(frames, IPC)
+    if j is not None:
+        return PIN_BUSY, short_name(frames[j])
+    if _waiting(frames) or not active:
+        return PIN_IDLE, short_name(frames[0])
+    return PIN_BUSY, short_name(frames[0])
+
+
+def _waiting(frames: Sequence[FrameRecord]) -> bool:
+    """The leaf is a queue/selector/condition wait (py-spy may still call a just-woken thread active)."""
+    for f in frames:
+        if any(matches(f, p) for p in WAITS):
+            return True
+        if origin(f) != "stdlib":
+            return False
+    return False
+
+
+def _stdlib_entry(frames: Sequence[FrameRecord]) -> str:
+    """The outermost standard-library call of the leaf's run (``Queue.get`` for select/poll/wait)."""
+    entry = frames[0]
+    for f in frames:
+        if origin(f) != "stdlib":
+            break
+        entry = f
+    return short_name(entry)
+
+
+def _hot(frames: Sequence[FrameRecord], fetch_at: int) -> str:
+    """The function doing the work under ``fetch``: the deepest frame outside torch, else the torch
+    frame fetch called (``default_collate``), else the leaf."""
+    inner = frames[:fetch_at]
+    for f in inner:
+        if origin(f) != "torch":
+            return short_name(f)
+    return short_name(inner[-1] if inner else frames[0])
+
+
+# -- matching helpers ------------------------------------------------------------------------------
+
+def _file_matches(frame: FrameRecord, suffix: str) -> bool:
+    short = "/" + frame.short_filename.replace("\\", "/")
+    full = frame.filename.replace("\\", "/")
+    if suffix.endswith("/") or "." not in suffix.rsplit("/", 1)[-1]:  # a folder or a name fragment
+        return ("/" + suffix) in short or ("/" + suffix) in full
+    return short.endswith("/" + suffix) or full.endswith("/" + suffix)
+
+
+def _func_matches(name: str, func: str) -> bool:
+    """``Class.method`` matches py-spy's qualified names (3.11+) and bare ones (3.10 and older)."""
+    if name == func:
+        return True
+    last = func.rsplit(".", 1)[-1]
+    if name.rsplit(".", 1)[-1] != last:
+        return False
+    return "." not in func or "." not in name or name.endswith("." + func)
+
+
+def _native(name: str) -> str:
+    """``c10::cuda::memcpy_and_sync(void*, ...)`` -> ``memcpy_and_sync`` (frames of --native dumps)."""
+    return name.split("(", 1)[0].rsplit("::", 1)[-1].strip()

@@ -1,0 +1,254 @@
+"""The py-spy JSON parser and the thread classifier.
+
+Two kinds of input:
+- real dumps captured by bench/capture_stacks.py, stored in tests/data/pyspy/*.json (each file says
+  where it came from in ``host.source``); every job there lists the labels it is expected to show;
+- hand-built thread records for shapes those jobs cannot produce on a CPU machine (CUDA sync,
+  checkpoints, the pin thread, D state). Their frames are copied from torch 2.13's sources
+  (function names and files, as py-spy 0.4.3 prints them on Python 3.11) and say so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gpuwatch.collectors.pyspy import FrameRecord, ParseError, ThreadRecord, parse_dump
+from gpuwatch.collectors.stack_labels import classify, origin, short_name, thread_role
+from gpuwatch.model import stacks as S
+
+FIXTURES = sorted((Path(__file__).parent / "data" / "pyspy").glob("*.json"))
+PROCESS_ROLE = {"main": "main", "worker": "worker"}
+
+
+def _jobs():
+    for path in FIXTURES:
+        doc = json.loads(path.read_text())
+        for job in doc["jobs"]:
+            yield pytest.param(doc["host"], job, id=f"{path.stem}:{job['name']}")
+
+
+def _labelled(job, modes=("nonblocking",)):
+    """(thread role, label, detail, record) for every thread of the job's dumps."""
+    out = []
+    for d in job["dumps"]:
+        if d["mode"] not in modes or "output" not in d:
+            continue
+        for t in parse_dump(json.dumps(d["output"]), d["pid"]):
+            role = thread_role(t, PROCESS_ROLE[d["process_role"]])
+            label, detail = classify(t, role)
+            out.append((role, label, detail, t))
+    return out
+
+
+def test_fixtures_present():
+    assert FIXTURES, "tests/data/pyspy/ holds no captured dumps"
+    for path in FIXTURES:
+        doc = json.loads(path.read_text())
+        assert doc["kind"] == "pyspy-fixtures" and doc["host"]["source"] and doc["jobs"]
+
+
+@pytest.mark.parametrize("host,job", list(_jobs()))
+def test_fixture_dumps_parse(host, job):
+    ok = [d for d in job["dumps"] if "output" in d]
+    assert len(ok) >= len(job["dumps"]) * 0.8, [d.get("error") for d in job["dumps"] if "output" not in d]
+    for d in ok:
+        threads = parse_dump(json.dumps(d["output"]), d["pid"])
+        assert len(threads) == len(d["output"])
+        main = [t for t in threads if t.tid == d["pid"]]
+        assert len(main) == 1, "every dump holds its process's main thread (tid == pid)"
+        if main[0].frames and d["mode"] == "blocking":
+            # Leaf-first: the outermost frame of a main thread is the script's <module>.
+            assert main[0].frames[-1].name == "<module>"
+
+
+@pytest.mark.parametrize("host,job", list(_jobs()))
+def test_fixture_majority_labels(host, job):
+    rows = _labelled(job)
+    for role, expected in job["expect"].items():
+        labels = Counter(label for r, label, _, _ in rows if r == role)
+        assert labels, f"{job['name']}: no {role} threads in the dumps"
+        top, n = labels.most_common(1)[0]
+        assert top in expected, f"{job['name']} {role}: {labels.most_common()} (source: {host['source']})"
+        # Not a coin flip: the expected labels together hold most samples.
+        assert sum(labels[e] for e in expected) >= 0.6 * sum(labels.values()), labels.most_common()
+
+
+@pytest.mark.parametrize("host,job", [p for p in _jobs() if p.values[1]["name"] in ("jpeg", "cuda_train")])
+def test_fixture_busy_workers_name_the_pil_function(host, job):
+    busy = [(detail, t) for role, label, detail, t in _labelled(job) if role == S.ROLE_WORKER and label == S.W_BUSY]
+    assert busy
+    pil = Counter(detail for detail, t in busy
+                  if any(f.short_filename.startswith("PIL/") and short_name(f) == detail for f in t.frames))
+    assert sum(pil.values()) >= 0.5 * len(busy), Counter(d for d, _ in busy)
+    assert pil.most_common(1)[0][0] in ("ImageFile.load", "Image.convert", "Image.resize", "Image.open",
+                                        "Image.copy", "ImageFile.load_prepare")
+
+
+@pytest.mark.parametrize("host,job", [p for p in _jobs() if p.values[1]["name"] in ("slow_read",)])
+def test_fixture_slow_reads_are_io_in_the_read_loop(host, job):
+    details = Counter(d for role, label, d, _ in _labelled(job) if role == S.ROLE_WORKER and label == S.W_IO)
+    assert details.most_common(1)[0][0] == "stack_targets.read_slowly"
+
+
+def test_helper_threads_are_role_other():
+    seen = Counter()
+    for _, job in ((p.values[0], p.values[1]) for p in _jobs()):
+        for role, label, _, t in _labelled(job):
+            if t.name in ("QueueFeederThread",) or "(_serve)" in t.name:
+                seen[(role, label)] += 1
+    assert seen and set(seen) == {(S.ROLE_OTHER_THREAD, S.OTHER)}
+
+
+# -- parser edge cases -----------------------------------------------------------------------------
+
+def test_parse_rejects_garbage():
+    for text in ("", "Error: Failed to find python version", "{\"not\": \"a list\"}", "[{\"frames\": 3}]"):
+        with pytest.raises(ParseError):
+            parse_dump(text, 1)
+
+
+def test_parse_tolerates_nulls():
+    # py-spy prints thread_name null for threads it cannot name (seen on a `python -c` target).
+    text = json.dumps([{"pid": 5, "thread_id": 1, "thread_name": None, "os_thread_id": 5, "active": False,
+                        "owns_gil": False, "frames": [{"name": "<module>", "filename": "<string>",
+                                                       "short_filename": "<string>", "line": 1}]}])
+    (t,) = parse_dump(text, 5)
+    assert t.name == "" and t.tid == 5 and t.frames[0].text() == "<module> (<string>:1)"
+
+
+# -- hand-built records (frames as py-spy prints them; from torch 2.13 sources) --------------------
+
+SITE = "/venv/lib/python3.11/site-packages/"
+STDLIB = "/usr/lib/python3.11/"
+
+
+def fr(name: str, short: str, line: int = 1) -> FrameRecord:
+    if short.startswith(("torch/", "PIL/", "numpy/", "accelerate/", "transformers/", "safetensors/")):
+        full = SITE + short
+    elif short.startswith("/"):
+        full, short = short, short.rsplit("/", 1)[-1]
+    else:
+        full = STDLIB + short
+    return FrameRecord(name, full, short, line)
+
+
+def rec(*frames: FrameRecord, active: bool = True, tid: int = 100, name: str = "MainThread") -> ThreadRecord:
+    return ThreadRecord(pid=100, tid=tid, name=name, active=active, owns_gil=False, frames=tuple(frames))
+
+
+USER = fr("train_step", "/home/me/train.py", 57)
+LOOP = fr("main", "/home/me/train.py", 90)
+
+
+@pytest.mark.parametrize("frames,active,label,detail", [
+    ([fr("synchronize", "torch/cuda/__init__.py"), USER, LOOP], True, S.SYNC, "train_step (train.py:57)"),
+    ([fr("Event.synchronize", "torch/cuda/streams.py"), USER], False, S.SYNC, "train_step (train.py:57)"),
+    ([fr("Tensor.__format__", "torch/_tensor.py"), USER], True, S.SYNC, "train_step (train.py:57)"),
+    ([fr("GradScaler._maybe_opt_step.<locals>.<genexpr>", "torch/amp/grad_scaler.py"),
+      fr("GradScaler._maybe_opt_step", "torch/amp/grad_scaler.py"), fr("GradScaler.step", "torch/amp/grad_scaler.py"),
+      USER], True, S.SYNC, "train_step (train.py:57)"),
+    ([fr("c10::cuda::memcpy_and_sync(void*, void const*, long, cudaMemcpyKind, CUstream_st*)", "libc10_cuda.so"),
+      USER], True, S.SYNC, "train_step (train.py:57)"),
+    ([fr("_engine_run_backward", "torch/autograd/graph.py"), fr("backward", "torch/autograd/__init__.py"),
+      fr("Tensor.backward", "torch/_tensor.py"), USER], False, S.BACKWARD, "graph._engine_run_backward"),
+    ([fr("_multi_tensor_adam", "torch/optim/adam.py"), fr("Adam.step", "torch/optim/adam.py"), USER],
+     True, S.OPTIMIZER, "adam._multi_tensor_adam"),
+    ([fr("Linear.forward", "torch/nn/modules/linear.py"), fr("Module._call_impl", "torch/nn/modules/module.py"),
+      USER], True, S.DISPATCH, "Linear.forward"),
+    ([fr("send_to_device", "accelerate/utils/operations.py"), USER], True, S.H2D, "operations.send_to_device"),
+    ([fr("move_data_to_device", "/home/me/utils.py"), USER], True, S.H2D, "utils.move_data_to_device"),
+    ([fr("_save", "torch/serialization.py"), fr("save", "torch/serialization.py"),
+      fr("Module.state_dict", "torch/nn/modules/module.py"), USER], True, S.CHECKPOINT, "serialization.save"),
+    ([fr("save_checkpoint", "/home/me/ckpt.py"), USER], False, S.CHECKPOINT, "ckpt.save_checkpoint"),
+    # The user line itself: dispatching, or spin-waiting in .item() (py-spy cannot tell; see module doc).
+    ([USER, LOOP], True, S.DISPATCH, "train_step (train.py:57)"),
+    ([USER, LOOP], False, S.OTHER, "train_step (train.py:57)"),
+    # pin_memory=True: the main thread waits on the pin thread's queue.Queue (signals.md §5.2).
+    ([fr("Condition.wait", "threading.py"), fr("Queue.get", "queue.py"),
+      fr("_MultiProcessingDataLoaderIter._try_get_data", "torch/utils/data/dataloader.py"),
+      fr("_MultiProcessingDataLoaderIter._get_data", "torch/utils/data/dataloader.py"),
+      fr("_MultiProcessingDataLoaderIter._next_data", "torch/utils/data/dataloader.py"), USER],
+     False, S.DATA_WAIT, "Queue.get"),
+    # Python 3.10 and older: py-spy prints bare function names.
+    ([fr("select", "selectors.py"), fr("get", "multiprocessing/queues.py"),
+      fr("_try_get_data", "torch/utils/data/dataloader.py"), fr("_next_data", "torch/utils/data/dataloader.py"),
+      USER], False, S.DATA_WAIT, "queues.get"),
+    ([fr("Popen._launch", "multiprocessing/popen_fork.py"),
+      fr("_MultiProcessingDataLoaderIter.__init__", "torch/utils/data/dataloader.py"),
+      fr("DataLoader.__iter__", "torch/utils/data/dataloader.py"), USER], True, S.DATA_WAIT,
+     "DataLoader workers starting or stopping (_MultiProcessingDataLoaderIter.__init__)"),
+    ([], True, S.OTHER, "no Python frames"),
+])
+def test_main_thread_shapes(frames, active, label, detail):
+    assert classify(rec(*frames, active=active), S.ROLE_MAIN_THREAD) == (label, detail)
+
+
+WORKER_TAIL = [fr("_MapDatasetFetcher.fetch", "torch/utils/data/_utils/fetch.py"),
+               fr("_worker_loop", "torch/utils/data/_utils/worker.py")]
+
+
+@pytest.mark.parametrize("frames,active,state,label,detail", [
+    ([fr("ImageFile.load", "PIL/ImageFile.py"), fr("DS.__getitem__", "/home/me/ds.py")] + WORKER_TAIL,
+     True, "R", S.W_BUSY, "ImageFile.load"),
+    # A D-state thread is idle to py-spy; the kernel state says it waits on storage.
+    ([fr("ImageFile.load", "PIL/ImageFile.py"), fr("DS.__getitem__", "/home/me/ds.py")] + WORKER_TAIL,
+     False, "D", S.W_IO, "ImageFile.load"),
+    ([fr("load", "numpy/lib/_npyio_impl.py"), fr("DS.__getitem__", "/home/me/ds.py")] + WORKER_TAIL,
+     False, "S", S.W_IO, "_npyio_impl.load"),
+    ([fr("SocketIO.readinto", "socket.py"), fr("DS.__getitem__", "/home/me/ds.py")] + WORKER_TAIL,
+     True, "R", S.W_IO, "SocketIO.readinto"),
+    ([fr("collate_tensor_fn", "torch/utils/data/_utils/collate.py"),
+      fr("default_collate", "torch/utils/data/_utils/collate.py")] + WORKER_TAIL,
+     True, "R", S.W_BUSY, "collate.default_collate"),
+    ([fr("_PollLikeSelector.select", "selectors.py"), fr("wait", "multiprocessing/connection.py"),
+      fr("Queue.get", "multiprocessing/queues.py"), WORKER_TAIL[1]], True, "R", S.W_IDLE, "Queue.get"),
+])
+def test_worker_shapes(frames, active, state, label, detail):
+    assert classify(rec(*frames, active=active), S.ROLE_WORKER, state) == (label, detail)
+
+
+PIN_TAIL = [fr("_pin_memory_loop", "torch/utils/data/_utils/pin_memory.py"), fr("Thread.run", "threading.py")]
+
+
+@pytest.mark.parametrize("frames,active,label", [
+    ([fr("pin_memory", "torch/utils/data/_utils/pin_memory.py"),
+      fr("do_one_step", "torch/utils/data/_utils/pin_memory.py")] + PIN_TAIL, True, S.PIN_BUSY),
+    ([fr("_PollLikeSelector.select", "selectors.py"), fr("Queue.get", "multiprocessing/queues.py"),
+      fr("do_one_step", "torch/utils/data/_utils/pin_memory.py")] + PIN_TAIL, False, S.PIN_IDLE),
+    ([fr("rebuild_storage_fd", "torch/multiprocessing/reductions.py"), fr("Queue.get", "multiprocessing/queues.py"),
+      fr("do_one_step", "torch/utils/data/_utils/pin_memory.py")] + PIN_TAIL, False, S.PIN_BUSY),
+])
+def test_pin_thread(frames, active, label):
+    t = rec(*frames, active=active, tid=101, name="Thread-3 (_pin_memory_loop)")
+    assert thread_role(t, "main") == S.ROLE_PIN
+    assert classify(t, S.ROLE_PIN)[0] == label
+
+
+def test_thread_roles():
+    main = rec(USER, tid=100)
+    assert thread_role(main, "main") == S.ROLE_MAIN_THREAD
+    assert thread_role(main, "worker") == S.ROLE_WORKER
+    assert thread_role(rec(USER, tid=0, name="MainThread"), "main") == S.ROLE_MAIN_THREAD  # no os tid
+    helper = rec(fr("Queue._feed", "multiprocessing/queues.py"), tid=105, name="QueueFeederThread")
+    assert thread_role(helper, "worker") == S.ROLE_OTHER_THREAD
+    assert thread_role(helper, "main") == S.ROLE_OTHER_THREAD
+    assert thread_role(main, "other") == S.ROLE_OTHER_THREAD
+
+
+def test_short_names():
+    assert short_name(fr("ImageFile.load", "PIL/ImageFile.py")) == "ImageFile.load"
+    assert short_name(fr("open", "PIL/Image.py")) == "Image.open"
+    assert short_name(fr("synchronize", "torch/cuda/__init__.py")) == "cuda.synchronize"
+    assert short_name(FrameRecord("<module>", "<string>", "<string>", 1)) == "<module>"
+
+
+def test_origin():
+    assert origin(fr("f", "torch/nn/modules/linear.py")) == "torch"
+    assert origin(fr("f", "PIL/Image.py")) == "lib"
+    assert origin(fr("f", "threading.py")) == "stdlib"
+    assert origin(FrameRecord("f", "<frozen runpy>", "<frozen runpy>", 1)) == "stdlib"
+    assert origin(USER) == "user"

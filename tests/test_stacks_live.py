@@ -1,0 +1,285 @@
+"""The stack collector with real py-spy against real Python jobs (tests/jobs/stack_targets.py), its
+failure paths with real subprocesses, and its per-tick schedule.
+
+Live assertions are on the majority label over several dumps, never on one dump, so a loaded
+2-core machine (where a worker may be descheduled at the moment py-spy looks) does not flip them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gpuwatch.collectors.pyspy import (
+    PtraceFacts, Pyspy, explain_failure, find_pyspy, is_torn_read, permission_reason,
+)
+from gpuwatch.collectors.stacks import StackCollector, label_threads, thread_state
+from gpuwatch.collectors.target import Node, Target, Tree
+from gpuwatch.model import stacks as S
+from gpuwatch.model.values import Unsupported
+
+JOBS = Path(__file__).parent / "jobs" / "stack_targets.py"
+PYSPY = find_pyspy()
+READY_TIMEOUT_S = 60.0  # torch import plus worker start on a busy 2-core machine
+
+pytestmark = [
+    pytest.mark.skipif(PYSPY is None, reason="py-spy is not installed"),
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="py-spy attach tests need Linux /proc"),
+]
+
+
+@contextmanager
+def job(scenario: str, workers: int = 2):
+    """A running stack_targets.py job; yields its READY info; kills it and its workers after."""
+    proc = subprocess.Popen([sys.executable, str(JOBS), scenario, "--seconds", "60", "--workers", str(workers)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        info = None
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while info is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                pytest.fail(f"{scenario} job exited early (rc {proc.wait()})")
+            if line.startswith("READY "):
+                info = json.loads(line[6:])
+        assert info is not None, f"{scenario} job not ready in {READY_TIMEOUT_S} s"
+        yield info
+    finally:
+        kids = []
+        try:
+            kids = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.Error:
+            pass
+        proc.kill()
+        proc.wait()
+        for k in kids:
+            try:
+                k.kill()
+                k.wait(5)
+            except psutil.Error:
+                pass
+
+
+def majority(counter: Counter) -> str:
+    return counter.most_common(1)[0][0]
+
+
+def worker_labels(spy: Pyspy, info: dict, rounds: int) -> list[S.ThreadStack]:
+    out, failed = [], []
+    for _ in range(rounds):
+        for pid in info["workers"]:
+            res = spy.dump(pid)
+            if not res.ok:  # a --nonblocking read may race the running worker (a torn read)
+                failed.append(res.error)
+                continue
+            node = Node(pid, info["pid"], "worker", None, info["pid"], "pt_data_worker", "")
+            out += [t for t in label_threads(res, node) if t.role == S.ROLE_WORKER]
+        time.sleep(0.1)
+    assert len(failed) <= rounds * len(info["workers"]) // 2, failed
+    return out
+
+
+def no_pyspy_children() -> bool:
+    return not [p for p in psutil.Process().children(recursive=True) if "py-spy" in " ".join(p.cmdline()[:1])]
+
+
+# -- real jobs ---------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_collector_main_waits_for_slow_workers_that_read_files():
+    """Workers read a file in a loop with sleeps (slow storage); the main thread starves."""
+    with job("slow_read") as info:
+        c = StackCollector(Target(info["pid"]), interval=1.0, rate_hz=4.0)
+        try:
+            assert c.probe() is None
+            samples = [c.sample() for _ in range(2)]
+        finally:
+            c.close()
+    threads = [t for s in samples for t in s.threads]
+    main = Counter(t.label for t in threads if t.role == S.ROLE_MAIN_THREAD)
+    assert sum(main.values()) >= 5 and majority(main) == S.DATA_WAIT, main
+    workers = [t for t in threads if t.role == S.ROLE_WORKER]
+    assert workers, "the collector dumped no worker in two ticks"
+    assert Counter(t.label for t in workers) == Counter({S.W_IO: len(workers)})
+    assert {t.detail for t in workers} == {"stack_targets.read_slowly"}
+    dumps = [d for s in samples for d in s.dumps]
+    assert sum(d.ok for d in dumps) >= len(dumps) - 2 and all(d.ms > 0 for d in dumps), dumps
+    assert {d.pid for d in dumps} >= {info["pid"]}
+    assert all(len(t.frames) <= 12 for t in threads)
+    assert no_pyspy_children()
+
+
+@pytest.mark.slow
+def test_workers_decoding_jpegs_are_busy_in_pil():
+    with job("jpeg") as info:
+        spy = Pyspy(PYSPY)
+        workers = worker_labels(spy, info, rounds=5)
+        main_node = Node(info["pid"], os.getpid(), "main", None, None, "python", "")
+        main = [t for _ in range(3) for t in label_threads(spy.dump(info["pid"]), main_node)
+                if t.role == S.ROLE_MAIN_THREAD]
+    labels = Counter(t.label for t in workers)
+    assert majority(labels) == S.W_BUSY, labels
+    details = Counter(t.detail for t in workers if t.label == S.W_BUSY)
+    pil = {"ImageFile.load", "Image.convert", "Image.resize", "Image.open", "Image.copy", "ImageFile.load_prepare"}
+    assert sum(n for d, n in details.items() if d in pil) >= 0.5 * sum(details.values()), details
+    assert main and sum(t.label in (S.DATA_WAIT, S.DATA_IPC) for t in main) >= len(main) / 2, main
+
+
+@pytest.mark.slow
+def test_num_workers_0_is_inline_load():
+    with job("inline", workers=0) as info:
+        c = StackCollector(Target(info["pid"]), interval=1.0, rate_hz=5.0)
+        try:
+            samples = [c.sample() for _ in range(2)]
+        finally:
+            c.close()
+    main = [t for s in samples for t in s.threads if t.role == S.ROLE_MAIN_THREAD]
+    labels = Counter(t.label for t in main)
+    assert sum(labels.values()) >= 6 and majority(labels) == S.INLINE_LOAD, labels
+    assert not [t for s in samples for t in s.threads if t.role == S.ROLE_WORKER]
+
+
+# -- failure paths with real subprocesses --------------------------------------------------------------
+
+def test_probe_without_pyspy_says_how_to_install():
+    c = StackCollector(Target(os.getpid()), pyspy="/nonexistent/py-spy")
+    problem = c.probe()
+    assert isinstance(problem, Unsupported) and "pip install py-spy" in problem.reason
+    assert isinstance(c.sample(), Unsupported)
+
+
+def test_probe_of_a_non_python_process():
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.2)
+        problem = StackCollector(Target(proc.pid)).probe()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert isinstance(problem, Unsupported)
+    assert f"process {proc.pid} is not a Python process" in problem.reason, problem.reason
+
+
+def test_probe_of_a_python_process_passes():
+    # The test process itself: a Python 3.10+ interpreter that py-spy 0.4 reads.
+    assert StackCollector(Target(os.getpid())).probe() is None
+
+
+def test_timeout_kills_and_reaps_pyspy():
+    res = Pyspy(PYSPY, timeout=0.001).dump(os.getpid())  # a dump takes ~10 ms: this always times out
+    assert not res.ok and "did not answer within 0.001 s" in res.error
+    assert no_pyspy_children()
+
+
+def test_garbage_and_silent_failures_are_results_not_exceptions():
+    echo = Pyspy("/bin/echo").dump(os.getpid())  # prints its arguments: not JSON
+    assert not echo.ok and "not JSON" in echo.error
+    false = Pyspy("/bin/false").dump(os.getpid())
+    assert not false.ok and false.error == "py-spy failed without saying why"
+    dead = Pyspy(PYSPY).dump(2**22 + 7)  # above the default pid_max: no such process
+    assert not dead.ok and "exited" in explain_failure(dead.error, 2**22 + 7)
+
+
+def test_close_kills_the_dump_in_flight(tmp_path):
+    # A stand-in py-spy that never answers, to exercise kill + reap (a real one answers in ~10 ms).
+    hang = tmp_path / "py-spy"
+    hang.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    hang.chmod(0o755)
+    spy = Pyspy(str(hang), timeout=30)
+    result = {}
+    t = threading.Thread(target=lambda: result.update(r=spy.dump(os.getpid())))
+    t.start()
+    deadline = time.monotonic() + 10
+    while spy._proc is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = time.monotonic()
+    spy.kill()
+    t.join(10)
+    assert not t.is_alive() and time.monotonic() - started < 5
+    assert not result["r"].ok and "killed" in result["r"].error
+    assert no_pyspy_children()
+    assert spy.dump(os.getpid()).error == "stack sampling stopped"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run py-spy as another user")
+def test_real_permission_error_explained():
+    # Real py-spy as `nobody` against this root-owned process: the kernel refuses.
+    proc = subprocess.run([PYSPY, "dump", "--pid", str(os.getpid()), "--json", "--nonblocking"],
+                          capture_output=True, text=True, user=65534, timeout=20,
+                          env={"RUST_BACKTRACE": "0", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode != 0
+    reason = explain_failure(proc.stderr + proc.stdout, os.getpid(), "/opt/py-spy")
+    assert "may not read process" in reason and "sudo setcap cap_sys_ptrace+ep /opt/py-spy" in reason
+
+
+def test_permission_reason_names_cause_and_fix():
+    facts = PtraceFacts(euid=1000, target_uid=1001, ptrace_scope=2, cap_sys_ptrace=False, container="kubernetes")
+    r = permission_reason(42, facts, "/v/bin/py-spy")
+    assert "uid 1001" in r and "ptrace_scope is 2" in r and "CAP_SYS_PTRACE" in r
+    assert "sudo setcap cap_sys_ptrace+ep /v/bin/py-spy" in r and "securityContext" in r
+    assert "kernel.yama.ptrace_scope=0" in r
+    docker = permission_reason(42, PtraceFacts(0, 0, None, False, "docker"))
+    assert "--cap-add SYS_PTRACE" in docker and "ptrace_scope" not in docker
+
+
+def test_torn_nonblocking_read_is_recognised():
+    # Verbatim from a real dump of a JPEG-decoding worker on the loaded test VM.
+    err = ("Error: Failed to get stack traces Caused by: 0: Failed to call get_stack_trace for thread "
+           "140229512104832 1: Failed to copy PyFrameObject 2: Bad address (os error 14) 3: Bad address (os error 14)")
+    assert is_torn_read(err) and not is_torn_read("Error: Failed to find python version from target process")
+    assert "changed while py-spy read it" in explain_failure(err, 7)
+
+
+def test_unsupported_python_version_explained():
+    r = explain_failure("Error: Unsupported version of Python: 3.15.0", os.getpid())
+    assert "pip install -U py-spy" in r
+
+
+def test_thread_state_of_a_running_thread():
+    assert thread_state(os.getpid(), threading.get_native_id()) == "R"
+    assert thread_state(os.getpid(), 2**22 + 7) is None
+
+
+# -- the schedule (pure) ---------------------------------------------------------------------------------
+
+def tree(mains: int, workers: int) -> Tree:
+    nodes = []
+    for m in range(mains):
+        mp = 1000 * (m + 1)
+        nodes.append(Node(mp, 1, "main", m, None, "python", ""))
+        nodes += [Node(mp + w + 1, mp, "worker", m, mp, "pt_data_worker", "") for w in range(workers)]
+    return Tree(1000, tuple(nodes))
+
+
+def test_default_schedule_covers_every_worker_round_robin():
+    c = StackCollector(Target(os.getpid()))
+    t = tree(1, 8)
+    plans = [c.plan(t) for _ in range(16)]
+    assert all(sum(n.pid == 1000 for n in p) == 2 for p in plans)  # main: 2 Hz
+    worker_dumps = Counter(n.pid for p in plans for n in p if n.role == "worker")
+    assert worker_dumps == Counter({1000 + w + 1: 1 for w in range(8)})  # each worker once in 16 s
+
+
+def test_many_ranks_share_the_budget():
+    c = StackCollector(Target(os.getpid()))
+    t = tree(8, 2)
+    plans = [c.plan(t) for _ in range(10)]
+    total = sum(len(p) for p in plans)
+    assert total == pytest.approx(10 * c.max_dumps_per_s, abs=2)
+    assert {n.pid for p in plans for n in p if n.role == "main"} == {1000 * (m + 1) for m in range(8)}
+
+
+def test_fractional_rates_accumulate():
+    c = StackCollector(Target(os.getpid()), rate_hz=0.5)
+    plans = [c.plan(tree(1, 0)) for _ in range(6)]
+    assert [len(p) for p in plans] == [0, 1, 0, 1, 0, 1]
