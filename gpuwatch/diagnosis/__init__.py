@@ -1,30 +1,67 @@
 """The bottleneck diagnosis: pure functions from a window of frames to a verdict.
 
-PLACEHOLDER until the verdict issue lands: it answers "unknown" and says so.
+Per tick:
+1. the last SHORT_S seconds give the *candidate* (decide.py: every stage scored, §11 precedence);
+2. the stability rule (stability.py) adopts it or keeps the stage in force;
+3. the stage in force is re-scored over its own window (since it was adopted, up to WINDOW_S)
+   for the evidence, confidence, sentence, speed-up and remedies the verdict shows.
+
+No I/O and no clocks: time comes from the frames. See thresholds.py for every number used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 
+from gpuwatch.diagnosis.compose import compose
+from gpuwatch.diagnosis.decide import decide
+from gpuwatch.diagnosis.signals import extract
+from gpuwatch.diagnosis.stability import DiagnosisState, step
+from gpuwatch.diagnosis.stalls import find_stall
+from gpuwatch.diagnosis.thresholds import SHORT_S, STALL_WINDOW_S, WINDOW_S
+from gpuwatch.diagnosis.window import recent, since
 from gpuwatch.model.frame import Frame
-from gpuwatch.model.verdict import PIPELINE, UNKNOWN, LEVEL_OK, Verdict
+from gpuwatch.model.verdict import LEVEL_OK, PIPELINE, UNKNOWN, Verdict
 
-
-@dataclass(frozen=True, slots=True)
-class DiagnosisState:
-    """What the stability rule carries from one tick to the next."""
-
-    stage: str = UNKNOWN
+__all__ = ["DiagnosisState", "diagnose"]
 
 
 def diagnose(
     frames: Sequence[Frame], state: DiagnosisState | None = None, rank: int | None = None
 ) -> tuple[Verdict, DiagnosisState]:
-    t = frames[-1].t if frames else 0.0
-    v = Verdict(
-        t=t, stage=UNKNOWN, confidence=0.0, sentence="No diagnosis yet.", evidence=(), secondary=(),
+    """The verdict for the newest frame of ``frames`` (oldest first) and the state to pass next time."""
+    if not frames:
+        return _empty(rank), state or DiagnosisState()
+    try:
+        return _diagnose(frames, state, rank)
+    except Exception as e:  # noqa: BLE001 - a diagnosis bug must not take the watch down with it
+        v = _empty(rank)
+        sentence = f"The diagnosis failed on this window ({type(e).__name__}: {e}); please report it."
+        return replace(v, t=frames[-1].t, sentence=sentence), state or DiagnosisState()
+
+
+def _diagnose(
+    frames: Sequence[Frame], state: DiagnosisState | None, rank: int | None
+) -> tuple[Verdict, DiagnosisState]:
+    pool = recent(frames, WINDOW_S)
+    short = recent(pool, SHORT_S)
+    current = state.stage if state is not None and state.since is not None else None
+    if state is not None and state.last_t is not None and frames[-1].t < state.last_t:
+        current = None  # time went backwards: a replay restarted, start over
+    held = since(pool, state.regime_start, WINDOW_S, SHORT_S) if current is not None else None
+    candidate = decide(extract(short, pool, rank, held), current)
+    new_state = step(state if current is not None else None, candidate.stage, frames[-1].t, short[0].t)
+    window = since(pool, new_state.regime_start, WINDOW_S, SHORT_S)
+    signals = extract(window, pool, rank, window)
+    final = decide(signals, new_state.stage, challenge=False)
+    stall = find_stall(recent(frames, STALL_WINDOW_S), signals.gpu.indexes) if signals.gpu.present else None
+    verdict = compose(new_state.stage, final, signals, stall, candidate.stage, rank)
+    return verdict, new_state
+
+
+def _empty(rank: int | None) -> Verdict:
+    return Verdict(
+        t=0.0, stage=UNKNOWN, confidence=0.0, sentence="No frames yet.", evidence=(), secondary=(),
         speedup=None, remedies=(), levels=tuple((s, LEVEL_OK) for s in PIPELINE), rank=rank,
     )
-    return v, state or DiagnosisState()

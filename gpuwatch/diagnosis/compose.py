@@ -1,0 +1,97 @@
+"""From a decision to the :class:`Verdict`: confidence, levels, sentence, speed-up, remedies."""
+
+from __future__ import annotations
+
+from gpuwatch.diagnosis.decide import HOST_SIDE, Decision
+from gpuwatch.diagnosis.remedies import remedies
+from gpuwatch.diagnosis.sentence import sentence
+from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.speedup import speedup
+from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult
+from gpuwatch.diagnosis.thresholds import MIN_STACK_SAMPLES, SM_HEALTHY
+from gpuwatch.model.verdict import (
+    CONTENTION,
+    GPU_BOUND,
+    GPU_MEMORY,
+    H2D,
+    IDLE,
+    LAUNCH,
+    LEVEL_BOTTLENECK,
+    LEVEL_OK,
+    LEVEL_WARNING,
+    PIPELINE,
+    STAGES,
+    UNKNOWN,
+    Stall,
+    Verdict,
+)
+
+STACK_STAGES = HOST_SIDE + (CPU_COMPUTE, IDLE)
+"""Stages whose proof is (mostly) the main thread's stack shares."""
+GPU_STAGES = (GPU_BOUND, GPU_MEMORY, LAUNCH, H2D)
+"""Stages whose proof is (mostly) GPM."""
+MAX_CONFIDENCE = 0.95
+"""Never "certain": the signals are samples, and a window can fall between phases."""
+
+
+def confidence(stage: str, r: StageResult | None, s: Signals, d: Decision) -> float:
+    """0..1: how strong the stage's evidence is, discounted for what could not be read.
+
+    Base: 0.55 for a stage whose gates all hold, up to 0.95 as its supporting items hold too;
+    0.35 for a stage kept by the stability rule whose gates no longer all hold. Then one factor per
+    missing source: no stacks for a stage proved by stacks (x0.75) or too few samples (x0.85);
+    no GPM for a GPU-side stage (x0.85); a GPU assumed to be the job's (x0.85); under three
+    ticks (x0.7); a rival stage that fires too (x0.85). The factors are judgement, not measurement:
+    each is about the share of the proof the missing source carries, chosen so that a stage proved
+    without its main source (stacks for input stages, GPM for GPU-side ones) stays under "high"."""
+    if r is None:
+        return 0.0
+    if stage == IDLE and r.sub == "exited":
+        return MAX_CONFIDENCE
+    base = 0.55 + 0.4 * r.strength if r.fires else 0.35
+    q = 1.0
+    stacky = stage in STACK_STAGES and not (stage == H2D and r.sub in ("link", "pageable", "copies"))
+    if stacky and not s.stacks.available:
+        q *= 0.75
+    elif stacky and s.stacks.n_main < MIN_STACK_SAMPLES:
+        q *= 0.85
+    if stage in GPU_STAGES and s.gpu.present and not s.gpu.gpm:
+        q *= 0.85
+    if s.gpu.assumed:
+        q *= 0.85
+    if s.frames < 3:
+        q *= 0.7
+    # gpu_memory refines a saturated GPU, so a firing gpu_bound is no rival to it.
+    rivals = [x for x in HOST_SIDE + (GPU_MEMORY, GPU_BOUND, CONTENTION)
+              if x != stage and x in d.results and d.results[x].fires
+              and not (stage == GPU_MEMORY and x == GPU_BOUND)]
+    if rivals:
+        q *= 0.85
+    if stage == GPU_BOUND and (r.facts.get("sm_work") or 1.0) < SM_HEALTHY:
+        q *= 0.85
+    return round(min(MAX_CONFIDENCE, base * q), 2)
+
+
+def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate: str,
+            rank: int | None) -> Verdict:
+    r = d.results.get(stage)
+    shown = stage if stage in STAGES else UNKNOWN
+    # Nothing holds back a job that is not training: no secondary stages then.
+    secondary = () if shown == IDLE else tuple(x for x in d.secondary() if x != shown)
+    levels = tuple((p, LEVEL_BOTTLENECK if p == shown else LEVEL_WARNING if p in secondary else LEVEL_OK)
+                   for p in PIPELINE)
+    evidence = tuple(e for res in d.results.values() for e in res.evidence)
+    return Verdict(
+        t=s.t,
+        stage=shown,
+        confidence=confidence(stage, r, s, d) if (shown != UNKNOWN or stage == CPU_COMPUTE) else 0.0,
+        sentence=sentence(stage, r, s, stall),
+        evidence=evidence,
+        secondary=secondary,
+        speedup=speedup(stage, r, s),
+        remedies=remedies(stage, r, s),
+        levels=levels,
+        stall=stall,
+        rank=rank,
+        candidate=candidate if candidate in STAGES else UNKNOWN,
+    )

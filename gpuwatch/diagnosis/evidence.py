@@ -1,0 +1,96 @@
+"""One signal against one threshold, as an :class:`Evidence` item, and the items of one stage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpuwatch.diagnosis.thresholds import HYSTERESIS_ABS, HYSTERESIS_REL
+from gpuwatch.model.verdict import Evidence
+
+REQ = "required"
+SUP = "support"
+INFO = "info"
+
+
+def _rate(x: float) -> str:
+    for unit, div in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if abs(x) >= div:
+            return f"{x / div:.1f} {unit}"
+    return f"{x:.0f} B/s"
+
+
+UNITS = {
+    "%": lambda x: f"{x * 100:.0f} %",
+    "cores": lambda x: f"{x:.2f} core{'s' if x >= 1.005 else ''}",
+    "B/s": _rate,
+    "/s": lambda x: f"{x:.1f}/s",
+    "x": lambda x: f"{x:.2f}",
+}
+
+
+def fmt(value: float | None, unit: str = "%") -> str:
+    return "N/A" if value is None else UNITS.get(unit, lambda x: f"{x:.3g}")(value)
+
+
+def adjusted(threshold: float, op: str, relax: float, unit: str = "%") -> float:
+    """The threshold moved by ``relax`` bands (> 0: easier to hold; < 0: harder), for hysteresis."""
+    band = HYSTERESIS_REL * abs(threshold)
+    if unit not in ("B/s", "/s"):
+        band = min(HYSTERESIS_ABS, band)
+    return threshold - relax * band if op in (">=", ">") else threshold + relax * band
+
+
+def holds(value: float, threshold: float, op: str) -> bool:
+    return {">=": value >= threshold, ">": value > threshold,
+            "<=": value <= threshold, "<": value < threshold}[op]
+
+
+@dataclass(slots=True)
+class Checks:
+    """The evidence one stage scorer collects.
+
+    ``required`` items are the stage's gates: their thresholds move with ``relax`` (the stability
+    rule's hysteresis) and the scorer combines their results itself. ``support`` items say how
+    sure the stage is (its strength). ``info`` items are shown only. An unknown value is kept as an
+    item with value None, so the verdict shows what could not be read, and counts neither way.
+    """
+
+    stage: str
+    relax: float = 0.0
+    items: list[Evidence] = field(default_factory=list)
+    support: list[bool] = field(default_factory=list)
+
+    def check(self, signal: str, value: float | None, threshold: float, op: str, what: str,
+              unit: str = "%", kind: str = SUP, source: str = "") -> bool | None:
+        """Compare and record; True/False, or None when the value is unknown."""
+        th = adjusted(threshold, op, self.relax, unit) if kind == REQ else threshold
+        if value is None:
+            self._add(Evidence(self.stage, signal, None, th, op, False, f"{what}: not available"))
+            return None
+        ok = holds(value, th, op)
+        tail = f"; {source}" if source else ""
+        text = f"{what}: {fmt(value, unit)} (needs {op} {fmt(th, unit)}{tail})"
+        if self._add(Evidence(self.stage, signal, float(value), th, op, ok, text)) and kind == SUP:
+            self.support.append(ok)
+        return ok
+
+    def note(self, signal: str, text: str, supports: bool, value: float | None = None,
+             kind: str = SUP) -> None:
+        """A fact without a threshold (e.g. "pin_memory is on")."""
+        if self._add(Evidence(self.stage, signal, value, None, "", supports, text)) and kind == SUP:
+            self.support.append(supports)
+
+    def _add(self, e: Evidence) -> bool:
+        if any(x.signal == e.signal for x in self.items):  # one row per signal and stage
+            return False
+        self.items.append(e)
+        return True
+
+    @property
+    def strength(self) -> float:
+        """Share of the known supporting items that hold (0.5 when none could be asked)."""
+        return sum(self.support) / len(self.support) if self.support else 0.5
+
+
+def yes(x: bool | None) -> bool:
+    return x is True

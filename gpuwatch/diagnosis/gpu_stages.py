@@ -1,0 +1,168 @@
+"""Stages read mostly off the GPU: memory/layout-bound (4), launch-bound (5) and healthy.
+
+Signatures (h200-signatures.md): healthy bf16 = GR 100, SM 96.6, tensor 93.8, occupancy 14.3;
+layout copy = GR 100, SM 99.9, tensor 0.9, occupancy 87.7, DRAM 24; launch- and sync-bound =
+GR 18-26, SM ~0.03 (the host cannot issue kernels fast enough, and each is tiny).
+"""
+
+from __future__ import annotations
+
+from gpuwatch.diagnosis.evidence import INFO, REQ, SUP, Checks, yes
+from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.stages import StageResult, result
+from gpuwatch.diagnosis.thresholds import (
+    BUSY_SATURATED,
+    BUSY_STARVED,
+    DRAM_BOUND,
+    LAYOUT_SHARE,
+    MAIN_ACTIVE_SHARE,
+    MAIN_CPU_BUSY,
+    OCC_MEMORY,
+    SM_HEALTHY,
+    SM_INEFFECTIVE,
+    TENSOR_LOW,
+    TINY_KERNEL_RATIO,
+    WAIT_MODERATE,
+    WORKER_CPU_BUSY,
+)
+from gpuwatch.model import stacks as lb
+from gpuwatch.model.verdict import GPU_BOUND, GPU_MEMORY, LAUNCH
+
+
+def _no_gpu(c: Checks, s: Signals) -> StageResult:
+    c.note("gpu", f"no GPU to judge ({s.gpu.reason})", False, kind=INFO)
+    return result(c, False, False, 0.0)
+
+
+def _busy_gates(c: Checks, s: Signals) -> tuple[bool, bool]:
+    """(busy enough to be GPU-side at all, saturated). Between §11's 70 % (starved below) and 90 %
+    (saturated above) a GPU-side stage is named only when no host-side stage explains the gaps."""
+    busy = s.gpu.compute_busy
+    floor = c.check("gpu_active", busy, BUSY_STARVED, ">=", "GPU kernel-active time", kind=REQ,
+                    source="§11: under 70 % the GPU is starved")
+    sat = c.check("gpu_saturated", busy, BUSY_SATURATED, ">=", "GPU kernel-active time, saturated", kind=REQ,
+                  source="§11: >= 90 %")
+    if sat is not None:
+        c.support.append(sat)
+    return floor is True, sat is True
+
+
+def while_active(s: Signals, value: float | None) -> float | None:
+    """A GPM ratio over the time the GPU had work: GPM averages over the whole tick, so a GPU busy
+    85 % of the time with every SM working reads SM 85 %; divided by GR it reads 100 %."""
+    gr = s.gpu.gr
+    if value is None or gr is None or gr <= 0:
+        return value
+    return min(1.0, value / gr)
+
+
+def sm_per_gr(s: Signals) -> float | None:
+    g = s.gpu
+    if g.sm is None or not g.gr:
+        return None
+    return g.sm / g.gr
+
+
+def gpu_memory(s: Signals, relax: float = 0.0) -> StageResult:
+    c = Checks(GPU_MEMORY, relax)
+    g, st = s.gpu, s.stacks
+    if not g.present:
+        return _no_gpu(c, s)
+    busy, saturated = _busy_gates(c, s)
+    layout_share = st.layout / st.n_main if st.available and st.n_main else None
+    if g.gpm:
+        sm = c.check("sm_active", while_active(s, g.sm), SM_HEALTHY, ">=", "SMs active while the GPU works (GPM)",
+                     kind=REQ, source="DCGM: >= 80 %")
+        tensor = c.check("tensor", while_active(s, g.tensor), TENSOR_LOW, "<=", "tensor pipes active", kind=REQ,
+                         source="§11: <= 20 %")
+        dram = c.check("dram", while_active(s, g.dram), DRAM_BOUND, ">=", "DRAM bandwidth used", kind=REQ,
+                       source="§11 / DCGM peak ~80 %")
+        occ = c.check("occupancy", while_active(s, g.occ), OCC_MEMORY, ">=", "SM occupancy (warps resident)",
+                      kind=REQ, source="h200: layout copy 88 %, bf16 GEMM 14 %")
+        # Kernels run asynchronously, so the main thread rarely sits in the layout op itself: shown only.
+        c.check("layout_ops", layout_share, LAYOUT_SHARE, ">=", "main-thread samples in layout ops", kind=INFO)
+        c.support.extend(x for x in (dram, occ) if x is not None)  # both signs of memory-bound kernels
+        fires = busy and yes(sm) and yes(tensor) and (yes(dram) or yes(occ))
+        warn = fires or ((g.dram or 0.0) >= DRAM_BOUND and busy)
+    else:
+        c.note("gpm", f"no GPM ({g.gpm_reason}): DRAM and tensor activity unknown", False, kind=INFO)
+        layout = c.check("layout_ops", layout_share, LAYOUT_SHARE, ">=", "main-thread samples in layout ops", kind=REQ)
+        c.check("util_mem", g.util_mem, DRAM_BOUND, ">=", "NVML memory util (time-active, weak)")
+        fires = busy and yes(layout)
+        warn = fires
+    return result(c, fires, warn, layout_share, "gpm" if g.gpm else "stacks",
+                  sm=g.sm, tensor=g.tensor, dram=g.dram, occ=g.occ, busy=g.compute_busy, saturated=saturated,
+                  layout_detail=_layout_detail(s), layout_share=layout_share)
+
+
+def _layout_detail(s: Signals) -> str | None:
+    return s.stacks.top(lb.ROLE_MAIN_THREAD, lb.DISPATCH, lb.SYNC) if s.stacks.layout else None
+
+
+def launch(s: Signals, relax: float = 0.0) -> StageResult:
+    c = Checks(LAUNCH, relax)
+    g, st, job = s.gpu, s.stacks, s.job
+    if not g.present:
+        return _no_gpu(c, s)
+    busy = c.check("gpu_active", g.compute_busy, BUSY_STARVED, "<=", "GPU kernel-active time", kind=REQ,
+                   source="§11: <= 70 %")
+    # NVML util counts copies: a GPU busy copying (pinned H2D reads 100 %) is not waiting for launches.
+    util = c.check("gpu_util", g.busy, BUSY_STARVED, "<=", "GPU utilization (NVML, copies included)", kind=REQ)
+    busy = yes(busy) and util is not False
+    ratio = sm_per_gr(s)
+    # With stacks the kernel shape corroborates; without, it is the only GPU-side proof: a gate.
+    tiny = c.check("sm_per_gr", ratio, TINY_KERNEL_RATIO, "<=", "SM active / GR engine active (tiny kernels)",
+                   unit="x", kind=SUP if st.available else REQ, source="h200: launch-bound 0.002, real work 0.8-1.0")
+    # The launching threads run flat out, dispatching or spin-waiting in a sync (§5.5). An unknown
+    # CPU (no process sample) does not block.
+    cpu = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main + autograd thread CPU",
+                  unit="cores", kind=REQ, source="§11: >= 0.9 core")
+    sync, disp = st.share(lb.SYNC) or 0.0, st.share(lb.DISPATCH, lb.BACKWARD, lb.OPTIMIZER) or 0.0
+    if st.available:
+        active = c.check("main_active", st.active, MAIN_ACTIVE_SHARE, ">=",
+                         "main thread in the step (dispatch, sync, backward, optimizer)", kind=REQ,
+                         source="§11: >= 50 %")
+        # §11 asks wait < 5 %; over a dozen samples that is noise-bound, so the gate is "works more
+        # than it waits" and io/decode, which need wait >= 20 % and busy workers, win by share.
+        wait = (st.wait or 0.0) < (st.active or 0.0)
+        c.check("no_wait", st.wait, WAIT_MODERATE, "<", "data wait under TF's 'not input-bound' cut",
+                source="TF: < 5 % is not input-bound")
+        fires = yes(busy) and yes(active) and wait and cpu is not False
+        # A spin-wait in .item() reads as "dispatch" at the user's line (collectors/stack_labels.py):
+        # "sync" is named only when sync frames are seen.
+        sub = "sync" if sync >= disp else "dispatch"
+        weight = st.active
+    else:
+        c.note("stacks", f"no stacks ({st.reason}): dispatch and sync are not told apart", False, kind=INFO)
+        idle_workers = c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, "<", "CPU per worker",
+                               unit="cores", kind=REQ)
+        # Without stacks, a busy main thread could also be loading data inline: only the GPU-side
+        # tiny-kernel signature tells launch-bound work apart, so it is required here.
+        fires = yes(busy) and yes(cpu) and yes(tiny) and idle_workers is not False and not s.cpu_short
+        sub = ""
+        weight = 1.0 - (g.compute_busy or 0.0)
+    warn = fires or (yes(busy) and yes(tiny))
+    return result(c, fires, warn, weight, sub, busy=g.compute_busy, sm=g.sm, gr=g.gr, ratio=ratio,
+                  sync=st.share(lb.SYNC), dispatch=st.share(lb.DISPATCH), main_cpu=job.main_thread_cpu,
+                  sync_detail=st.top(lb.ROLE_MAIN_THREAD, lb.SYNC),
+                  dispatch_detail=st.top(lb.ROLE_MAIN_THREAD, lb.DISPATCH))
+
+
+def gpu_bound(s: Signals, relax: float = 0.0) -> StageResult:
+    c = Checks(GPU_BOUND, relax)
+    g, st = s.gpu, s.stacks
+    if not g.present:
+        return _no_gpu(c, s)
+    busy, saturated = _busy_gates(c, s)
+    sm = while_active(s, g.sm)
+    useful = c.check("sm_useful", sm, SM_INEFFECTIVE, ">=", "SMs active while the GPU works (GPM)", kind=REQ,
+                     source="DCGM: < 50 % is ineffective")
+    c.check("sm_active", g.sm, SM_HEALTHY, ">=", "SMs active (GPM)", source="DCGM: >= 80 % necessary")
+    c.check("no_wait", st.wait, WAIT_MODERATE, "<", "main thread waiting for a batch",
+            source="TF: < 5 % is not input-bound")
+    if not g.gpm:
+        c.note("gpm", f"no GPM ({g.gpm_reason}): 'busy' only means never starved, not efficient", False)
+    c.check("tensor", g.tensor, TENSOR_LOW, ">", "tensor pipes active", kind=INFO)
+    fires = busy and useful is not False
+    return result(c, fires, False, g.compute_busy, "" if saturated else "mostly", busy=g.compute_busy, sm=g.sm,
+                  tensor=g.tensor, wait=st.wait, gpm=g.gpm, saturated=saturated, sm_work=sm)

@@ -1,0 +1,204 @@
+"""The host side of a window: the job's processes and threads, the machine's CPU, pressure and disks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gpuwatch.diagnosis.window import latest_reason, mean, med, num, unique_samples
+from gpuwatch.model.disk import DataLocation, DiskSample
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.host import HostSample
+from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcInfo, ProcsSample
+from gpuwatch.model.values import known
+
+D_STATES = ("D", "disk-sleep")
+"""Uninterruptible sleep, as /proc writes it and as psutil names it."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobSignals:
+    """The training process(es) and their DataLoader workers. CPU in cores, shares 0..1."""
+
+    seen: bool
+    reason: str | None = None
+    main_pids: frozenset[int] = frozenset()
+    main_cpu: float | None = None
+    main_thread_cpu: float | None = None
+    """The main thread alone, plus the pt_autograd_* threads that launch the backward kernels."""
+    pin_seen: bool = False
+    pin_cpu: float | None = None
+    main_run_delay: float | None = None
+    workers: float = 0.0
+    """DataLoader workers per main process (mean over the window)."""
+    worker_cpu: float | None = None
+    """Mean CPU of one worker."""
+    workers_cpu: float | None = None
+    """All workers together."""
+    worker_d: float | None = None
+    worker_run_delay: float | None = None
+    worker_read_bps: float | None = None
+    worker_respawns: int = 0
+    usable_cpus: int | None = None
+    job_cpu: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HostSignals:
+    seen: bool
+    reason: str | None = None
+    cpu_count: int | None = None
+    cpu: float | None = None
+    steal: float | None = None
+    iowait: float | None = None
+    psi_cpu: float | None = None
+    psi_io: float | None = None
+    psi_mem: float | None = None
+    cg_throttled: float | None = None
+    cg_quota: float | None = None
+    others_cpu: float | None = None
+    """Cores used by the busiest processes outside the job."""
+    others_top: tuple[tuple[str, int, float], ...] = ()
+    swap_in_bps: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DiskSignals:
+    seen: bool
+    reason: str | None = None
+    data: DataLocation | None = None
+    """Where the job reads its data (its open data files' folder, else its working directory)."""
+    network: bool | None = None
+    data_busy: float | None = None
+    """Busy share of the device behind the data (or of the busiest device when it is not known)."""
+    busy_device: str | None = None
+    read_bps: float | None = None
+
+
+def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
+    ticks: list[ProcsSample] = unique_samples(frames, "procs")  # type: ignore[assignment]
+    if not ticks:
+        return JobSignals(seen=False, reason=latest_reason(frames, "procs") or "no process sample")
+    rows = [_split(t, rank) for t in ticks]
+    rows = [r for r in rows if r[0]]
+    if not rows:
+        return JobSignals(seen=False, reason="no training process in the job's tree"
+                          + (f" for rank {rank}" if rank is not None else ""))
+    worker_sets = [frozenset(w.pid for w in ws) for _, ws, _ in rows]
+    respawns = sum(1 for a, b in zip(worker_sets, worker_sets[1:]) if a and b and not (a & b))
+    return JobSignals(
+        seen=True,
+        main_pids=frozenset(p.pid for ms, _, _ in rows for p in ms),
+        main_cpu=med(mean(p.cpu_pct / 100 for p in ms) for ms, _, _ in rows),
+        main_thread_cpu=med(mean(_launch_threads_cpu(p) for p in ms) for ms, _, _ in rows),
+        pin_seen=any(_pin_cpu(p) is not None for ms, _, _ in rows for p in ms),
+        pin_cpu=med(mean(_pin_cpu(p) for p in ms) for ms, _, _ in rows),
+        main_run_delay=med(mean(num(p.run_delay_frac) for p in ms) for ms, _, _ in rows),
+        workers=sum(len(ws) / len(ms) for ms, ws, _ in rows) / len(rows),
+        worker_cpu=med(mean(w.cpu_pct / 100 for w in ws) for _, ws, _ in rows),
+        workers_cpu=med(sum(w.cpu_pct / 100 for w in ws) if ws else None for _, ws, _ in rows),
+        worker_d=mean(_d_share(ws) for _, ws, _ in rows),
+        worker_run_delay=med(mean(num(w.run_delay_frac) for w in ws) for _, ws, _ in rows),
+        worker_read_bps=med(_sum_known(w.read_bps for w in ws) for _, ws, _ in rows),
+        worker_respawns=respawns,
+        usable_cpus=rows[-1][2].usable_cpus or None,
+        job_cpu=med(sum(p.cpu_pct / 100 for p in t.processes) for t in ticks),
+    )
+
+
+def _split(sample: ProcsSample, rank: int | None) -> tuple[list[ProcInfo], list[ProcInfo], ProcsSample]:
+    mains = [p for p in sample.processes if p.role == ROLE_MAIN and (rank is None or p.rank == rank)]
+    pids = {p.pid for p in mains}
+    workers = [p for p in sample.processes if p.role == ROLE_WORKER
+               and (p.main_pid in pids or (p.main_pid is None and len(mains) == 1))]
+    return mains, workers, sample
+
+
+def _launch_threads_cpu(p: ProcInfo) -> float | None:
+    """Main thread + pt_autograd_* (signals.md §5.5: both launch kernels)."""
+    main = [t for t in p.threads if t.tid == p.pid]
+    if not main:
+        return None
+    autograd = [t for t in p.threads if t.name.startswith("pt_autograd")]
+    return sum(t.cpu_pct for t in main + autograd) / 100
+
+
+def _pin_cpu(p: ProcInfo) -> float | None:
+    pins = [t for t in p.threads if t.name.startswith("pt_data_pin")]
+    return sum(t.cpu_pct for t in pins) / 100 if pins else None
+
+
+def _d_share(workers: list[ProcInfo]) -> float | None:
+    if not workers:
+        return None
+    d = 0
+    for w in workers:
+        states = [w.state] + [t.state for t in w.threads]
+        d += any(s in D_STATES for s in states)
+    return d / len(workers)
+
+
+def _sum_known(values) -> float | None:
+    xs = [v for v in values if known(v)]
+    return float(sum(xs)) if xs else None
+
+
+def host_signals(frames: Sequence[Frame], job_cpu: float | None) -> HostSignals:
+    ticks: list[HostSample] = unique_samples(frames, "host")  # type: ignore[assignment]
+    if not ticks:
+        return HostSignals(seen=False, reason=latest_reason(frames, "host") or "no host sample")
+    last = ticks[-1]
+    others = [_others_cpu(h, job_cpu) for h in ticks]
+    return HostSignals(
+        seen=True,
+        cpu_count=last.cpu_count,
+        cpu=med(h.cpu_pct / 100 for h in ticks),
+        steal=med(num(h.steal_pct, 0.01) for h in ticks),
+        iowait=med(num(h.iowait_pct, 0.01) for h in ticks),
+        psi_cpu=med(h.psi.cpu_some / 100 if known(h.psi) else None for h in ticks),
+        psi_io=med(h.psi.io_some / 100 if known(h.psi) else None for h in ticks),
+        psi_mem=med(h.psi.mem_some / 100 if known(h.psi) else None for h in ticks),
+        cg_throttled=mean(h.cgroup.throttled_frac if known(h.cgroup) else None for h in ticks),
+        cg_quota=num(last.cgroup.quota_cores) if known(last.cgroup) else None,
+        others_cpu=med(others),
+        others_top=tuple((o.name, o.pid, o.cpu_pct / 100) for o in last.top_others[:3]),
+        swap_in_bps=med(h.swap_in_bps for h in ticks),
+    )
+
+
+def _others_cpu(h: HostSample, job_cpu: float | None) -> float:
+    """Cores used outside the job: the listed top processes, or the host total minus the job."""
+    listed = sum(o.cpu_pct for o in h.top_others) / 100
+    if job_cpu is None:
+        return listed
+    rest = h.cpu_pct / 100 * h.cpu_count - job_cpu
+    return min(max(listed, rest), float(h.cpu_count))  # never more cores than the machine has
+
+
+def disk_signals(frames: Sequence[Frame]) -> DiskSignals:
+    ticks: list[DiskSample] = unique_samples(frames, "disk")  # type: ignore[assignment]
+    if not ticks:
+        return DiskSignals(seen=False, reason=latest_reason(frames, "disk") or "no disk sample")
+    last = ticks[-1]
+    data = next((loc for loc in last.locations if loc.kind == "data"), None)
+    data = data or next((loc for loc in last.locations if loc.kind == "cwd"), None)
+    busy = [_busy(d, data) for d in ticks]
+    names = [name for _, name in busy if name]
+    return DiskSignals(
+        seen=True, data=data, network=data.network if data else None,
+        data_busy=med(b for b, _ in busy), busy_device=names[-1] if names else None,
+        read_bps=med(num(d.target_read_bps) for d in ticks),
+    )
+
+
+def _busy(d: DiskSample, data: DataLocation | None) -> tuple[float | None, str | None]:
+    if not d.devices:
+        return None, None
+    pool = list(d.devices)
+    if data is not None and data.device:
+        base = data.device.rsplit("/", 1)[-1]
+        # The location names a partition (nvme0n1p1) or a mapper; the disk is the device whose
+        # name starts it. Fall back to the busiest device when nothing matches.
+        pool = [b for b in d.devices if b.name == base or (b.name and base.startswith(b.name))] or pool
+    top = max(pool, key=lambda b: b.busy_pct)
+    return top.busy_pct / 100, top.name

@@ -1,0 +1,232 @@
+"""What to do about the stage, filled with what was seen (workers vs cores, pinning, tenants, ...).
+
+The fixes come from the PyTorch performance tuning guide (signals.md §3.5), the pinned-memory
+tutorial, DS-Analyzer and the H200 measurements; each is worded with the job's own numbers.
+"""
+
+from __future__ import annotations
+
+from gpuwatch.diagnosis.evidence import fmt
+from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.stages import CPU_COMPUTE, OFF_PIPELINE, StageResult
+from gpuwatch.diagnosis.thresholds import (
+    DISK_BUSY,
+    PAGEABLE_GAIN,
+    REPLAYS_PER_S,
+    RUN_DELAY,
+    SM_HEALTHY,
+    TENSOR_LOW,
+)
+from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH
+
+NUMA = ("Keep the trainer and its workers on the CPU socket the GPU hangs off (nvidia-smi topo -m "
+        "names it): numactl --cpunodebind=N --membind=N")
+
+
+def remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
+    f = dict(r.facts) if r is not None else {}
+    sub = r.sub if r is not None else ""
+    make = {IO: _io, DECODE: _decode, H2D: _h2d, GPU_MEMORY: _gpu_memory, LAUNCH: _launch,
+            CONTENTION: _contention, GPU_BOUND: _gpu_bound, IDLE: _idle, CPU_COMPUTE: _cpu_compute}.get(stage)
+    out = make(f, sub, s) if make else _unknown(stage, s)
+    return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
+
+
+def _n(x: object) -> str:
+    return "?" if x is None else f"{float(x):.0f}"  # type: ignore[arg-type]
+
+
+def _where(f: dict) -> str:
+    loc = f.get("location")
+    if loc is None:
+        return ""
+    return f" ({loc.path} on {loc.fstype}{', a network file system' if loc.network else ''})"
+
+
+def _workers_keep(f: dict) -> str:
+    if f.get("respawns"):
+        return (f"persistent_workers=True: the workers were re-created {f['respawns']} time(s) in the window "
+                "(each epoch restarts them, with cold caches and file handles)")
+    return "persistent_workers=True, so workers and their open files and caches survive epochs"
+
+
+def _io(f: dict, sub: str, s: Signals) -> list[str]:
+    if sub == "checkpoint":
+        at = f" (in {f['ckpt_detail']})" if f.get("ckpt_detail") else ""
+        return [f"Checkpoint less often, or asynchronously: torch.distributed.checkpoint.async_save, or copy "
+                f"the state_dict to CPU and write it from a background thread{at}",
+                "Write checkpoints to fast local storage (NVMe), then copy them away"]
+    where = _where(f)
+    out = []
+    if f.get("network"):
+        out.append(f"The data is on a network file system{where}: stage it on local NVMe or /dev/shm "
+                   "before training, or cache it locally after the first epoch")
+    out.append(f"Test the storage: copy a shard to /dev/shm and point the loader at it; if the data wait "
+               f"goes away, storage is the limit{where}")
+    out.append("Pack many small files into large shards read sequentially (WebDataset tar shards, LMDB, "
+               "or another record format)")
+    usable = f.get("usable")
+    if sub == "inline":
+        out.append(f"Load in DataLoader workers (num_workers > 0, e.g. {min(int(usable or 4), 8)}) so reads overlap "
+                   "with training instead of blocking the main thread")
+    else:
+        out.append(f"Raise num_workers above {_n(f.get('workers'))}: workers waiting on reads use little CPU "
+                   f"({fmt(f.get('worker_cpu'), 'cores')} each), so more of them than the {_n(usable)} usable "
+                   "CPUs can overlap reads; raise prefetch_factor (default 2) to keep more batches in flight")
+    out.append(_workers_keep(f))
+    if (f.get("disk_busy") or 0.0) >= DISK_BUSY:
+        out.append(f"The disk {f.get('device') or ''} is {fmt(f.get('disk_busy'))} busy: a faster device, or "
+                   "read less per sample (smaller or pre-cropped samples)")
+    return out
+
+
+def _decode(f: dict, sub: str, s: Signals) -> list[str]:
+    usable, workers = f.get("usable"), f.get("workers") or 0.0
+    out = []
+    if sub == "inline":
+        n = max(1, min(int(usable or 2) - 1, 8))
+        out.append(f"Decode in DataLoader workers: num_workers={n}, persistent_workers=True, pin_memory=True "
+                   "(num_workers=0 decodes on the main thread, between training steps)")
+    elif sub == "ipc":
+        out.append("Receiving batches from the workers is the cost: return uint8 tensors (4x less than float32), "
+                   "normalise on the GPU, and avoid collate_fn outputs made of many small tensors")
+    elif usable and workers < usable - 1 and not f.get("cpu_short"):
+        out.append(f"Raise num_workers from {_n(workers)} toward {usable - 1}: {usable - workers:.0f} usable CPUs "
+                   "are free and each worker decodes on one core")
+    elif usable:
+        out.append(f"The {_n(workers)} workers already fill the {usable} usable CPUs: make each sample cheaper "
+                   "rather than adding workers (more workers than cores only queue for CPU)")
+    hot = f" (the workers spend their time in {f['worker_detail']})" if f.get("worker_detail") else ""
+    out.append("Use a faster decoder: torchvision.io.decode_jpeg (libjpeg-turbo), or decode on the GPU with "
+               f"torchvision.io.decode_jpeg(..., device='cuda') or NVIDIA DALI{hot}")
+    out.append("Do the fixed work once, offline: pre-resize or pre-decode the dataset and keep only random "
+               "augmentations online; run those on the GPU on uint8 batches "
+               "(torchvision.transforms.v2 on CUDA tensors)")
+    if f.get("cpu_short") or (s.job.worker_run_delay or 0.0) >= RUN_DELAY:
+        out.append("Stop thread oversubscription in workers: worker_init_fn setting torch.set_num_threads(1), "
+                   "OMP_NUM_THREADS=1 and cv2.setNumThreads(0)")
+    out.append(_workers_keep(f) + "; prefetch_factor=4 smooths out slow batches")
+    return out
+
+
+def _h2d(f: dict, sub: str, s: Signals) -> list[str]:
+    out = []
+    rate = f"{fmt(f.get('rx_bps'), 'B/s')}, {fmt(f.get('rx_frac'))} of the link"
+    pin = ("pin_memory=True in the DataLoader and .to(device, non_blocking=True): pinned copies ran "
+           f"{PAGEABLE_GAIN:.1f}x faster than pageable ones on an H200 (56.5 vs 6.6 GiB/s)")
+    if sub == "link":
+        out.append(f"The link is full ({rate}): send less per step: keep uint8 and convert/normalise on the GPU, "
+                   "crop before the copy, or keep the dataset resident on the GPU if it fits")
+        out.append("Overlap the copy with compute: pinned memory, .to(device, non_blocking=True), and prefetch the "
+                   "next batch on a side CUDA stream")
+    elif sub == "pin_thread":
+        out.append(f"The pin-memory thread runs at {fmt(f.get('pin_cpu'), 'cores')}: pinning copies every batch once "
+                   "more; return uint8 from the workers (4x less to pin) and convert on the GPU")
+    elif f.get("pin_seen"):
+        out.append("pin_memory is on (a pt_data_pin thread exists): copy with .to(device, non_blocking=True), and "
+                   "copy the pinned batch itself, not a new CPU tensor made after the loader (e.g. by .float())")
+    else:
+        out.append("Pin host memory: " + pin)
+    if f.get("detail"):
+        out.append(f"The main thread copies at {f['detail']}: move that copy into the loader's pinned path, or "
+                   "create the tensor on the GPU directly (torch.empty(..., device='cuda'))")
+    if f.get("link"):
+        out.append(f"The PCIe link runs at {f['link']} under load: check the slot, riser and BIOS PCIe settings")
+    if (f.get("replays") or 0.0) >= REPLAYS_PER_S:
+        out.append(f"PCIe replays ({f['replays']:.1f}/s) point to a bad link: reseat the card, check the riser")
+    return out
+
+
+def _gpu_memory(f: dict, sub: str, s: Signals) -> list[str]:
+    at = f" (the main thread is in {f['layout_detail']})" if f.get("layout_detail") else ""
+    return [
+        f"Avoid needless .contiguous(), .permute()/.transpose() followed by a copy, and torch.cat in the step{at}",
+        "Use channels_last for convolutional models: model.to(memory_format=torch.channels_last), inputs likewise",
+        "Fuse elementwise and layout ops with torch.compile (inductor turns a chain of them into one kernel)",
+        f"Use bf16/AMP: half the bytes per element, and matmuls on the tensor cores "
+        f"(tensor {fmt(f.get('tensor'))} now)",
+        "Some phases are memory-bound by nature (LayerNorm, softmax, embeddings, the optimizer step): if those "
+        "dominate, this may be inherent",
+    ]
+
+
+def _launch(f: dict, sub: str, s: Signals) -> list[str]:
+    out = []
+    at = f" (seen at {f['sync_detail']})" if f.get("sync_detail") else ""
+    sync = (f"Remove per-step synchronisation: .item(), .cpu(), .tolist(), print(tensor), torch.cuda.synchronize()"
+            f"{at}; keep metrics on the GPU and read them every N steps")
+    if sub == "sync":
+        out.append(sync)
+    out.append('Capture the step in CUDA graphs: torch.compile(model, mode="reduce-overhead"), or torch.cuda.graphs')
+    out.append(f"Give each launch more work: a larger batch (the GPU has work {fmt(f.get('busy'))} of the time now)")
+    out.append("Fuse small ops with torch.compile; use fused optimizers (torch.optim.AdamW(..., fused=True))")
+    if sub != "sync":
+        out.append(sync)
+    if (s.job.main_run_delay or 0.0) >= RUN_DELAY:
+        out.append(f"The launching thread waits for a CPU {fmt(s.job.main_run_delay)} of the time: " + NUMA)
+    return out
+
+
+def _contention(f: dict, sub: str, s: Signals) -> list[str]:
+    out = []
+    causes = f.get("causes") or ()
+    if "tenant" in causes:
+        names = ", ".join(f"{t.name} (pid {t.pid})" for t in (f.get("tenants") or ())[:3]) or "another process"
+        out.append(f"Move the other GPU tenant(s) off this GPU: {names}; or give each job its own GPU or MIG slice")
+    if "throttle" in causes:
+        why = ", ".join(f"{k} {fmt(v)}" for k, v in (f.get("throttles") or ())[:3])
+        out.append(f"The GPU is throttled ({why}): check cooling and airflow (thermal), the power supply and "
+                   "power brake, and nvidia-smi -q -d PERFORMANCE for the active reasons")
+    if "cgroup" in causes:
+        quota = f" of {f['quota']:.1f} cores" if f.get("quota") else ""
+        out.append(f"The job's cgroup CPU quota{quota} throttles it {fmt((f.get('values') or {}).get('cgroup'))} "
+                   f"of the time: raise the container's CPU limit, or fit the job to it (num_workers "
+                   f"{_n(f.get('workers'))} now, plus OMP threads)")
+    if "neighbours" in causes:
+        names = ", ".join(f"{n} (pid {p})" for n, p, _ in (f.get("others") or ())[:3])
+        out.append(f"Processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of {_n(f.get('usable'))} CPUs"
+                   f"{': ' + names if names else ''}: move or renice them, or give the job its own cores (taskset)")
+    if "steal" in causes:
+        out.append(f"The hypervisor steals {fmt(f.get('steal'))} of the CPU: ask for dedicated vCPUs or a "
+                   "larger instance")
+    if "memory" in causes:
+        out.append("Memory pressure stalls every stage: fewer workers or a smaller prefetch_factor, or more RAM")
+    if "link" in causes:
+        out.append("PCIe replays point to a bad link: reseat the card, check the riser")
+    out.append(NUMA if s.gpu.present else "Give the job cores of its own (taskset / cpuset) on one NUMA node "
+               "(numactl --cpunodebind=N --membind=N)")
+    return out
+
+
+def _gpu_bound(f: dict, sub: str, s: Signals) -> list[str]:
+    out = ["Healthy: the GPU is the limit; to go faster, make the GPU's work cheaper"]
+    if f.get("tensor") is not None and f["tensor"] < TENSOR_LOW:
+        out.append(f"Tensor cores are {fmt(f['tensor'])} active: bf16/AMP (torch.autocast), or allow TF32 "
+                   "(torch.backends.cuda.matmul.allow_tf32 = True)")
+    if f.get("sm_work") is not None and f["sm_work"] < SM_HEALTHY:
+        out.append(f"SMs are only {fmt(f['sm_work'])} active while the GPU works: kernels too small to fill it; "
+                   "a larger batch or fusion")
+    out.append("torch.compile for kernel fusion; a larger batch if memory allows")
+    return out
+
+
+def _idle(f: dict, sub: str, s: Signals) -> list[str]:
+    return ["Nothing to fix while the job is not training"]
+
+
+def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
+    return ["The model itself is the work: train on a GPU, or make the CPU step cheaper (torch.compile, "
+            "channels_last, torch.set_num_threads to the usable cores)"]
+
+
+def _unknown(stage: str, s: Signals) -> list[str]:
+    out = []
+    if stage == OFF_PIPELINE:
+        out.append("Look at the main thread's hot frames (drill into Launch or Contention): the time goes to the "
+                   "job's own code, outside the DataLoader and the model step")
+    if not s.stacks.available:
+        out.append("Let gpuwatch read stacks: run it as root or with CAP_SYS_PTRACE "
+                   f"(kernel.yama.ptrace_scope) so py-spy can attach ({s.stacks.reason})")
+    if s.gpu.present and not s.gpu.gpm:
+        out.append("On a Hopper or newer GPU, GPM tells tiny kernels from real work and copies from compute")
+    return out

@@ -1,0 +1,222 @@
+"""The verdict in one plain sentence, with the numbers that back it."""
+
+from __future__ import annotations
+
+from gpuwatch.diagnosis.evidence import fmt
+from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.stages import CPU_COMPUTE, OFF_PIPELINE, StageResult
+from gpuwatch.diagnosis.thresholds import SM_HEALTHY, WAIT_MODERATE
+from gpuwatch.model import stacks as lb
+from gpuwatch.model.verdict import (
+    CONTENTION,
+    DECODE,
+    GPU_BOUND,
+    GPU_MEMORY,
+    H2D,
+    IDLE,
+    IO,
+    LAUNCH,
+    Stall,
+)
+
+
+def _in(detail: object) -> str:
+    return f" in {detail}" if detail else ""
+
+
+def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None) -> str:
+    f = dict(r.facts) if r is not None else {}
+    sub = r.sub if r is not None else ""
+    make = {IO: _io, DECODE: _decode, H2D: _h2d, GPU_MEMORY: _gpu_memory, LAUNCH: _launch,
+            CONTENTION: _contention, GPU_BOUND: _gpu_bound, IDLE: _idle, CPU_COMPUTE: _cpu_compute,
+            OFF_PIPELINE: _off_pipeline}.get(stage, _unknown)
+    text = make(f, sub, s)
+    if r is not None and not r.fires and stage not in (OFF_PIPELINE,) and make is not _unknown:
+        text += " (the latest readings are weaker; holding this verdict until another stage clearly wins)"
+    if stall is not None:
+        during = f", during {stall.coincides_with}" if stall.coincides_with else ""
+        text += f" The GPU also idles ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
+    return text
+
+
+def _busy(s: Signals) -> str:
+    return fmt(s.gpu.compute_busy)
+
+
+def _io(f: dict, sub: str, s: Signals) -> str:
+    if sub == "checkpoint":
+        return (f"Checkpoint saving holds training: the main thread spends {fmt(f.get('checkpoint'))} of its "
+                f"time writing checkpoints{_in(f.get('ckpt_detail'))}.")
+    loc = f.get("location")
+    where = f" Data: {loc.path} on {loc.fstype}{' (network)' if loc.network else ''}." if loc else ""
+    if sub == "inline":
+        return (f"Input-bound on storage: with num_workers=0 the main thread loads data itself "
+                f"{fmt(f.get('inline'))} of the time, mostly waiting on reads.{where}")
+    parts = [f"{fmt(f.get('worker_cpu'), 'cores')} CPU each"]
+    if (f.get("worker_d") or 0) > 0:
+        parts.append(f"{fmt(f.get('worker_d'))} in D state")
+    if f.get("disk_busy") is not None:
+        parts.append(f"disk {f.get('device') or ''} {fmt(f.get('disk_busy'))} busy".replace("  ", " "))
+    if sub == "no_stacks":
+        return (f"Probably input-bound on storage: the GPU has work only {_busy(s)} of the time while the "
+                f"{f.get('workers', 0):.0f} DataLoader workers wait on reads ({', '.join(parts)}); no stacks "
+                f"to confirm the data wait.{where}")
+    hot = f", in {f['io_detail']}" if f.get("io_detail") else ""
+    return (f"Input-bound on storage: the main thread waits for data {fmt(f.get('wait'))} of the time while "
+            f"the {f.get('workers', 0):.0f} DataLoader workers wait on reads ({', '.join(parts)}{hot}).{where}")
+
+
+def _decode(f: dict, sub: str, s: Signals) -> str:
+    if sub == "inline":
+        return (f"Input-bound on CPU decode: with num_workers=0 the main thread loads and decodes data itself "
+                f"{fmt(f.get('inline'))} of the time{_in(f.get('main_detail'))}.")
+    if sub == "ipc":
+        return (f"Input-bound on batch transfer: the main thread spends {fmt(f.get('wait'))} of its time "
+                "receiving batches from the workers (shared-memory IPC and unpickling).")
+    full = ""
+    if f.get("cpu_short") and f.get("usable"):
+        full = f" The workers fill the {f['usable']} usable CPUs."
+    if sub == "no_stacks":
+        return (f"Probably input-bound on CPU decode: the GPU has work only {_busy(s)} of the time while the "
+                f"{f.get('workers', 0):.0f} DataLoader workers each use {fmt(f.get('worker_cpu'), 'cores')}; "
+                f"no stacks to confirm the data wait.{full}")
+    return (f"Input-bound on CPU decode/augmentation: the main thread waits for data {fmt(f.get('wait'))} of "
+            f"the time while the {f.get('workers', 0):.0f} DataLoader workers compute "
+            f"({fmt(f.get('worker_cpu'), 'cores')} CPU each"
+            f"{', in ' + str(f['worker_detail']) if f.get('worker_detail') else ''}).{full}")
+
+
+def _h2d(f: dict, sub: str, s: Signals) -> str:
+    rate = f"{fmt(f.get('rx_bps'), 'B/s')} ({fmt(f.get('rx_frac'))} of the link)"
+    if sub == "link":
+        sm = f" while the SMs are {fmt(f.get('sm'))} active" if f.get("sm") is not None else ""
+        return (f"Host-to-device copies fill the PCIe link: {rate}{sm}; NVML's {fmt(f.get('busy'))} "
+                "utilization counts the copy engine, not compute.")
+    if sub == "pageable":
+        return (f"Host-to-device copies hold the GPU back: it is busy with copies only ({fmt(f.get('copy_frac'))} "
+                f"of the time, SMs {fmt(f.get('sm'))}) at {rate}, about 1/9 of what pinned copies reach: the "
+                "copies look pageable (unpinned).")
+    if sub == "copies":
+        return (f"Host-to-device copies take {fmt(f.get('copy_frac'))} of the GPU's time with the SMs idle "
+                f"({fmt(f.get('sm'))}) at {rate}, not overlapped with compute.")
+    if sub == "pin_thread":
+        return (f"The pin-memory thread is saturated ({fmt(f.get('pin_cpu'), 'cores')}) while the main thread "
+                f"waits for data {fmt(f.get('wait'))} of the time.")
+    return (f"The main thread spends {fmt(f.get('h2d_share'))} of its time copying data to the GPU"
+            f"{_in(f.get('detail'))}; PCIe RX {rate}.")
+
+
+def _gpu_memory(f: dict, sub: str, s: Signals) -> str:
+    if sub == "stacks":
+        return (f"The GPU is busy ({fmt(f.get('busy'))}) while the main thread is in layout ops "
+                f"{fmt(f.get('layout_share'))} of the time{_in(f.get('layout_detail'))}; without GPM this "
+                "memory-bound reading is weak.")
+    return (f"GPU-bound on memory traffic, not math: SMs {fmt(f.get('sm'))} active but tensor cores "
+            f"{fmt(f.get('tensor'))}, DRAM {fmt(f.get('dram'))}, occupancy {fmt(f.get('occ'))}: copy, layout or "
+            f"elementwise kernels{_in(f.get('layout_detail'))}.")
+
+
+def _launch(f: dict, sub: str, s: Signals) -> str:
+    tiny = ""
+    if f.get("sm") is not None:
+        tiny = f" and its SMs are {fmt(f.get('sm'))} active (tiny kernels)"
+    if sub == "sync":
+        at = f" at {f['sync_detail']}" if f.get("sync_detail") else ""
+        return (f"Sync-bound: the GPU has work only {fmt(f.get('busy'))} of the time{tiny} while the main "
+                f"thread spends {fmt(f.get('sync'))} in CPU-GPU synchronisations{at}, not waiting for data.")
+    if sub == "dispatch":
+        return (f"Launch-bound: the GPU has work only {fmt(f.get('busy'))} of the time{tiny} while the main "
+                f"thread runs the step flat out ({fmt(f.get('main_cpu'), 'cores')} CPU; "
+                f"{fmt(f.get('dispatch'))} of samples in ops{_in(f.get('dispatch_detail'))}: dispatching, or "
+                "spin-waiting in a sync such as .item()), not waiting for data.")
+    return (f"Launch-bound: the GPU has work only {fmt(f.get('busy'))} of the time{tiny} while the main "
+            f"thread burns {fmt(f.get('main_cpu'), 'cores')} and the workers idle; no stacks to tell "
+            "dispatch from synchronisation.")
+
+
+def _contention(f: dict, sub: str, s: Signals) -> str:
+    values = f.get("values") or {}
+    said = []
+    for cause in f.get("causes") or ():
+        if cause == "tenant":
+            top = (f.get("tenants") or ())[:1]
+            who = f"{top[0].name} (pid {top[0].pid})" if top else "another process"
+            said.append(f"{who} takes {fmt(values.get('tenant'))} of the GPU's SM time")
+        elif cause == "throttle":
+            said.append(f"the GPU is throttled {fmt(values.get('throttle'))} of the time")
+        elif cause == "cgroup":
+            quota = f" ({f['quota']:.1f} cores)" if f.get("quota") else ""
+            said.append(f"the cgroup CPU quota{quota} throttles the job {fmt(values.get('cgroup'))} of the time")
+        elif cause == "neighbours":
+            said.append(f"processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of "
+                        f"{f.get('usable')} CPUs and the job's threads wait for a CPU "
+                        f"{fmt(f.get('delay'))} of the time")
+        elif cause == "steal":
+            said.append(f"the hypervisor steals {fmt(f.get('steal'))} of the CPU")
+        elif cause == "memory":
+            said.append(f"memory pressure (PSI memory {fmt(f.get('psi_mem'))})")
+        elif cause == "link":
+            said.append("the PCIe link keeps retrying (replays)")
+    return "Contention slows the job: " + "; ".join(said) + "."
+
+
+def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
+    w = f.get("wait")
+    if w is not None and w >= WAIT_MODERATE:
+        keeps = (f"the main thread still waits for data {fmt(w)} of the time, but the GPU stays busy on the "
+                 "work queued ahead")
+    else:
+        keeps = "the input keeps up" + (f" (data wait {fmt(w)})" if w is not None else "")
+    if not f.get("gpm"):
+        return (f"GPU-bound: the GPU is busy {fmt(f.get('busy'))} of the time and {keeps}; without GPM this "
+                "means never starved, not necessarily efficient.")
+    head = "Healthy, GPU-bound" if f.get("saturated") else "Mostly GPU-bound"
+    text = (f"{head}: the GPU is busy {fmt(f.get('busy'))} with SMs {fmt(f.get('sm'))} active and "
+            f"tensor cores {fmt(f.get('tensor'))}; {keeps}.")
+    if not f.get("saturated") and f.get("busy") is not None:
+        text += (f" It idles {fmt(1 - f['busy'])} of the time for no host-side reason gpuwatch can see "
+                 "(short gaps between steps).")
+    if (f.get("sm_work") or 0.0) < SM_HEALTHY:
+        text += f" SMs only {fmt(f.get('sm_work'))} active while it works: kernels too small to fill the GPU."
+    return text
+
+
+def _idle(f: dict, sub: str, s: Signals) -> str:
+    if sub == "exited":
+        return f"Not training: the job is gone ({s.exit_reason or 'exited'})."
+    doing = f" (in {f['detail']})" if f.get("detail") else ""
+    if sub == "gpu_idle":
+        return (f"Not training: the GPU is idle ({fmt(s.gpu.busy)}) and the main thread is outside a "
+                f"training loop{doing}.")
+    if sub == "no_gpu":
+        return f"Not training: the job holds no GPU and its main thread is idle{doing}."
+    return f"Not training: no GPU on this machine and the job's main thread is idle{doing}."
+
+
+def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
+    where = "the job holds no GPU" if s.gpu.has_gpus else "there is no GPU to judge"
+    wait = f", waiting for data {fmt(f.get('wait'))}" if f.get("wait") is not None else ""
+    return (f"Not input-bound: compute-bound on the CPU. The main thread computes the step itself "
+            f"({fmt(f.get('main_cpu'), 'cores')} CPU{wait}{_in(f.get('detail'))}); {where}, so no GPU stage applies.")
+
+
+def _off_pipeline(f: dict, sub: str, s: Signals) -> str:
+    detail = s.stacks.top(lb.ROLE_MAIN_THREAD, lb.OTHER)
+    return (f"The GPU has work only {_busy(s)} of the time, but the main thread is outside every training "
+            f"frame {fmt(s.stacks.share(lb.OTHER))} of the time{_in(detail)}: the job's own code, not a "
+            "pipeline stage, holds the GPU back.")
+
+
+def _unknown(f: dict, sub: str, s: Signals) -> str:
+    missing = []
+    if not s.stacks.available:
+        missing.append(f"no stacks ({s.stacks.reason})")
+    if s.gpu.present and not s.gpu.gpm:
+        missing.append("no GPM")
+    if not s.job.seen:
+        missing.append(f"no process data ({s.job.reason})")
+    lack = f" ({'; '.join(missing)})" if missing else ""
+    if s.frames < 2:
+        return f"Collecting evidence: too few ticks yet{lack}."
+    gpu = f"the GPU has work {_busy(s)} of the time, but " if s.gpu.present else ""
+    return f"Not enough evidence: {gpu}no stage's signals are conclusive{lack}."

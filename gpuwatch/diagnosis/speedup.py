@@ -1,0 +1,59 @@
+"""The most the job could speed up if the named stage were fixed (an upper bound, Amdahl-style).
+
+- Input-bound (io, decode, pin thread, copies on the main thread): the step loses the share ``w``
+  of its time waiting, so removing the wait gives at most 1 / (1 - w) (the TF profiler's input %
+  read the same way). Without stacks, the GPU's idle share stands in: 1 / busy.
+- Launch-bound: the GPU has work only ``busy`` of the time; at best it always has: 1 / busy.
+- Pageable copies: pinned copies ran 8.6x faster on the H200, so the copy share shrinks by that.
+- Contention: the share taken by the outside cause (another tenant's SM time, throttled time,
+  cgroup throttling, run-queue delay, steal) comes back: 1 / (1 - share).
+- GPU-bound, memory-bound (may be inherent), idle, unknown: no pipeline gain to promise (None).
+"""
+
+from __future__ import annotations
+
+from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.stages import StageResult
+from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, PAGEABLE_GAIN
+from gpuwatch.model.verdict import CONTENTION, DECODE, H2D, IO, LAUNCH
+
+MIN_GAIN = 1.05
+"""Under 5 % is within the noise of the shares: reported as no gain (None)."""
+
+
+def _amdahl(share: float | None, gain: float = float("inf")) -> float | None:
+    if share is None or share <= 0:
+        return None
+    share = min(share, 1 - 1 / MAX_SPEEDUP)
+    return 1 / ((1 - share) + share / gain)
+
+
+def _inverse(busy: float | None) -> float | None:
+    return None if busy is None else 1 / max(busy, 1 / MAX_SPEEDUP)
+
+
+def speedup(stage: str, r: StageResult | None, s: Signals) -> float | None:
+    if r is None or not r.fires:
+        return None
+    f = r.facts
+    x: float | None = None
+    if stage in (IO, DECODE):
+        share = {"inline": f.get("inline"), "checkpoint": f.get("checkpoint")}.get(r.sub, f.get("wait"))
+        x = _inverse(s.gpu.compute_busy) if r.sub == "no_stacks" else _amdahl(share)  # type: ignore[arg-type]
+    elif stage == H2D:
+        if r.sub == "pin_thread":
+            x = _amdahl(f.get("wait"))  # type: ignore[arg-type]
+        elif r.sub == "pageable":
+            # The CPU-side staging copy is what costs (the GPU sees only its short DMA), so only the
+            # main thread's copy share says how much: without stacks, no number.
+            x = _amdahl(f.get("h2d_share"), PAGEABLE_GAIN)  # type: ignore[arg-type]
+        elif r.sub == "main_copy":
+            x = _amdahl(f.get("h2d_share"))  # type: ignore[arg-type]
+    elif stage == LAUNCH:
+        x = _inverse(f.get("busy"))  # type: ignore[arg-type]
+    elif stage == CONTENTION:
+        values = [v for v in dict(f.get("values") or {}).values() if v is not None]
+        x = _amdahl(max(values)) if values else None
+    if x is None or x < MIN_GAIN:
+        return None
+    return round(min(x, MAX_SPEEDUP), 1)

@@ -1,0 +1,146 @@
+"""Label counts from the labelled py-spy samples: what the main thread, workers and pin thread do.
+
+Counted here from ``StackSample.threads`` rather than through gpuwatch.shares: the diagnosis needs
+only per-role label counts over its own window (a few lines), and owning them keeps the verdict's
+window and its stack window the same thing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gpuwatch.diagnosis.thresholds import MIN_STACK_SAMPLES, MIN_WORKER_SAMPLES
+from gpuwatch.diagnosis.window import latest_reason
+from gpuwatch.model import stacks as lb
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.stacks import StackSample, ThreadStack
+from gpuwatch.model.values import known
+
+ACTIVE_LABELS = (lb.DISPATCH, lb.SYNC, lb.BACKWARD, lb.OPTIMIZER)
+"""The main thread doing the training step itself (§11 stage 5: dispatch work, or spinning in a sync)."""
+LAYOUT_WORDS = ("permute", "contiguous", "transpose", ".t()", "index_select", "channels_last",
+                "memory_format", "torch.cat", "cat (", "copy_", "clone")
+"""Layout and copy ops in a main-thread frame or user line: §11 stage 4's supporting stacks."""
+
+
+@dataclass(frozen=True, slots=True)
+class StackSignals:
+    available: bool
+    reason: str | None = None
+    main: Counter = field(default_factory=Counter)
+    worker: Counter = field(default_factory=Counter)
+    pin: Counter = field(default_factory=Counter)
+    details: dict[tuple[str, str], Counter] = field(default_factory=dict)
+    """(role, label) -> Counter of details (the hot function or user line)."""
+    layout: int = 0
+    """Main-thread samples whose frames name a layout/copy op."""
+    span_s: float = 0.0
+
+    @property
+    def n_main(self) -> int:
+        return sum(self.main.values())
+
+    @property
+    def n_worker(self) -> int:
+        return sum(self.worker.values())
+
+    @property
+    def n_pin(self) -> int:
+        return sum(self.pin.values())
+
+    def share(self, *labels: str) -> float | None:
+        n = self.n_main
+        return sum(self.main[x] for x in labels) / n if n else None
+
+    def wshare(self, *labels: str) -> float | None:
+        n = self.n_worker
+        return sum(self.worker[x] for x in labels) / n if n else None
+
+    def pshare(self, *labels: str) -> float | None:
+        n = self.n_pin
+        return sum(self.pin[x] for x in labels) / n if n else None
+
+    @property
+    def wait(self) -> float | None:
+        """Main thread waiting for a batch (§5.6 DATA_WAIT + DATA_IPC): TF's "input %" from outside."""
+        return self.share(lb.DATA_WAIT, lb.DATA_IPC)
+
+    @property
+    def active(self) -> float | None:
+        return self.share(*ACTIVE_LABELS)
+
+    def top(self, role: str, *labels: str) -> str | None:
+        """The most frequent detail behind ``labels`` for ``role`` (e.g. the worker's hot function)."""
+        c: Counter = Counter()
+        for label in labels:
+            c.update(self.details.get((role, label), Counter()))
+        c.pop("", None)
+        return c.most_common(1)[0][0] if c else None
+
+
+def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, factor: int = 1) -> StackSignals:
+    """Counts over the last ``short_s`` seconds, each role's window widened back through ``frames``
+    until it has enough samples (MIN_STACK_SAMPLES main, MIN_WORKER_SAMPLES worker/pin), so a slow
+    sampler still gives a usable share and the main thread's share stays as recent as it can."""
+    if not frames:
+        return StackSignals(available=False, reason="no frames")
+    now = frames[-1].t
+    samples: list[tuple[float, StackSample]] = []
+    seen: set[float] = set()
+    for f in reversed(frames):
+        s = f.stacks
+        if known(s) and s.t not in seen:
+            seen.add(s.t)
+            samples.append((f.t, s))
+    if not samples:
+        return StackSignals(available=False, reason=latest_reason(frames, "stacks") or "no stack sample")
+    out = StackSignals(available=True, span_s=max(0.0, samples[0][1].t - samples[-1][1].t))
+    need = {lb.ROLE_MAIN_THREAD: MIN_STACK_SAMPLES * factor, lb.ROLE_WORKER: MIN_WORKER_SAMPLES * factor,
+            lb.ROLE_PIN: MIN_WORKER_SAMPLES * factor}
+    got = dict.fromkeys(need, 0)
+    for ft, s in samples:  # newest first
+        for role in need:
+            if now - ft >= short_s and got[role] >= need[role]:
+                continue  # this role has enough recent samples: older ones would only add lag
+            for t in s.threads:
+                if t.role == role and _mine(t, rank):
+                    _count(out, t)
+                    got[role] += 1
+    if not out.n_main:
+        reason = _dump_errors(samples) or "no main-thread stack in the samples"
+        return StackSignals(available=False, reason=reason, worker=out.worker, pin=out.pin,
+                            details=out.details, span_s=out.span_s)
+    return out
+
+
+def _mine(t: ThreadStack, rank: int | None) -> bool:
+    return rank is None or t.rank is None or t.rank == rank
+
+
+def _count(out: StackSignals, t: ThreadStack) -> None:
+    if t.role == lb.ROLE_MAIN_THREAD:
+        out.main[t.label] += 1
+        # Counted in place: a frozen dataclass's Counter fields are still mutable containers.
+        object.__setattr__(out, "layout", out.layout + _is_layout(t))
+    elif t.role == lb.ROLE_WORKER:
+        out.worker[t.label] += 1
+    elif t.role == lb.ROLE_PIN:
+        out.pin[t.label] += 1
+    else:
+        return
+    out.details.setdefault((t.role, t.label), Counter())[t.detail or ""] += 1
+
+
+def _is_layout(t: ThreadStack) -> bool:
+    text = " ".join((t.detail or "",) + tuple(t.frames[:3])).lower()
+    return any(w in text for w in LAYOUT_WORDS)
+
+
+def _dump_errors(picked: list[tuple[float, StackSample]]) -> str | None:
+    for _, s in picked:
+        for d in s.dumps:
+            if not d.ok and d.error:
+                return f"py-spy failed: {d.error}"
+    return None

@@ -1,0 +1,64 @@
+"""What a stage scorer returns, and the table of scorers.
+
+Each scorer looks at one window's :class:`Signals` and says whether its stage fires (its gates
+all hold), whether it deserves a warning, how strong the supporting evidence is, and which share
+of the main thread's time backs it (used to rank host-side stages, as §11's precedence asks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from gpuwatch.diagnosis.evidence import Checks
+from gpuwatch.model.verdict import Evidence
+
+CPU_COMPUTE = "cpu_compute"
+"""Internal: a job without a GPU whose main thread computes and does not wait for data. There is
+no GPU to be bound by, so the verdict says "unknown" with a sentence naming the CPU (documented
+choice: "gpu_bound" would claim a GPU that does not exist)."""
+OFF_PIPELINE = "off_pipeline"
+"""Internal: the GPU starves while the main thread is mostly outside every training frame."""
+
+
+@dataclass(frozen=True, slots=True)
+class StageResult:
+    stage: str
+    fires: bool
+    warn: bool
+    strength: float
+    weight: float
+    """The share of time behind the stage (main thread in data wait, copies, dispatch...)."""
+    evidence: tuple[Evidence, ...]
+    sub: str = ""
+    """Which variant fired (e.g. "pageable", "inline", "sync", "tenant")."""
+    facts: Mapping[str, object] = field(default_factory=dict)
+
+
+def result(c: Checks, fires: bool, warn: bool, weight: float | None, sub: str = "",
+           **facts: object) -> StageResult:
+    return StageResult(
+        stage=c.stage, fires=fires, warn=warn or fires, strength=c.strength,
+        weight=weight or 0.0, evidence=tuple(c.items), sub=sub, facts=facts,
+    )
+
+
+Scorer = Callable[..., StageResult]
+
+
+def scorers() -> dict[str, Scorer]:
+    """Stage name -> scorer(signals, relax). Imported late: the scorer modules import this one."""
+    from gpuwatch.diagnosis import gpu_stages, input_stages, system_stages, transfer_stage
+    from gpuwatch.model import verdict as v
+
+    return {
+        v.IDLE: system_stages.idle,
+        v.CONTENTION: system_stages.contention,
+        v.IO: input_stages.io,
+        v.DECODE: input_stages.decode,
+        v.H2D: transfer_stage.h2d,
+        v.GPU_MEMORY: gpu_stages.gpu_memory,
+        v.LAUNCH: gpu_stages.launch,
+        v.GPU_BOUND: gpu_stages.gpu_bound,
+        CPU_COMPUTE: system_stages.cpu_compute,
+    }

@@ -1,0 +1,127 @@
+"""Periodic GPU stalls, from the driver's 200 ms utilization samples (GpuSample.util_trace).
+
+"The GPU idles ~0.4 s every ~2 s" is what a checkpoint every N steps, an eval loop or batches
+that arrive in waves look like: invisible in 1 s averages, plain in the 200 ms trace
+(h200-signatures.md: the driver keeps one utilization sample every 200 ms). What the main thread
+was doing during the idle runs names the cause.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from statistics import median
+
+from gpuwatch.model import stacks as lb
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.values import known
+from gpuwatch.model.verdict import Stall
+
+MIN_POINTS = 20
+"""Four seconds of 200 ms samples before a period is looked for."""
+BUSY_LEVEL = 50.0
+"""The GPU must be busy between stalls (80th percentile of util >= 50 %), else it is starved,
+not stalling."""
+IDLE_RATIO = 0.5
+"""A sample below half the busy level is (mostly) idle: a 200 ms window idle for over half its time."""
+MIN_RUNS = 3
+"""Three idle runs give two intervals: the least that shows a period."""
+JITTER = 0.25
+"""Intervals within 25 % of their median (median absolute deviation) count as periodic."""
+MAX_IDLE_SHARE = 0.6
+"""Idle more than 60 % of the time is starvation, which the stages describe, not a stall."""
+
+CAUSES = {
+    lb.CHECKPOINT: "checkpoint saves",
+    lb.DATA_WAIT: "waiting for data (batches arrive in waves)",
+    lb.DATA_IPC: "waiting for data (batches arrive in waves)",
+    lb.INLINE_LOAD: "loading data in the main process",
+    lb.SYNC: "a CPU-GPU synchronisation",
+    lb.H2D: "host-to-device copies",
+}
+
+
+def find_stall(frames: Sequence[Frame], gpu_indexes: Sequence[int]) -> Stall | None:
+    """The periodic stall on the job's first GPU over ``frames``, or None."""
+    for index in gpu_indexes:
+        trace = _trace(frames, index)
+        stall = _periodic(trace)
+        if stall is not None:
+            period, idle_s, runs = stall
+            return Stall(period_s=round(period, 2), idle_s=round(idle_s, 2),
+                         coincides_with=_coincides(frames, runs))
+    return None
+
+
+def _trace(frames: Sequence[Frame], index: int) -> list[tuple[float, float]]:
+    points: dict[float, float] = {}
+    for f in frames:
+        if not known(f.gpus):
+            continue
+        for g in f.gpus:
+            if g.index == index:
+                for ts, pct in g.util_trace:
+                    points[ts] = pct
+    return sorted(points.items())
+
+
+def _periodic(trace: list[tuple[float, float]]) -> tuple[float, float, list[tuple[float, float]]] | None:
+    if len(trace) < MIN_POINTS:
+        return None
+    values = sorted(v for _, v in trace)
+    busy = values[int(0.8 * (len(values) - 1))]
+    if busy < BUSY_LEVEL:
+        return None
+    dt = median(b[0] - a[0] for a, b in zip(trace, trace[1:]))
+    if dt <= 0:
+        return None
+    runs: list[tuple[float, float]] = []  # (start, end) unix seconds of each idle run
+    idle_n = 0
+    for ts, v in trace:
+        if v >= IDLE_RATIO * busy:
+            continue
+        idle_n += 1
+        if runs and ts - runs[-1][1] <= 1.5 * dt:
+            runs[-1] = (runs[-1][0], ts)
+        else:
+            runs.append((ts, ts))
+    if len(runs) < MIN_RUNS or idle_n / len(trace) > MAX_IDLE_SHARE:
+        return None
+    gaps = [b[0] - a[0] for a, b in zip(runs, runs[1:])]
+    period = median(gaps)
+    if period < 2 * dt or median(abs(g - period) for g in gaps) > JITTER * period:
+        return None
+    idle_s = median(e - s + dt for s, e in runs)
+    return period, idle_s, runs
+
+
+def _coincides(frames: Sequence[Frame], runs: list[tuple[float, float]]) -> str | None:
+    """The main-thread label that shows up more in ticks holding an idle run than in the others.
+
+    Stack samples carry their tick's time, not their own, so they are matched per tick: a tick
+    "stalls" when its span (wall - interval, wall] overlaps an idle run."""
+    stalled: Counter = Counter()
+    steady: Counter = Counter()
+    n_stalled = n_steady = 0
+    seen: set[float] = set()
+    for f in frames:
+        s = f.stacks
+        if not known(s) or s.t in seen:
+            continue
+        seen.add(s.t)
+        end = s.t + (f.wall - f.t)  # the frame's clock offset maps monotonic time to unix time
+        start = end - max(f.interval, 0.2)
+        hit = any(a <= end and b >= start for a, b in runs)
+        labels = [th.label for th in s.threads if th.role == lb.ROLE_MAIN_THREAD]
+        if hit:
+            stalled.update(labels)
+            n_stalled += len(labels)
+        else:
+            steady.update(labels)
+            n_steady += len(labels)
+    if not n_stalled:
+        return None
+    lift = {label: stalled[label] / n_stalled - (steady[label] / n_steady if n_steady else 0.0)
+            for label in CAUSES if stalled[label]}
+    best = max(lift, key=lift.get, default=None)  # type: ignore[arg-type]
+    return CAUSES[best] if best is not None and lift[best] > 0 else None

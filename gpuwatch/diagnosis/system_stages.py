@@ -1,0 +1,160 @@
+"""Stage 6 (contention), "idle" (not training), and a CPU-only job computing on its own.
+
+Contention causes come first when crossed (§11 precedence): they inflate every other stage. GPU-side
+causes (another tenant, throttling) slow the job even when its GPU looks saturated; CPU-side
+causes only matter while the host is what limits the job (a GPU-saturated job can spare CPU).
+Self-contention (more workers than cores) is not an outside cause: it is decode tuning (§11).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, adjusted, yes
+from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult, result
+from gpuwatch.diagnosis.thresholds import (
+    BUSY_IDLE,
+    BUSY_SATURATED,
+    CG_THROTTLED,
+    CPU_SATURATED,
+    DISK_BUSY,
+    IDLE_OTHER_SHARE,
+    MAIN_ACTIVE_SHARE,
+    MAIN_CPU_BUSY,
+    MAIN_CPU_IDLE,
+    OTHERS_CPU_SHARE,
+    PSI_CPU,
+    PSI_IO,
+    PSI_MEM,
+    REPLAYS_PER_S,
+    RUN_DELAY,
+    RX_SIGNIFICANT,
+    STEAL,
+    SWAP_IN_BPS,
+    TENANT_SHARE,
+    THROTTLE_FRAC,
+    WAIT_HIGH,
+    WAIT_MODERATE,
+    WORKER_CPU_BUSY,
+    WORKER_D_SHARE,
+)
+from gpuwatch.model import stacks as lb
+from gpuwatch.model.verdict import CONTENTION, IDLE, UNKNOWN
+
+CAUSE_ORDER = ("tenant", "throttle", "cgroup", "neighbours", "steal", "memory", "link")
+"""The order causes are named in when several hold: the GPU-side ones cost the GPU directly."""
+
+
+def contention(s: Signals, relax: float = 0.0) -> StageResult:
+    c = Checks(CONTENTION, relax)
+    g, h, job = s.gpu, s.host, s.job
+    causes: dict[str, float | None] = {}
+    if g.present:
+        if yes(c.check("gpu_tenants", g.tenant_share, TENANT_SHARE, ">=", "other processes' share of the GPU's SM time",
+                       kind=REQ, source="§11: >= 10 %")):
+            causes["tenant"] = g.tenant_share
+        if yes(c.check("throttle", g.bad_throttle, THROTTLE_FRAC, ">=",
+                       "time throttled (thermal, HW slowdown, power brake)", kind=REQ,
+                       source="§11: >= 5 % of the tick; SW power cap is normal")):
+            causes["throttle"] = g.bad_throttle
+        if (g.rx_frac or 0.0) >= RX_SIGNIFICANT and yes(c.check(
+                "replays", g.replays_per_s, REPLAYS_PER_S, ">=", "PCIe replays (link retries)", unit="/s", kind=REQ)):
+            causes["link"] = None
+    gpu_side = bool(causes)
+    if yes(c.check("cgroup_throttled", h.cg_throttled, CG_THROTTLED, ">=",
+                   "time the job's cgroup was throttled (CPU quota)", kind=REQ, source="§11: >= 5 %")):
+        causes["cgroup"] = h.cg_throttled
+    if yes(c.check("steal", h.steal, STEAL, ">=", "CPU steal (the hypervisor runs someone else)", kind=REQ,
+                   source="§11: >= 5 %")):
+        causes["steal"] = h.steal
+    usable = job.usable_cpus or h.cpu_count
+    others = h.others_cpu / usable if h.others_cpu is not None and usable else None
+    delay = max((x for x in (job.main_run_delay, job.worker_run_delay) if x is not None), default=None)
+    oth = c.check("others_cpu", others, OTHERS_CPU_SHARE, ">=", "CPUs used by processes outside the job", kind=REQ)
+    queued = [c.check("run_delay", delay, RUN_DELAY, ">=", "time the job's threads waited for a CPU", kind=REQ,
+                      source="§11: >= 10 %"),
+              c.check("psi_cpu", h.psi_cpu, PSI_CPU, ">=", "CPU pressure (PSI cpu some)", kind=REQ,
+                      source="§11: >= 20 %"),
+              c.check("host_cpu", h.cpu, CPU_SATURATED, ">=", "host CPU busy", kind=REQ, source="§11: >= 90 %")]
+    # Neighbours count only when they reach the job: its threads queue for a CPU (schedstat). PSI
+    # and host CPU stand in only when run delay cannot be read: they also rise for an idle job.
+    hits_job = yes(queued[0]) if delay is not None else any(yes(q) for q in queued[1:])
+    if yes(oth) and hits_job:
+        causes["neighbours"] = delay if delay is not None else others
+        c.support.extend(yes(q) for q in queued if q is not None)
+    mem = [c.check("psi_mem", h.psi_mem, PSI_MEM, ">=", "memory pressure (PSI memory some)", kind=REQ),
+           c.check("swap_in", h.swap_in_bps, SWAP_IN_BPS, ">=", "swap-in", unit="B/s", kind=REQ)]
+    if any(yes(m) for m in mem):
+        causes["memory"] = h.psi_mem
+    busy = g.compute_busy if g.present else None
+    host_limited = not g.present or busy is None or busy < adjusted(BUSY_SATURATED, "<", relax)
+    fires = gpu_side or (host_limited and bool(causes))
+    if causes and not fires:
+        c.note("gpu_saturated", "the GPU stays saturated, so the CPU-side contention costs little now", False,
+               kind=INFO)
+    c.support.extend([True] * len(causes))
+    ordered = sorted(causes, key=CAUSE_ORDER.index)
+    weight = max((x for x in causes.values() if x is not None), default=0.0)
+    return result(c, fires, bool(causes), weight, ordered[0] if ordered else "",
+                  causes=tuple(ordered), values=dict(causes), tenants=g.tenants, throttles=g.throttle_reasons,
+                  quota=h.cg_quota, others=h.others_top, others_cpu=h.others_cpu, usable=usable, delay=delay,
+                  steal=h.steal, workers=job.workers, psi_mem=h.psi_mem, swap_in=h.swap_in_bps)
+
+
+def idle(s: Signals, relax: float = 0.0) -> StageResult:
+    """Not training: the GPU idles and the main thread is outside the loop, or nothing runs at all."""
+    c = Checks(IDLE, relax)
+    if not s.alive:
+        c.note("alive", f"the job is gone ({s.exit_reason or 'exited'})", True)
+        return result(c, True, False, 1.0, "exited")
+    g, st, job, h = s.gpu, s.stacks, s.job, s.host
+    main_quiet = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_IDLE, "<", "main thread CPU", unit="cores", kind=REQ)
+    workers_quiet = job.workers <= 0 or c.check("worker_cpu", job.worker_cpu, MAIN_CPU_IDLE, "<", "CPU per worker",
+                                                unit="cores", kind=REQ) is not False
+    if st.available:
+        outside = c.check("main_outside", st.share(lb.OTHER), IDLE_OTHER_SHARE, ">=",
+                          "main thread outside every training frame", kind=REQ)
+        host_quiet = yes(outside) and (st.wait or 0.0) < WAIT_HIGH and main_quiet is not False
+    else:
+        # Without stacks a job starved by slow storage also looks quiet: require quiet storage too.
+        storage_busy = ((job.worker_d or 0.0) >= WORKER_D_SHARE or (h.psi_io or 0.0) >= PSI_IO
+                        or (s.disk.data_busy or 0.0) >= DISK_BUSY)
+        host_quiet = yes(main_quiet) and workers_quiet and not storage_busy
+    c.support.extend(x for x in (main_quiet, workers_quiet, host_quiet) if x is not None)
+    if g.present:
+        gpu_idle = c.check("gpu_util", g.busy, BUSY_IDLE, "<", "GPU utilization (NVML, copies included)", kind=REQ,
+                           source="h200: idle reads 0 %, a starved loader 9 %")
+        return result(c, yes(gpu_idle) and host_quiet, False, 1.0, "gpu_idle", detail=_other_detail(s))
+    c.note("gpu", f"no GPU in use ({g.reason})", True, kind=INFO)
+    return result(c, host_quiet, False, 1.0, "no_gpu" if g.has_gpus else "cpu_only", detail=_other_detail(s))
+
+
+def _other_detail(s: Signals) -> str | None:
+    return s.stacks.top(lb.ROLE_MAIN_THREAD, lb.OTHER) if s.stacks.available else None
+
+
+def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
+    """No GPU in use, and the main thread computes without waiting for data: not input-bound."""
+    c = Checks(UNKNOWN, relax)
+    st, job = s.stacks, s.job
+    if s.gpu.present:
+        return replace(result(c, False, False, 0.0), stage=CPU_COMPUTE)
+    if st.available:
+        # A main thread in user code (OTHER) that burns a full core computes too (numpy, Python).
+        busy_cpu = (job.main_thread_cpu or 0.0) >= MAIN_CPU_BUSY
+        share = (st.active or 0.0) + ((st.share(lb.OTHER) or 0.0) if busy_cpu else 0.0)
+        active = c.check("main_active", share, MAIN_ACTIVE_SHARE, ">=", "main thread computing the step", kind=REQ)
+        wait = c.check("data_wait", st.wait, WAIT_HIGH, "<", "main thread waiting for a batch", kind=REQ)
+        c.check("no_wait", st.wait, WAIT_MODERATE, "<", "data wait under TF's 'not input-bound' cut")
+        c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores")
+        fires = yes(active) and yes(wait)
+        weight = share
+    else:
+        cpu = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores", kind=REQ)
+        workers = c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, "<", "CPU per worker", unit="cores", kind=REQ)
+        fires = yes(cpu) and workers is not False and not s.cpu_short
+        weight = job.main_thread_cpu
+    out = result(c, fires, False, weight, "", main_cpu=job.main_thread_cpu, wait=st.wait,
+                 detail=st.top(lb.ROLE_MAIN_THREAD, lb.DISPATCH, lb.BACKWARD, lb.OPTIMIZER) if st.available else None)
+    return replace(out, stage=CPU_COMPUTE)

@@ -1,0 +1,83 @@
+"""Picking the frames a decision looks at, and the small statistics over them.
+
+A frame holds the *latest* sample of each collector, so a collector slower than the tick repeats
+its sample in several frames; everything here counts each sample once (by its timestamp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from statistics import median
+
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.values import known
+
+
+def recent(frames: Sequence[Frame], seconds: float) -> list[Frame]:
+    """The frames of the last ``seconds`` (ending with the newest frame), oldest first."""
+    if not frames:
+        return []
+    now = frames[-1].t
+    out = [f for f in frames if now - seconds < f.t <= now]
+    return out or [frames[-1]]
+
+
+def since(frames: Sequence[Frame], start: float | None, seconds: float, at_least: float) -> list[Frame]:
+    """Frames after ``start`` within the last ``seconds``, but never fewer than the last ``at_least``."""
+    longest = recent(frames, seconds)
+    if start is None:
+        return longest
+    picked = [f for f in longest if f.t >= start]
+    shortest = recent(frames, at_least)
+    return picked if len(picked) >= len(shortest) else shortest
+
+
+def unique_samples(frames: Iterable[Frame], field: str) -> list[object]:
+    """Each known sample of ``field`` once, oldest first (deduplicated by the sample's ``t``)."""
+    seen: set[float] = set()
+    out = []
+    for f in frames:
+        value = getattr(f, field)
+        if not known(value):
+            continue
+        t = _stamp(value)
+        if t in seen:
+            continue
+        seen.add(t)
+        out.append(value)
+    return out
+
+
+def _stamp(value: object) -> float:
+    if isinstance(value, tuple):  # per-GPU tuples: the first item's time stands for the tuple
+        return getattr(value[0], "t", id(value)) if value else id(value)
+    return getattr(value, "t", id(value))
+
+
+def latest_reason(frames: Sequence[Frame], field: str) -> str | None:
+    """The Unsupported reason of the newest frame's ``field``, if it is one."""
+    if not frames:
+        return None
+    value = getattr(frames[-1], field)
+    return None if known(value) else getattr(value, "reason", None)
+
+
+def med(values: Iterable[float | None]) -> float | None:
+    """Median of the known values (robust to one odd tick), None when there are none."""
+    xs = [x for x in values if x is not None]
+    return float(median(xs)) if xs else None
+
+
+def mean(values: Iterable[float | None]) -> float | None:
+    xs = [x for x in values if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def num(value: object, scale: float = 1.0) -> float | None:
+    """A known number times ``scale``, else None (Unsupported never becomes a zero)."""
+    if not known(value) or isinstance(value, bool):
+        return None
+    try:
+        return float(value) * scale  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,113 @@
+"""Remedies, sentences and speed-ups carry what was seen, and the speed-up follows the evidence."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gpuwatch.model import stacks as lb
+from gpuwatch.model import verdict as v
+from tests.test_diagnosis_frames import build, last, run, then
+from tests.test_diagnosis_stages import DECODE, HEALTHY, IO, LAUNCH, LAYOUT, PAGEABLE, PINNED
+
+
+def _text(verdict: v.Verdict) -> str:
+    return " ".join(verdict.remedies)
+
+
+def _evidence(verdict: v.Verdict, stage: str, signal: str) -> v.Evidence:
+    return next(e for e in verdict.evidence if e.stage == stage and e.signal == signal)
+
+
+def test_decode_remedies_weigh_workers_against_cores():
+    few = last(replace(DECODE, workers=4, usable=16, cpu_count=16))
+    assert "Raise num_workers from 4 toward 15" in _text(few)
+    assert "Image.convert" in _text(few) and "decode_jpeg" in _text(few)
+    full = last(replace(DECODE, workers=8, worker_cpu=0.97, usable=8, cpu_count=8))
+    assert "already fill the 8 usable CPUs" in _text(full)
+    assert "Raise num_workers" not in _text(full)
+
+
+def test_io_remedies_name_the_storage_and_the_formats():
+    nfs = last(replace(IO, data_path="/mnt/imagenet/train", fstype="nfs4", network=True))
+    text = _text(nfs)
+    assert "/mnt/imagenet/train on nfs4" in text and "network file system" in text
+    assert "/dev/shm" in text and "WebDataset" in text and "LMDB" in text
+    assert "prefetch_factor" in text and "persistent_workers=True" in text
+    assert "nfs4 (network)" in nfs.sentence
+
+
+def test_respawning_workers_ask_for_persistent_workers():
+    frames = build(IO, 6)
+    frames = then(frames, replace(IO, worker_pid0=500), 6)  # new worker pids: the epoch restarted them
+    verdict = run(frames)[-1]
+    assert "re-created 1 time(s)" in _text(verdict)
+
+
+def test_h2d_remedies_depend_on_whether_memory_is_pinned():
+    unpinned = last(PAGEABLE)
+    assert "pin_memory=True" in _text(unpinned) and "non_blocking=True" in _text(unpinned)
+    pinned_loader = last(replace(PAGEABLE, pin=True))
+    assert "pt_data_pin thread exists" in _text(pinned_loader)
+    link = last(PINNED)
+    assert "link is full" in _text(link) and "uint8" in _text(link)
+
+
+def test_a_downtrained_link_is_reported_under_load():
+    verdict = last(replace(PINNED, link=(4, 8)))
+    assert "gen4 x8 of gen5 x16" in _text(verdict)
+
+
+def test_launch_remedies_cover_graphs_syncs_and_batch_size():
+    text = _text(last(LAUNCH))
+    assert 'mode="reduce-overhead"' in text and ".item()" in text and "larger batch" in text
+    sync = last(replace(LAUNCH, gpu="sync", main_labels={lb.SYNC: 0.8, lb.DISPATCH: 0.2},
+                        main_detail={lb.SYNC: "step (train.py:57)"}))
+    assert sync.remedies[0].startswith("Remove per-step synchronisation") and "train.py:57" in sync.remedies[0]
+
+
+def test_gpu_memory_remedies():
+    text = _text(last(LAYOUT))
+    assert "channels_last" in text and ".contiguous()" in text and "torch.compile" in text
+
+
+def test_contention_remedies_name_the_tenants_and_the_quota():
+    tenant = last(replace(HEALTHY, tenants=((4242, "other_train.py", 40.0),), our_sm_util=55.0))
+    assert "other_train.py (pid 4242)" in _text(tenant)
+    quota = last(replace(DECODE, cg_throttled=0.35, cg_quota=3.0, workers=6))
+    assert "3.0 cores" in _text(quota) and "num_workers 6" in _text(quota)
+    thermal = last(replace(HEALTHY, throttle=(("hw_thermal_slowdown", 0.3),)))
+    assert "cooling" in _text(thermal) and "hw_thermal_slowdown" in _text(thermal)
+    assert "numactl" in _text(tenant)
+
+
+def test_healthy_remedies_suggest_tensor_cores_only_when_they_idle():
+    assert "TF32" not in _text(last(HEALTHY))  # tensor 94 % on the bf16 signature
+
+
+@pytest.mark.parametrize("wait", [0.3, 0.6, 0.85])
+def test_input_bound_speedup_follows_the_measured_data_wait(wait):
+    knobs = replace(DECODE, main_labels={lb.DATA_WAIT: wait, lb.DISPATCH: 1 - wait}, main_rate=20)
+    verdict = last(knobs)
+    measured = _evidence(verdict, v.DECODE, "data_wait").value
+    assert verdict.speedup == pytest.approx(1 / (1 - measured), abs=0.1)
+
+
+def test_speedups_grow_with_the_loss_and_stay_none_where_there_is_nothing_to_gain():
+    light = last(replace(DECODE, main_labels={lb.DATA_WAIT: 0.3, lb.DISPATCH: 0.7}, main_rate=20))
+    heavy = last(replace(DECODE, main_labels={lb.DATA_WAIT: 0.9, lb.DISPATCH: 0.1}, main_rate=20))
+    assert 1.0 < light.speedup < heavy.speedup
+    launch = last(LAUNCH)
+    busy = _evidence(launch, v.LAUNCH, "gpu_active").value
+    assert launch.speedup == pytest.approx(1 / busy, abs=0.2)  # the GPU could have work all the time
+    assert last(HEALTHY).speedup is None
+    assert last(LAYOUT).speedup is None  # memory-bound may be inherent: no promise
+
+
+def test_sentences_carry_the_numbers():
+    decode = last(replace(DECODE, main_rate=20))
+    wait = _evidence(decode, v.DECODE, "data_wait").value
+    assert f"{wait * 100:.0f} %" in decode.sentence and "4 DataLoader workers" in decode.sentence
+    healthy = last(HEALTHY)
+    assert "SMs 97 %" in healthy.sentence and "tensor cores 94 %" in healthy.sentence
