@@ -1,0 +1,172 @@
+"""The straggler rule: when ranks disagree, name the rank that holds the others back. Pure.
+
+In synchronous data-parallel training every rank waits in each collective until the last rank
+arrives, so the rank that holds the others back is the one that spends the *least* time waiting in
+collectives while the others spend the most; usually because its own input pipeline is slower
+(measured on tests/jobs/ddp_cpu.py with one slow rank: the slow rank's main thread waited for data in
+28 of 30 py-spy dumps while the fast rank waited in DDP's buffer broadcast in 30 of 30).
+
+Three rules, the first that fires wins:
+1. collectives: the others wait in collectives, one rank hardly does;
+2. input: one rank waits for its input far more than every other rank (the others' wait hides
+   inside ``backward`` when DDP only all-reduces gradients: that wait has no Python frame);
+3. steps: one rank completes clearly fewer steps per second (for jobs whose ranks do not lock-step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import median
+
+MIN_SAMPLES = 10
+"""Main-thread stack samples a rank needs before its shares count (5 s at the stack collector's
+default 2 dumps/s); the gap test below asks for more samples when the shares are close."""
+INPUT_BOUND = 0.20
+"""Share of time waiting for input that makes a rank input-bound: TensorFlow's "highly input-bound"
+line (signals.md §11, the evidence table's ``wait >= 0.20``)."""
+COLLECTIVE_WAIT = 0.20
+"""The other ranks lose at least this share of their time waiting for the straggler; the same fifth
+of the time as INPUT_BOUND, so a straggler is named when it costs the others as much as input
+starvation would cost a single process."""
+GAP = 0.25
+"""How far the straggler's share must stand from the others': py-spy shares over a few dozen samples
+carry +-10-15 % noise (signals.md §11), so a gap of 0.25 is beyond the noise of both sides."""
+Z = 2.0
+"""The gap must also be this many standard errors of a difference of two sampled shares (a two-
+proportion z-test at about 95 %): with few samples a 0.25 gap alone could be chance."""
+SLOW_STEPS = 0.8
+"""A rank is slow by steps when it completes less than this fraction of the others' median step rate
+(a 20 % lag is well beyond the one-step jitter of per-second rates at a few steps per second)."""
+WORKERS_COMPUTING = 0.8
+WORKERS_WAITING = 0.5
+"""Cores per DataLoader worker: >= 0.8 means decoding on the CPU, < 0.5 means waiting (storage or
+sleep); the evidence table's ``wcpu`` thresholds for stages 2 and 1 (signals.md §11)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankSignals:
+    """What one rank did over a window (built by :func:`gpuwatch.ranks.rank_signals`)."""
+
+    rank: int
+    samples: int
+    """Main-thread stack samples behind the shares."""
+    input_share: float | None
+    """Share of those samples waiting for or loading input (data_wait, data_ipc, inline_load)."""
+    collective_share: float | None
+    """Share of those samples waiting in collectives (all_reduce, DDP buffer sync, barrier, ...)."""
+    top_label: str | None = None
+    """The most frequent main-thread label other than collective waits."""
+    worker_cpu: float | None = None
+    """Mean CPU of this rank's DataLoader workers, in cores per worker."""
+    steps_per_s: float | None = None
+    """Training steps per second, when something measured them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Straggler:
+    rank: int
+    cause: str
+    """"input" or the straggler's top main-thread label (e.g. "dispatch", "backward"); "unknown"."""
+    rule: str
+    """"collectives", "input" or "steps": which rule named it."""
+    sentence: str
+    evidence: tuple[str, ...]
+
+
+def find_straggler(signals: Sequence[RankSignals]) -> Straggler | None:
+    """The rank that holds the others back, or None when ranks agree (or too little is known)."""
+    if len({s.rank for s in signals}) < 2:
+        return None
+    sampled = [s for s in signals if s.samples >= MIN_SAMPLES]
+    return _by_collectives(sampled) or _by_input(sampled) or _by_steps(signals)
+
+
+def _by_collectives(sig: list[RankSignals]) -> Straggler | None:
+    known = sorted((s for s in sig if s.collective_share is not None), key=lambda s: (s.collective_share, s.rank))
+    if len(known) < 2 or known[0].collective_share == known[1].collective_share:
+        return None
+    cand, others = known[0], known[1:]
+    waiting = median(s.collective_share for s in others)
+    if waiting < COLLECTIVE_WAIT or not _clear_gap(waiting, min(s.samples for s in others),
+                                                   cand.collective_share, cand.samples):
+        return None
+    cause = "input" if (cand.input_share or 0.0) >= INPUT_BOUND else (cand.top_label or "unknown")
+    evidence = (
+        f"the other ranks wait in collectives {_pct(waiting)} of the time (median), "
+        f"rank {cand.rank} {_pct(cand.collective_share)}",
+    ) + _own(cand)
+    return Straggler(cand.rank, cause, "collectives", _sentence(cand, cause, _others(others)), evidence)
+
+
+def _by_input(sig: list[RankSignals]) -> Straggler | None:
+    known = sorted((s for s in sig if s.input_share is not None), key=lambda s: (-s.input_share, s.rank))
+    if len(known) < 2:
+        return None
+    cand, others = known[0], known[1:]
+    worst_other = others[0].input_share
+    if cand.input_share < INPUT_BOUND or not _clear_gap(cand.input_share, cand.samples, worst_other, others[0].samples):
+        return None
+    evidence = (f"the other ranks wait for input at most {_pct(worst_other)} of the time",) + _own(cand)
+    waits = [s.collective_share for s in others if s.collective_share]
+    if waits:
+        evidence += (f"the other ranks wait in collectives {_pct(median(waits))} of the time (median)",)
+        sentence = _sentence(cand, "input", _others(others))
+    else:
+        sentence = (f"Rank {cand.rank} holds {_others(others)} back: it waits for its input "
+                    f"{_pct(cand.input_share)} of the time, the others at most {_pct(worst_other)}.")
+    return Straggler(cand.rank, "input", "input", sentence, evidence)
+
+
+def _by_steps(sig: Sequence[RankSignals]) -> Straggler | None:
+    known = sorted((s for s in sig if s.steps_per_s is not None), key=lambda s: (s.steps_per_s, s.rank))
+    if len(known) < 2:
+        return None
+    cand, others = known[0], known[1:]
+    typical = median(s.steps_per_s for s in others)
+    if typical <= 0 or cand.steps_per_s >= SLOW_STEPS * typical:
+        return None
+    evidence = (f"rank {cand.rank} makes {cand.steps_per_s:.2f} steps/s, the others {typical:.2f} (median)",)
+    sentence = (f"Rank {cand.rank} is the slowest: {cand.steps_per_s:.2f} steps/s against "
+                f"{typical:.2f} on the other ranks.")
+    return Straggler(cand.rank, "unknown", "steps", sentence, evidence)
+
+
+def _clear_gap(high: float, n_high: int, low: float, n_low: int) -> bool:
+    """``high - low`` is at least GAP and at least Z standard errors (pooled two-proportion test)."""
+    diff = high - low
+    pooled = (high * n_high + low * n_low) / (n_high + n_low)
+    se = (pooled * (1 - pooled) * (1 / n_high + 1 / n_low)) ** 0.5
+    return diff >= GAP and diff >= Z * se
+
+
+def _own(s: RankSignals) -> tuple[str, ...]:
+    out = []
+    if s.input_share is not None:
+        out.append(f"rank {s.rank}'s main thread waits for input {_pct(s.input_share)} of the time "
+                   f"({s.samples} stack samples)")
+    if s.worker_cpu is not None:
+        if s.worker_cpu >= WORKERS_COMPUTING:
+            what = "computing (decode/augmentation on the CPU)"
+        elif s.worker_cpu < WORKERS_WAITING:
+            what = "mostly waiting (storage, network or sleep), not computing"
+        else:
+            what = "partly busy"
+        out.append(f"rank {s.rank}'s DataLoader workers use {s.worker_cpu:.2f} cores each: {what}")
+    return tuple(out)
+
+
+def _sentence(s: RankSignals, cause: str, others: str) -> str:
+    if cause == "input":
+        return f"Rank {s.rank} holds {others} back: it waits for its input while they wait for it in collectives."
+    return f"Rank {s.rank} holds {others} back: it is busy ({cause}) while they wait for it in collectives."
+
+
+def _others(others: Sequence[RankSignals]) -> str:
+    if len(others) == 1:
+        return f"rank {others[0].rank}"
+    return "ranks " + ", ".join(str(r) for r in sorted(s.rank for s in others))
+
+
+def _pct(x: float | None) -> str:
+    return "N/A" if x is None else f"{100 * x:.0f} %"

@@ -1,0 +1,232 @@
+"""The Prometheus exporter: scraped over real HTTP, parsed with prometheus_client's own parser, and
+checked against the frame the numbers came from. Also: nothing listens unless --prometheus is given."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import re
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gpuwatch.cli import UsageError
+from gpuwatch.exporter import METRICS, start_exporter
+from gpuwatch.model import GpmMetrics, Unsupported
+from gpuwatch.model.verdict import DECODE, IO, LEVEL_BOTTLENECK, LEVEL_OK, LEVEL_WARNING, PIPELINE, STAGES, Verdict
+from tests.test_ranks import ddp_frame
+
+pytestmark = pytest.mark.timeout(120)
+MIB = 1024 * 1024
+
+
+def full_gpu_frame(seq=1, t=1.0, replay=0, pcie_t=None):
+    """ddp_frame with GPU 0 filled in. GPU numbers are the bf16-matmul row of the real H200
+    measurements in /work/shared/docs/h200-signatures.md; temperature is left unreadable."""
+    f = ddp_frame(seq, t)
+    g0 = dataclasses.replace(
+        f.gpus[0], util_gpu=100.0, util_mem=24.0, mem_used=40 << 30, mem_total=141 << 30, temp_c=Unsupported("n/a"),
+        power_w=650.0, power_limit_w=700.0, sm_clock_mhz=1448.0, sm_clock_max_mhz=1980.0, mem_clock_mhz=2619.0,
+        mem_clock_max_mhz=2619.0, clock_reasons=4, throttle=(("sw_power_cap", 0.5),),
+        gpm=GpmMetrics(window_s=1.0, gr_engine=100.0, sm_active=96.6, sm_occupancy=14.3, tensor=93.8, dram_bw=17.2,
+                       pcie_rx_mibs=13.0, pcie_tx_mibs=Unsupported("n/a")),
+    )
+    pcie = tuple(dataclasses.replace(s, replay_delta=replay, t=t if pcie_t is None else pcie_t) for s in f.pcie)
+    return dataclasses.replace(f, gpus=(g0,) + f.gpus[1:], pcie=pcie)
+
+
+def verdict(t=1.0, speedup=None):
+    levels = tuple((s, LEVEL_BOTTLENECK if s == DECODE else LEVEL_WARNING if s == IO else LEVEL_OK) for s in PIPELINE)
+    return Verdict(t=t, stage=DECODE, confidence=0.8, sentence="test", evidence=(), secondary=(), speedup=speedup,
+                   remedies=(), levels=levels)
+
+
+def scrape(port: int) -> dict[tuple[str, frozenset], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if s.name.endswith("_created"):
+                continue
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def val(metrics, name, /, **labels):
+    return metrics.get((name, frozenset((k, str(v)) for k, v in labels.items())))
+
+
+def names(metrics):
+    return {n for n, _ in metrics}
+
+
+@pytest.fixture
+def exporter():
+    e = start_exporter("127.0.0.1", 0)
+    try:
+        yield e
+    finally:
+        e.close()
+
+
+def test_before_the_first_frame_only_the_frame_count(exporter):
+    assert scrape(exporter.port) == {("gpuwatch_frames_total", frozenset()): 0.0}
+
+
+def test_gpu_metrics_match_the_frame(exporter):
+    frame = full_gpu_frame()
+    exporter(frame, verdict())
+    m = scrape(exporter.port)
+    assert val(m, "gpuwatch_target_up") == 1.0
+    assert val(m, "gpuwatch_frame_timestamp_seconds") == frame.wall
+    assert val(m, "gpuwatch_gpu_utilization_percent", gpu=0) == 100.0
+    assert val(m, "gpuwatch_gpu_memory_used_bytes", gpu=0) == float(40 << 30)
+    assert val(m, "gpuwatch_gpu_power_watts", gpu=0) == 650.0
+    assert val(m, "gpuwatch_gpu_sm_clock_hertz", gpu=0) == 1448e6
+    assert val(m, "gpuwatch_gpu_throttled_percent", gpu=0, reason="sw_power_cap") == 50.0
+    assert val(m, "gpuwatch_gpm_sm_active_percent", gpu=0) == 96.6
+    assert val(m, "gpuwatch_gpm_pcie_rx_bytes_per_second", gpu=0) == 13.0 * MIB
+    assert val(m, "gpuwatch_gpu_info", gpu=0, uuid="GPU-0aaa", name="test") == 1.0
+    assert val(m, "gpuwatch_gpu_process_memory_used_bytes", gpu=0, pid=200, rank=0, target=1) == float(1 << 30)
+    assert val(m, "gpuwatch_gpu_process_sm_percent", gpu=1, pid=999, rank="", target=0) == 40.0
+    assert val(m, "gpuwatch_pcie_rx_bytes_per_second", gpu=2) == 2.0
+    assert val(m, "gpuwatch_pcie_link_generation", gpu=1) == 5.0
+
+
+def test_unreadable_values_are_absent_not_zero(exporter):
+    exporter(full_gpu_frame(), verdict())
+    m = scrape(exporter.port)
+    assert val(m, "gpuwatch_gpu_temperature_celsius", gpu=0) is None
+    assert val(m, "gpuwatch_gpm_pcie_tx_bytes_per_second", gpu=0) is None
+    assert val(m, "gpuwatch_gpu_memory_used_bytes", gpu=1) is None  # test GPU 1 has it Unsupported
+    assert val(m, "gpuwatch_pcie_link_capacity_bytes_per_second", gpu=0) is None
+    assert not any(n.startswith("gpuwatch_host_") for n in names(m))  # the host sample is Unsupported
+    assert val(m, "gpuwatch_collector_up", collector="host") == 0.0
+    assert val(m, "gpuwatch_collector_up", collector="procs") == 1.0
+    assert val(m, "gpuwatch_verdict_speedup_ratio") is None
+
+
+def test_processes_per_role_and_rank(exporter):
+    exporter(full_gpu_frame(), verdict())
+    m = scrape(exporter.port)
+    assert val(m, "gpuwatch_processes", role="worker", rank=1) == 2.0
+    assert val(m, "gpuwatch_cpu_percent", role="worker", rank=1) == 4.0
+    assert val(m, "gpuwatch_cpu_percent", role="main", rank=0) == 95.0
+    assert val(m, "gpuwatch_read_bytes_per_second", role="worker", rank=1) == 500.0
+    assert val(m, "gpuwatch_processes", role="launcher", rank="") == 1.0
+    assert val(m, "gpuwatch_rank_gpu", rank=0, gpu=0) == 1.0 and val(m, "gpuwatch_rank_gpu", rank=1, gpu=1) == 1.0
+    assert val(m, "gpuwatch_target_read_bytes_per_second") == 613.0
+
+
+def test_verdict_levels_and_confidence(exporter):
+    exporter(full_gpu_frame(), verdict(speedup=2.5))
+    m = scrape(exporter.port)
+    assert {s: val(m, "gpuwatch_verdict", stage=s) for s in STAGES} == {s: float(s == DECODE) for s in STAGES}
+    assert val(m, "gpuwatch_stage_level", stage=DECODE) == 2.0
+    assert val(m, "gpuwatch_stage_level", stage=IO) == 1.0
+    assert val(m, "gpuwatch_stage_level", stage="h2d") == 0.0
+    assert val(m, "gpuwatch_verdict_confidence_ratio") == 0.8
+    assert val(m, "gpuwatch_verdict_speedup_ratio") == 2.5
+
+
+def test_straggler_and_per_rank_shares(exporter):
+    for i in range(12):
+        exporter(full_gpu_frame(i + 1, float(i + 1)), verdict(float(i + 1)))
+    m = scrape(exporter.port)
+    assert val(m, "gpuwatch_frames_total") == 12.0
+    assert val(m, "gpuwatch_straggler", rank=1, cause="input") == 1.0
+    assert val(m, "gpuwatch_rank_collective_wait_percent", rank=0) == 100.0
+    assert val(m, "gpuwatch_rank_input_wait_percent", rank=1) == 100.0
+    assert val(m, "gpuwatch_rank_stack_samples", rank=1) == 10.0  # 10 s window, one sample a second
+
+
+def test_pcie_replays_accumulate_once_per_sample(exporter):
+    exporter(full_gpu_frame(1, 1.0, replay=2, pcie_t=1.0), None)
+    exporter(full_gpu_frame(2, 2.0, replay=2, pcie_t=1.0), None)  # the same PCIe sample again
+    exporter(full_gpu_frame(3, 3.0, replay=3, pcie_t=3.0), None)
+    assert val(scrape(exporter.port), "gpuwatch_pcie_replays_total", gpu=1) == 5.0
+
+
+def test_every_exposed_name_is_declared_with_a_unit_or_known_suffix(exporter):
+    for i in range(12):
+        exporter(full_gpu_frame(i + 1, float(i + 1), replay=1), verdict(float(i + 1), speedup=2.0))
+    exposed = names(scrape(exporter.port))
+    assert exposed <= set(METRICS)
+    assert all(n.startswith("gpuwatch_") for n in exposed)
+    # Every metric the test frame can fill is there (host ones need a host sample).
+    assert set(METRICS) - exposed == {n for n in METRICS if n.startswith(("gpuwatch_host_", "gpuwatch_cgroup_"))} | {
+        "gpuwatch_gpu_temperature_celsius", "gpuwatch_gpm_pcie_tx_bytes_per_second",
+        "gpuwatch_pcie_link_capacity_bytes_per_second", "gpuwatch_thread_cpu_percent"}
+
+
+def test_port_in_use_is_a_usage_error():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(UsageError, match=r"cannot serve Prometheus metrics on 127.0.0.1:\d+"):
+            start_exporter("127.0.0.1", s.getsockname()[1])
+
+
+# -- the CLI: a listener only with --prometheus -----------------------------------------------------
+
+def _listening(pid: int) -> list[int]:
+    p = psutil.Process(pid)
+    conns = p.net_connections(kind="inet") if hasattr(p, "net_connections") else p.connections(kind="inet")
+    return [c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _watching(*extra: str):
+    """A sleeping Python process, and ``gpuwatch --json`` watching it, once its first tick is out."""
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    gw = None
+    try:
+        gw = subprocess.Popen([sys.executable, "-m", "gpuwatch", "--pid", str(target.pid), "--json", "--duration", "30",
+                               "--no-stacks", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = gw.stdout.readline()
+        assert first.startswith("{"), gw.stderr.read() if gw.poll() is not None else first
+        yield gw
+    finally:
+        for p in (gw, target):
+            if p is not None:
+                p.kill()
+                p.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_nothing_listens_without_prometheus():
+    with _watching() as gw:
+        assert _listening(gw.pid) == []
+
+
+@pytest.mark.slow
+def test_prometheus_flag_serves_the_live_frame():
+    port = _free_port()
+    with _watching("--prometheus", f"127.0.0.1:{port}") as gw:
+        assert _listening(gw.pid) == [port]
+        m = scrape(port)
+        assert val(m, "gpuwatch_target_up") == 1.0
+        assert val(m, "gpuwatch_processes", role="main", rank="") == 1.0
+
+
+def test_docs_and_dashboard_use_declared_names_only():
+    root = Path(__file__).parent.parent
+    doc = (root / "docs" / "PROMETHEUS.md").read_text()
+    assert all(f"`{n}`" in doc for n in METRICS), "docs/PROMETHEUS.md misses a metric"
+    dashboard = json.loads((root / "deploy" / "grafana-dashboard.json").read_text())
+    used = {n for n in re.findall(r"gpuwatch_[a-z0-9_]+", json.dumps(dashboard) + doc) if not n.endswith("_")}
+    assert used - set(METRICS) == set()
