@@ -16,8 +16,8 @@ Scenario switches: ``scenario=`` "no_library", "driver_not_loaded", "version_mis
 ``set_field(id, ...)`` to override one value (synthetic values belong in the test that sets them).
 ``gpus=N`` replays the captured GPU on N devices; the copies have no compute processes.
 
-A key the capture lacks (the seed only holds what h200-signatures.md measured) raises
-NVMLError_NoData and is listed in ``gaps``.
+A key the capture lacks raises NVMLError_NoData and is listed in ``gaps``. The real capture
+holds every call the collectors make except ``nvmlDeviceGetMemoryInfo`` v2 (it recorded v1).
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ import pynvml
 
 DATA = Path(__file__).parent / "data" / "nvml"
 SEED = DATA / "h200_seed_2026-12-02.json"
-CAPTURE = SEED
-"""The capture the tests replay. When a real H200 capture lands in tests/data/nvml/, point this at it."""
+CAPTURE = DATA / "h200_capture_2026-12-02.json"
+"""The capture the tests replay: real, bench/capture_nvml.py on an NVIDIA H200 (driver 580.159.04),
+2026-12-02; see tests/data/nvml/README.md. ``SEED`` (built from h200-signatures.md) is kept for
+what the capture lacks."""
 
 UNION = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 FIELD_KEYS = {"fields_throttle": (74, 76, 269, 270, 271), "fields_pcie": (197, 198)}
@@ -50,7 +52,7 @@ SCENARIOS = {
 }
 
 _EXPORTED = (
-    "NVMLError", "NVMLLibraryMismatchError", "NVML_SUCCESS", "NVML_ERROR_GPU_IS_LOST",
+    "NVMLError", "NVMLLibraryMismatchError", "NVML_SUCCESS", "NVML_ERROR_GPU_IS_LOST", "nvmlMemory_v2",
     "NVML_GPU_UTILIZATION_SAMPLES", "NVML_MEMORY_UTILIZATION_SAMPLES", "NVML_CLOCK_SM",
     "NVML_CLOCK_MEM", "NVML_TEMPERATURE_GPU", "NVML_GPM_METRICS_GET_VERSION", "c_nvmlGpmMetricsGet_t",
 )
@@ -230,9 +232,26 @@ class FakeNvml:
         return self._value(self._enter("nvmlDeviceGetUUID", h), "uuid")
 
     # -- plain getters --------------------------------------------------------------------------
-    def nvmlDeviceGetMemoryInfo(self, h: _Handle) -> Any:
-        v = self._value(self._enter("nvmlDeviceGetMemoryInfo", h), "memory")
-        return pynvml.c_nvmlMemory_t(total=v["total"], free=v["free"], used=v["used"])
+    def nvmlDeviceGetMemoryInfo(self, h: _Handle, version: int | None = None) -> Any:
+        """v1 from the capture's "memory"; v2 (``version=nvmlMemory_v2``) from "memory_v2" when the
+        capture recorded it, else derived from v1 only where "memory" holds "reserved" (v2 used =
+        v1 used - reserved; free is the same in both). Neither: NoData, listed in ``gaps``."""
+        g = self._enter("nvmlDeviceGetMemoryInfo", h)
+        if not version:
+            v = self._value(g, "memory")
+            return pynvml.c_nvmlMemory_t(total=v["total"], free=v["free"], used=v["used"])
+        if version != pynvml.nvmlMemory_v2:
+            raise pynvml.NVMLError_ArgumentVersionMismatch()
+        if self._raw(g, "memory_v2", self.tick) is not None:
+            v2 = self._value(g, "memory_v2")
+        else:
+            v = self._value(g, "memory")
+            if "reserved" not in v:
+                self.gaps.add("memory_v2")
+                raise pynvml.NVMLError_NoData()
+            v2 = {"total": v["total"], "reserved": v["reserved"], "free": v["free"], "used": v["used"] - v["reserved"]}
+        return pynvml.c_nvmlMemory_v2_t(version=version, total=v2["total"], reserved=v2["reserved"],
+                                        free=v2["free"], used=v2["used"])
 
     def nvmlDeviceGetTemperatureV(self, h: _Handle, sensor: int) -> int:
         return self._value(self._enter("nvmlDeviceGetTemperatureV", h), "temperature")

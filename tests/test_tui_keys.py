@@ -1,0 +1,157 @@
+"""Pilot tests of every key flow of the TUI, on SYNTHETIC frames (layout and behaviour only)."""
+
+from __future__ import annotations
+
+import json
+
+from gpuwatch.model.verdict import DECODE, GPU_MEMORY, H2D, IO, PIPELINE
+from gpuwatch.tui.screens.help import HelpScreen
+from gpuwatch.tui.screens.main import MainScreen
+from gpuwatch.tui.screens.stacks import StacksScreen
+from gpuwatch.tui.screens.stage import StageScreen
+from tests.test_tui_fixtures import ListSource, QueueSource, make_app, screen_text, settle, synthetic_frame, \
+    synthetic_frames
+
+SIZE = (120, 40)
+
+
+async def test_left_right_and_digits_select_a_stage():
+    app = make_app(ListSource(synthetic_frames(5)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        pipeline = app.screen.pipeline
+        assert pipeline.selected == IO
+        await pilot.press("right", "right")
+        assert pipeline.selected == H2D
+        await pilot.press("left")
+        assert pipeline.selected == DECODE
+        await pilot.press("left", "left")  # wraps around
+        assert pipeline.selected == PIPELINE[-1]
+        await pilot.press("4")
+        assert pipeline.selected == GPU_MEMORY
+        assert app.query_one("#stage-gpu_memory").has_class("-selected")
+        assert not app.query_one("#stage-io").has_class("-selected")
+
+
+async def test_enter_opens_the_selected_stage_and_escape_returns():
+    app = make_app(ListSource(synthetic_frames(5)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, StageScreen)
+        assert app.screen.stage == DECODE
+        text = screen_text(app)
+        assert "Decode" in text and "BOTTLENECK" in text
+        assert "wbusy" in text  # the synthetic evidence item
+        assert "Raise num_workers" in text  # the remedies
+        await pilot.press("right")
+        await pilot.pause()
+        assert app.screen.stage == H2D
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        assert app.screen.pipeline.selected == DECODE  # the main screen keeps its selection
+
+
+async def test_s_opens_the_stacks_view():
+    app = make_app(ListSource(synthetic_frames(5)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, StacksScreen)
+        text = screen_text(app)
+        assert "convert (PIL/Image.py:995)" in text  # the workers' hottest frame
+        assert "data_wait 100%" in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_p_freezes_the_display_but_frames_are_still_analysed():
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        source.put(synthetic_frame(0))
+        await pilot.pause(0.05)
+        assert app.view is not None and app.view.frame.seq == 1
+        await pilot.press("p")
+        assert app.paused
+        for i in range(1, 4):
+            source.put(synthetic_frame(i))
+        await pilot.pause(0.05)
+        assert len(app.analysis.frames) == 4  # collected and analysed
+        assert app.view.frame.seq == 1  # but not drawn
+        assert "PAUSED" in screen_text(app)
+        await pilot.press("p")
+        await pilot.pause()
+        assert app.view.frame.seq == 4  # unpausing draws the latest at once
+        assert "PAUSED" not in screen_text(app)
+        source.put(None)
+
+
+async def test_r_records_to_an_auto_named_file_and_stops(tmp_path):
+    source = QueueSource()
+    app = make_app(source, record_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        assert app.recording_path is not None
+        assert "● REC" in screen_text(app)
+        for i in range(3):
+            source.put(synthetic_frame(i))
+        await pilot.pause(0.1)
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        assert app.recording_path is None
+        source.put(synthetic_frame(3))  # not recorded any more
+        await pilot.pause(0.05)
+        source.put(None)
+    files = list(tmp_path.glob("gpuwatch-*.jsonl"))
+    assert len(files) == 1
+    assert files[0].name.startswith("gpuwatch-2") and len(files[0].stem) == len("gpuwatch-YYYYmmdd-HHMMSS")
+    lines = [json.loads(x) for x in files[0].read_text().splitlines()]
+    assert lines[0]["type"] == "header"
+    assert [x["frame"]["seq"] for x in lines[1:]] == [1, 2, 3]
+
+
+async def test_recording_into_a_missing_folder_notifies_and_keeps_watching(tmp_path):
+    source = ListSource(synthetic_frames(3))
+    app = make_app(source, record_dir=str(tmp_path / "no" / "such" / "dir"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        await settle(pilot, app)
+        assert app.recording_path is None
+        assert any("Cannot record" in n.message for n in app._notifications)
+        assert app.view is not None and app.view.frame.seq == 3
+
+
+async def test_question_mark_opens_help_and_escape_closes_it():
+    app = make_app(ListSource(synthetic_frames(2)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert "start / stop recording" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_q_quits_with_code_0():
+    app = make_app(QueueSource())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert not app.is_running
+
+
+async def test_footer_lists_the_keys():
+    app = make_app(ListSource(synthetic_frames(2)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        footer = screen_text(app).splitlines()[-1]
+        for word in ("Stage", "Details", "Stacks", "Pause", "Record", "Help", "Quit"):
+            assert word in footer

@@ -1,0 +1,245 @@
+"""The TUI draws every screen at 80x24 and 200x60, and says why when data is missing.
+
+Frames are SYNTHETIC (tests/test_tui_fixtures.py): these tests check layout and behaviour only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from textual.widgets import DataTable
+
+from gpuwatch.model import Unsupported
+from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES
+from gpuwatch.tui.app import GpuwatchApp
+from gpuwatch.tui.panels.gpu import GpuPanel
+from gpuwatch.tui.panels.metric_row import MetricRow
+from tests.test_tui_fixtures import ListSource, QueueSource, make_app, screen_text, settle, synthetic_frame, \
+    synthetic_frames
+
+SIZES = [(80, 24), (200, 60)]
+SCREEN_KEYS = [(), ("s",), ("question_mark",)] + [(str(i + 1), "enter") for i in range(len(PIPELINE))]
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("keys", SCREEN_KEYS, ids=lambda k: "+".join(k) or "main")
+async def test_every_screen_draws_at_both_sizes(size, keys):
+    app = make_app(ListSource(synthetic_frames(20)))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        await pilot.press(*keys)
+        await pilot.pause()
+        text = screen_text(app)
+        lines = text.splitlines()
+        assert len(lines) == size[1]
+        assert all(len(line) <= size[0] for line in lines)
+        if keys and keys[-1] == "enter":
+            stage = PIPELINE[int(keys[0]) - 1]
+            assert STAGE_TITLES[stage] in lines[1]  # the drill-down's title line
+        elif not keys:
+            assert "PID 4242" in lines[0]
+            assert "Decode" in text and "BOTTLENECK" in text
+            assert "Image.convert" in text  # the workers' hottest frame in the processes table
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_unsupported_panels_show_the_reason_and_the_fix(size):
+    app = make_app(ListSource(synthetic_frames(5, gpus=False, stacks=False)))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "GPU: unavailable — NVML library not found" in text
+        assert "Hottest frame N/A: py-spy cannot attach" in text
+        assert not app.query(GpuPanel)
+        await pilot.press("s")
+        await pilot.pause()
+        assert "Stacks N/A: py-spy cannot attach: ptrace not permitted" in screen_text(app)
+
+
+async def test_unreadable_processes_replace_the_table_with_the_reason():
+    app = make_app(ListSource(synthetic_frames(3, procs=False)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        notice = app.query_one(".procs-notice")
+        assert str(notice.content).startswith("Processes: unavailable — cannot read /proc/4242: permission denied")
+        assert notice.display and "Processes: unavailable" in screen_text(app)
+        assert not app.query_one("#procs", DataTable).display
+
+
+async def test_a_metric_without_gpm_reads_na_with_its_reason():
+    reason = "GPM needs a Hopper or newer GPU (this one is an A100)"
+    frames = []
+    for i in range(3):
+        f = synthetic_frame(i)
+        g = dataclasses.replace(f.gpus[0], gpm=Unsupported(reason))
+        frames.append(dataclasses.replace(f, gpus=(g,)))
+    app = make_app(ListSource(frames))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        sm = app.query_one("#m-sm", MetricRow)
+        assert sm.value_text == "N/A" and sm.has_class("-na")
+        assert reason in str(sm.tooltip)
+        note = app.query_one(".na-note")
+        assert str(note.content) == f"N/A SM, tensor, DRAM: {reason}"
+        assert "N/A SM, tensor, DRAM: GPM needs a Hopper" in screen_text(app)
+        assert not app.query_one("#m-util", MetricRow).has_class("-na")
+
+
+async def test_a_lost_gpu_is_named_in_its_title():
+    f = synthetic_frame(0)
+    g = dataclasses.replace(f.gpus[0], lost="GPU has fallen off the bus")
+    app = make_app(ListSource([dataclasses.replace(f, gpus=(g,))]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        title = app.query_one(".gpu-title")
+        assert str(title.content).endswith("LOST: GPU has fallen off the bus")
+        assert title.has_class("-bottleneck")
+
+
+async def test_process_rows_are_updated_by_pid_and_the_cursor_stays():
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        source.put(synthetic_frame(0))
+        await pilot.pause(0.05)
+        table = app.query_one("#procs", DataTable)
+        table.focus()
+        table.move_cursor(row=2)
+        key_before = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        assert key_before == "4251"
+        f = synthetic_frame(1)
+        main, w1, w2 = f.procs.processes
+        new = dataclasses.replace(w1, pid=4260)
+        busier = dataclasses.replace(w2, cpu_pct=12.0)
+        source.put(dataclasses.replace(f, procs=dataclasses.replace(f.procs, processes=(main, new, busier))))
+        await pilot.pause(0.05)
+        assert [k.value for k in table.rows] == ["4242", "4251", "4260"]  # 4250 gone, 4260 added at the end
+        assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == "4251"
+        assert str(table.get_cell("4251", "cpu")) == "12"
+        source.put(None)
+
+
+async def test_end_of_replay_and_target_exit_show_in_the_header():
+    app = make_app(ListSource(synthetic_frames(3)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        assert "■ replay ended" in screen_text(app)
+    last = synthetic_frame(3)
+    gone = dataclasses.replace(last, target=dataclasses.replace(last.target, alive=False, exit_reason="exit code 1"))
+    app = make_app(ListSource([*synthetic_frames(3), gone]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        assert "target exited: exit code 1" in screen_text(app)
+
+
+async def test_a_broken_source_is_reported_and_the_app_stays_up():
+    class Broken(ListSource):
+        async def frames(self):
+            yield synthetic_frame(0)
+            raise OSError("recording vanished")
+
+    app = make_app(Broken([]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        assert app.is_running
+        assert app.ended == "source failed"
+        assert any("recording vanished" in n.message for n in app._notifications)
+        assert app.view is not None and app.view.frame.seq == 1
+
+
+def test_frame_messages_coalesce():
+    a, b = GpuwatchApp.FrameReady(), GpuwatchApp.FrameReady()
+    assert a.can_replace(b)
+
+
+async def test_no_color_is_respected(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(ListSource(synthetic_frames(5)))
+    assert app.no_color
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "■ BOTTLENECK" in text and "▲ warning" in text  # levels read without colour
+
+
+async def test_on_tick_gets_every_frame_even_when_drawing_lags():
+    seen = []
+    app = make_app(ListSource(synthetic_frames(50)), on_tick=lambda f, v: seen.append(f.seq))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        assert seen == list(range(1, 51))
+        assert app.view.frame.seq == 50
+
+
+async def test_brackets_in_data_print_as_text_not_markup():
+    f = synthetic_frame(0)
+    reason = "cannot read /proc/4242/io: [Errno 13] Permission denied [bold]"
+    app = make_app(ListSource([dataclasses.replace(f, procs=Unsupported(reason))]))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot, app)
+        assert f"Processes: unavailable — {reason}" in screen_text(app)
+
+
+async def test_a_live_watch_that_ran_its_duration_closes_the_app():
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=(80, 24)) as pilot:
+        source.put(synthetic_frame(0))
+        source.put(None)  # Watch.frames returns after --duration
+        await pilot.pause(0.1)
+    assert app.return_code == 0 and not app.is_running
+
+
+async def test_brackets_in_stack_frames_print_in_the_tables():
+    f = synthetic_frame(0)
+    main = dataclasses.replace(f.stacks.threads[0], detail="Batch[int].collate", frames=("f[0] (x.py:1)",))
+    stacks = dataclasses.replace(f.stacks, threads=(main, *f.stacks.threads[1:]))
+    app = make_app(ListSource([dataclasses.replace(f, stacks=stacks)]))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot, app)
+        assert "data_wait: Batch[int].collate" in screen_text(app)
+        await pilot.press("s")
+        await pilot.pause()
+        assert "f[0] (x.py:1)" in screen_text(app)
+
+
+async def test_a_failing_recording_is_reported_and_watching_goes_on(tmp_path, monkeypatch):
+    from gpuwatch.recording import Recorder, RecordingError
+
+    def full(self, frame, verdict):
+        raise RecordingError(f"recording stopped: No space left on device ({self.path})")
+
+    monkeypatch.setattr(Recorder, "write", full)
+    source = QueueSource()
+    app = make_app(source, record_dir=str(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        assert app.recording_path is not None
+        source.put(synthetic_frame(0))
+        source.put(synthetic_frame(1))
+        await pilot.pause(0.1)
+        assert app.recording_path is None
+        assert any("No space left on device" in n.message and "watching goes on" in n.message
+                   for n in app._notifications)
+        assert app.view is not None and app.view.frame.seq == 2
+        source.put(None)
+
+
+async def test_two_gpus_get_a_panel_each_and_na_reasons_show_in_the_drill_down():
+    frames = []
+    for i in range(3):
+        f = synthetic_frame(i)
+        g1 = dataclasses.replace(f.gpus[0], index=1, uuid="GPU-synthetic-1", throttle=Unsupported("no counters"))
+        g0 = dataclasses.replace(f.gpus[0], throttle=Unsupported("no counters"))
+        frames.append(dataclasses.replace(f, gpus=(g0, g1)))
+    app = make_app(ListSource(frames))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        assert [p.index for p in app.query(GpuPanel)] == [0, 1]
+        await pilot.press("6", "enter")
+        await pilot.pause()
+        notes = str(app.screen.query_one("#history-na").content).splitlines()
+        assert "N/A GPU throttled: no counters" in notes
+        assert "N/A cgroup throttled: no cgroup CPU quota" in notes

@@ -1,0 +1,69 @@
+"""Unit tests of the TUI's pure helpers: plots, number formats, recording names, hot frames."""
+
+from __future__ import annotations
+
+import time
+
+from gpuwatch.model import Unsupported
+from gpuwatch.model.stacks import StackSample
+from gpuwatch.tui import format as fmt
+from gpuwatch.tui.hot import hot_frames, label_shares, stack_samples, threads
+from gpuwatch.tui.plot import MISSING, bar, plot
+from gpuwatch.tui.record import open_recording, recording_name
+from tests.test_tui_fixtures import synthetic_frame, synthetic_frames
+
+
+def test_bar_fills_in_eighths_and_clamps():
+    assert bar(0.5, 4) == "██  "
+    assert bar(1 / 32, 4) == "▏   "
+    assert bar(2.0, 3) == "███"
+    assert bar(-1, 3) == "   "
+    assert bar(None, 3) == MISSING * 3
+
+
+def test_plot_is_fixed_scale_right_aligned_and_marks_missing():
+    rows = plot([0, 50, 100, None], width=6, height=1, top=100)
+    assert rows == ["  " + " ▄█" + MISSING]
+    tall = plot([100, 25], width=2, height=2, top=100)
+    assert tall == ["█ ", "█▄"]  # 25 % of two rows is half the bottom row
+    assert plot([0.1], width=1, top=100) == ["▁"]  # any activity stays visible
+
+
+def test_formats_say_na_for_unsupported():
+    assert fmt.pct(Unsupported("x")) == "N/A"
+    assert fmt.pct(42.4) == "42 %"
+    assert fmt.size(38.5 * 1024**3) == "38.5 GiB"
+    assert fmt.rate(55.2e9) == "55.2 GB/s"
+    assert fmt.rate(None) == "N/A"
+    assert fmt.duration(3723) == "1:02:03"
+    assert fmt.duration(75) == "01:15"
+    assert fmt.ellipsize("abcdef", 4) == "abc…"
+
+
+def test_recording_names_never_overwrite(tmp_path):
+    when = time.mktime((2026, 12, 2, 13, 5, 9, 0, 0, -1))
+    assert recording_name(when) == "gpuwatch-20261202-130509.jsonl"
+    a = open_recording(str(tmp_path), when)
+    b = open_recording(str(tmp_path), when)
+    a.close()
+    b.close()
+    assert a.path.endswith("gpuwatch-20261202-130509.jsonl")
+    assert b.path.endswith("gpuwatch-20261202-130509-2.jsonl")
+
+
+def test_hot_frames_count_own_and_total_per_thread_sample():
+    samples = stack_samples(synthetic_frames(4))
+    assert len(samples) == 4
+    workers = threads(samples, lambda t: t.role == "worker")
+    assert len(workers) == 8  # two workers, four samples
+    hot = hot_frames(workers, limit=2)
+    assert hot[0].frame == "convert (PIL/Image.py:995)" and hot[0].own == 8 and hot[0].total == 8
+    assert hot[1].own == 0 and hot[1].total == 8
+    assert label_shares(workers) == [("busy", 1.0)]
+
+
+def test_a_stalled_stack_collector_is_counted_once():
+    f0 = synthetic_frame(0)
+    same = [f0, f0.__class__(**{**{k: getattr(f0, k) for k in f0.__slots__}, "seq": 2})]
+    assert len(stack_samples(same)) == 1
+    assert isinstance(same[1].stacks, StackSample)

@@ -1,0 +1,266 @@
+"""The gpuwatch TUI app: takes frames from a source, gets a verdict for each, shows the latest.
+
+Thin on purpose: panels live in ``panels/``, screens in ``screens/``, colours in ``gpuwatch.tcss``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psutil
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+
+from gpuwatch.analysis import Analysis
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.verdict import Verdict
+from gpuwatch.recording import Recorder, RecordingError
+from gpuwatch.tui.record import open_recording
+from gpuwatch.tui.screens.base import WatchScreen
+from gpuwatch.tui.screens.main import MainScreen
+from gpuwatch.tui.view import View
+
+SELF_CPU_INTERVAL = 2.0
+"""Seconds between measurements of gpuwatch's own CPU use (one /proc read each)."""
+
+
+class GpuwatchApp(App[int]):
+    """Watches one source of frames."""
+
+    CSS_PATH = "gpuwatch.tcss"
+    TITLE = "gpuwatch"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    """Below 120 columns the GPU panel stacks over the processes and metrics go two per line."""
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall"), (50, "-very-tall")]
+    """From 34 lines on, panels get borders and plots two lines; from 50 lines, plots three lines
+    (ten metrics of three lines fit beside the pipeline with room to spare)."""
+
+    BINDINGS = [
+        Binding("p", "toggle_pause", "Pause", tooltip="Freeze the display; collecting and recording go on.",
+                id="pause"),
+        Binding("r", "toggle_record", "Record", tooltip="Start or stop recording frames to a JSONL file.",
+                id="record"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="Keys and legend.", id="help"),
+        Binding("q", "quit", "Quit", tooltip="Quit gpuwatch.", id="quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+    ]
+
+    paused: reactive[bool] = reactive(False)
+    """While True the display keeps its last frame; frames are still analysed and recorded."""
+    recording_path: reactive[str | None] = reactive(None)
+    """The file being recorded to, or None."""
+    ended: reactive[str | None] = reactive(None)
+    """Why no more frames will come, or None while they do."""
+    self_cpu: reactive[float | None] = reactive(None)
+    """gpuwatch's own CPU use, percent of one core."""
+
+    class FrameReady(Message):
+        """A new frame was analysed. Supersedes an unhandled one, so a slow UI draws only the latest."""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, GpuwatchApp.FrameReady)
+
+    def __init__(
+        self,
+        source: Any,
+        recorder: Recorder | None = None,
+        *,
+        analysis: Analysis | None = None,
+        on_tick: Callable[[Frame, Verdict], None] | None = None,
+        self_cpu: Callable[[], float | None] | None = None,
+        record_dir: str = ".",
+        handle_signals: bool = False,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.analysis = analysis or Analysis()
+        self.on_tick = on_tick
+        self.record_dir = record_dir
+        self.handle_signals = handle_signals
+        self.view: View | None = None
+        self._recorder = recorder
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gw-record")
+        """Recording I/O, in order, off the event loop."""
+        self._latest: tuple[Frame, Verdict] | None = None
+        self._leaving = False
+        """Set once exit() was called: widgets are being torn down, draw nothing more."""
+        self._self_cpu = self_cpu or _own_cpu_meter()
+        if recorder is not None:
+            self.recording_path = recorder.path
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen()
+
+    def on_mount(self) -> None:
+        if self.handle_signals:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGHUP):  # an SSH drop or `kill` ends it cleanly
+                try:
+                    loop.add_signal_handler(sig, self.exit)
+                except (NotImplementedError, RuntimeError):
+                    pass
+        self._measure_self()
+        self.set_interval(SELF_CPU_INTERVAL, self._measure_self)
+
+    def on_ready(self) -> None:
+        """The main screen is composed: frames may come."""
+        self.consume()
+
+    @work(exclusive=True, group="frames", exit_on_error=False, description="Reading frames")
+    async def consume(self) -> None:
+        """Pull frames, analyse and record each, and ask for a redraw (coalesced)."""
+        frames = self.source.frames()
+        last: Frame | None = None
+        try:
+            async for frame in frames:
+                last = frame
+                verdict = self.analysis.update(frame)
+                self._latest = (frame, verdict)
+                await self._record(frame, verdict)
+                if self.on_tick is not None:
+                    self.on_tick(frame, verdict)
+                self.post_message(self.FrameReady())
+        except (OSError, ValueError) as e:  # an unreadable recording, a source that broke
+            self.notify(f"Frames stopped: {e}", severity="error", timeout=10)
+            self.ended = "source failed"
+        else:
+            if last is not None and not last.target.alive:
+                self.ended = f"target exited: {last.target.exit_reason or 'gone'}"  # stay: show what happened
+            elif getattr(self.source, "live", True):
+                self.exit(0)  # a live watch ran its --duration: done, as in --json mode
+            else:
+                self.ended = "replay ended"  # stay on the last frame
+        finally:
+            await frames.aclose()
+        self.post_message(self.FrameReady())
+
+    async def _record(self, frame: Frame, verdict: Verdict) -> None:
+        rec = self._recorder
+        if rec is None:
+            return
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._io, rec.write, frame, verdict)
+        except RecordingError as e:
+            if self._recorder is rec:
+                self._recorder = None
+                self.recording_path = None
+            self.notify(f"{e}; watching goes on", severity="error", timeout=10)
+
+    def on_gpuwatch_app_frame_ready(self, _: FrameReady) -> None:
+        self.render_latest()
+
+    def render_latest(self) -> None:
+        """Draw the latest frame on the screen on top (unless paused)."""
+        if self._latest is None or self.paused or self._leaving:
+            return
+        frame, verdict = self._latest
+        self.view = View(
+            frame=frame,
+            verdict=verdict,
+            frames=tuple(self.analysis.frames),
+            verdicts=tuple(self.analysis.verdicts),
+            source=self.source.describe(),
+            ended=self.ended,
+        )
+        screen = self._watch_screen()
+        if screen is not None:
+            screen.show(self.view)
+
+    def _watch_screen(self) -> WatchScreen | None:
+        """The screen on top if it draws frames; None while quitting (no screens left)."""
+        if not self.screen_stack:
+            return None
+        return self.screen if isinstance(self.screen, WatchScreen) else None
+
+    def _sync_header(self) -> None:
+        screen = self._watch_screen()
+        if screen is not None:
+            screen.sync_header()
+
+    watch_paused = watch_recording_path = watch_ended = watch_self_cpu = _sync_header
+
+    def _measure_self(self) -> None:
+        self.self_cpu = self._self_cpu()
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self.render_latest()
+
+    async def action_toggle_record(self) -> None:
+        loop = asyncio.get_running_loop()
+        rec = self._recorder
+        if rec is not None:
+            self._recorder = None
+            self.recording_path = None
+            await loop.run_in_executor(self._io, rec.close)
+            self.notify(f"Recording stopped: {max(0, rec.lines - 1)} frames in {rec.path}")
+            return
+        try:
+            rec = await loop.run_in_executor(self._io, open_recording, self.record_dir)
+        except OSError as e:
+            self.notify(f"Cannot record: {e.strerror or e}", severity="error", timeout=10)
+            return
+        self._recorder = rec
+        self.recording_path = rec.path
+        self.notify(f"Recording to {rec.path}")
+
+    def action_help(self) -> None:
+        from gpuwatch.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def exit(self, *args: Any, **kwargs: Any) -> None:
+        self._leaving = True
+        super().exit(*args, **kwargs)
+
+    async def action_quit(self) -> None:
+        self.close_recorder()
+        self.exit(0)
+
+    def close_recorder(self) -> None:
+        """Close the recording (idempotent). The last line was flushed whole when written."""
+        rec, self._recorder = self._recorder, None
+        if rec is not None:
+            rec.close()
+        self._io.shutdown(wait=False)
+
+
+def _own_cpu_meter() -> Callable[[], float | None]:
+    proc = psutil.Process(os.getpid())
+    proc.cpu_percent(None)  # the first call only sets the baseline
+
+    def measure() -> float | None:
+        try:
+            return proc.cpu_percent(None)
+        except psutil.Error:
+            return None
+
+    return measure
+
+
+def run_app(source: Any, recorder: Recorder | None = None, prometheus: tuple[str, int] | None = None) -> int:
+    """Run the TUI on ``source`` until the user quits. Returns the exit code."""
+    on_tick = None
+    if prometheus is not None:
+        from gpuwatch.exporter import start_exporter
+
+        on_tick = start_exporter(*prometheus)
+    app = GpuwatchApp(source, recorder=recorder, on_tick=on_tick, handle_signals=True)
+    try:
+        app.run()
+    finally:
+        app.close_recorder()
+        close = getattr(on_tick, "close", None)
+        if close is not None:
+            close()  # stop serving metrics
+    return app.return_code or 0

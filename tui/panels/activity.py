@@ -1,0 +1,34 @@
+"""What each kind of thread spends its stack samples on (wide layouts only)."""
+
+from __future__ import annotations
+
+from gpuwatch.tui import format as fmt
+from gpuwatch.tui.hot import STACK_WINDOW, label_shares, stack_samples, threads
+from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.plot import bar
+from gpuwatch.tui.roles import ROLES
+from gpuwatch.tui.view import View
+
+BAR_W = 10
+
+
+class ActivityPanel(Plain):
+    """``main thread   data_wait ██████▎ 62 %  backward ██ 20 %`` per role, over the stack window."""
+
+    def on_mount(self) -> None:
+        self.border_title = f"Threads (stacks, last {STACK_WINDOW} frames)"
+
+    def show(self, view: View) -> None:
+        reason = fmt.reason(view.frame.stacks)
+        samples = stack_samples(view.frames)
+        lines = []
+        for role, title in ROLES:
+            mine = threads(samples, lambda t, r=role: t.role == r and (t.active or r != "other"))
+            if not mine:
+                continue
+            shares = "  ".join(f"{label} {bar(share, BAR_W).rstrip()} {share:.0%}"
+                               for label, share in label_shares(mine)[:3])
+            lines.append(f"{title:<18} {shares}")
+        if not lines:
+            lines.append(f"Stacks N/A: {reason}" if reason else "No stack samples yet.")
+        self.update("\n".join(lines))

@@ -1,0 +1,114 @@
+"""The GPU panel: one block of metric rows per GPU the job uses, or why there is none."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Grid, Vertical, VerticalScroll
+from textual.widgets import Static
+
+from gpuwatch.model.gpu import GpuSample
+from gpuwatch.model.values import Unsupported, known
+from gpuwatch.tui import format as fmt
+from gpuwatch.tui.gpu_metrics import METRICS, gpu_of, history
+from gpuwatch.tui.panels.metric_row import MetricRow
+from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.view import View
+
+
+class GpuPanel(Vertical):
+    """Every metric of one GPU."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(id=f"gpu-{index}", classes="gpu-panel")
+        self.index = index
+        self._ready = False
+        self._pending: View | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Plain(f"GPU {self.index}", classes="gpu-title")
+        yield Plain("", classes="na-note")
+        with Grid(classes="gpu-metrics"):
+            for m in METRICS:
+                yield MetricRow(m.label, m.about, id=f"m-{m.key}")
+
+    def on_mount(self) -> None:
+        self._ready = True
+        if self._pending is not None:
+            self.show(self._pending)
+
+    def show(self, view: View) -> None:
+        if not self._ready:  # mounted this tick: draw once the rows exist
+            self._pending = view
+            return
+        gpu, pcie = gpu_of(view.frame, self.index)
+        title = self.query_one(".gpu-title", Static)
+        if gpu is None:
+            title.update(f"GPU {self.index}: not in this frame")
+            return
+        title.update(_title(gpu))
+        title.set_class(gpu.lost is not None, "-bottleneck")
+        frames = view.frames[-self.app.size.width:]  # enough history for the widest plot
+        reasons: dict[str, list[str]] = {}
+        for m in METRICS:
+            value = m.read(gpu, pcie)
+            scale = m.scale(gpu, pcie)
+            frac = float(value) / scale if known(value) and scale else None  # type: ignore[arg-type]
+            reason = fmt.reason(value)
+            if reason is not None:
+                reasons.setdefault(reason, []).append(m.label)
+            row = self.query_one(f"#m-{m.key}", MetricRow)
+            row.set_data(m.text(value, gpu, pcie), frac, history(m, frames, self.index), scale, reason)
+        note = self.query_one(".na-note", Static)
+        note.update("\n".join(f"N/A {', '.join(labels)}: {r}" for r, labels in reasons.items()))
+        note.display = bool(reasons)
+
+
+def _title(g: GpuSample) -> str:
+    parts = [f"GPU {g.index}", g.name]
+    if not g.used_by_target:
+        parts.append("not used by the job")
+    others = [p for p in g.processes if not p.is_target]
+    if others:
+        parts.append(f"{len(others)} other process{'es' if len(others) > 1 else ''}")
+    if g.lost:
+        parts.append(f"LOST: {g.lost}")
+    return " · ".join(parts)
+
+
+class GpuArea(VerticalScroll):
+    """Holds a GpuPanel per GPU in the frame; says why when the GPU field is unsupported."""
+
+    def compose(self) -> ComposeResult:
+        yield Plain("GPU: waiting for the first sample", classes="gpu-notice")
+
+    def show(self, view: View) -> None:
+        gpus = view.frame.gpus
+        notice = self.query_one(".gpu-notice", Static)
+        if isinstance(gpus, Unsupported):
+            notice.update(f"GPU: unavailable — {gpus.reason}")
+            notice.display = True
+            notice.set_class(True, "-disabled")
+            self._keep(set())
+            return
+        notice.set_class(False, "-disabled")
+        if not gpus:
+            notice.update("GPU: the job uses no GPU yet")
+            notice.display = True
+        else:
+            notice.display = False
+        wanted = {g.index for g in gpus}
+        self._keep(wanted)
+        for index in sorted(wanted):
+            found = self.query(f"#gpu-{index}")
+            if found:
+                panel = found.first(GpuPanel)
+                panel.show(view)
+            else:
+                panel = GpuPanel(index)
+                panel.show(view)
+                self.mount(panel)
+
+    def _keep(self, indexes: set[int]) -> None:
+        for panel in self.query(GpuPanel):
+            if panel.index not in indexes:
+                panel.remove()

@@ -1,0 +1,90 @@
+"""The header line: what is watched, on which GPUs, for how long, and what gpuwatch costs."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from gpuwatch.model.values import known
+from gpuwatch.tui import format as fmt
+from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.view import View
+
+
+class HeaderBar(Horizontal):
+    """Left: ``PID 1234 python train.py · GPU 0 NVIDIA H200``; right: state, watch time, own CPU.
+
+    The right part never gets cut: a long command line is what gives way on a narrow terminal.
+    """
+
+    self_cpu: reactive[float | None] = reactive(None)
+    """gpuwatch's own CPU use in percent of one core (None until measured)."""
+    recording: reactive[str] = reactive("")
+    """The recording's file name while recording, else empty."""
+    paused: reactive[bool] = reactive(False)
+    """True while the display is frozen."""
+    ended: reactive[str] = reactive("")
+    """Why frames stopped coming (replay finished, target exited), else empty."""
+
+    def __init__(self) -> None:
+        super().__init__(id="header")
+        self._view: View | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Plain("gpuwatch: waiting for the first frame", id="header-what")
+        yield Plain("", id="header-flags")
+        yield Plain("", id="header-state")
+
+    def show(self, view: View) -> None:
+        self._view = view
+        t = view.frame.target
+        parts = [f"PID {t.pid} {t.cmdline or '?'}"]
+        gpus = view.frame.gpus
+        if known(gpus) and gpus:
+            names = "/".join(sorted({g.name for g in gpus}))  # type: ignore[union-attr]
+            parts.append(f"GPU {','.join(str(g.index) for g in gpus)} {names}")  # type: ignore[union-attr]
+        elif known(gpus):
+            parts.append("no GPU in use")
+        else:
+            parts.append("GPU N/A")
+        self.query_one("#header-what", Static).update(" · ".join(parts))
+        self._draw_state()
+
+    def watch_self_cpu(self) -> None:
+        self._draw_state()
+
+    def watch_recording(self) -> None:
+        self._draw_flags()
+
+    def watch_paused(self) -> None:
+        self._draw_flags()
+
+    def watch_ended(self) -> None:
+        self._draw_flags()
+
+    def _draw_flags(self) -> None:
+        flags = []
+        if self.paused:
+            flags.append("❚❚ PAUSED")
+        if self.recording:
+            flags.append("● REC")
+        if self.ended:
+            flags.append(f"■ {self.ended}")
+        w = self.query_one("#header-flags", Static)
+        w.update(" ".join(flags))
+        w.display = bool(flags)
+        w.set_class(self.paused, "-paused")
+        w.set_class(bool(self.recording), "-recording")
+
+    def _draw_state(self) -> None:
+        parts = []
+        if self._view is not None:
+            parts.append(f"watched {fmt.duration(self._view.watched_s)}")
+        if self.self_cpu is not None:
+            parts.append(f"self {self.self_cpu:.1f} % CPU")
+        self.query_one("#header-state", Static).update(" · ".join(parts))
+
+    def on_mount(self) -> None:
+        self._draw_flags()

@@ -1,0 +1,90 @@
+"""The pipeline panel: the six stages as a flow, each with its level, and the verdict sentence."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.markup import escape
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES, Verdict
+from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS, set_level
+
+
+class StageBox(Static):
+    """One stage: its name and level. Clicking it selects it (the keyboard does the same)."""
+
+    def __init__(self, stage: str, position: int) -> None:
+        super().__init__(id=f"stage-{stage}", classes="stage-box -ok")
+        self.stage = stage
+        self.position = position
+        self.level = "ok"
+        self._draw()
+
+    def set_level(self, level: str) -> None:
+        if level != self.level:
+            self.level = level
+            set_level(self, level)
+            self._draw()
+
+    def _draw(self) -> None:
+        glyph = LEVEL_GLYPHS.get(self.level, "?")
+        self.update(f"{STAGE_TITLES[self.stage]}\n{glyph} {LEVEL_WORDS.get(self.level, self.level)}")
+        self.border_title = str(self.position)  # shown where the layout gives the box a border
+
+    def on_click(self) -> None:
+        self.post_message(PipelinePanel.StageClicked(self.stage))
+
+
+def verdict_text(v: Verdict) -> str:
+    """The verdict as one paragraph, most important first (a short terminal cuts the end off):
+    stage, confidence, what the fix could bring, then the sentence."""
+    title = STAGE_TITLES.get(v.stage, v.stage)
+    head = []
+    if v.confidence > 0:
+        head.append(f"{v.confidence_word} confidence {v.confidence:.2f}")
+    if v.speedup is not None and v.speedup > 1.0:
+        head.append(f"fixing it: up to {v.speedup:.1f}× faster")
+    lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
+    text = f"{lead}: {escape(v.sentence)}"
+    if v.secondary:
+        text += " Also: " + escape(", ".join(STAGE_TITLES.get(s, s) for s in v.secondary)) + "."
+    return text
+
+
+class PipelinePanel(Vertical):
+    """Disk → Decode → PCIe → GPU memory → Launch → Contention, then the verdict."""
+
+    selected: reactive[str] = reactive(PIPELINE[0])
+    """The stage Enter drills into."""
+
+    class StageClicked(Message):
+        """A stage box was clicked."""
+
+        def __init__(self, stage: str) -> None:
+            super().__init__()
+            self.stage = stage
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="flow"):
+            for i, stage in enumerate(PIPELINE):
+                if i:
+                    yield Static("→", classes="arrow")
+                yield StageBox(stage, i + 1)
+        yield Static("Waiting for the first frame…", classes="verdict")
+
+    def watch_selected(self, old: str, new: str) -> None:
+        for box in self.query(StageBox):
+            box.set_class(box.stage == new, "-selected")
+
+    def on_mount(self) -> None:
+        self.watch_selected(self.selected, self.selected)
+
+    def show(self, verdict: Verdict) -> None:
+        for box in self.query(StageBox):
+            box.set_level(verdict.level(box.stage))
+        line = self.query_one(".verdict", Static)
+        line.update(verdict_text(verdict))
+        set_level(line, "bottleneck" if verdict.stage in PIPELINE and verdict.confidence > 0 else "ok")

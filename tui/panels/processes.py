@@ -1,0 +1,111 @@
+"""The processes table: the job's main processes, DataLoader workers and other children.
+
+Rows are keyed by PID and updated in place, so the cursor stays on its process across ticks.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import DataTable, Static
+
+from gpuwatch.model.procs import ProcInfo
+from gpuwatch.model.stacks import StackSample, ThreadStack
+from gpuwatch.model.values import Unsupported, known
+from gpuwatch.tui import format as fmt
+from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.view import View
+
+COLUMNS = (
+    ("pid", "PID"),
+    ("role", "Role"),
+    ("cpu", "CPU %"),
+    ("state", "St"),
+    ("read", "Read MB/s"),
+    ("rss", "RSS"),
+    ("hot", "Hottest frame"),
+)
+
+
+def role_text(p: ProcInfo) -> str:
+    if p.rank is not None and p.role in ("main", "worker"):
+        return f"{p.role} r{p.rank}"
+    return p.role
+
+
+def hottest(stacks: object, pid: int) -> str:
+    """What the process's most telling thread was doing in the latest stack sample."""
+    if not isinstance(stacks, StackSample):
+        return fmt.NA
+    threads = [t for t in stacks.threads if t.pid == pid]
+    if not threads:
+        return ""
+    pick = next((t for t in threads if t.role == "main"), None) or next(
+        (t for t in threads if t.active), threads[0]
+    )
+    return thread_summary(pick)
+
+
+def thread_summary(t: ThreadStack) -> str:
+    """``label: detail`` or the leaf frame when there is no detail."""
+    where = t.detail or (t.frames[0] if t.frames else "")
+    return f"{t.label}: {where}" if where else t.label
+
+
+class ProcessPanel(Vertical):
+    """Processes of the watched job with CPU, state, reads, memory and what they run."""
+
+    def compose(self) -> ComposeResult:
+        yield Plain("", classes="procs-notice")
+        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True, id="procs")
+        for key, label in COLUMNS:
+            table.add_column(label, key=key)
+        yield table
+        yield Plain("", classes="stacks-note")
+
+    def on_mount(self) -> None:
+        self.border_title = "Processes"  # shown where the layout gives the panel a border
+        self.query_one(".procs-notice", Static).display = False
+        self.query_one(".stacks-note", Static).display = False
+
+    def show(self, view: View) -> None:
+        procs = view.frame.procs
+        notice = self.query_one(".procs-notice", Static)
+        table = self.query_one("#procs", DataTable)
+        if isinstance(procs, Unsupported):
+            notice.update(f"Processes: unavailable — {procs.reason}")
+            notice.display = True
+            table.display = False
+            return
+        notice.display = False
+        table.display = True
+        stacks_note = self.query_one(".stacks-note", Static)
+        reason = fmt.reason(view.frame.stacks)
+        stacks_note.display = reason is not None
+        if reason is not None:
+            stacks_note.update(f"Hottest frame N/A: {reason}")
+        rows = {str(p.pid): self._cells(p, view.frame.stacks) for p in procs.processes}
+        with self.app.batch_update():
+            for key in [k.value for k in table.rows if k.value not in rows]:
+                table.remove_row(key)
+            for key, cells in rows.items():
+                if key in table.rows:
+                    for (col, _), value in zip(COLUMNS, cells):
+                        if table.get_cell(key, col) != value:
+                            table.update_cell(key, col, value)
+                else:
+                    table.add_row(*cells, key=key)
+
+    @staticmethod
+    def _cells(p: ProcInfo, stacks: object) -> tuple[Text, ...]:
+        # Text, not str: DataTable reads a str as markup, and frames may hold [brackets].
+        return tuple(Text(cell) for cell in (
+            str(p.pid),
+            role_text(p),
+            f"{p.cpu_pct:.0f}",
+            p.state[:1].upper() if p.state else "?",
+            fmt.mbps(p.read_bps) if known(p.read_bps) else fmt.NA,
+            fmt.size(p.rss),
+            hottest(stacks, p.pid),
+        ))

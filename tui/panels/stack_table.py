@@ -1,0 +1,41 @@
+"""A table of hot frames (py-spy top style), updated by key so it never flickers or jumps."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from gpuwatch.model.stacks import ThreadStack
+from gpuwatch.tui.hot import hot_frames
+
+
+class StackTable(DataTable):
+    """``%Own  %Total  function (file:line)`` for a set of thread samples."""
+
+    def __init__(self, limit: int = 8, id: str | None = None) -> None:
+        super().__init__(cursor_type="none", zebra_stripes=True, id=id, classes="stack-table")
+        self.limit = limit
+
+    def on_mount(self) -> None:
+        self.add_column("%Own", key="own")
+        self.add_column("%Total", key="total")
+        self.add_column("Frame", key="frame")
+
+    def show(self, stacks: Sequence[ThreadStack]) -> None:
+        n = len(stacks)
+        hot = hot_frames(stacks, self.limit) if n else []
+        # Fixed-width strings: they print as py-spy does and sort right as text.
+        # The frame as Text: DataTable reads a str as markup, and frames may hold [brackets].
+        rows = {h.frame: (f"{100 * h.own / n:5.1f}", f"{100 * h.total / n:5.1f}", Text(h.frame)) for h in hot}
+        for key in [k.value for k in self.rows if k.value not in rows]:
+            self.remove_row(key)
+        for key, cells in rows.items():
+            if key in self.rows:
+                self.update_cell(key, "own", cells[0])
+                self.update_cell(key, "total", cells[1])
+            else:
+                self.add_row(*cells, key=key)
+        if rows:
+            self.sort("own", "total", reverse=True)

@@ -1,0 +1,39 @@
+"""The base of every screen that draws frames: it redraws from the app's latest view on resume."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.screen import Screen
+
+from gpuwatch.tui.panels.header import HeaderBar
+from gpuwatch.tui.view import View
+
+if TYPE_CHECKING:
+    from gpuwatch.tui.app import GpuwatchApp
+
+
+class WatchScreen(Screen):
+    """A screen that shows the latest :class:`View` and the app's state flags."""
+
+    @property
+    def watch_app(self) -> GpuwatchApp:
+        return self.app  # type: ignore[return-value]
+
+    def show(self, view: View) -> None:
+        """Draw ``view``. Called for every rendered frame while this screen is on top."""
+
+    def sync_header(self) -> None:
+        """Copy the app's flags (paused, recording, ended, own CPU) into this screen's header."""
+        app = self.watch_app
+        for header in self.query(HeaderBar):
+            header.paused = app.paused
+            header.recording = app.recording_path or ""
+            header.ended = app.ended or ""
+            header.self_cpu = app.self_cpu
+
+    def on_screen_resume(self) -> None:
+        self.sync_header()
+        view = self.watch_app.view
+        if view is not None:
+            self.show(view)

@@ -1,0 +1,52 @@
+"""The stacks view: for each thread role, what it spends its samples on and its hottest frames."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Static
+
+from gpuwatch.model.stacks import ROLE_OTHER_THREAD
+from gpuwatch.model.values import Unsupported
+from gpuwatch.tui.hot import STACK_WINDOW, label_shares, stack_samples, threads
+from gpuwatch.tui.panels.header import HeaderBar
+from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.panels.stack_table import StackTable
+from gpuwatch.tui.roles import ROLES
+from gpuwatch.tui.screens.base import WatchScreen
+from gpuwatch.tui.view import View
+
+
+class StacksScreen(WatchScreen):
+    """py-spy-top for each role, over the last stack samples."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back", tooltip="Back to the main screen.")]
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+        with VerticalScroll(id="stacks-body"):
+            yield Plain("", id="stacks-status")
+            for role, title in ROLES:
+                yield Plain(title.capitalize(), classes="section", id=f"title-{role}")
+                yield Plain("", classes="shares", id=f"shares-{role}")
+                yield StackTable(limit=8, id=f"table-{role}")
+        yield Footer()
+
+    def show(self, view: View) -> None:
+        self.query_one(HeaderBar).show(view)
+        samples = stack_samples(view.frames)
+        status = self.query_one("#stacks-status", Static)
+        if isinstance(view.frame.stacks, Unsupported):
+            status.update(f"Stacks N/A: {view.frame.stacks.reason}")
+        else:
+            status.update(f"{len(samples)} stack samples from the last {STACK_WINDOW} frames.")
+        for role, _ in ROLES:
+            keep = (lambda t, r=role: t.role == r and (t.active or r != ROLE_OTHER_THREAD))
+            mine = threads(samples, keep)
+            shares = ", ".join(f"{label} {share:.0%}" for label, share in label_shares(mine)[:6])
+            self.query_one(f"#shares-{role}", Static).update(
+                f"{len(mine)} samples: {shares}" if mine else "no samples")
+            table = self.query_one(f"#table-{role}", StackTable)
+            table.show(mine)
+            table.display = bool(mine)

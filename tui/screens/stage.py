@@ -1,0 +1,178 @@
+"""A stage's drill-down: evidence against thresholds, signal history, top stacks, remedies."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.reactive import reactive
+from textual.widgets import Footer, Static
+
+from gpuwatch.model import verdict as v
+from gpuwatch.model.stacks import ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, ROLE_WORKER
+from gpuwatch.model.values import known
+from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES, Verdict
+from gpuwatch.tui import format as fmt
+from gpuwatch.tui.hot import label_shares, stack_samples, threads
+from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS, set_level
+from gpuwatch.tui.panels.evidence import EvidenceList
+from gpuwatch.tui.panels.header import HeaderBar
+from gpuwatch.tui.panels.metric_row import MetricRow
+from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.panels.stack_table import StackTable
+from gpuwatch.tui.screens.base import WatchScreen
+from gpuwatch.tui.stage_signals import SIGNALS, series
+from gpuwatch.tui.view import View
+
+STACK_ROLES = {
+    v.IO: (ROLE_WORKER, ROLE_MAIN_THREAD),
+    v.DECODE: (ROLE_WORKER, ROLE_MAIN_THREAD),
+    v.H2D: (ROLE_MAIN_THREAD, ROLE_PIN),
+    v.GPU_MEMORY: (ROLE_MAIN_THREAD,),
+    v.LAUNCH: (ROLE_MAIN_THREAD,),
+    v.CONTENTION: (ROLE_MAIN_THREAD, ROLE_WORKER, ROLE_PIN, ROLE_OTHER_THREAD),
+}
+"""Whose stacks tell about each stage: workers decode and read, the main thread dispatches."""
+
+HISTORY_LABEL_W = 19
+
+
+def evidence_history(verdicts: tuple[Verdict, ...], stage: str, signal: str) -> list[float | None]:
+    out: list[float | None] = []
+    for vd in verdicts:
+        e = next((e for e in vd.evidence if e.stage == stage and e.signal == signal), None)
+        out.append(e.value if e is not None else None)
+    return out
+
+
+class StageScreen(WatchScreen):
+    """Why a stage has its level, and what to do about it."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", tooltip="Back to the main screen."),
+        Binding("left", "move_stage(-1)", "Stage", key_display="←→", priority=True,
+                tooltip="Show the previous stage."),
+        Binding("right", "move_stage(1)", "Stage", show=False, priority=True, tooltip="Show the next stage."),
+    ]
+
+    stage: reactive[str] = reactive(v.IO, init=False)
+    """The stage on show."""
+
+    def __init__(self, stage: str) -> None:
+        super().__init__()
+        self.set_reactive(StageScreen.stage, stage)
+        self._history_shape: tuple | None = None
+        self._signal_rows: list[MetricRow] = []
+        self._evidence_rows: list[MetricRow] = []
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar()
+        with VerticalScroll(id="stage-body"):
+            yield Plain("", id="stage-title")
+            yield Plain("", id="stage-verdict")
+            yield Plain("Evidence", classes="section")
+            yield EvidenceList(id="evidence")
+            yield Plain("Signals over time", classes="section")
+            yield Vertical(id="history")
+            yield Plain("", classes="na-note", id="history-na")
+            yield Plain("Evidence over time (against its threshold)", classes="section", id="evidence-history-title")
+            yield Vertical(id="evidence-history")
+            yield Plain("Top stacks", classes="section")
+            yield Plain("", id="shares")
+            yield StackTable(id="stage-stacks")
+            yield Plain("Remedies", classes="section")
+            yield Plain("", id="remedies")
+        yield Footer()
+
+    def watch_stage(self) -> None:
+        view = self.watch_app.view
+        if view is not None:
+            self.show(view)
+
+    def action_move_stage(self, step: int) -> None:
+        self.stage = PIPELINE[(PIPELINE.index(self.stage) + step) % len(PIPELINE)]
+
+    def show(self, view: View) -> None:
+        stage, verdict = self.stage, view.verdict
+        self.query_one(HeaderBar).show(view)
+        level = verdict.level(stage)
+        title = self.query_one("#stage-title", Static)
+        title.update(f"{PIPELINE.index(stage) + 1} · {STAGE_TITLES[stage]} — "
+                     f"{LEVEL_GLYPHS.get(level, '?')} {LEVEL_WORDS.get(level, level)}")
+        set_level(title, level)
+        if verdict.stage == stage:
+            about = f"This is the verdict: {verdict.sentence} (confidence {verdict.confidence_word})"
+        else:
+            about = f"Verdict: {STAGE_TITLES.get(verdict.stage, verdict.stage)} — {verdict.sentence}"
+        self.query_one("#stage-verdict", Static).update(about)
+        self._show_evidence(verdict)
+        self._show_history(view)
+        self._show_stacks(view)
+        self._show_remedies(verdict)
+
+    def _show_evidence(self, verdict: Verdict) -> None:
+        self.query_one(EvidenceList).show([e for e in verdict.evidence if e.stage == self.stage])
+
+    def _show_history(self, view: View) -> None:
+        signals = SIGNALS[self.stage]
+        evidence = [e for e in view.verdict.evidence if e.stage == self.stage and e.value is not None]
+        shape = (self.stage, tuple(e.signal for e in evidence))
+        if shape != self._history_shape:  # another stage or other evidence: new rows
+            self._history_shape = shape
+            for row in [*self._signal_rows, *self._evidence_rows]:
+                row.remove()
+            self._signal_rows = [MetricRow(s.label, f"{s.label} ({s.unit}) over the last frames",
+                                           label_width=HISTORY_LABEL_W) for s in signals]
+            self._evidence_rows = [MetricRow(e.signal, e.text, label_width=HISTORY_LABEL_W) for e in evidence]
+            self.query_one("#history", Vertical).mount_all(self._signal_rows)
+            self.query_one("#evidence-history", Vertical).mount_all(self._evidence_rows)
+            self.query_one("#evidence-history-title").display = bool(evidence)
+        width = self.app.size.width  # enough history for the widest plot
+        frames = view.frames[-width:]
+        reasons: dict[str, list[str]] = {}
+        for row, s in zip(self._signal_rows, signals):
+            latest = s.read(view.frame)
+            text = fmt.NA if not known(latest) else (fmt.rate(latest) if s.unit == "B/s" else f"{latest:.1f} %")
+            frac = float(latest) / s.top if known(latest) and s.top else None  # type: ignore[arg-type]
+            reason = fmt.reason(latest)
+            if reason is not None:
+                reasons.setdefault(reason, []).append(s.label)
+            row.set_data(text, frac, series(s, frames), s.top, reason)
+        note = self.query_one("#history-na", Plain)
+        note.update("\n".join(f"N/A {', '.join(labels)}: {r}" for r, labels in reasons.items()))
+        note.display = bool(reasons)
+        verdicts = view.verdicts[-width:]
+        for row, e in zip(self._evidence_rows, evidence):
+            values = evidence_history(verdicts, self.stage, e.signal)
+            seen = [x for x in values if x is not None]
+            top = max([abs(e.threshold) * 1.5 if e.threshold else 0.0, *seen, 1e-9])
+            test = f" {e.op} {e.threshold:.3g}" if e.threshold is not None else ""
+            row.set_data(f"{e.value:.3g}{test}", (e.value or 0.0) / top, values, top, None)
+
+    def _show_stacks(self, view: View) -> None:
+        roles = STACK_ROLES[self.stage]
+        picked = threads(stack_samples(view.frames), lambda t: t.role in roles)
+        shares = self.query_one("#shares", Static)
+        reason = fmt.reason(view.frame.stacks)
+        if reason is not None and not picked:
+            shares.update(f"Stacks N/A: {reason}")
+        elif not picked:
+            shares.update(f"No samples of {', '.join(roles)} threads yet.")
+        else:
+            by_role = []
+            for role in roles:
+                mine = [t for t in picked if t.role == role]
+                if mine:
+                    top = ", ".join(f"{label} {share:.0%}" for label, share in label_shares(mine)[:4])
+                    by_role.append(f"{role} ({len(mine)} samples): {top}")
+            shares.update("\n".join(by_role))
+        self.query_one("#stage-stacks", StackTable).show(picked)
+
+    def _show_remedies(self, verdict: Verdict) -> None:
+        box = self.query_one("#remedies", Static)
+        if verdict.stage == self.stage and verdict.remedies:
+            box.update("\n".join(f"• {r}" for r in verdict.remedies))
+        elif verdict.stage == self.stage:
+            box.update("The diagnosis gave no remedy for this verdict.")
+        else:
+            box.update("Remedies are given for the stage the verdict names; this stage is not it.")
