@@ -18,6 +18,8 @@ from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.values import PENDING, Unsupported
 
 FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
+FIRST_FRAME_S = 0.6
+"""Longest wait for the first frame: enough for the rate collectors' first window (0.3 s)."""
 STALE_AFTER = 3.0
 """A sample older than this many of its collector's intervals (and the tick) is shown as stalled."""
 
@@ -51,7 +53,11 @@ class Watch:
             tasks.append(asyncio.create_task(self._run(c), name=f"collect:{c.field}"))
         start = self.clock()
         try:
-            next_tick = start + self.interval
+            # The first frame goes out as soon as every collector has reported once, or after
+            # FIRST_FRAME_S at most (the stack collector spreads its dumps over a whole tick, so it
+            # may still say "no sample yet"): the screen fills within about a second of attaching.
+            await self._first_round(start + min(self.interval, FIRST_FRAME_S))
+            next_tick = self.clock()
             while True:
                 await asyncio.sleep(max(0.0, next_tick - self.clock()))
                 next_tick += self.interval
@@ -76,6 +82,12 @@ class Watch:
                     pass
             for ex in self._executors.values():
                 ex.shutdown(wait=False, cancel_futures=True)
+
+    async def _first_round(self, deadline: float) -> None:
+        while self.clock() < deadline:
+            if all(c.field in self._stamp or self._latest[c.field] is not PENDING for c in self.collectors):
+                return
+            await asyncio.sleep(0.02)
 
     def _frame(self, now: float, alive: bool) -> Frame:
         self._seq += 1

@@ -1,0 +1,56 @@
+"""Score saved accuracy runs again with the current diagnosis, without a GPU.
+
+``bench/accuracy.py --out DIR`` keeps each scenario's recording (``<name>.jsonl``) and its
+ground-truth markers (``accuracy.json``). This replays every recording through today's
+``gpuwatch.analysis.Analysis`` and scores it with the same ``score()``. Use it to check a change
+of the diagnosis against the H200 runs; the held-out scenarios judge it in the end, so a rule
+tuned until this reads 100 % proves nothing by itself.
+
+    python -m bench.rescore bench/results/2026-12-02-h200/acc
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.accuracy import Tick, markdown, score, verdict_stage  # noqa: E402
+from gpuwatch.analysis import Analysis  # noqa: E402
+from gpuwatch.model.codec import to_dict  # noqa: E402
+from gpuwatch.replay import load_frames  # noqa: E402
+
+
+def rescore_one(recording: Path, markers: list[dict]) -> dict:
+    analysis = Analysis()
+    ticks = []
+    for frame in load_frames(str(recording)):
+        v = analysis.update(frame)
+        ticks.append(Tick(frame.wall, verdict_stage(to_dict(v)), v.confidence, v.candidate))
+    return score(markers, ticks)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("dir", help="an accuracy --out folder (accuracy.json + <scenario>.jsonl)")
+    ns = p.parse_args(argv)
+    d = Path(ns.dir)
+    saved = json.loads((d / "accuracy.json").read_text())
+    results = []
+    for r in saved["results"]:
+        rec = d / f"{r['scenario']}.jsonl"
+        if not rec.exists() or not r.get("markers_seen"):
+            results.append({**r, "error": r.get("error") or "no recording"})
+            continue
+        results.append({**r, **rescore_one(rec, r["markers_seen"]), "error": None})
+    print(markdown(results, {**saved.get("header", {}), "rescored": True}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
