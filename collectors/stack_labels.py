@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.stacks import (
-    BACKWARD, CHECKPOINT, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
+    BACKWARD, CHECKPOINT, COLLECTIVE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
     PIN_IDLE, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, SYNC, W_BUSY, W_IDLE, W_IO,
 )
 from gpuwatch.model.stacks import ROLE_WORKER as ROLE_WORKER_THREAD
@@ -130,6 +130,34 @@ LOADS: tuple[Pattern, ...] = (
     ("load", "numpy/lib/_npyio_impl.py"), ("load", "torch/serialization.py"), ("", "h5py/_hl/"),
     ("", "tarfile.py"), ("", "zipfile.py"),
 )
+# Frames that mean "this thread waits for the other ranks". (function, file suffix); "" = any function.
+# Measured on tests/jobs/ddp_cpu.py (torch 2.13, gloo): the fast rank's main thread sat in
+# DistributedDataParallel._distributed_broadcast_coalesced <- _default_broadcast_coalesced <-
+# _sync_module_buffers <- _sync_buffers <- _pre_forward (torch/nn/parallel/distributed.py) in 30 of 30
+# dumps, and in all_reduce (torch/distributed/distributed_c10d.py) for explicit collectives.
+COLLECTIVE_FRAMES: tuple[tuple[str, str], ...] = (
+    ("", "torch/distributed/distributed_c10d.py"),  # all_reduce, broadcast, barrier, all_gather, ...
+    ("", "torch/distributed/_functional_collectives.py"),
+    ("", "torch/distributed/algorithms/join.py"),
+    ("", "torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py"),
+    ("FSDPParamGroup.wait_for_unshard", "torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py"),
+    ("_sync_module_states", "torch/distributed/utils.py"),
+    ("_sync_params_and_buffers", "torch/distributed/utils.py"),
+    ("", "deepspeed/comm/"),
+    ("wait_for_everyone", "accelerate/"),
+) + tuple(
+    (f"DistributedDataParallel.{f}", "torch/nn/parallel/distributed.py")
+    for f in ("_sync_buffers", "_sync_module_buffers", "_default_broadcast_coalesced",
+              "_distributed_broadcast_coalesced", "_sync_params_and_buffers", "_find_common_rank",
+              "_check_global_requires_backward_grad_sync", "_match_all_reduce_for_bwd_pass",
+              "_match_unused_params_allreduce", "_check_and_sync_module_buffers", "_sync_final_model")
+)
+NATIVE_COLLECTIVES = ("c10d::Reducer::finalize_backward", "c10d::ProcessGroup", "c10d::Work::wait",
+                      "c10d::ProcessGroupNCCL::WorkNCCL::", "gloo::", "ncclGroupEnd")
+"""With ``py-spy dump --native`` (measured here: DDP's gradient all-reduce waits in
+``c10d::Reducer::finalize_backward`` under ``_engine_run_backward``; without --native only the latter
+shows, i.e. the wait looks like backward)."""
+
 DETAIL_CHARS = 120
 
 
@@ -216,6 +244,9 @@ def _main(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
     i = _outermost(frames, CHECKPOINTS, CHECKPOINT_FUNCS)
     if i is not None:
         return CHECKPOINT, short_name(frames[i])
+    i = _collective(frames)
+    if i is not None:
+        return COLLECTIVE, short_name(frames[i])
     # Then the innermost frame that says what it is.
     for i, f in enumerate(frames):
         if any(matches(f, p) for p in SYNCS) or _native(f.name) in NATIVE_SYNCS:
@@ -336,3 +367,19 @@ def _func_matches(name: str, func: str) -> bool:
 def _native(name: str) -> str:
     """``c10::cuda::memcpy_and_sync(void*, ...)`` -> ``memcpy_and_sync`` (frames of --native dumps)."""
     return name.split("(", 1)[0].rsplit("::", 1)[-1].strip()
+
+
+def _collective(frames: Sequence[FrameRecord]) -> int | None:
+    """The innermost frame inside a distributed collective (gpuwatch.ranks lists them: c10d,
+    DDP's buffer sync, FSDP, DeepSpeed, accelerate), or None. Checked before the torch/nn dispatch
+    patterns, which would otherwise claim DDP's forward-time buffer broadcast."""
+    for i, f in enumerate(frames):
+        if any(n in f.name for n in NATIVE_COLLECTIVES):
+            return i
+        for want_func, suffix in COLLECTIVE_FRAMES:
+            path = f.filename
+            if (suffix in path if suffix.endswith("/") else path.endswith(suffix)) and (
+                not want_func or f.name == want_func or f.name.endswith("." + want_func)
+            ):
+                return i
+    return None

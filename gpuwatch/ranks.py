@@ -19,47 +19,18 @@ from gpuwatch.diagnosis.window import recent, unique_samples
 from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.gpu import GpuSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcInfo, ProcsSample
-from gpuwatch.model.stacks import DATA_IPC, DATA_WAIT, INLINE_LOAD, ROLE_MAIN_THREAD, ThreadStack
+from gpuwatch.collectors.stack_labels import COLLECTIVE_FRAMES, NATIVE_COLLECTIVES
+from gpuwatch.model.stacks import COLLECTIVE, DATA_IPC, DATA_WAIT, INLINE_LOAD, ROLE_MAIN_THREAD, ThreadStack
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.model.verdict import Verdict
 from gpuwatch.straggler import RankSignals, Straggler, find_straggler
 
-COLLECTIVE = "collective"
-"""Main-thread label for waiting on the other ranks (proposed for model/stacks.py's MAIN_LABELS)."""
 INPUT_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD)
 """Main-thread labels that mean "getting this rank's own input"."""
 
 SIGNAL_WINDOW_S = 10.0
 """Seconds of frames behind one rank's signals: signals.md §11 uses ~10 s windows because py-spy
 shares over a few dozen samples carry +-10-15 % noise."""
-
-# Frames that mean "this thread waits for the other ranks". (function, file suffix); "" = any function.
-# Measured on tests/jobs/ddp_cpu.py (torch 2.13, gloo): the fast rank's main thread sat in
-# DistributedDataParallel._distributed_broadcast_coalesced <- _default_broadcast_coalesced <-
-# _sync_module_buffers <- _sync_buffers <- _pre_forward (torch/nn/parallel/distributed.py) in 30 of 30
-# dumps, and in all_reduce (torch/distributed/distributed_c10d.py) for explicit collectives.
-COLLECTIVE_FRAMES: tuple[tuple[str, str], ...] = (
-    ("", "torch/distributed/distributed_c10d.py"),  # all_reduce, broadcast, barrier, all_gather, ...
-    ("", "torch/distributed/_functional_collectives.py"),
-    ("", "torch/distributed/algorithms/join.py"),
-    ("", "torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py"),
-    ("FSDPParamGroup.wait_for_unshard", "torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py"),
-    ("_sync_module_states", "torch/distributed/utils.py"),
-    ("_sync_params_and_buffers", "torch/distributed/utils.py"),
-    ("", "deepspeed/comm/"),
-    ("wait_for_everyone", "accelerate/"),
-) + tuple(
-    (f"DistributedDataParallel.{f}", "torch/nn/parallel/distributed.py")
-    for f in ("_sync_buffers", "_sync_module_buffers", "_default_broadcast_coalesced",
-              "_distributed_broadcast_coalesced", "_sync_params_and_buffers", "_find_common_rank",
-              "_check_global_requires_backward_grad_sync", "_match_all_reduce_for_bwd_pass",
-              "_match_unused_params_allreduce", "_check_and_sync_module_buffers", "_sync_final_model")
-)
-NATIVE_COLLECTIVES = ("c10d::Reducer::finalize_backward", "c10d::ProcessGroup", "c10d::Work::wait",
-                      "c10d::ProcessGroupNCCL::WorkNCCL::", "gloo::", "ncclGroupEnd")
-"""With ``py-spy dump --native`` (measured here: DDP's gradient all-reduce waits in
-``c10d::Reducer::finalize_backward`` under ``_engine_run_backward``; without --native only the latter
-shows, i.e. the wait looks like backward)."""
 
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*):\d+\)$")
 

@@ -14,6 +14,8 @@ BACKWARD = "backward"
 OPTIMIZER = "optimizer"
 DISPATCH = "dispatch"
 CHECKPOINT = "checkpoint"
+COLLECTIVE = "collective"
+"""Waiting in a distributed collective (all-reduce, broadcast, barrier): another rank is slower."""
 OTHER = "other"
 # DataLoader workers:
 W_BUSY = "busy"
@@ -23,7 +25,8 @@ W_IDLE = "idle"
 PIN_BUSY = "pin_busy"
 PIN_IDLE = "pin_idle"
 
-MAIN_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, H2D, SYNC, BACKWARD, OPTIMIZER, DISPATCH, CHECKPOINT, OTHER)
+MAIN_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, H2D, SYNC, BACKWARD, OPTIMIZER, DISPATCH, CHECKPOINT, COLLECTIVE,
+               OTHER)
 WORKER_LABELS = (W_BUSY, W_IO, W_IDLE)
 PIN_LABELS = (PIN_BUSY, PIN_IDLE)
 
