@@ -1,0 +1,1 @@
+"""Benchmarks and bottleneck scenarios for gpuwatch (not installed; run from the repository root)."""

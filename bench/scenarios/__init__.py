@@ -1,0 +1,51 @@
+"""Real PyTorch training jobs, each holding the GPU back at one known stage (see README.md).
+
+Run one from the repository root: ``python -m bench.scenarios.decode --device cpu --duration 30``.
+This module lists them for ``bench/accuracy.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    """What ``--scenarios`` calls it."""
+    module: str
+    """``bench.scenarios.<module>``."""
+    stages: tuple[str, ...]
+    """Ground truth, in order (one stage, or the phases of a switching job)."""
+    devices: tuple[str, ...]
+    args: tuple[str, ...] = ()
+    cpu_stages: tuple[str, ...] | None = None
+    """Ground truth on the CPU where it differs from ``stages``."""
+
+    def truth(self, device: str) -> tuple[str, ...]:
+        return self.cpu_stages if device == "cpu" and self.cpu_stages is not None else self.stages
+
+
+SCENARIOS = (
+    Scenario("healthy", "healthy", ("gpu_bound",), ("cpu", "cuda"), cpu_stages=("cpu_compute",)),
+    Scenario("io", "io_bound", ("io",), ("cpu", "cuda")),
+    Scenario("decode", "decode", ("decode",), ("cpu", "cuda")),
+    Scenario("h2d", "h2d", ("h2d",), ("cuda",)),
+    Scenario("h2d_pinned", "h2d", ("h2d",), ("cuda",), ("--pinned",)),
+    Scenario("gpu_memory", "gpu_memory", ("gpu_memory",), ("cuda",)),
+    Scenario("launch", "launch", ("launch",), ("cuda",)),
+    Scenario("contention", "contention", ("contention",), ("cpu", "cuda")),
+    Scenario("contention_quota", "contention", ("contention",), ("cpu",), ("--hog", "quota")),
+    Scenario("switch", "switch", (), ("cpu", "cuda")),
+)
+"""``healthy`` on the CPU is the "cpu compute-bound" variant: its truth is ``cpu_compute`` (the
+model's compute is the limit and the input keeps up; see _common.CPU_COMPUTE). The switch job's
+stages come from its markers."""
+
+BY_NAME = {s.name: s for s in SCENARIOS}
+
+
+def default_names(device: str) -> list[str]:
+    """The scenarios that exist on ``device``, minus the opt-in variants (pinned, quota)."""
+    opt_in = {"h2d_pinned", "contention_quota"}
+    return [s.name for s in SCENARIOS if device in s.devices and s.name not in opt_in]
