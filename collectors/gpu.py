@@ -21,6 +21,7 @@ import psutil
 from gpuwatch.collectors.base import Collector
 from gpuwatch.collectors.nvml_session import (
     Field,
+    GpmWindow,
     GpuLost,
     NvmlSession,
     counter_delta,
@@ -59,8 +60,10 @@ IDLE_AFTER_PERIODS = 2
 the driver has stopped sampling because the GPU is idle (signals.md §1.2), so 0 % is real. Sooner,
 the tick was just shorter than the driver's period and nothing is known yet."""
 
-GPM_MIN_WINDOW_S = 0.1
-"""nvml.h: the interval between two nvmlGpmSampleGet() calls "should be greater than 100ms"."""
+MEMORY_V2_MISSING = ("NVMLError_FunctionNotFound", "NVMLError_ArgumentVersionMismatch", "NVMLError_NotSupported",
+                     "NVMLError_NoData")
+"""nvmlDeviceGetMemoryInfo_v2 answers that mean "use v1 instead": an older driver lacks
+it, or it answers nothing (a replayed capture that recorded v1 only)."""
 
 
 @dataclass
@@ -79,11 +82,6 @@ class _GpuState:
     proc_seen: bool = False
     throttle: dict[int, Field | Unsupported] | None = None
     static: dict[str, Any] = dc_field(default_factory=dict)
-    gpm_support: Unsupported | bool | None = None
-    gpm_bufs: list[Any] | None = None
-    gpm_prev: int | None = None
-    gpm_prev_t: float = 0.0
-    gpm_get: Any = None
 
 
 class GpuCollector(Collector):
@@ -106,6 +104,8 @@ class GpuCollector(Collector):
         self._names: dict[int, str] = {}
         self._opened = False
         self._temp_v = True
+        self._mem_v2 = True
+        self._gpm = GpmWindow(session, GPM_METRICS, clock)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def probe(self) -> Unsupported | None:
@@ -118,14 +118,7 @@ class GpuCollector(Collector):
         return problem
 
     def close(self) -> None:
-        nv = self.session.nvml
-        for st in self._state.values():
-            for buf in st.gpm_bufs or ():
-                try:
-                    nv.nvmlGpmSampleFree(buf)
-                except Exception:  # noqa: BLE001 - freeing must never mask the real exit
-                    pass
-            st.gpm_bufs = None
+        self._gpm.close()
         if self._opened:
             self._opened = False
             self.session.release()
@@ -175,7 +168,7 @@ class GpuCollector(Collector):
                 st.static[key] = self._get(i, what, fn, *args)
         util_gpu, trace = self._util(i, st, nv.NVML_GPU_UTILIZATION_SAMPLES, "GPU utilization")
         util_mem, _ = self._util(i, st, nv.NVML_MEMORY_UTILIZATION_SAMPLES, "memory utilization")
-        mem = self._get(i, "memory", "nvmlDeviceGetMemoryInfo")
+        mem = self._memory(i)
         return GpuSample(
             t=t, index=i, uuid=_str(st.static["uuid"]), name=_str(st.static["name"]),
             used_by_target=used, util_gpu=util_gpu, util_mem=util_mem, util_trace=trace,
@@ -190,7 +183,7 @@ class GpuCollector(Collector):
             mem_clock_max_mhz=_scale(st.static["mem_max"], 1),
             clock_reasons=self._get(i, "clock-event reasons", "nvmlDeviceGetCurrentClocksEventReasons"),
             throttle=self._throttle(i, st),
-            gpm=self._gpm(i, st),
+            gpm=self._gpm_metrics(i),
             processes=self._processes(i, st, ours),
         )
 
@@ -201,6 +194,26 @@ class GpuCollector(Collector):
             return self.session.call(i, fn, *args)
         except (nv.NVMLError, nv.NVMLLibraryMismatchError) as e:
             return Unsupported(describe(e, what))
+
+    def _memory(self, i: int) -> Any:
+        """Memory as nvidia-smi shows it: v2, whose ``used`` leaves out the driver's reserved memory.
+
+        v1's ``used`` includes it: on the H200 v1 said 3142 MiB used while nvidia-smi said 2527 MiB
+        at the same time (tests/data/h200/), the difference being ~615 MiB reserved. v1 is the
+        fallback where v2 is missing (MEMORY_V2_MISSING, or an nvidia-ml-py without the argument).
+        """
+        nv = self.session.nvml
+        version = getattr(nv, "nvmlMemory_v2", None)
+        if self._mem_v2 and version is not None:
+            try:
+                return self.session.call(i, "nvmlDeviceGetMemoryInfo", version)
+            except TypeError:  # an nvidia-ml-py whose nvmlDeviceGetMemoryInfo takes no version
+                self._mem_v2 = False
+            except (nv.NVMLError, nv.NVMLLibraryMismatchError) as e:
+                if type(e).__name__ not in MEMORY_V2_MISSING:
+                    return Unsupported(describe(e, "memory"))
+                self._mem_v2 = False
+        return self._get(i, "memory", "nvmlDeviceGetMemoryInfo")
 
     def _temperature(self, i: int) -> float | Unsupported:
         nv = self.session.nvml
@@ -268,46 +281,12 @@ class GpuCollector(Collector):
                 out.append((name, min(1.0, frac)))
         return tuple(out) if out else Unsupported("; ".join(reasons) or "throttle counters reset")
 
-    def _gpm(self, i: int, st: _GpuState) -> GpmMetrics | Unsupported:
-        nv = self.session.nvml
-        if st.gpm_support is None:
-            try:
-                ok = bool(self.session.call(i, "nvmlGpmQueryDeviceSupport").isSupportedDevice)
-                st.gpm_support = True if ok else Unsupported("GPM: needs a Hopper or newer GPU")
-            except (nv.NVMLError, AttributeError) as e:
-                st.gpm_support = Unsupported(f"GPM: needs a Hopper or newer GPU and driver R520+ ({e})")
-        if isinstance(st.gpm_support, Unsupported):
-            return st.gpm_support
-        try:
-            if st.gpm_bufs is None:
-                st.gpm_bufs = [nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()]
-                st.gpm_get = nv.c_nvmlGpmMetricsGet_t()
-            now = self.clock()
-            if st.gpm_prev is not None and now - st.gpm_prev_t < GPM_MIN_WINDOW_S:
-                return Unsupported("GPM: less than 100 ms since the last GPM sample")
-            cur = 0 if st.gpm_prev is None else 1 - st.gpm_prev
-            self.session.call(i, "nvmlGpmSampleGet", st.gpm_bufs[cur])
-            prev, prev_t = st.gpm_prev, st.gpm_prev_t
-            st.gpm_prev, st.gpm_prev_t = cur, now  # ping-pong: this sample opens the next window
-            if prev is None:
-                return Unsupported("GPM: first window")
-            mg = st.gpm_get
-            mg.version = nv.NVML_GPM_METRICS_GET_VERSION
-            mg.numMetrics = len(GPM_METRICS)
-            mg.sample1, mg.sample2 = st.gpm_bufs[prev], st.gpm_bufs[cur]
-            for k, (mid, _) in enumerate(GPM_METRICS):
-                mg.metrics[k].metricId = mid
-            nv.nvmlGpmMetricsGet(mg)
-        except nv.NVMLError_GpuIsLost:
-            raise GpuLost(self.session.mark_lost(i)) from None
-        except nv.NVMLError as e:
-            return Unsupported(describe(e, "GPM"))
-        vals: dict[str, Any] = {}
-        for k, (_, name) in enumerate(GPM_METRICS):
-            m = mg.metrics[k]
-            ok = m.nvmlReturn == nv.NVML_SUCCESS
-            vals[name] = float(m.value) if ok else Unsupported(describe(nv.NVMLError(m.nvmlReturn), f"GPM {name}"))
-        return GpmMetrics(window_s=now - prev_t, **vals)
+    def _gpm_metrics(self, i: int) -> GpmMetrics | Unsupported:
+        got = self._gpm.read(i)
+        if isinstance(got, Unsupported):
+            return got
+        window, vals = got
+        return GpmMetrics(window_s=window, **vals)
 
     def _processes(self, i: int, st: _GpuState, ours: set[int]) -> tuple[GpuProcess, ...]:
         procs = self.session.processes().get(i)

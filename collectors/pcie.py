@@ -1,9 +1,16 @@
 """The PCIe collector: each watched GPU's host link, its traffic and its retries, per tick.
 
-Traffic comes from NVML's cumulative byte counters (field ids 197/198, "Value can be wrapped",
-nvml.h), whose deltas give the true average over the tick. ``nvmlDeviceGetPcieThroughput`` is
-never called: it measures a 20 ms window and blocks ~21 ms per call on an H200
-(h200-signatures.md). Directions are from the GPU's side: RX is host->device, TX device->host.
+Traffic, averaged over exactly the tick:
+- from GPM (Hopper and newer): ``PCIE_RX_PER_SEC`` / ``PCIE_TX_PER_SEC`` in MiB/s;
+- else from NVML's cumulative byte counters (field ids 197/198, "Value can be wrapped", nvml.h),
+  but only where the delta cannot be ambiguous. On the H200 (driver 580) those counters are
+  32-bit (value type 1): 2^32 bytes pass in 68 ms at Gen5 x16, and the real capture
+  (tests/data/nvml/h200_capture_2026-12-02.json) shows a pinned copy at ~56 GiB/s wrapping them
+  about 7 times per 0.5 s tick, so the delta modulo 2^32 said ~7.5 GiB/s. A counter that can
+  wrap more than once per tick at the link's speed gives an Unsupported, not a guess.
+``nvmlDeviceGetPcieThroughput`` is never called: it measures a 20 ms window and blocks ~21 ms per
+call on an H200 (h200-signatures.md). Directions are from the GPU's side: RX is host->device,
+TX device->host.
 """
 
 from __future__ import annotations
@@ -15,13 +22,24 @@ from dataclasses import field as dc_field
 from typing import Any
 
 from gpuwatch.collectors.base import Collector
-from gpuwatch.collectors.nvml_session import Field, GpuLost, NvmlSession, counter_delta, describe
+from gpuwatch.collectors.nvml_session import (
+    Field,
+    GpmWindow,
+    GpuLost,
+    NvmlSession,
+    counter_delta,
+    describe,
+    wrap_modulus,
+)
 from gpuwatch.collectors.target import TargetGone
 from gpuwatch.model.pcie import PcieSample
 from gpuwatch.model.values import Unsupported
 
 FI_TX_BYTES = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES
 FI_RX_BYTES = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES
+GPM_PCIE = ((21, "RX"), (20, "TX"))  # NVML_GPM_METRIC_PCIE_RX_PER_SEC, _TX_PER_SEC (MiB/s)
+MIB = 2**20
+FIRST_WINDOW = "PCIe traffic: first window (needs two reads of the counters)"
 
 GEN3_LANE_BPS = 985e6
 """Bytes/s per lane and direction of PCIe Gen3 (DCGM docs); each later generation doubles it
@@ -64,6 +82,7 @@ class PcieCollector(Collector):
         self.clock = clock
         self._state: dict[int, _LinkState] = {}
         self._opened = False
+        self._gpm = GpmWindow(session, GPM_PCIE, clock)
 
     def probe(self) -> Unsupported | None:
         problem = self.session.open()
@@ -75,6 +94,7 @@ class PcieCollector(Collector):
         return problem
 
     def close(self) -> None:
+        self._gpm.close()
         if self._opened:
             self._opened = False
             self.session.release()
@@ -134,15 +154,27 @@ class PcieCollector(Collector):
             return Unsupported(describe(e, f"PCIe {what}"))
 
     def _rates(self, i: int, st: _LinkState, capacity: Any) -> tuple[Any, Any]:
+        if self._gpm.supported(i) is True:
+            return self._gpm_rates(i)
         cur = self.session.read_fields(i, [FI_RX_BYTES, FI_TX_BYTES], "PCIe byte counters")
         prev, st.counters = st.counters, (None if isinstance(cur, Unsupported) else cur)
         if isinstance(cur, Unsupported):
             return cur, cur
         if prev is None:
-            first = Unsupported("PCIe traffic: first window (needs two reads of the counters)")
+            first = Unsupported(FIRST_WINDOW)
             return first, first
         return (self._rate(prev.get(FI_RX_BYTES), cur.get(FI_RX_BYTES), capacity, "RX"),
                 self._rate(prev.get(FI_TX_BYTES), cur.get(FI_TX_BYTES), capacity, "TX"))
+
+    def _gpm_rates(self, i: int) -> tuple[Any, Any]:
+        got = self._gpm.read(i)
+        if isinstance(got, Unsupported):
+            u = Unsupported(FIRST_WINDOW) if got.reason == "GPM: first window" else Unsupported(f"PCIe traffic: {got.reason}")
+            return u, u
+        _, vals = got
+        rx, tx = vals["RX"], vals["TX"]
+        return (rx if isinstance(rx, Unsupported) else rx * MIB,
+                tx if isinstance(tx, Unsupported) else tx * MIB)
 
     @staticmethod
     def _rate(old: Any, new: Any, capacity: Any, what: str) -> float | Unsupported:
@@ -153,6 +185,14 @@ class PcieCollector(Collector):
         d = counter_delta(old, new)
         if isinstance(d, Unsupported):
             return Unsupported(f"PCIe {what}: {d.reason}")
+        modulus = wrap_modulus(new.vtype)
+        if modulus < 2**64 and (isinstance(capacity, Unsupported) or capacity * d[1] >= modulus):
+            bits = modulus.bit_length() - 1
+            every = "" if isinstance(capacity, Unsupported) else f" every {modulus / capacity * 1e3:.0f} ms"
+            return Unsupported(
+                f"PCIe {what}: NVML's byte counter is {bits}-bit on this GPU and wraps{every} at full link "
+                f"speed, so a {d[1]:.2f} s delta cannot tell how often it wrapped; GPM (Hopper or newer) "
+                "measures the rate exactly")
         bps = d[0] / d[1]
         if not isinstance(capacity, Unsupported) and bps > RESET_FACTOR * capacity:
             return Unsupported(f"PCIe {what}: the byte counter was reset (driver reload?)")

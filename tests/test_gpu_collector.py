@@ -1,9 +1,9 @@
 """The GPU collector and the NVML session against the fake NVML replaying H200 data.
 
-The replayed values come from tests/fake_nvml.py:CAPTURE (today the seed built from the measured
-table in h200-signatures.md). Expected values are computed from that capture, so the tests keep
-working when a real capture replaces it. Values a test sets itself (memory, power, throttle
-counters, per-process samples) are synthetic and marked so: the seed has no reading for them.
+The replayed values come from tests/fake_nvml.py:CAPTURE, the real capture of bench/capture_nvml.py
+on an H200 (tests/data/nvml/README.md). Expected values are computed from that capture. Values a
+test sets itself are synthetic and marked so: what the capture cannot show (another tenant, HW
+thermal throttling, a lost GPU, errors) or lacks (memory info v2: it recorded v1).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from gpuwatch.collectors.pcie import PcieCollector
 from gpuwatch.model.gpu import GpmMetrics
 from gpuwatch.model.values import Unsupported
 from tests.fake_nvml import CAPTURE, FakeNvml, load_capture
+
+MIB = 2**20
 
 ME = os.getpid()
 HOST_PID = load_capture(CAPTURE)["pids"]["workload"]
@@ -169,8 +171,8 @@ def test_util_is_the_mean_of_new_samples_and_the_cursor_advances(fake, session, 
     assert second.util_gpu == pytest.approx(sum(v for _, v in new) / len(new))
     mem = raw_samples(fake, "samples_mem")
     assert second.util_mem == pytest.approx(sum(v for _, v in mem) / len(mem))
-    if fake.doc["source"]["kind"] == "seed":  # h200-signatures.md: bf16 matmul 100 % gpu, 24 % mem
-        assert (second.util_gpu, second.util_mem) == (100.0, 24.0)
+    # real: the driver's 200 ms samples read 99 % gpu and 22-25 % memory under the bf16 matmul
+    assert second.util_gpu == 99.0 and 22 <= second.util_mem <= 25
 
 
 def test_no_new_samples_after_a_good_read_is_a_real_zero(fake, session, clock):
@@ -248,20 +250,62 @@ def test_gpm_unsupported_gpu(fake, session, clock):
 
 # -- per-field problems, units --------------------------------------------------------------------
 def test_one_field_not_supported_leaves_the_others(fake, session, clock):
-    # Synthetic readings: the seed has no memory/power values.
-    fake.set("memory", {"total": 150_000_000_000, "used": 20_000_000_000, "free": 130_000_000_000})
-    fake.set("power_usage", 412_345)  # mW
-    fake.set("power_limit", 700_000)
     fake.not_supported("temperature")
     fake.goto("matmul_bf16", 2)
     g = collector(session, clock).sample()[0]
     assert g.temp_c == Unsupported("temperature: not supported on this GPU or driver (NVML: Not Supported)")
-    assert (g.mem_used, g.mem_total) == (20_000_000_000, 150_000_000_000)
-    assert (g.power_w, g.power_limit_w) == (pytest.approx(412.345), 700.0)
+    mem = fake.raw("memory")["v"]
+    assert (g.mem_used, g.mem_total) == (mem["used"], mem["total"])  # v1: the capture holds no v2
+    assert (g.power_w, g.power_limit_w) == (pytest.approx(fake.raw("power_usage")["v"] / 1e3), 700.0)  # mW
+    assert g.power_w > 600  # real: ~690 W of the 700 W limit under the bf16 matmul
     assert g.sm_clock_mhz == float(fake.raw("clock_sm")["v"])
     assert g.clock_reasons == fake.raw("clock_reasons")["v"]
-    assert g.name == fake.raw("name")["v"] and g.uuid == fake.raw("uuid")["v"]
+    assert g.name == fake.raw("name")["v"] == "NVIDIA H200" and g.uuid == fake.raw("uuid")["v"]
     assert g.lost is None
+
+
+# -- memory: v2 (used without reserved, as nvidia-smi) with a v1 fallback ----------------------
+def test_v1_used_includes_the_reserved_memory_nvidia_smi_leaves_out(fake):
+    # Real: in every captured workload, NVML v1 'used' is 614 MiB above nvidia-smi's memory.used read
+    # in the same workload; the healthy recording shows the same (3142 vs 2527 MiB, tests/data/h200/).
+    for w in fake.doc["workloads"]:
+        smi_used = int(w["nvidia_smi"]["stdout"].splitlines()[1].split(",")[1].split()[0])
+        tick = next(i for i, t in enumerate(fake.ticks) if t["t_unix"] >= w["t_start"] + 2.5)  # smi ran mid-run
+        assert fake.raw("memory", tick=tick)["v"]["used"] // MIB - smi_used == 614, w["name"]
+
+
+def test_memory_v2_is_asked_first_and_v1_used_when_the_capture_lacks_it(fake, session, clock):
+    c = collector(session, clock)
+    g = c.sample()[0]
+    assert g.mem_used == fake.raw("memory")["v"]["used"]
+    assert "memory_v2" in fake.gaps  # the real capture recorded v1 only (bench/capture_nvml.py)
+    step(fake, clock)
+    before = fake.calls["nvmlDeviceGetMemoryInfo"]
+    c.sample()
+    assert fake.calls["nvmlDeviceGetMemoryInfo"] - before == 1  # v2 is not asked again
+
+
+def test_memory_v2_used_leaves_out_reserved(fake, session, clock):
+    # Reserved = 644,743,168 B (614.9 MiB): inferred from the real healthy recording, where v1 said
+    # 3,294,494,720 B used and nvidia-smi 2527 MiB at the same time. The rest is the real capture.
+    mem = dict(fake.raw("memory")["v"], reserved=644_743_168)
+    fake.set("memory", mem)
+    g = collector(session, clock).sample()[0]
+    assert g.mem_used == mem["used"] - 644_743_168 and g.mem_total == mem["total"]
+    assert "memory_v2" not in fake.gaps
+
+
+def test_memory_v2_missing_in_the_driver_falls_back_to_v1(fake, session, clock):
+    fake.set("memory_v2", err="NVMLError_FunctionNotFound")  # synthetic: a driver without the v2 call
+    g = collector(session, clock).sample()[0]
+    assert g.mem_used == fake.raw("memory")["v"]["used"]
+
+
+def test_memory_v2_error_is_that_fields_unsupported(fake, session, clock):
+    fake.set("memory_v2", err="NVMLError_NoPermission")  # synthetic
+    g = collector(session, clock).sample()[0]
+    assert g.mem_used == g.mem_total == Unsupported("memory: NVML denied permission: run gpuwatch as root")
+    assert isinstance(g.util_gpu, float)
 
 
 def test_a_value_the_capture_lacks_is_unsupported_with_the_reason(session, clock, fake):
@@ -273,7 +317,8 @@ def test_a_value_the_capture_lacks_is_unsupported_with_the_reason(session, clock
 
 
 def test_throttle_fractions_from_cumulative_ns_counters(fake, session, clock):
-    # Synthetic counters (the seed has none): 250 ms of SW power cap and 50 ms of HW thermal in 0.5 s.
+    # Synthetic counters: the real capture never throttled for heat (tests/test_report_gpu.py reads
+    # its real SW power cap counter). Here 250 ms of SW power cap and 50 ms of HW thermal in 0.5 s.
     t0 = 1_796_212_800_000_000
     for fid in (74, 76, 269, 270, 271):
         fake.set_field(fid, 1_000_000_000, ts_us=t0)
@@ -289,8 +334,19 @@ def test_throttle_fractions_from_cumulative_ns_counters(fake, session, clock):
     }
 
 
+def test_per_process_utilization_of_the_real_capture(fake, session, clock):
+    fake.goto("matmul_bf16", 2)
+    c = collector(session, clock)
+    c.sample()
+    step(fake, clock)
+    (p,) = c.sample()[0].processes
+    (rec,) = fake.raw("proc_util")["v"]  # real: one driver sample per read, 99 % SM for the matmul
+    assert (p.pid, p.sm_util, p.is_target) == (ME, float(rec[2]), True) and p.sm_util == 99.0
+    assert p.used_memory == fake.raw("compute_procs")["v"][0][1]
+
+
 def test_per_process_utilization_uses_a_cursor(fake, session, clock):
-    # Synthetic per-process samples (the seed has none); OTHER is another tenant's process.
+    # Synthetic per-process samples: the capture ran one process; OTHER is another tenant's.
     other = 999_999_999
     fake.set("compute_procs", [[HOST_PID, 1 << 30], [other, 2 << 30]])
     fake.set("proc_util", [[HOST_PID, 1_796_212_805_000_000, 80, 10, 0, 0], [HOST_PID, 1_796_212_805_200_000, 60, 10, 0, 0],

@@ -1,6 +1,8 @@
-"""The PCIe collector against the fake NVML: rates from cumulative counters, wrap, link, replays.
+"""The PCIe collector against the fake NVML: rates from GPM and from cumulative counters, wrap,
+link, replays.
 
-Counter values set by a test are synthetic (marked); the rest replays tests/fake_nvml.py:CAPTURE.
+The replayed values are the real H200 capture (tests/fake_nvml.py:CAPTURE). Counter values a test
+sets itself are synthetic and say so.
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ import os
 import pytest
 
 from gpuwatch.collectors.nvml_session import NvmlSession
-from gpuwatch.collectors.pcie import PcieCollector, lane_bps
+from gpuwatch.collectors.pcie import MIB, PcieCollector, lane_bps
 from gpuwatch.model.values import Unsupported
 from tests.fake_nvml import CAPTURE, FakeNvml
 from tests.test_gpu_collector import Clock, StubTarget
 
 ME = os.getpid()
-T0 = 1_796_212_800_000_000  # us since 1970 (2026-12-02T12:00Z), the seed's first tick
+T0 = 1_796_212_800_000_000  # us since 1970 (2026-12-02T12:00Z): synthetic counter timestamps
 
 
 @pytest.fixture
@@ -34,14 +36,25 @@ def pcie(fake, clock):
     return PcieCollector(StubTarget(ME), NvmlSession(nvml=fake, pid_map=lambda p: p, clock=clock), clock=clock)
 
 
+@pytest.fixture
+def no_gpm(fake):
+    """The counter path: a GPU without GPM (pre-Hopper), otherwise the replayed H200."""
+    fake.set("gpm_support", 0)
+    return fake
+
+
 def step(fake, clock):
     fake.advance()
     clock.t += 0.5
 
 
-def counter(fake, fid):
-    fid, ret, ts, vtype, value, _ = next(e for e in fake.raw("fields_pcie")["v"] if e[0] == fid)
-    return ret, ts, value
+def counter(fake, fid, tick=None):
+    fid, ret, ts, vtype, value, _ = next(e for e in fake.raw("fields_pcie", tick=tick)["v"] if e[0] == fid)
+    return ret, ts, vtype, value
+
+
+def gpm(fake, mid):
+    return {m[0]: m for m in fake.raw("gpm")["v"]["m"]}[mid]
 
 
 def test_lane_capacity_per_generation():
@@ -49,54 +62,88 @@ def test_lane_capacity_per_generation():
     assert [lane_bps(g) for g in (1, 2, 3, 4, 5)] == [250e6, 500e6, 985e6, 1970e6, 3940e6]
 
 
-def test_rx_rate_from_the_byte_counter_delta(fake, clock, pcie):
+def test_rx_rate_of_the_real_pinned_copy_comes_from_gpm(fake, clock, pcie):
     fake.goto("h2d_pinned", 2)
     (first,) = pcie.sample()
     assert first.rx_bps == Unsupported("PCIe traffic: first window (needs two reads of the counters)")
-    _, ts0, rx0 = counter(fake, 198)
     step(fake, clock)
     (s,) = pcie.sample()
-    _, ts1, rx1 = counter(fake, 198)
-    assert s.rx_bps == pytest.approx((rx1 - rx0) / ((ts1 - ts0) / 1e6))
+    assert s.rx_bps == gpm(fake, 21)[2] * MIB and s.tx_bps == gpm(fake, 20)[2] * MIB
     gen, width = fake.raw("max_link_gen")["v"], fake.raw("max_link_width")["v"]
-    assert s.capacity_bps == lane_bps(gen) * width
-    # h200-signatures.md: pinned H2D moves 56,509 MiB/s, ~94 % of Gen5 x16 (63.04 GB/s).
-    assert s.rx_bps > 0.5 * s.capacity_bps
-    ret, _, _ = counter(fake, 197)
-    if ret != 0:
-        assert s.tx_bps == Unsupported("PCIe byte counters (field 197): NVML has no data for it")
+    assert s.capacity_bps == lane_bps(gen) * width == 63.04e9  # Gen5 x16, as captured
+    # Real: ~56,440 MiB/s = 94 % of the link, as h200-signatures.md measured (56,509 MiB/s).
+    assert 0.9 < s.rx_bps / s.capacity_bps < 1.0
+    assert fake.calls["nvmlDeviceGetFieldValues"] == 0  # the counters are not needed with GPM
 
 
-def test_64_bit_counter_wrap(fake, clock, pcie):
-    # Synthetic counters: 1,000 bytes before the 64-bit wrap, 500 after it, one second later.
-    fake.set_field(198, 2**64 - 1000, ts_us=T0, vtype=3)
+def test_the_real_32_bit_counter_wraps_many_times_per_tick_under_a_pinned_copy(fake):
+    # What the real capture shows: the RX byte counter is a 32-bit value (NVML value type 1), and
+    # over one 0.5 s tick of the pinned copy GPM counted ~29.6 GB, i.e. the counter wrapped ~6.9
+    # times; its delta modulo 2^32 (what a one-wrap counter reader computes) says ~7.5 GiB/s, and the
+    # plain difference is negative. Neither is the rate.
+    fake.goto("h2d_pinned", 2)
+    _, ts0, vtype, rx0 = counter(fake, 198)
+    fake.advance()
+    _, ts1, _, rx1 = counter(fake, 198)
+    dt = (ts1 - ts0) / 1e6
+    assert vtype == 1 and rx1 < rx0
+    true_bytes = gpm(fake, 21)[2] * MIB * dt
+    assert true_bytes / 2**32 > 6
+    one_wrap = ((rx1 - rx0) % 2**32) / dt
+    assert one_wrap < 0.15 * true_bytes / dt
+
+
+def test_a_32_bit_counter_that_can_wrap_twice_in_a_tick_is_unsupported(no_gpm, clock, pcie):
+    no_gpm.goto("h2d_pinned", 2)
     pcie.sample()
-    fake.set_field(198, 500, ts_us=T0 + 1_000_000, vtype=3)
-    step(fake, clock)
+    step(no_gpm, clock)
+    (s,) = pcie.sample()
+    assert s.rx_bps == Unsupported(
+        "PCIe RX: NVML's byte counter is 32-bit on this GPU and wraps every 68 ms at full link speed, so a "
+        "0.50 s delta cannot tell how often it wrapped; GPM (Hopper or newer) measures the rate exactly")
+    assert isinstance(s.tx_bps, Unsupported) and "32-bit" in s.tx_bps.reason
+    assert s.gen_current == 5 and s.capacity_bps == 63.04e9  # the rest of the link still reads
+
+
+def test_a_32_bit_counter_on_a_link_too_slow_to_wrap_twice(no_gpm, clock, pcie):
+    # Synthetic: a Gen1 x1 link moves at most 125 MB in 0.5 s, far below 2^32, so one wrap is certain.
+    no_gpm.set("max_link_gen", 1)
+    no_gpm.set("max_link_width", 1)
+    no_gpm.set_field(197, 2**32 - 100, ts_us=T0, vtype=1)
+    pcie.sample()
+    no_gpm.set_field(197, 100, ts_us=T0 + 500_000, vtype=1)
+    step(no_gpm, clock)
+    assert pcie.sample()[0].tx_bps == 400.0  # 200 bytes in 0.5 s, across the wrap
+
+
+def test_64_bit_counter_wrap(no_gpm, clock, pcie):
+    # Synthetic counters: 1,000 bytes before the 64-bit wrap, 500 after it, one second later.
+    no_gpm.set_field(198, 2**64 - 1000, ts_us=T0, vtype=3)
+    pcie.sample()
+    no_gpm.set_field(198, 500, ts_us=T0 + 1_000_000, vtype=3)
+    step(no_gpm, clock)
     assert pcie.sample()[0].rx_bps == 1500.0
 
 
-def test_32_bit_counter_wraps_at_2_to_the_32(fake, clock, pcie):
-    fake.set_field(197, 2**32 - 100, ts_us=T0, vtype=1)  # synthetic
+def test_counter_reset_is_not_traffic(no_gpm, clock, pcie):
+    no_gpm.set_field(198, 10**12, ts_us=T0)  # synthetic 64-bit: the driver reloads and the counter restarts
     pcie.sample()
-    fake.set_field(197, 100, ts_us=T0 + 500_000, vtype=1)
-    step(fake, clock)
-    assert pcie.sample()[0].tx_bps == 400.0  # 200 bytes in 0.5 s
-
-
-def test_counter_reset_is_not_traffic(fake, clock, pcie):
-    fake.set_field(198, 10**12, ts_us=T0)  # synthetic: the driver reloads and the counter restarts
-    pcie.sample()
-    fake.set_field(198, 10**6, ts_us=T0 + 1_000_000)
-    step(fake, clock)
+    no_gpm.set_field(198, 10**6, ts_us=T0 + 1_000_000)
+    step(no_gpm, clock)
     assert pcie.sample()[0].rx_bps == Unsupported("PCIe RX: the byte counter was reset (driver reload?)")
 
 
-def test_counter_not_refreshed(fake, clock, pcie):
-    fake.set_field(198, 5_000, ts_us=T0)  # synthetic: same value and timestamp twice
+def test_counter_not_refreshed(no_gpm, clock, pcie):
+    no_gpm.set_field(198, 5_000, ts_us=T0)  # synthetic: same value and timestamp twice
     pcie.sample()
-    step(fake, clock)
+    step(no_gpm, clock)
     assert pcie.sample()[0].rx_bps == Unsupported("PCIe RX: the counter was not refreshed since the last tick")
+
+
+def test_gpm_window_too_short_says_so(fake, clock, pcie):
+    pcie.sample()
+    clock.t += 0.05
+    assert pcie.sample()[0].rx_bps == Unsupported("PCIe traffic: GPM: less than 100 ms since the last GPM sample")
 
 
 def test_downgraded_link_shows_current_against_max(fake, clock, pcie):

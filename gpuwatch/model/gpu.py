@@ -52,6 +52,7 @@ class GpuSample:
     util_trace: tuple[tuple[float, float], ...]
     """The driver's 200 ms utilization samples new this tick: (unix seconds, percent)."""
     mem_used: Maybe[int]
+    """Bytes in use without the driver's reservation (NVML memory info v2), as nvidia-smi shows."""
     mem_total: Maybe[int]
     temp_c: Maybe[float]
     power_w: Maybe[float]

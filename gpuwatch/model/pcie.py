@@ -16,7 +16,9 @@ class PcieSample:
     width_current: Maybe[int]
     width_max: Maybe[int]
     rx_bps: Maybe[float]
-    """Host-to-device bytes per second, from the cumulative NVML field counter (headers included)."""
+    """Host-to-device bytes per second (headers included): GPM's PCIe RX over the tick on Hopper and
+    newer, else NVML's cumulative byte counter where it cannot wrap more than once in a tick (it is
+    32-bit on the H200's driver and wraps ~7 times a second under a pinned copy)."""
     tx_bps: Maybe[float]
     """Device-to-host bytes per second."""
     capacity_bps: Maybe[float]

@@ -34,11 +34,13 @@ stage 6: >= 5 % of the tick)."""
 BAD_THROTTLE_BITS = 0x8 | 0x20 | 0x40 | 0x80
 """nvmlClocksEventReason HwSlowdown, SwThermalSlowdown, HwThermalSlowdown, HwPowerBrakeSlowdown
 (nvml.h). SwPowerCap (0x4) is the normal state of a saturated GPU and is left out."""
-PAGEABLE_FRACTION = 0.30
+PAGEABLE_FRACTION = 0.60
 """RX below this share of the link's capacity while copies dominate looks pageable. Measured on the
-H200 Gen5 x16 (h200-signatures.md, GPM PCIe RX): pinned H2D 56,509 MiB/s = 94 % of the 63.04 GB/s
-link, pageable 6,608 MiB/s = 11 %; 30 % sits well between the two."""
-PINNED_MIBS, PAGEABLE_MIBS = 56509, 6608
+H200 Gen5 x16 (GPM PCIe RX): pinned H2D 56,509 MiB/s = 94 % of the 63.04 GB/s link; pageable
+6,608 MiB/s = 11 % (h200-signatures.md) and 19,581 MiB/s = 31-35 % (tests/data/nvml capture,
+2026-12-02; a never-written host tensor, likely cheaper to stage). 60 % sits well between pinned
+and the faster pageable reading."""
+PINNED_MIBS, PAGEABLE_MIBS = 56509, 19581
 """The same measurements, quoted in the reason (MiB/s, H200, PCIe Gen5 x16)."""
 MIN_COPY_TICKS = 3
 """Fewer copy-dominated ticks than this is a blip, not a pattern."""
@@ -228,7 +230,7 @@ def check_pageable_copies(frames: Sequence[Frame], verdicts: Sequence[Verdict], 
                if known(p.capacity_bps))
     said = (f"while copies dominated ({len(copies)} ticks), RX ran at {m * cap / 2**20:,.0f} MiB/s = {m:.0%} of the "
             f"link's {cap / 1e9:.0f} GB/s (measured on an H200 Gen5 x16: pinned {PINNED_MIBS:,} MiB/s = 94 %, "
-            f"pageable {PAGEABLE_MIBS:,} MiB/s = 11 %)")
+            f"pageable at most {PAGEABLE_MIBS:,} MiB/s = 35 %)")
     if m < PAGEABLE_FRACTION:
         return CheckResult("pageable_h2d", title, WARN, said,
                            "pin the host memory: DataLoader(pin_memory=True) and .to(device, non_blocking=True)")
