@@ -21,7 +21,7 @@ What the frames cannot tell (py-spy without ``--native`` shows Python frames onl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
@@ -189,12 +189,25 @@ def thread_role(t: ThreadRecord, process_role: str) -> str:
     return ROLE_OTHER_THREAD
 
 
-def classify(t: ThreadRecord, role: str, state: str | None = None) -> tuple[str, str]:
-    """(label, detail) for a thread of the given stack role. ``state``: kernel state letter, if read."""
+SourceLine = Callable[[str, int], "str | None"]
+"""Looks up the text of a line of the target's source: (file name, line number) -> text or None."""
+
+SYNC_CALLS = (".item()", ".tolist()", ".cpu()", "synchronize(")
+"""Calls that make the host wait for the GPU (signals.md §5.5: .item() and .cpu() end in
+memcpy_and_sync -> cudaStreamSynchronize). Without --native, py-spy shows only the Python line that
+made the call, so a spin-waiting .item() looks like dispatch; the line's own text tells them apart."""
+
+
+def classify(t: ThreadRecord, role: str, state: str | None = None,
+             source_line: SourceLine | None = None) -> tuple[str, str]:
+    """(label, detail) for a thread of the given stack role. ``state``: kernel state letter, if read.
+    ``source_line``: reads the job's source, to tell a sync call on the leaf line from dispatch."""
     if not t.frames:
         return OTHER, "no Python frames"
     if role == ROLE_MAIN_THREAD:
         label, detail = _main(t.frames, t.active)
+        if label == DISPATCH and source_line is not None:
+            label = _sync_by_source(t.frames[0], source_line) or label
     elif role == ROLE_WORKER_THREAD:
         label, detail = _worker(t.frames, t.active, state)
     elif role == ROLE_PIN:
@@ -382,4 +395,15 @@ def _collective(frames: Sequence[FrameRecord]) -> int | None:
                 not want_func or f.name == want_func or f.name.endswith("." + want_func)
             ):
                 return i
+    return None
+
+
+def _sync_by_source(leaf: FrameRecord, source_line: SourceLine) -> str | None:
+    """SYNC when the leaf frame's line of code calls one of SYNC_CALLS."""
+    try:
+        text = source_line(leaf.filename, leaf.line)
+    except Exception:  # noqa: BLE001 - the lookup is best effort; a failure keeps the label
+        return None
+    if text and any(call in text for call in SYNC_CALLS):
+        return SYNC
     return None

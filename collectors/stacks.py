@@ -9,6 +9,8 @@ with many threads milliseconds per dump; signals.md §4.4).
 
 from __future__ import annotations
 
+import functools
+
 import os
 import threading
 import time
@@ -185,13 +187,31 @@ def label_threads(out: DumpOutcome, node: Node) -> list[ThreadStack]:
     for rec in out.threads:
         role = thread_role(rec, node.role)
         state = thread_state(rec.pid, rec.tid) if role != ROLE_OTHER_THREAD and rec.tid else None
-        label, detail = classify(rec, role, state)
+        label, detail = classify(rec, role, state, source_line=functools.partial(source_line, rec.pid))
         stacks.append(ThreadStack(
             pid=rec.pid, tid=rec.tid, role=role, rank=node.rank, thread_name=rec.name, label=label,
             detail=detail, active=rec.active, owns_gil=rec.owns_gil,
             frames=tuple(f.text() for f in rec.frames[:MAX_FRAMES]),
         ))
     return stacks
+
+
+@functools.lru_cache(maxsize=512)
+def source_line(pid: int, filename: str, line: int) -> str | None:
+    """Line ``line`` of the target's source file, read through /proc/PID/root so a job in a
+    container is read from its own file system. Cached: a training loop hits the same few lines."""
+    if line <= 0 or not filename.endswith(".py"):
+        return None
+    for path in (f"/proc/{pid}/root{filename}", filename):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for n, text in enumerate(f, start=1):
+                    if n == line:
+                        return text.strip()
+            return None
+        except OSError:
+            continue
+    return None
 
 
 def thread_state(pid: int, tid: int) -> str | None:
