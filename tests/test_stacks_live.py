@@ -90,7 +90,16 @@ def worker_labels(spy: Pyspy, info: dict, rounds: int) -> list[S.ThreadStack]:
 
 
 def no_pyspy_children() -> bool:
-    return not [p for p in psutil.Process().children(recursive=True) if "py-spy" in " ".join(p.cmdline()[:1])]
+    """No py-spy below this process, running or unreaped (a zombie py-spy is a leak too). Other
+    tests' finished children can linger as zombies whose cmdline is gone, so go by name."""
+    live = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "py-spy" in p.name():
+                live.append(p)
+        except psutil.Error:
+            continue
+    return not live
 
 
 # -- real jobs ---------------------------------------------------------------------------------------
