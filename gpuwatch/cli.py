@@ -146,6 +146,21 @@ def check_pid(pid: int) -> None:
         raise UsageError(f"process {pid} belongs to another user (uid {uids.real}): run gpuwatch as that user or as root")
 
 
+def check_recording(path: str) -> None:
+    """Refuse a recording that is missing, a folder, unreadable or empty, before the TUI starts."""
+    if os.path.isdir(path):
+        raise UsageError(f"{path} is a folder, not a recording")
+    try:
+        with open(path, "rb") as f:
+            empty = not f.read(1)
+    except FileNotFoundError:
+        raise UsageError(f"no recording at {path}") from None
+    except OSError as e:
+        raise UsageError(f"cannot read recording {path}: {e.strerror or e}") from None
+    if empty:
+        raise UsageError(f"{path} is empty: no frames to replay")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -172,8 +187,7 @@ def _dispatch(ns: argparse.Namespace) -> int:
         check_pid(ns.pid)
         return commands.watch(ns)
     if ns.command == "replay":
-        if not os.path.isfile(ns.file):
-            raise UsageError(f"no recording at {ns.file}")
+        check_recording(ns.file)
         return commands.replay(ns)
     if ns.command == "diagnose":
         if ns.pid is not None:

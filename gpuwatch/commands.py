@@ -10,7 +10,7 @@ from gpuwatch.assemble import WatchOptions, build_collectors
 from gpuwatch.collectors.target import Target
 from gpuwatch.engine import Watch
 from gpuwatch.headless import stream_json
-from gpuwatch.recording import Recorder
+from gpuwatch.recording import Recorder, RecordingError
 from gpuwatch.source import LiveSource, ReplaySource
 
 
@@ -34,6 +34,8 @@ def _open_recorder(path: str | None) -> Recorder | None:
         return Recorder(path)
     except OSError as e:
         raise UsageError(f"cannot write recording {path}: {e.strerror or e}") from None
+    except RecordingError as e:  # opened, but the header did not fit (a full disk, /dev/full)
+        raise UsageError(f"cannot write recording {path}: {getattr(e.__cause__, 'strerror', None) or e}") from None
 
 
 def _run_headless(source, recorder: Recorder | None, prometheus=None) -> int:

@@ -49,7 +49,16 @@ async def _until(agen, stop: asyncio.Event | None):
     while not stop.is_set():
         nxt = asyncio.ensure_future(agen.__anext__())
         waiter = asyncio.ensure_future(stop.wait())
-        done, _ = await asyncio.wait({nxt, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            done, _ = await asyncio.wait({nxt, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # Ctrl-C: stop the pending step so ``agen`` can be closed
+            waiter.cancel()
+            nxt.cancel()
+            try:
+                await nxt
+            except (asyncio.CancelledError, StopAsyncIteration):
+                pass
+            raise
         if nxt in done:
             waiter.cancel()
             try:

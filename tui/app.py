@@ -16,6 +16,7 @@ import psutil
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -97,10 +98,20 @@ class GpuwatchApp(App[int]):
         if recorder is not None:
             self.recording_path = recorder.path
 
+    def get_driver_class(self) -> type[Driver]:
+        return _with_guarded_output(super().get_driver_class(), self._terminal_gone)
+
+    def _terminal_gone(self) -> None:
+        """The terminal went away (called from Textual's output thread): end as on SIGHUP."""
+        loop = getattr(self, "_event_loop", None)
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.exit)
+
     def get_default_screen(self) -> Screen:
         return MainScreen()
 
     def on_mount(self) -> None:
+        self._event_loop = asyncio.get_running_loop()
         if self.handle_signals:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGHUP):  # an SSH drop or `kill` ends it cleanly
@@ -209,6 +220,9 @@ class GpuwatchApp(App[int]):
         except OSError as e:
             self.notify(f"Cannot record: {e.strerror or e}", severity="error", timeout=10)
             return
+        except RecordingError as e:  # created, but even the header did not fit (disk full)
+            self.notify(f"Cannot record: {e}", severity="error", timeout=10)
+            return
         self._recorder = rec
         self.recording_path = rec.path
         self.notify(f"Recording to {rec.path}")
@@ -233,6 +247,49 @@ class GpuwatchApp(App[int]):
         if rec is not None:
             rec.close()
         self._io.shutdown(wait=False)
+
+
+class _GuardedOutput:
+    """The terminal as Textual's output thread writes to it. A write that fails (EIO: the pty was
+    closed and no SIGHUP reached us, e.g. gpuwatch started with setsid) would kill that thread,
+    after which the app blocks for good on its full output queue and ignores SIGTERM. Instead the
+    error ends the app once, and later output is dropped."""
+
+    def __init__(self, file: Any, on_gone: Callable[[], None]) -> None:
+        self._file = file
+        self._on_gone = on_gone
+        self.gone = False
+
+    def write(self, text: str) -> None:
+        self._guard(self._file.write, text)
+
+    def flush(self) -> None:
+        self._guard(self._file.flush)
+
+    def _guard(self, fn: Callable[..., Any], *args: Any) -> None:
+        if self.gone:
+            return
+        try:
+            fn(*args)
+        except OSError:  # EIO / EBADF: nobody is reading any more
+            self.gone = True
+            self._on_gone()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
+
+
+def _with_guarded_output(base: type[Driver], on_gone: Callable[[], None]) -> type[Driver]:
+    """``base`` with its terminal output wrapped in :class:`_GuardedOutput` (drivers that write
+    through ``_file``, as Textual's Linux driver does; other drivers are left as they are)."""
+
+    class GuardedDriver(base):  # type: ignore[valid-type, misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            if getattr(self, "_file", None) is not None:
+                self._file = _GuardedOutput(self._file, on_gone)
+
+    return GuardedDriver
 
 
 def _own_cpu_meter() -> Callable[[], float | None]:
