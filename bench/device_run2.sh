@@ -10,7 +10,7 @@ step() { echo "== $(date +%T) $*"; }
 
 main() {
   step "accuracy: every CUDA scenario, recorded"
-  timeout 300 python3 -m bench.accuracy --device cuda --duration 20 --phase 12 --out "$R/acc" > "$R/accuracy.log" 2>&1
+  timeout 280 python3 -m bench.accuracy --device cuda --duration 18 --phase 12 --out "$R/acc" > "$R/accuracy.log" 2>&1
   tail -16 "$R/accuracy.log"
 
   step "two DDP ranks sharing the GPU, rank 1 input-bound, gpuwatch on the torchrun PID"
@@ -20,12 +20,19 @@ main() {
   timeout 30 gpuwatch --pid "$job" --json --duration 12 --record "$R/ddp_one_gpu.jsonl" > /dev/null 2> "$R/gw_ddp.err"
   echo "gpuwatch rc=$?"; kill $job 2>/dev/null; wait $job 2>/dev/null; tail -3 "$R/ddp_err.log"
 
+  step "gpuwatch diagnose on a decode-bound job"
+  python3 -m bench.scenarios.decode --device cuda --duration 40 > /dev/null 2> "$R/decode_job.err" &
+  job=$!
+  sleep 8
+  timeout 40 gpuwatch diagnose --pid "$job" --duration 15 --format md -o "$R/diagnose_h200_decode.md" 2> "$R/diagnose.err"
+  echo "diagnose rc=$?"; kill $job 2>/dev/null; wait $job 2>/dev/null
+
   step "overhead on the job's steps"
-  timeout 150 python3 -m bench.overhead --device cuda --phase 5 --rounds 2 --out "$R/overhead" > "$R/overhead.log" 2>&1
+  timeout 120 python3 -m bench.overhead --device cuda --phase 5 --rounds 2 --out "$R/overhead" > "$R/overhead.log" 2>&1
   tail -12 "$R/overhead.log"
 
   step "gpuwatch's own cost vs nvitop, nvidia-smi dmon, py-spy top"
-  timeout 170 python3 -m bench.self --device cuda --duration 12 --alone 4 --out "$R/self" > "$R/self.log" 2>&1
+  timeout 130 python3 -m bench.self --device cuda --duration 12 --alone 4 --out "$R/self" > "$R/self.log" 2>&1
   tail -14 "$R/self.log"
 }
 
