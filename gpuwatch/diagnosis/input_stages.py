@@ -57,17 +57,28 @@ def mode(s: Signals) -> str:
 
 
 def workers_computing(s: Signals) -> bool:
-    """The workers burn CPU: measured CPU first, the labels only where the CPU is in between."""
+    """The workers burn CPU: measured CPU first, the labels only where the CPU is in between.
+
+    A CPU queue (every usable core taken, or workers waiting for a CPU) means the workers want to
+    compute, unless they are plainly in storage reads: reading at GB/s costs kernel CPU too, and on
+    a small host that alone fills the run queue (measured: the CPU io scenario on 2 cores, workers
+    at 0.4 core each in reads with PSI io 46 % and 13 % run delay)."""
     job = s.job
-    if s.cpu_short or (job.worker_run_delay or 0.0) >= RUN_DELAY:
-        return True  # every usable core is taken by the job, or the workers queue for a CPU
+    queued = s.cpu_short or (job.worker_run_delay or 0.0) >= RUN_DELAY
     if job.worker_cpu is not None:
         if job.worker_cpu >= WORKER_CPU_BUSY:
             return True
-        if job.worker_cpu < WORKER_CPU_IO:
+        if job.worker_cpu < WORKER_CPU_IO and not queued:
             return False
+    if queued and not storage_bound(s):
+        return True
     st = s.stacks
     return st.n_worker >= MIN_WORKER_SAMPLES and (st.wshare(lb.W_BUSY) or 0.0) >= WORKER_BUSY_SHARE
+
+
+def storage_bound(s: Signals) -> bool:
+    """The workers' own samples say reads, or the host says storage (D state, PSI io, disk busy)."""
+    return (s.stacks.wshare(lb.W_IO) or 0.0) >= WORKER_IO_SHARE or storage_signs(s)
 
 
 def storage_signs(s: Signals) -> bool:
@@ -79,18 +90,19 @@ def storage_signs(s: Signals) -> bool:
 def workers_waiting(s: Signals) -> bool:
     """The workers wait on something that is not the CPU: storage, the network, a sleep."""
     job, st = s.job, s.stacks
-    if s.cpu_short or job.workers <= 0 or (job.worker_run_delay or 0.0) >= RUN_DELAY:
-        return False  # workers queued for a CPU want to compute: not a storage wait
-    labelled_io = (st.wshare(lb.W_IO) or 0.0) >= WORKER_IO_SHARE
-    if job.worker_cpu is not None:
-        if job.worker_cpu >= WORKER_CPU_BUSY:
-            return False
-        if job.worker_cpu < WORKER_CPU_IO:
-            # Idle workers (waiting for an index) are ahead of the consumer, not reading; only
-            # enough worker samples may say so, and storage signs overrule them.
-            idle = st.n_worker >= MIN_WORKER_SAMPLES and (st.wshare(lb.W_IDLE) or 0.0) >= IDLE_WORKERS
-            return not idle or labelled_io or storage_signs(s)
-    return labelled_io or storage_signs(s)
+    if job.workers <= 0:
+        return False
+    storage = storage_bound(s)
+    if job.worker_cpu is not None and job.worker_cpu >= WORKER_CPU_BUSY:
+        return False
+    if (s.cpu_short or (job.worker_run_delay or 0.0) >= RUN_DELAY) and not storage:
+        return False  # workers queued for a CPU, with no sign of storage: they want to compute
+    if job.worker_cpu is not None and job.worker_cpu < WORKER_CPU_IO:
+        # Idle workers (waiting for an index) are ahead of the consumer, not reading; only
+        # enough worker samples may say so, and storage signs overrule them.
+        idle = st.n_worker >= MIN_WORKER_SAMPLES and (st.wshare(lb.W_IDLE) or 0.0) >= IDLE_WORKERS
+        return not idle or storage
+    return storage
 
 
 def _facts(s: Signals) -> dict[str, object]:
