@@ -10,25 +10,20 @@ blocks ~21 ms per call there.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
 import psutil
 
-from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.nvml_collector import NvmlCollector
 from gpuwatch.collectors.nvml_session import (
     Field,
-    GpmWindow,
     GpuLost,
-    NvmlSession,
     counter_delta,
     describe,
     union_value,
 )
-from gpuwatch.collectors.target import TargetGone
 from gpuwatch.model.gpu import GpmMetrics, GpuProcess, GpuSample
 from gpuwatch.model.values import Unsupported
 
@@ -84,57 +79,24 @@ class _GpuState:
     static: dict[str, Any] = dc_field(default_factory=dict)
 
 
-class GpuCollector(Collector):
+class GpuCollector(NvmlCollector):
     field = "gpus"
 
-    def __init__(
-        self,
-        target: Any,
-        session: NvmlSession,
-        gpus: Sequence[int] | None = None,
-        interval: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.target = target
-        self.session = session
-        self.gpus = None if gpus is None else tuple(gpus)
-        self.interval = interval
-        self.clock = clock
+    GPM_METRICS = GPM_METRICS
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._state: dict[int, _GpuState] = {}
         self._names: dict[int, str] = {}
-        self._opened = False
         self._temp_v = True
         self._mem_v2 = True
-        self._gpm = GpmWindow(session, GPM_METRICS, clock)
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    def probe(self) -> Unsupported | None:
-        problem = self.session.open()
-        self._opened = problem is None
-        if problem is None and self.gpus is not None:
-            sel = self.session.select((), self.gpus)
-            if isinstance(sel, Unsupported):
-                return sel
-        return problem
-
-    def close(self) -> None:
-        self._gpm.close()
-        if self._opened:
-            self._opened = False
-            self.session.release()
 
     # -- one tick ----------------------------------------------------------------------------
     def sample(self) -> tuple[GpuSample, ...] | Unsupported:
-        problem = self.session.probe()
-        if problem is not None:
-            return problem
-        try:
-            pids = self.target.tree().pids()
-        except TargetGone:
-            pids = ()  # the GPUs it used stay selected (see NvmlSession.select)
-        sel = self.session.select(pids, self.gpus)
-        if isinstance(sel, Unsupported):
-            return sel
+        got = self.selection()
+        if isinstance(got, Unsupported):
+            return got
+        pids, sel = got
         t = self.clock()
         ours = set(pids)
         return tuple(self._one(i, used, t, ours) for i, used in sel)

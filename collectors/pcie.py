@@ -15,23 +15,18 @@ TX device->host.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
-from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.nvml_collector import NvmlCollector
 from gpuwatch.collectors.nvml_session import (
     Field,
-    GpmWindow,
     GpuLost,
-    NvmlSession,
     counter_delta,
     describe,
     wrap_modulus,
 )
-from gpuwatch.collectors.target import TargetGone
 from gpuwatch.model.pcie import PcieSample
 from gpuwatch.model.values import Unsupported
 
@@ -64,52 +59,20 @@ class _LinkState:
     replay: int | None = None
 
 
-class PcieCollector(Collector):
+class PcieCollector(NvmlCollector):
     field = "pcie"
 
-    def __init__(
-        self,
-        target: Any,
-        session: NvmlSession,
-        gpus: Sequence[int] | None = None,
-        interval: float = 1.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.target = target
-        self.session = session
-        self.gpus = None if gpus is None else tuple(gpus)
-        self.interval = interval
-        self.clock = clock
+    GPM_METRICS = GPM_PCIE
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._state: dict[int, _LinkState] = {}
-        self._opened = False
-        self._gpm = GpmWindow(session, GPM_PCIE, clock)
-
-    def probe(self) -> Unsupported | None:
-        problem = self.session.open()
-        self._opened = problem is None
-        if problem is None and self.gpus is not None:
-            sel = self.session.select((), self.gpus)
-            if isinstance(sel, Unsupported):
-                return sel
-        return problem
-
-    def close(self) -> None:
-        self._gpm.close()
-        if self._opened:
-            self._opened = False
-            self.session.release()
 
     def sample(self) -> tuple[PcieSample, ...] | Unsupported:
-        problem = self.session.probe()
-        if problem is not None:
-            return problem
-        try:
-            pids = self.target.tree().pids()
-        except TargetGone:
-            pids = ()
-        sel = self.session.select(pids, self.gpus)
-        if isinstance(sel, Unsupported):
-            return sel
+        got = self.selection()
+        if isinstance(got, Unsupported):
+            return got
+        pids, sel = got
         t = self.clock()
         return tuple(self._one(i, t) for i, _ in sel)
 

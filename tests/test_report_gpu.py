@@ -19,7 +19,6 @@ from gpuwatch.collectors.gpu import GpuCollector
 from gpuwatch.collectors.nvml_session import NvmlSession
 from gpuwatch.collectors.pcie import MIB, PcieCollector
 from gpuwatch.report.checks_gpu import (
-    PAGEABLE_FRACTION,
     check_pageable_copies,
     check_pcie_link,
     check_throttling,

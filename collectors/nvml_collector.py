@@ -1,0 +1,64 @@
+"""What the GPU and PCIe collectors share: one NVML session, the GPU selection, the GPM window."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.nvml_session import GpmWindow, NvmlSession
+from gpuwatch.collectors.target import TargetGone
+from gpuwatch.model.values import Unsupported
+
+
+class NvmlCollector(Collector):
+    """A collector that reads the GPUs the job uses (or ``gpus``) through a shared NvmlSession."""
+
+    GPM_METRICS: tuple[int, ...] = ()
+    """GPM metric ids this collector reads over each tick (none: no GPM window)."""
+
+    def __init__(
+        self,
+        target: Any,
+        session: NvmlSession,
+        gpus: Sequence[int] | None = None,
+        interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.target = target
+        self.session = session
+        self.gpus = None if gpus is None else tuple(gpus)
+        self.interval = interval
+        self.clock = clock
+        self._opened = False
+        self._gpm = GpmWindow(session, self.GPM_METRICS, clock)
+
+    def probe(self) -> Unsupported | None:
+        problem = self.session.open()
+        self._opened = problem is None
+        if problem is None and self.gpus is not None:
+            sel = self.session.select((), self.gpus)
+            if isinstance(sel, Unsupported):
+                return sel
+        return problem
+
+    def close(self) -> None:
+        self._gpm.close()
+        if self._opened:
+            self._opened = False
+            self.session.release()
+
+    def selection(self) -> tuple[tuple[int, ...], list[tuple[int, bool]]] | Unsupported:
+        """(the job's PIDs, [(GPU index, used by the job)]) for this tick, or why not."""
+        problem = self.session.probe()
+        if problem is not None:
+            return problem
+        try:
+            pids = self.target.tree().pids()
+        except TargetGone:
+            pids = ()  # the GPUs it used stay selected (see NvmlSession.select)
+        sel = self.session.select(pids, self.gpus)
+        if isinstance(sel, Unsupported):
+            return sel
+        return tuple(pids), list(sel)
