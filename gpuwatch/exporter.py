@@ -20,6 +20,7 @@ from gpuwatch.model.frame import Frame
 from gpuwatch.model.procs import ROLE_MAIN, ProcInfo
 from gpuwatch.model.values import known
 from gpuwatch.model.verdict import LEVEL_BOTTLENECK, LEVEL_OK, LEVEL_WARNING, STAGES, Verdict
+from gpuwatch.multirank import MultiRank, RankTick
 from gpuwatch.ranks import SIGNAL_WINDOW_S, gpus_of, rank_pids, rank_signals, ranks_of
 from gpuwatch.straggler import find_straggler
 
@@ -88,6 +89,9 @@ METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
                                               ("rank",)),
     "gpuwatch_rank_stack_samples": ("Main-thread stack samples behind the shares (10 s)", ("rank",)),
     "gpuwatch_straggler": ("1 for the rank that holds the others back, with the cause", ("rank", "cause")),
+    "gpuwatch_straggler_rank": ("The rank that holds the others back (absent when none is named)", ()),
+    "gpuwatch_rank_verdict": ("Per rank: 1 for the stage that rank's verdict names, 0 for the others",
+                              ("rank", "stage")),
     # host and disks
     "gpuwatch_host_cpu_percent": ("Host CPU busy", ()),
     "gpuwatch_host_iowait_percent": ("Host CPU time waiting for I/O", ()),
@@ -135,6 +139,9 @@ class Exporter:
         self._lock = threading.Lock()
         self._frames: deque[Frame] = deque(maxlen=KEEP_FRAMES)
         self._verdict: Verdict | None = None
+        self._ranks: RankTick | None = None
+        self._own_ranks: MultiRank | None = MultiRank(history=KEEP_FRAMES)
+        """Per-rank analyses of its own, until a caller feeds :meth:`on_ranks` (then dropped)."""
         self._count = 0
         self._replays: dict[int, int] = {}
         self._replay_t: dict[int, float] = {}
@@ -147,7 +154,10 @@ class Exporter:
         return self._server.server_port
 
     def __call__(self, frame: Frame, verdict: Verdict | None) -> None:
+        own = self._own_ranks.update(frame) if self._own_ranks is not None else None
         with self._lock:
+            if self._own_ranks is not None:
+                self._ranks = own
             self._frames.append(frame)
             self._verdict = verdict
             self._count += 1
@@ -157,6 +167,14 @@ class Exporter:
                         self._replay_t[s.index] = s.t
                         self._replays[s.index] = self._replays.get(s.index, 0) + s.replay_delta
 
+    def on_ranks(self, tick: RankTick | None) -> None:
+        """This tick's per-rank verdicts and straggler (:class:`gpuwatch.multirank.MultiRank`; None
+        for a frame with fewer than two ranks), called before ``__call__`` of the same tick, so the
+        exporter need not judge the ranks a second time."""
+        with self._lock:
+            self._own_ranks = None
+            self._ranks = tick
+
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
@@ -164,6 +182,7 @@ class Exporter:
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             frames, verdict, count, replays = list(self._frames), self._verdict, self._count, dict(self._replays)
+            tick = self._ranks
         out = _Families()
         out.put("gpuwatch_frames_total", count)
         if frames:
@@ -171,9 +190,13 @@ class Exporter:
             _frame(out, frame)
             for gpu, n in replays.items():
                 out.put("gpuwatch_pcie_replays_total", n, gpu=gpu)
-            _ranks(out, frames)
+            _ranks(out, frames, tick)
         if verdict is not None:
             _verdict(out, verdict)
+        if tick is not None:
+            for rank, v in tick.verdicts:
+                for stage in STAGES:
+                    out.put("gpuwatch_rank_verdict", 1 if stage == v.stage else 0, rank=rank, stage=stage)
         yield from out.fams.values()
 
 
@@ -302,22 +325,25 @@ def _host(out: _Families, h) -> None:
         out.put("gpuwatch_cgroup_cpu_throttled_percent", 100.0 * h.cgroup.throttled_frac)
 
 
-def _ranks(out: _Families, frames: list[Frame]) -> None:
+def _ranks(out: _Families, frames: list[Frame], tick: RankTick | None) -> None:
+    """Per-rank GPUs and wait shares; the straggler from the tick when the caller feeds
+    :meth:`Exporter.on_ranks` (the same one the JSON stream and the TUI show), else from the frames."""
     frame = frames[-1]
     ranks = ranks_of(frame)
     if known(frame.gpus):
         for r in ranks:
             for gpu in gpus_of(frame.gpus, rank_pids(frame, r)):
                 out.put("gpuwatch_rank_gpu", 1, rank=r, gpu=gpu)
-    signals = [rank_signals(frames, r, SIGNAL_WINDOW_S) for r in ranks]
+    signals = list(tick.signals) if tick is not None else [rank_signals(frames, r, SIGNAL_WINDOW_S) for r in ranks]
     for s in signals:
         if s.samples:
             out.put("gpuwatch_rank_stack_samples", s.samples, rank=s.rank)
             out.put("gpuwatch_rank_input_wait_percent", 100.0 * s.input_share, rank=s.rank)
             out.put("gpuwatch_rank_collective_wait_percent", 100.0 * s.collective_share, rank=s.rank)
-    straggler = find_straggler(signals)
+    straggler = tick.straggler if tick is not None else find_straggler(signals)
     if straggler is not None:
         out.put("gpuwatch_straggler", 1, rank=straggler.rank, cause=straggler.cause)
+        out.put("gpuwatch_straggler_rank", straggler.rank)
 
 
 def _verdict(out: _Families, v: Verdict) -> None:

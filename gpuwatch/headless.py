@@ -7,6 +7,7 @@ import sys
 from typing import TextIO
 
 from gpuwatch.analysis import Analysis
+from gpuwatch.multirank import MultiRank
 from gpuwatch.recording import Recorder, RecordingError, dumps, tick_record
 
 
@@ -17,22 +18,31 @@ async def stream_json(
     stop: asyncio.Event | None = None,
     analysis: Analysis | None = None,
     on_tick=None,
+    ranks: MultiRank | None = None,
 ) -> int:
-    """Print every tick of ``source`` as JSON until it ends or ``stop`` is set. Returns 0."""
+    """Print every tick of ``source`` as JSON until it ends or ``stop`` is set. Returns 0.
+
+    ``on_tick(frame, verdict)`` is called after each tick; if it also has an ``on_ranks`` method (the
+    Prometheus exporter does), that gets each tick's :class:`gpuwatch.multirank.RankTick` first (None: fewer than two ranks)."""
     out = out or sys.stdout
     analysis = analysis or Analysis()
+    ranks = ranks or MultiRank()
+    on_ranks = getattr(on_tick, "on_ranks", None)
     agen = source.frames()
     try:
         async for frame in _until(agen, stop):
             verdict = analysis.update(frame)
+            tick = ranks.update(frame)
             if recorder is not None and recorder.active:
                 try:
-                    recorder.write(frame, verdict)
+                    recorder.write(frame, verdict, *(() if tick is None else (tick,)))
                 except RecordingError as e:
                     print(f"gpuwatch: {e}; watching continues", file=sys.stderr)
             if out is not None:
-                out.write(dumps(tick_record(frame, verdict)) + "\n")
+                out.write(dumps(tick_record(frame, verdict, tick)) + "\n")
                 out.flush()
+            if on_ranks is not None:
+                on_ranks(tick)
             if on_tick is not None:
                 on_tick(frame, verdict)
     finally:

@@ -13,21 +13,28 @@ import platform
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from gpuwatch import __version__
 from gpuwatch.model.codec import SCHEMA_VERSION, DecodeError, from_dict, to_dict
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
 
+if TYPE_CHECKING:
+    from gpuwatch.multirank import RankTick
+
 MAX_LINE = 8 * 1024 * 1024
 """A line longer than this is rejected unread (a frame is a few kB)."""
 
 
-def tick_record(frame: Frame, verdict: Verdict | None) -> dict[str, Any]:
-    """The JSON object for one tick, as streamed by ``--json`` and stored in recordings."""
+def tick_record(frame: Frame, verdict: Verdict | None, ranks: RankTick | None = None) -> dict[str, Any]:
+    """The JSON object for one tick, as streamed by ``--json`` and stored in recordings. ``ranks``
+    (a multi-rank job's tick, :mod:`gpuwatch.multirank`) adds the ``ranks`` and ``straggler`` keys;
+    without it (single-process jobs) they are left out."""
     rec: dict[str, Any] = {"schema": SCHEMA_VERSION, "type": "tick", "frame": to_dict(frame)}
     rec["verdict"] = to_dict(verdict) if verdict is not None else None
+    if ranks is not None:
+        rec.update(ranks.to_json())
     return rec
 
 
@@ -65,9 +72,9 @@ class Recorder:
     def active(self) -> bool:
         return self._f is not None
 
-    def write(self, frame: Frame, verdict: Verdict | None) -> None:
+    def write(self, frame: Frame, verdict: Verdict | None, ranks: RankTick | None = None) -> None:
         if self._f is not None:
-            self._write(dumps(tick_record(frame, verdict)))
+            self._write(dumps(tick_record(frame, verdict, ranks)))
 
     def _write(self, line: str) -> None:
         assert self._f is not None

@@ -24,6 +24,7 @@ from textual.screen import Screen
 from gpuwatch.analysis import Analysis
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
+from gpuwatch.multirank import MultiRank, RankTick
 from gpuwatch.recording import Recorder, RecordingError
 from gpuwatch.tui.record import open_recording
 from gpuwatch.tui.screens.base import WatchScreen
@@ -50,6 +51,8 @@ class GpuwatchApp(App[int]):
                 id="pause"),
         Binding("r", "toggle_record", "Record", tooltip="Start or stop recording frames to a JSONL file.",
                 id="record"),
+        Binding("k", "next_rank", "Rank", tooltip="Show the next rank of a multi-rank job (all, 0, 1, ...).",
+                id="rank"),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="Keys and legend.", id="help"),
         Binding("q", "quit", "Quit", tooltip="Quit gpuwatch.", id="quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
@@ -63,6 +66,8 @@ class GpuwatchApp(App[int]):
     """Why no more frames will come, or None while they do."""
     self_cpu: reactive[float | None] = reactive(None)
     """gpuwatch's own CPU use, percent of one core."""
+    selected_rank: reactive[int | None] = reactive(None)
+    """The rank on show (its frame, verdict and history), or None for the whole job."""
 
     class FrameReady(Message):
         """A new frame was analysed. Supersedes an unhandled one, so a slow UI draws only the latest."""
@@ -84,6 +89,10 @@ class GpuwatchApp(App[int]):
         super().__init__()
         self.source = source
         self.analysis = analysis or Analysis()
+        self.ranks = MultiRank()
+        """Per-rank verdicts and the straggler (multi-rank jobs)."""
+        self.rank_tick: RankTick | None = None
+        """The latest tick's ranks, or None while the job shows fewer than two."""
         self.on_tick = on_tick
         self.record_dir = record_dir
         self.handle_signals = handle_signals
@@ -135,8 +144,14 @@ class GpuwatchApp(App[int]):
             async for frame in frames:
                 last = frame
                 verdict = self.analysis.update(frame)
-                self._latest = (frame, verdict)
-                await self._record(frame, verdict)
+                tick = self.ranks.update(frame)
+                if (tick is None) != (self.rank_tick is None):
+                    self.refresh_bindings()  # the Rank key shows only for multi-rank jobs
+                self._latest, self.rank_tick = (frame, verdict), tick
+                await self._record(frame, verdict, tick)
+                on_ranks = getattr(self.on_tick, "on_ranks", None)
+                if on_ranks is not None:
+                    on_ranks(tick)
                 if self.on_tick is not None:
                     self.on_tick(frame, verdict)
                 self.post_message(self.FrameReady())
@@ -154,12 +169,13 @@ class GpuwatchApp(App[int]):
             await frames.aclose()
         self.post_message(self.FrameReady())
 
-    async def _record(self, frame: Frame, verdict: Verdict) -> None:
+    async def _record(self, frame: Frame, verdict: Verdict, tick: RankTick | None = None) -> None:
         rec = self._recorder
         if rec is None:
             return
         try:
-            await asyncio.get_running_loop().run_in_executor(self._io, rec.write, frame, verdict)
+            args = (frame, verdict) if tick is None else (frame, verdict, tick)
+            await asyncio.get_running_loop().run_in_executor(self._io, rec.write, *args)
         except RecordingError as e:
             if self._recorder is rec:
                 self._recorder = None
@@ -174,11 +190,17 @@ class GpuwatchApp(App[int]):
         if self._latest is None or self.paused or self._leaving:
             return
         frame, verdict = self._latest
+        frames, verdicts = tuple(self.analysis.frames), tuple(self.analysis.verdicts)
+        rank = self.shown_rank
+        if rank is not None:  # that rank's own frames and verdicts, as if gpuwatch watched it alone
+            mine = self.ranks.by_rank[rank]
+            frame, verdict = mine.frames[-1], mine.verdicts[-1]
+            frames, verdicts = tuple(mine.frames), tuple(mine.verdicts)
         self.view = View(
             frame=frame,
             verdict=verdict,
-            frames=tuple(self.analysis.frames),
-            verdicts=tuple(self.analysis.verdicts),
+            frames=frames,
+            verdicts=verdicts,
             source=self.source.describe(),
             ended=self.ended,
         )
@@ -201,6 +223,39 @@ class GpuwatchApp(App[int]):
 
     def _measure_self(self) -> None:
         self.self_cpu = self._self_cpu()
+
+    @property
+    def shown_rank(self) -> int | None:
+        """The selected rank while the job shows it, else None (the whole job)."""
+        rank = self.selected_rank
+        if rank is None or self.rank_tick is None or rank not in self.ranks.by_rank:
+            return None
+        return rank if self.ranks.by_rank[rank].verdicts else None
+
+    def rank_caption(self) -> str:
+        """What the header says about ranks: ``rank 1 of 2``, ``all 2 ranks``; empty for a single process."""
+        if self.rank_tick is None:
+            return ""
+        n = len(self.rank_tick.verdicts)
+        rank = self.shown_rank
+        return f"all {n} ranks" if rank is None else f"rank {rank} of {n}"
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_rank":
+            return self.rank_tick is not None  # hidden from the footer for single-process jobs
+        return True
+
+    def action_next_rank(self) -> None:
+        """all -> 0 -> 1 -> ... -> all."""
+        tick = self.rank_tick
+        if tick is None:
+            return
+        order: list[int | None] = [None, *tick.ranks]
+        i = order.index(self.selected_rank) if self.selected_rank in order else 0
+        self.selected_rank = order[(i + 1) % len(order)]
+        shown = "all ranks" if self.selected_rank is None else f"rank {self.selected_rank}"
+        self.notify(f"Showing {shown}" + (" (from the next frame: paused)" if self.paused else ""), timeout=2)
+        self.render_latest()
 
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused

@@ -86,7 +86,9 @@ def train(rank: int, opts: argparse.Namespace, mode: str) -> None:
             if step == 1:
                 workers = [w.pid for w in getattr(it, "_workers", [])]
                 info = {"rank": rank, "pid": os.getpid(), "workers": workers, "world_size": WORLD_SIZE, "mode": mode}
-                print("READY " + json.dumps(info), flush=True)
+                # One write(2) per line: both ranks share stdout, and print() may split a line in two
+                # writes that interleave with the other rank's (seen: two READY lines run together).
+                os.write(sys.stdout.fileno(), ("READY " + json.dumps(info) + "\n").encode())
             if step % STOP_CHECK_EVERY == 0 and _all_agree_to_stop(time.monotonic() >= deadline):
                 return
     finally:

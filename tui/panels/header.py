@@ -14,7 +14,8 @@ from gpuwatch.tui.view import View
 
 
 class HeaderBar(Horizontal):
-    """Left: ``PID 1234 python train.py · GPU 0 NVIDIA H200``; right: state, watch time, own CPU.
+    """Left: ``PID 1234 python train.py · GPU 0 NVIDIA H200`` (``Rank 1 of 2 · ...`` when the job has
+    ranks); right: state, watch time, own CPU.
 
     The right part never gets cut: a long command line is what gives way on a narrow terminal.
     """
@@ -41,6 +42,10 @@ class HeaderBar(Horizontal):
         self._view = view
         t = view.frame.target
         parts = [f"PID {t.pid} {t.cmdline or '?'}"]
+        caption = getattr(self.app, "rank_caption", None)  # multi-rank jobs: which rank is on show
+        rank = caption() if caption is not None else ""
+        if rank:
+            parts.insert(0, rank.capitalize())
         gpus = view.frame.gpus
         if known(gpus) and gpus:
             names = "/".join(sorted({g.name for g in gpus}))  # type: ignore[union-attr]

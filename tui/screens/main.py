@@ -14,6 +14,7 @@ from gpuwatch.tui.panels.header import HeaderBar
 from gpuwatch.tui.panels.host import HostStrip
 from gpuwatch.tui.panels.pipeline import PipelinePanel
 from gpuwatch.tui.panels.processes import ProcessPanel
+from gpuwatch.tui.panels.ranks import RankBar
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.view import View
 
@@ -39,6 +40,7 @@ class MainScreen(WatchScreen):
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
+        yield RankBar(id="ranks")
         yield PipelinePanel(id="pipeline")
         with Horizontal(id="body"):
             yield GpuArea(id="gpus")
@@ -54,6 +56,8 @@ class MainScreen(WatchScreen):
 
     def show(self, view: View) -> None:
         self.query_one(HeaderBar).show(view)
+        app = self.watch_app
+        self.query_one(RankBar).show(app.rank_tick, app.shown_rank)
         self.pipeline.show(view.verdict)
         self.query_one(GpuArea).show(view)
         gpus = view.frame.gpus
