@@ -17,6 +17,7 @@ KEYS = (
     ("s", "hottest frames per thread role (py-spy top style)"),
     ("p", "pause the display (collecting and recording go on)"),
     ("r", "start / stop recording to gpuwatch-DATE-TIME.jsonl"),
+    ("k", "next rank of a multi-rank job (all, 0, 1, ...)"),
     ("?", "this help"),
     ("Escape", "back"),
     ("q", "quit"),
