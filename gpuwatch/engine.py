@@ -20,6 +20,8 @@ from gpuwatch.model.values import PENDING, Unsupported
 FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
 FIRST_FRAME_S = 0.6
 """Longest wait for the first frame: enough for the rate collectors' first window (0.3 s)."""
+STOP_WAIT_S = 2.0
+"""How long closing waits for the collector loops to end before leaving them to finish alone."""
 STALE_AFTER = 3.0
 """A sample older than this many of its collector's intervals (and the tick) is shown as stalled."""
 
@@ -42,6 +44,7 @@ class Watch:
         self._stamp: dict[str, float] = {}
         self._executors: dict[str, ThreadPoolExecutor] = {}
         self._seq = 0
+        self._stopping = False
         self.cpu_seconds = 0.0
 
     async def frames(self, duration: float | None = None) -> AsyncIterator[Frame]:
@@ -72,9 +75,15 @@ class Watch:
                 if duration is not None and now - start >= duration - 1e-6:
                     return
         finally:
+            # A flag as well as cancel(): on Python < 3.12, asyncio.wait_for can swallow a
+            # cancellation that arrives just as its inner future completes (CPython gh-86296),
+            # and a collector loop that missed it would keep this gather waiting forever (seen:
+            # a headless watch that did not exit at --duration, about 1 run in 15).
+            self._stopping = True
             for t in tasks:
                 t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            if tasks:
+                await asyncio.wait(tasks, timeout=STOP_WAIT_S)
             for c in self.collectors:
                 try:
                     c.close()
@@ -123,7 +132,7 @@ class Watch:
             self._latest[c.field] = problem
             return
         failures = 0
-        while True:
+        while not self._stopping:
             started = self.clock()
             try:
                 value = await asyncio.wait_for(loop.run_in_executor(ex, c.sample), timeout=c.timeout)
@@ -136,6 +145,8 @@ class Watch:
             except Exception as e:  # noqa: BLE001 - one failing collector never stalls the others
                 value = Unsupported(f"{c.field}: {type(e).__name__}: {e}")
                 failures += 1
+            if self._stopping:
+                return
             self._latest[c.field] = value
             self._stamp[c.field] = self.clock()
             if c.field == "procs":
