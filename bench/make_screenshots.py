@@ -20,13 +20,12 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from gpuwatch.analysis import Analysis
-from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import PIPELINE
-from gpuwatch.source import ReplaySource
+from gpuwatch.source import FirstFrames, ReplaySource
 from gpuwatch.tui.app import GpuwatchApp
 
 VIEWS: dict[str, tuple[str, ...]] = {
@@ -36,30 +35,6 @@ VIEWS: dict[str, tuple[str, ...]] = {
     "help": ("question_mark",),
 }
 """View name -> keys that open it from the main screen."""
-
-
-class FirstFrames:
-    """The first ``n`` frames of a source (all of them when ``n`` is None)."""
-
-    live = False
-
-    def __init__(self, source: ReplaySource, n: int | None) -> None:
-        self.source, self.n = source, n
-
-    def describe(self) -> str:
-        return self.source.describe()
-
-    async def frames(self) -> AsyncIterator[Frame]:
-        agen = self.source.frames()
-        try:
-            count = 0
-            async for f in agen:
-                yield f
-                count += 1
-                if self.n is not None and count >= self.n:
-                    return
-        finally:
-            await agen.aclose()
 
 
 async def render(recording: str, frames: int | None, size: tuple[int, int], keys: Sequence[str], svg: Path) -> None:

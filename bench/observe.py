@@ -90,6 +90,27 @@ def start_job(device: str, workers: int, counter: str, log_path: str) -> subproc
                                 start_new_session=True)
 
 
+def add_job_options(p, workers: int) -> None:
+    """The options both benchmarks give the steady job."""
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--workers", type=int, default=workers, help=f"DataLoader workers of the job (default {workers})")
+    p.add_argument("--warmup", type=float, default=None, help="seconds after the first step (default: 8 cuda, 3 cpu)")
+
+
+def launch_job(ns) -> tuple[StepReader, subprocess.Popen]:
+    """Start the steady job in ``ns.out`` with a fresh step counter; wait for it with wait_warm."""
+    os.makedirs(ns.out, exist_ok=True)
+    counter = os.path.join(ns.out, "steps.counter")
+    if os.path.exists(counter):
+        os.unlink(counter)
+    reader = StepReader(counter)
+    return reader, start_job(ns.device, ns.workers, counter, os.path.join(ns.out, "steady_job.log"))
+
+
+def warmup_s(ns) -> float:
+    return ns.warmup if ns.warmup is not None else (8.0 if ns.device == "cuda" else 3.0)
+
+
 def wait_warm(reader: StepReader, job: subprocess.Popen, warmup_s: float, timeout: float = 300.0) -> None:
     """Wait for the first step, then ``warmup_s`` more (cuBLAS autotuning, clocks, worker start-up)."""
     deadline = time.monotonic() + timeout

@@ -122,20 +122,13 @@ def markdown(rows: list[dict], phase_s: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="steps/s of a steady job with and without gpuwatch watching it")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    observe.add_job_options(p, workers=4)
     p.add_argument("--phase", type=float, default=6.0, help="seconds per phase (default 6)")
     p.add_argument("--rounds", type=int, default=3, help="times each observer is tried (default 3)")
-    p.add_argument("--workers", type=int, default=4, help="DataLoader workers of the job (default 4)")
-    p.add_argument("--warmup", type=float, default=None, help="seconds after the first step (default: 8 cuda, 3 cpu)")
     p.add_argument("--out", required=True, help="folder for overhead.json, overhead.md and the job's log")
     ns = p.parse_args(argv)
-    os.makedirs(ns.out, exist_ok=True)
-    warmup = ns.warmup if ns.warmup is not None else (8.0 if ns.device == "cuda" else 3.0)
-    counter = os.path.join(ns.out, "steps.counter")
-    if os.path.exists(counter):
-        os.unlink(counter)
-    reader = observe.StepReader(counter)
-    job = observe.start_job(ns.device, ns.workers, counter, os.path.join(ns.out, "steady_job.log"))
+    warmup = observe.warmup_s(ns)
+    reader, job = observe.launch_job(ns)
     try:
         observe.wait_warm(reader, job, warmup)
         obs = observers(job.pid)

@@ -161,21 +161,14 @@ def verdicts(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="CPU, memory and first frame of gpuwatch and its peers")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    observe.add_job_options(p, workers=8)
     p.add_argument("--duration", type=float, default=20.0, help="seconds each observer watches (default 20)")
     p.add_argument("--alone", type=float, default=6.0, help="seconds of each alone phase (default 6)")
     p.add_argument("--interval", type=float, default=1.0, help="refresh of gpuwatch and nvitop (default 1: gpuwatch's)")
-    p.add_argument("--workers", type=int, default=8, help="DataLoader workers of the job (default 8)")
-    p.add_argument("--warmup", type=float, default=None, help="seconds after the first step (default: 8 cuda, 3 cpu)")
     p.add_argument("--out", required=True, help="folder for self.json, self.md and the job's log")
     ns = p.parse_args(argv)
-    os.makedirs(ns.out, exist_ok=True)
-    warmup = ns.warmup if ns.warmup is not None else (8.0 if ns.device == "cuda" else 3.0)
-    counter = os.path.join(ns.out, "steps.counter")
-    if os.path.exists(counter):
-        os.unlink(counter)
-    reader = observe.StepReader(counter)
-    job = observe.start_job(ns.device, ns.workers, counter, os.path.join(ns.out, "steady_job.log"))
+    warmup = observe.warmup_s(ns)
+    reader, job = observe.launch_job(ns)
     try:
         observe.wait_warm(reader, job, warmup)
         obs = observers(job.pid, ns.interval)

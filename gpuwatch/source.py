@@ -42,3 +42,28 @@ class ReplaySource:
                 self.on_bad_line(b)
 
         return replay_frames(self.path, self.speed, bad)
+
+
+@dataclass
+class FirstFrames:
+    """The first ``n`` frames of another source (all of them when ``n`` is None), so a replay
+    stops at a fixed point: snapshot tests and screenshots."""
+
+    source: LiveSource | ReplaySource
+    n: int | None
+    live: bool = False
+
+    def describe(self) -> str:
+        return self.source.describe()
+
+    async def frames(self) -> AsyncIterator[Frame]:
+        agen = self.source.frames()
+        try:
+            count = 0
+            async for f in agen:
+                yield f
+                count += 1
+                if self.n is not None and count >= self.n:
+                    return
+        finally:
+            await agen.aclose()

@@ -175,29 +175,6 @@ class ListSource:
             await asyncio.sleep(3600)
 
 
-class FirstFrames:
-    """The first ``n`` frames of another source, so a replay stops at a fixed point."""
-
-    def __init__(self, source, n: int) -> None:
-        self.source, self.n = source, n
-        self.live = False
-
-    def describe(self) -> str:
-        return self.source.describe()
-
-    async def frames(self) -> AsyncIterator[Frame]:
-        agen = self.source.frames()
-        try:
-            count = 0
-            async for f in agen:
-                yield f
-                count += 1
-                if count >= self.n:
-                    return
-        finally:
-            await agen.aclose()
-
-
 def write_recording(path: Path, frames: Sequence[Frame]) -> Path:
     """Write SYNTHETIC frames as a recording (verdicts left out: replay recomputes them)."""
     rec = Recorder(str(path), note="SYNTHETIC frames for TUI layout tests")

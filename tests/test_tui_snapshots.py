@@ -21,7 +21,8 @@ from pytest_textual_snapshot import SVGImageExtension
 from gpuwatch.analysis import Analysis
 from gpuwatch.model.verdict import PIPELINE
 from gpuwatch.source import ReplaySource
-from tests.test_tui_fixtures import SNAPSHOT_RECORDINGS, FirstFrames, ListSource, make_app, synthetic_frames
+from gpuwatch.source import FirstFrames
+from tests.test_tui_fixtures import SNAPSHOT_RECORDINGS, ListSource, make_app, synthetic_frames
 
 SNAPSHOT_DIR = Path(__file__).resolve().parent / "snapshots"
 SIZES = {"80x24": (80, 24), "200x60": (200, 60)}
