@@ -7,7 +7,7 @@ when they were active. ``busy_pct`` is the share of the tick the device had I/O 
 while showing 100 %, so read it with ``await_ms``.
 
 Locations are the target's working directory and the folders of files the main processes and
-DataLoader workers have open for reading (psutil ``open_files``), each with its mount, file system
+DataLoader workers have open for reading (collectors/open_files.py), each with its mount, file system
 and block device (a partition is mapped to its parent disk, so ``device`` matches a row of
 ``devices``). Workers open and close files inside ``__getitem__``, so a folder seen once stays
 listed for ``RECENT_S``.
@@ -22,6 +22,7 @@ from collections.abc import Iterable
 import psutil
 
 from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.open_files import readable_files
 from gpuwatch.collectors.procfs import Mount, mount_of, parse_mountinfo, read_age
 from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.model.disk import BlockDevice, DataLocation, DiskSample
@@ -226,13 +227,12 @@ class DiskCollector(Collector):
         counts: dict[str, int] = {}
         for n in self._to_scan(tree.nodes):
             try:
-                files = psutil.Process(n.pid).open_files()
-            except psutil.Error:
+                files = readable_files(n.pid, lambda path: is_data_file(path, "r"), self.proc_root)
+            except OSError:  # gone, or its fds are not ours to read
                 continue
-            for f in files:
-                if is_data_file(f.path, getattr(f, "mode", "r")):
-                    d = os.path.dirname(f.path)
-                    counts[d] = counts.get(d, 0) + 1
+            for path in files:
+                d = os.path.dirname(path)
+                counts[d] = counts.get(d, 0) + 1
         for d, c in counts.items():
             self._recent[d] = (now, c)
         for d in [d for d, (seen, _) in self._recent.items() if now - seen > RECENT_S]:

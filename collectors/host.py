@@ -14,18 +14,15 @@ from dataclasses import dataclass
 import psutil
 
 from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.others import OtherProcs
 from gpuwatch.collectors.procfs import parse_cpu_max, parse_flat_keyed, parse_mountinfo, parse_pressure, \
     parse_proc_cgroup
 from gpuwatch.collectors.target import Target, TargetGone
-from gpuwatch.model.host import CgroupCpu, HostSample, OtherProc, Psi
+from gpuwatch.model.host import CgroupCpu, HostSample, Psi
 from gpuwatch.model.values import Maybe, Unsupported
 
 FIRST_WINDOW_S = 0.3
 """The first sample measures over this short window (there is no previous tick to diff against)."""
-TOP_OTHERS = 5
-OTHER_MIN_PCT = 1.0
-"""Processes below 1 % of a core are not contention suspects; leaving them out keeps the list to
-the ones that matter (and empty on a quiet host)."""
 
 PSI_MISSING = Unsupported("the kernel has no pressure stall information (/proc/pressure is missing): "
                           "it needs Linux >= 4.20 built with CONFIG_PSI=y")
@@ -160,7 +157,6 @@ def throttle(cur: CgroupReading, prev: CgroupReading | None) -> CgroupCpu:
 
 class HostCollector(Collector):
     field = "host"
-    top_n = TOP_OTHERS
 
     def __init__(self, target: Target, interval: float = 1.0, proc_root: str = "/proc", fs_root: str = "") -> None:
         self.target = target
@@ -171,8 +167,7 @@ class HostCollector(Collector):
         self._prev_swap = None
         self._prev_t = 0.0
         self._prev_cg: CgroupReading | None = None
-        self._others: dict[tuple[int, float], float] = {}
-        self._others_t = 0.0
+        self.others = OtherProcs(proc_root)
 
     def sample(self) -> HostSample:
         if self._prev_cpu is None:
@@ -199,13 +194,13 @@ class HostCollector(Collector):
             swap_out_bps=sout,
             psi=read_psi(self.proc_root),
             cgroup=self._cgroup(),
-            top_others=self._top_others(),
+            top_others=self.others.sample(self._job_pids()),
         )
 
     def _baseline(self) -> None:
         self._prev_cpu, self._prev_swap, self._prev_t = psutil.cpu_times(), psutil.swap_memory(), time.monotonic()
         self._cgroup()
-        self._top_others()
+        self.others.baseline(self._job_pids())
 
     def _cgroup(self) -> Maybe[CgroupCpu]:
         cur = read_cgroup(self.target.pid, self.proc_root, self.fs_root)
@@ -215,46 +210,11 @@ class HostCollector(Collector):
         prev, self._prev_cg = self._prev_cg, cur
         return throttle(cur, prev)
 
-    def _top_others(self) -> tuple[OtherProc, ...]:
-        """The busiest processes outside the job's tree, gpuwatch and gpuwatch's children
-        (py-spy). One pass over /proc reading only CPU times (psutil's ``name`` and ``ppid`` double
-        the cost, so they are read for the few candidates at the top); CPU from cpu_times deltas
-        keyed by (pid, create_time), so psutil's shared ``cpu_percent`` state is not disturbed.
-        Measured: about 2 ms of CPU for 110 processes here."""
+    def _job_pids(self) -> set[int]:
         try:
-            job = set(self.target.tree().pids())
+            return set(self.target.tree().pids())
         except TargetGone:
-            job = set()
-        now = time.monotonic()
-        dt = max(now - self._others_t, 1e-3)
-        seen: dict[tuple[int, float], float] = {}
-        rows = []
-        for p in psutil.process_iter(["cpu_times", "create_time"]):
-            ct, times = p.info.get("create_time"), p.info.get("cpu_times")
-            if ct is None or times is None:
-                continue
-            key = (p.pid, ct)
-            seen[key] = times.user + times.system
-            before = self._others.get(key)
-            if before is not None and p.pid not in job:
-                pct = 100.0 * (seen[key] - before) / dt
-                if pct >= OTHER_MIN_PCT:
-                    rows.append((pct, p))
-        self._others, self._others_t = seen, now
-        rows.sort(key=lambda r: r[0], reverse=True)
-        me = os.getpid()
-        out = []
-        for pct, p in rows:
-            if len(out) >= self.top_n:
-                break
-            try:
-                if p.pid == me or any(a.pid == me for a in p.parents()):
-                    continue
-                name = p.name()
-            except psutil.Error:
-                continue
-            out.append(OtherProc(pid=p.pid, name=name, cpu_pct=pct))
-        return tuple(out)
+            return set()
 
 
 def _cpu_shares(cur, prev) -> tuple[float, Maybe[float], Maybe[float]]:

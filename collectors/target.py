@@ -54,6 +54,9 @@ LAUNCHER_MODULES = (
 )
 """Modules run with ``python -m`` that start ranks."""
 RANK_VARS = ("RANK", "LOCAL_RANK")
+REFRESH_S = 0.9
+"""The tree is re-walked at most this often: about once per tick at the default 1 s refresh, however
+many collectors ask for it (a new DataLoader worker shows within a tick)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +110,7 @@ class _Raw:
 class Target:
     """A running process given by PID, and everything below it."""
 
-    def __init__(self, pid: int, refresh_s: float = 0.5) -> None:
+    def __init__(self, pid: int, refresh_s: float = REFRESH_S) -> None:
         self.pid = pid
         self.refresh_s = refresh_s
         self._proc = psutil.Process(pid)  # raises NoSuchProcess / AccessDenied for the CLI to report
@@ -150,7 +153,7 @@ class Target:
     # -- walking ---------------------------------------------------------------------------
     def _walk(self) -> Tree:
         try:
-            procs = [self._proc] + self._proc.children(recursive=True)
+            procs = [self._proc] + self._descendants()
         except psutil.NoSuchProcess as e:  # also raised when the PID was reused by another process
             self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(str(e)) from e
@@ -176,6 +179,24 @@ class Target:
         nodes.sort(key=lambda n: (n.role != ROLE_LAUNCHER, n.role != ROLE_MAIN, n.pid))
         return Tree(self.pid, tuple(nodes))
 
+    def _descendants(self) -> list[psutil.Process]:
+        """Every process below the target. From the kernel's per-thread ``children`` lists when it
+        has them (CONFIG_PROC_CHILDREN, on in distribution kernels): that reads only the job's own
+        /proc entries, where psutil's ``children(recursive=True)`` reads the stat file of every
+        process on the host each time (the tree is walked about once a tick)."""
+        if not self._proc.is_running():
+            raise psutil.NoSuchProcess(self.pid)
+        pids = _descendant_pids(self.pid)
+        if pids is None:
+            return self._proc.children(recursive=True)
+        out = []
+        for pid in pids:
+            try:
+                out.append(psutil.Process(pid))
+            except psutil.Error:  # exited since it was listed
+                continue
+        return out
+
     def _rank(self, pid: int, create_time: float) -> int | None:
         key = (pid, create_time)
         if key not in self._rank_cache:
@@ -183,6 +204,35 @@ class Target:
                 self._rank_cache.clear()
             self._rank_cache[key] = _read_rank(pid)
         return self._rank_cache[key]
+
+
+def _descendant_pids(root: int, proc_root: str = "/proc") -> list[int] | None:
+    """PIDs below ``root`` from /proc/PID/task/TID/children; None when the kernel lacks those files.
+    A process that exits mid-walk just drops out (its children are re-parented outside the tree)."""
+    if not os.path.exists(f"{proc_root}/{root}/task/{root}/children"):
+        return None
+    out: list[int] = []
+    todo = [root]
+    seen = {root}
+    while todo:
+        pid = todo.pop()
+        try:
+            tids = os.listdir(f"{proc_root}/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"{proc_root}/{pid}/task/{tid}/children", encoding="ascii") as f:
+                    kids = f.read().split()
+            except OSError:
+                continue
+            for k in kids:
+                child = int(k)
+                if child not in seen:
+                    seen.add(child)
+                    out.append(child)
+                    todo.append(child)
+    return out
 
 
 def _read(p: psutil.Process) -> _Raw | None:

@@ -61,6 +61,7 @@ def _run_headless(source, recorder: Recorder | None, prometheus=None) -> int:
 def watch(ns: argparse.Namespace) -> int:
     source = live_source(ns.pid, ns, ns.duration)
     recorder = _open_recorder(ns.record)
+    source.watch.prestart()  # collectors take their first readings while the TUI starts
     if ns.json:
         return _run_headless(source, recorder, ns.prometheus)
     from gpuwatch.tui.app import run_app

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from gpuwatch.collectors.base import Collector
 from gpuwatch.collectors.target import Target
@@ -45,14 +45,17 @@ class Watch:
         self._executors: dict[str, ThreadPoolExecutor] = {}
         self._seq = 0
         self._stopping = False
+        self._early: dict[str, tuple[Future, Future]] = {}
+        """Collector field -> (probe, first sample) started by prestart()."""
         self.cpu_seconds = 0.0
 
     async def frames(self, duration: float | None = None) -> AsyncIterator[Frame]:
         loop = asyncio.get_running_loop()
         tasks = []
         for c in self.collectors:
-            self._latest[c.field] = PENDING
-            self._executors[c.field] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"gw-{c.field}")
+            if c.field not in self._early:
+                self._latest[c.field] = PENDING
+            self._executor(c)
             tasks.append(asyncio.create_task(self._run(c), name=f"collect:{c.field}"))
         start = self.clock()
         try:
@@ -92,6 +95,23 @@ class Watch:
             for ex in self._executors.values():
                 ex.shutdown(wait=False, cancel_futures=True)
 
+    def prestart(self) -> None:
+        """Start every collector's probe and first sample now, on its own thread, before an event
+        loop runs: the TUI imports and starts Textual meanwhile (about half a second), so its first
+        frame is not the sum of both. ``frames`` picks the results up."""
+        for c in self.collectors:
+            if c.field in self._early:
+                continue
+            self._latest[c.field] = PENDING
+            ex = self._executor(c)
+            probe = ex.submit(c.probe)
+            self._early[c.field] = (probe, ex.submit(_sample_if_probe_ok, c, probe))
+
+    def _executor(self, c: Collector) -> ThreadPoolExecutor:
+        if c.field not in self._executors:
+            self._executors[c.field] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"gw-{c.field}")
+        return self._executors[c.field]
+
     async def _first_round(self, deadline: float) -> None:
         while self.clock() < deadline:
             if all(c.field in self._stamp or self._latest[c.field] is not PENDING for c in self.collectors):
@@ -124,8 +144,10 @@ class Watch:
     async def _run(self, c: Collector) -> None:
         loop = asyncio.get_running_loop()
         ex = self._executors[c.field]
+        early = self._early.pop(c.field, None)
         try:
-            problem = await asyncio.wait_for(loop.run_in_executor(ex, c.probe), timeout=c.timeout + 10)
+            started_probe = asyncio.wrap_future(early[0]) if early else loop.run_in_executor(ex, c.probe)
+            problem = await asyncio.wait_for(started_probe, timeout=c.timeout + 10)
         except Exception as e:  # noqa: BLE001 - a broken probe disables one panel, not the app
             problem = Unsupported(f"{c.field}: probe failed: {e}")
         if problem is not None:
@@ -135,7 +157,9 @@ class Watch:
         while not self._stopping:
             started = self.clock()
             try:
-                value = await asyncio.wait_for(loop.run_in_executor(ex, c.sample), timeout=c.timeout)
+                pending = asyncio.wrap_future(early[1]) if early else loop.run_in_executor(ex, c.sample)
+                early = None
+                value = await asyncio.wait_for(pending, timeout=c.timeout)
                 failures = 0
             except asyncio.TimeoutError:
                 value = Unsupported(f"{c.field}: a read took longer than {c.timeout:.0f} s")
@@ -154,3 +178,13 @@ class Watch:
             # Back off on repeated failures so a broken source costs little.
             pause = c.interval * (1 if failures < 3 else min(10, failures))
             await asyncio.sleep(max(0.0, started + pause - self.clock()))
+
+
+def _sample_if_probe_ok(c: Collector, probe: Future) -> object:
+    """The first sample of a prestarted collector, taken only if its probe passed (the probe's
+    outcome itself is reported by Watch._run)."""
+    try:
+        problem = probe.result()
+    except Exception:  # noqa: BLE001 - reported from the probe's own future
+        return None
+    return c.sample() if problem is None else None

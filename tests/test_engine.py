@@ -107,3 +107,38 @@ def test_frames_keep_the_tick_even_when_collectors_are_slow(sleeper):
     frames = asyncio.run(_collect(watch, 6))
     gaps = [b.t - a.t for a, b in zip(frames, frames[1:])]
     assert max(gaps) < 0.6, gaps
+
+
+def test_prestart_takes_the_first_readings_before_the_loop_runs(sleeper):
+    """prestart() probes and samples on the collectors' own threads at once; frames() uses those
+    readings instead of taking them again, and a refused probe still disables only its field."""
+
+    class SlowFirst(Collector):
+        field = "procs"
+        interval = 1.0
+
+        def __init__(self):
+            self.calls = []
+
+        def sample(self):
+            self.calls.append(time.monotonic())
+            if len(self.calls) == 1:
+                time.sleep(0.5)  # a first reading with a baseline window, like the /proc collectors
+            return Unsupported(f"call {len(self.calls)}")
+
+    slow = SlowFirst()
+    watch = Watch(Target(sleeper.pid), [slow, Refusing(), Failing()], interval=1.0)
+    t0 = time.monotonic()
+    watch.prestart()
+    time.sleep(0.6)  # the TUI importing and starting meanwhile
+    assert len(slow.calls) == 1 and slow.calls[0] - t0 < 0.2, "the first sample did not start at once"
+
+    async def first():
+        async for f in watch.frames(duration=0.0):
+            return f, time.monotonic()
+
+    frame, at = asyncio.run(first())
+    assert at - t0 < 0.9, "the first frame waited for a second first reading"
+    assert frame.procs == Unsupported("call 1") and len(slow.calls) <= 2
+    assert frame.gpus == Unsupported("NVML unavailable: no driver")
+    assert isinstance(frame.disk, Unsupported) and "disk went away" in frame.disk.reason

@@ -13,6 +13,7 @@ import pytest
 from gpuwatch.collectors.target import (
     Target,
     TargetGone,
+    _descendant_pids,
     _is_launcher_cmd,
     _Raw,
     assign_roles,
@@ -253,3 +254,29 @@ def test_unknown_pid_raises_at_construction():
     with pytest.raises(psutil.NoSuchProcess):
         Target(2**22 + 12345)
 
+
+
+def test_descendants_from_children_files_match_psutil():
+    """The kernel's per-thread children lists find the same processes as psutil's full /proc scan,
+    grandchildren and children forked by a non-main thread included."""
+    code = ("import subprocess, sys, threading, time\n"
+            "sleep = [sys.executable, '-c', 'import time; time.sleep(60)']\n"
+            "kid = subprocess.Popen([sys.executable, '-c', "
+            "'import subprocess, sys, time; subprocess.Popen([sys.executable, \"-c\", \"import time; time.sleep(60)\"]); time.sleep(60)'])\n"
+            "threading.Thread(target=lambda: subprocess.Popen(sleep)).start()\n"
+            "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        want = wait_for(lambda: {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
+                        if len(psutil.Process(proc.pid).children(recursive=True)) >= 3 else None)
+        assert want and len(want) == 3
+        got = _descendant_pids(proc.pid)
+        if got is None:
+            pytest.skip("this kernel has no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)")
+        assert set(got) == want and len(got) == len(want)
+        assert set(Target(proc.pid, refresh_s=0.0).tree().pids()) == want | {proc.pid}
+    finally:
+        for p in psutil.Process(proc.pid).children(recursive=True):
+            p.kill()
+        proc.kill()
+        proc.wait(10)
