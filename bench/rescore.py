@@ -1,6 +1,6 @@
 """Score saved accuracy runs again with the current diagnosis, without a GPU.
 
-``bench/accuracy.py --out DIR`` keeps each scenario's recording (``<name>.jsonl``) and its
+``bench/accuracy.py --out DIR`` keeps each scenario's recording (``<name>.jsonl``, or gzipped ``.jsonl.gz``) and its
 ground-truth markers (``accuracy.json``). This replays every recording through today's
 ``gpuwatch.analysis.Analysis`` and scores it with the same ``score()``. Use it to check a change
 of the diagnosis against the H200 runs; the held-out scenarios judge it in the end, so a rule
@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for r in saved["results"]:
         rec = d / f"{r['scenario']}.jsonl"
+        if not rec.exists():  # kept compressed (gpuwatch reads .jsonl.gz as is)
+            rec = d / f"{r['scenario']}.jsonl.gz"
         if not rec.exists() or not r.get("markers_seen"):
             results.append({**r, "error": r.get("error") or "no recording"})
             continue

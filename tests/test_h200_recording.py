@@ -49,8 +49,8 @@ WARMUP_TICKS = 2
 HIGH_CONFIDENCE = 0.9
 
 
-def smi_rows() -> list[tuple[float, dict[str, str]]]:
-    with open(SMI, newline="", encoding="utf-8") as f:
+def smi_rows(path: Path = SMI) -> list[tuple[float, dict[str, str]]]:
+    with open(path, newline="", encoding="utf-8") as f:
         reader = csv.reader(f, skipinitialspace=True)
         head = [h.split(" [")[0] for h in next(reader)]
         rows = []

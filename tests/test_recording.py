@@ -94,3 +94,19 @@ def test_load_frames_reports_bad_lines(tmp_path):
     seen = []
     frames = load_frames(str(p), seen.append)
     assert len(frames) == 2 and len(seen) == 1 and seen[0].line == 4
+
+
+def test_gzipped_recording_reads_back_and_a_cut_one_keeps_its_good_ticks(tmp_path):
+    import gzip
+
+    p = tmp_path / "r.jsonl"
+    _write(p, 40)
+    packed = gzip.compress(p.read_bytes())
+    whole, cut = tmp_path / "r.jsonl.gz", tmp_path / "cut.jsonl.gz"
+    whole.write_bytes(packed)
+    cut.write_bytes(packed[: len(packed) * 2 // 3])
+    assert [i.frame.seq for i in read_recording(str(whole))] == list(range(1, 41))
+    items = list(read_recording(str(cut)))
+    assert isinstance(items[-1], BadLine) and "damaged" in items[-1].reason
+    ticks = [i for i in items if isinstance(i, Tick)]
+    assert 0 < len(ticks) < 40 and [t.frame.seq for t in ticks] == list(range(1, len(ticks) + 1))
