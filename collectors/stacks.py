@@ -84,6 +84,8 @@ class StackCollector(Collector):
         self._worker_credit: dict[int, float] = {}
         self._last_planned: dict[int, int] = {}  # worker pid -> plan number it was last picked in
         self._plans = 0
+        self.pace = 1.0
+        """Factor on both rates, set by the watch from the verdict (gpuwatch/pace.py)."""
 
     # -- Collector -----------------------------------------------------------------------------
     def probe(self) -> Unsupported | None:
@@ -138,6 +140,9 @@ class StackCollector(Collector):
         results.append(DumpResult(pid=pid, ok=out.ok, ms=round(out.ms, 2), error=error))
         return out
 
+    def set_pace(self, factor: float) -> None:
+        self.pace = max(0.0, min(1.0, factor))
+
     def close(self) -> None:
         self._stop.set()
         if self._spy is not None:
@@ -150,7 +155,7 @@ class StackCollector(Collector):
         mains = tree.mains()
         with_workers = [m for m in mains if tree.workers(m.pid)]
         want = len(mains) * self.rate_hz + len(with_workers) * self.worker_rate_hz
-        scale = min(1.0, self.max_dumps_per_s / want) if want > 0 else 0.0
+        scale = self.pace * (min(1.0, self.max_dumps_per_s / want) if want > 0 else 0.0)
         slots: list[tuple[float, int, Node]] = []
         for j, m in enumerate(mains):
             for k, n in _take(self._main_credit, m.pid, self.rate_hz * self.interval * scale):

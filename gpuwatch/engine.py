@@ -95,6 +95,13 @@ class Watch:
             for ex in self._executors.values():
                 ex.shutdown(wait=False, cancel_futures=True)
 
+    def set_pace(self, factor: float) -> None:
+        """Pass a sampling pace (gpuwatch/pace.py) to the collectors that adapt to one."""
+        for c in self.collectors:
+            setter = getattr(c, "set_pace", None)
+            if setter is not None:
+                setter(factor)
+
     def prestart(self) -> None:
         """Start every collector's probe and first sample now, on its own thread, before an event
         loop runs: the TUI imports and starts Textual meanwhile (about half a second), so its first

@@ -28,10 +28,13 @@ async def stream_json(
     analysis = analysis or Analysis()
     ranks = ranks or MultiRank()
     on_ranks = getattr(on_tick, "on_ranks", None)
+    follow = getattr(source, "follow", None)  # a live source adapts its sampling to the verdicts
     agen = source.frames()
     try:
         async for frame in _until(agen, stop):
             verdict = analysis.update(frame)
+            if follow is not None:
+                follow(analysis.verdicts)
             tick = ranks.update(frame)
             if recorder is not None and recorder.active:
                 try:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from gpuwatch.engine import Watch
 from gpuwatch.model.frame import Frame
+from gpuwatch.model.verdict import Verdict
+from gpuwatch.pace import stack_pace
 from gpuwatch.recording import BadLine
 from gpuwatch.replay import replay_frames
 
@@ -22,6 +24,10 @@ class LiveSource:
 
     def frames(self) -> AsyncIterator[Frame]:
         return self.watch.frames(self.duration)
+
+    def follow(self, verdicts: Sequence[Verdict]) -> None:
+        """Adapt the sampling to the verdicts so far (gpuwatch/pace.py)."""
+        self.watch.set_pace(stack_pace(verdicts))
 
 
 @dataclass

@@ -292,3 +292,14 @@ def test_fractional_rates_accumulate():
     c = StackCollector(Target(os.getpid()), rate_hz=0.5)
     plans = [c.plan(tree(1, 0)) for _ in range(6)]
     assert [len(p) for p in plans] == [0, 1, 0, 1, 0, 1]
+
+
+def test_relaxed_pace_halves_main_and_worker_dumps_and_full_pace_restores_them():
+    c = StackCollector(Target(os.getpid()))
+    t = tree(1, 8)
+    c.set_pace(0.5)
+    relaxed = [c.plan(t) for _ in range(16)]
+    assert [sum(n.role == "main" for n in p) for p in relaxed] == [1] * 16  # 1 Hz
+    assert sum(n.role == "worker" for p in relaxed for n in p) == 4  # one every 4 s
+    c.set_pace(1.0)
+    assert sum(n.role == "main" for n in c.plan(t)) == 2

@@ -139,11 +139,14 @@ class GpuwatchApp(App[int]):
     async def consume(self) -> None:
         """Pull frames, analyse and record each, and ask for a redraw (coalesced)."""
         frames = self.source.frames()
+        follow = getattr(self.source, "follow", None)  # a live source adapts its sampling to the verdicts
         last: Frame | None = None
         try:
             async for frame in frames:
                 last = frame
                 verdict = self.analysis.update(frame)
+                if follow is not None:
+                    follow(self.analysis.verdicts)
                 tick = self.ranks.update(frame)
                 if (tick is None) != (self.rank_tick is None):
                     self.refresh_bindings()  # the Rank key shows only for multi-rank jobs
