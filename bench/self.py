@@ -81,6 +81,11 @@ def watch_one(o: observe.Observer, duration: float, reader: observe.StepReader) 
         dt = end.t - s_a.t
         rec.update(steady_cpu_pct=100 * (end.own_cpu + end.kids_cpu - s_a.own_cpu - s_a.kids_cpu) / dt,
                    steady_cpu_own_pct=100 * (end.own_cpu - s_a.own_cpu) / dt)
+        half = next((s for s in samples if s.t >= t0 + duration / 2), None)
+        if half is not None and end.t - half.t > 1.0:
+            # the second half alone: after gpuwatch's stack sampling has relaxed on a steady
+            # GPU-bound job (gpuwatch/pace.py: 10 ticks), when the run is long enough for that
+            rec["late_cpu_pct"] = 100 * (end.own_cpu + end.kids_cpu - half.own_cpu - half.kids_cpu) / (end.t - half.t)
         later = [s for s in samples if s.t >= s_a.t]
         rec.update(rss_mb=statistics.median(s.own_rss for s in later) / MB,
                    children_rss_mb=statistics.median(s.kids_rss for s in later) / MB,
@@ -130,14 +135,14 @@ def markdown(rows: list[dict], duration: float) -> str:
         if r["observer"] == "alone":
             continue
         if r.get("missing"):
-            body.append([r["observer"], r["missing"], *[""] * 7])
+            body.append([r["observer"], r["missing"], *[""] * 8])
             continue
         body.append([r["observer"], _f(r, "cpu_pct", ".1f"), _f(r, "steady_cpu_pct", ".1f"),
-                     _f(r, "steady_cpu_own_pct", ".1f"), _f(r, "rss_mb", ".0f"),
+                     _f(r, "steady_cpu_own_pct", ".1f"), _f(r, "late_cpu_pct", ".1f"), _f(r, "rss_mb", ".0f"),
                      f"{_f(r, 'children_rss_mb', '.0f')} / {_f(r, 'children_rss_max_mb', '.0f')}",
                      _f(r, "first_frame_s", ".2f"), _f(r, "job_vs_alone", ".3f"), _cell(r.get("error", ""))])
     head = ["observer", f"CPU % of a core ({duration:g} s, start-up incl.)", "steady CPU %",
-            "of which the process itself", "steady RSS MB", "children RSS MB (median / max)",
+            "of which the process itself", "CPU % in the second half", "steady RSS MB", "children RSS MB (median / max)",
             "first frame s", "job steps/s vs alone", "notes"]
     return (observe.table(head, body) + "\n\nCPU: seconds of the observer and all its descendants (exited ones "
             "included) over the wall time. Children RSS is sampled every 0.5 s, so short-lived py-spy dumps show "
@@ -166,12 +171,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alone", type=float, default=6.0, help="seconds of each alone phase (default 6)")
     p.add_argument("--interval", type=float, default=1.0, help="refresh of gpuwatch and nvitop (default 1: gpuwatch's)")
     p.add_argument("--out", required=True, help="folder for self.json, self.md and the job's log")
+    p.add_argument("--skip", default="", help="observers to leave out, comma-separated name prefixes "
+                   '(e.g. "nvidia-smi,py-spy" when they were measured in an earlier run)')
     ns = p.parse_args(argv)
+    skip = tuple(x.strip() for x in ns.skip.split(",") if x.strip())
     warmup = observe.warmup_s(ns)
     reader, job = observe.launch_job(ns)
     try:
         observe.wait_warm(reader, job, warmup)
-        obs = observers(job.pid, ns.interval)
+        obs = [o for o in observers(job.pid, ns.interval) if not (skip and o.name.startswith(skip))]
         print(f"steady job pid {job.pid} warm ({ns.workers} workers)", flush=True)
         rows = run_all(ns, reader, job, obs, log=lambda s: print(s, flush=True))
     finally:
