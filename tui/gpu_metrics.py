@@ -130,11 +130,15 @@ def gpu_of(frame: Frame, index: int) -> tuple[GpuSample | None, PcieSample | Non
     return gpu, pcie  # type: ignore[union-attr]
 
 
-def history(metric: Metric, frames: Sequence[Frame], index: int) -> list[float | None]:
-    """The metric's value for GPU ``index`` in each frame (None where it was not readable)."""
+def samples_of(frames: Sequence[Frame], index: int) -> list[tuple[GpuSample | None, PcieSample | None]]:
+    """GPU ``index``'s samples in each frame: looked up once a tick for all the metrics' histories."""
+    return [gpu_of(f, index) for f in frames]
+
+
+def history(metric: Metric, samples: Sequence[tuple[GpuSample | None, PcieSample | None]]) -> list[float | None]:
+    """The metric's value in each of ``samples`` (:func:`samples_of`; None where it was not readable)."""
     out: list[float | None] = []
-    for f in frames:
-        g, p = gpu_of(f, index)
+    for g, p in samples:
         v = metric.read(g, p) if g is not None else None
         out.append(float(v) if known(v) else None)  # type: ignore[arg-type]
     return out

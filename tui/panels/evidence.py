@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from gpuwatch.model.verdict import Evidence
+from gpuwatch.tui.panels.measured import Measured
 
 
 def evidence_line(e: Evidence) -> str:
@@ -18,7 +19,7 @@ def evidence_line(e: Evidence) -> str:
     return f"{'✓' if e.supports else '✗'} {e.signal} {value}{test}: {e.text}"
 
 
-class EvidenceList(Widget):
+class EvidenceList(Measured, Widget):
     """One line per evidence item (wrapping), items that point to the stage first."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"evidence--supports", "evidence--against"}
@@ -34,7 +35,9 @@ class EvidenceList(Widget):
         ordered = tuple(sorted(items, key=lambda e: not e.supports))  # stable: keeps the diagnosis's order
         if ordered != self.items:
             self.items = ordered
-            self.refresh(layout=True)
+            self.refresh()
+            if self.size_changed():  # height auto: more or fewer (wrapped) lines
+                self.refresh(layout=True)
 
     def render(self) -> Text:
         if not self.items:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Grid, Vertical, VerticalScroll
-from textual.widgets import Static
 
 from gpuwatch.model.gpu import GpuSample
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
-from gpuwatch.tui.gpu_metrics import METRICS, gpu_of, history
+from gpuwatch.tui.gpu_metrics import METRICS, gpu_of, history, samples_of
 from gpuwatch.tui.panels.metric_row import MetricRow
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.view import View
@@ -41,13 +40,13 @@ class GpuPanel(Vertical):
             self._pending = view
             return
         gpu, pcie = gpu_of(view.frame, self.index)
-        title = self.query_one(".gpu-title", Static)
+        title = self.query_one(".gpu-title", Plain)
         if gpu is None:
             title.update(f"GPU {self.index}: not in this frame")
             return
         title.update(_title(gpu))
         title.set_class(gpu.lost is not None, "-bottleneck")
-        frames = view.frames[-self.app.size.width:]  # enough history for the widest plot
+        samples = samples_of(view.frames[-self.app.size.width:], self.index)  # enough for the widest plot
         reasons: dict[str, list[str]] = {}
         for m in METRICS:
             value = m.read(gpu, pcie)
@@ -57,8 +56,8 @@ class GpuPanel(Vertical):
             if reason is not None:
                 reasons.setdefault(reason, []).append(m.label)
             row = self.query_one(f"#m-{m.key}", MetricRow)
-            row.set_data(m.text(value, gpu, pcie), frac, history(m, frames, self.index), scale, reason)
-        note = self.query_one(".na-note", Static)
+            row.set_data(m.text(value, gpu, pcie), frac, history(m, samples), scale, reason)
+        note = self.query_one(".na-note", Plain)
         note.update("\n".join(f"N/A {', '.join(labels)}: {r}" for r, labels in reasons.items()))
         note.display = bool(reasons)
 
@@ -83,7 +82,7 @@ class GpuArea(VerticalScroll):
 
     def show(self, view: View) -> None:
         gpus = view.frame.gpus
-        notice = self.query_one(".gpu-notice", Static)
+        notice = self.query_one(".gpu-notice", Plain)
         if isinstance(gpus, Unsupported):
             notice.update(f"GPU: unavailable — {gpus.reason}")
             notice.display = True

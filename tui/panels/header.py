@@ -5,7 +5,6 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.reactive import reactive
-from textual.widgets import Static
 
 from gpuwatch.model.values import known
 from gpuwatch.tui import format as fmt
@@ -54,7 +53,7 @@ class HeaderBar(Horizontal):
             parts.append("no GPU in use")
         else:
             parts.append("GPU N/A")
-        self.query_one("#header-what", Static).update(" · ".join(parts))
+        self.query_one("#header-what", Plain).update(" · ".join(parts))
         self._draw_state()
 
     def watch_self_cpu(self) -> None:
@@ -77,7 +76,7 @@ class HeaderBar(Horizontal):
             flags.append("● REC")
         if self.ended:
             flags.append(f"■ {self.ended}")
-        w = self.query_one("#header-flags", Static)
+        w = self.query_one("#header-flags", Plain)
         w.update(" ".join(flags))
         w.display = bool(flags)
         w.set_class(self.paused, "-paused")
@@ -89,7 +88,7 @@ class HeaderBar(Horizontal):
             parts.append(f"watched {fmt.duration(self._view.watched_s)}")
         if self.self_cpu is not None:
             parts.append(f"self {self.self_cpu:.1f} % CPU")
-        self.query_one("#header-state", Static).update(" · ".join(parts))
+        self.query_one("#header-state", Plain).update(" · ".join(parts))
 
     def on_mount(self) -> None:
         self._draw_flags()

@@ -11,9 +11,10 @@ from textual.widgets import Static
 
 from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES, Verdict
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS, set_level
+from gpuwatch.tui.panels.lazy_static import LazyStatic
 
 
-class StageBox(Static):
+class StageBox(LazyStatic):
     """One stage: its name and level. Clicking it selects it (the keyboard does the same)."""
 
     def __init__(self, stage: str, position: int) -> None:
@@ -73,7 +74,7 @@ class PipelinePanel(Vertical):
                 if i:
                     yield Static("→", classes="arrow")
                 yield StageBox(stage, i + 1)
-        yield Static("Waiting for the first frame…", classes="verdict")
+        yield LazyStatic("Waiting for the first frame…", classes="verdict")  # markup: the stage in bold
 
     def watch_selected(self, old: str, new: str) -> None:
         for box in self.query(StageBox):
@@ -85,6 +86,6 @@ class PipelinePanel(Vertical):
     def show(self, verdict: Verdict) -> None:
         for box in self.query(StageBox):
             box.set_level(verdict.level(box.stage))
-        line = self.query_one(".verdict", Static)
+        line = self.query_one(".verdict", LazyStatic)
         line.update(verdict_text(verdict))
         set_level(line, "bottleneck" if verdict.stage in PIPELINE and verdict.confidence > 0 else "ok")

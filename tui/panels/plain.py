@@ -3,9 +3,11 @@ a ``[Errno 13]`` or ``--lr [0.1]`` there must print, not be read as markup."""
 
 from __future__ import annotations
 
-from textual.widgets import Static
+from gpuwatch.tui.panels.lazy_static import LazyStatic
 
 
-class Plain(Static):
+class Plain(LazyStatic):
+    """Text without markup; updates as :class:`LazyStatic` (no-op when unchanged, layout only when the size changes)."""
+
     def __init__(self, content: str = "", *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(content, markup=False, id=id, classes=classes)

@@ -8,13 +8,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Static
 
 from gpuwatch.model.procs import ProcInfo
 from gpuwatch.model.stacks import StackSample, ThreadStack
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.panels.row_table import RowTable
 from gpuwatch.tui.view import View
 
 COLUMNS = (
@@ -58,7 +58,7 @@ class ProcessPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Plain("", classes="procs-notice")
-        table: DataTable[str] = DataTable(cursor_type="row", zebra_stripes=True, id="procs")
+        table = RowTable(cursor_type="row", zebra_stripes=True, id="procs")
         for key, label in COLUMNS:
             table.add_column(label, key=key)
         yield table
@@ -66,13 +66,13 @@ class ProcessPanel(Vertical):
 
     def on_mount(self) -> None:
         self.border_title = "Processes"  # shown where the layout gives the panel a border
-        self.query_one(".procs-notice", Static).display = False
-        self.query_one(".stacks-note", Static).display = False
+        self.query_one(".procs-notice", Plain).display = False
+        self.query_one(".stacks-note", Plain).display = False
 
     def show(self, view: View) -> None:
         procs = view.frame.procs
-        notice = self.query_one(".procs-notice", Static)
-        table = self.query_one("#procs", DataTable)
+        notice = self.query_one(".procs-notice", Plain)
+        table = self.query_one("#procs", RowTable)
         if isinstance(procs, Unsupported):
             notice.update(f"Processes: unavailable — {procs.reason}")
             notice.display = True
@@ -80,7 +80,7 @@ class ProcessPanel(Vertical):
             return
         notice.display = False
         table.display = True
-        stacks_note = self.query_one(".stacks-note", Static)
+        stacks_note = self.query_one(".stacks-note", Plain)
         reason = fmt.reason(view.frame.stacks)
         stacks_note.display = reason is not None
         if reason is not None:
@@ -92,8 +92,7 @@ class ProcessPanel(Vertical):
             for key, cells in rows.items():
                 if key in table.rows:
                     for (col, _), value in zip(COLUMNS, cells):
-                        if table.get_cell(key, col) != value:
-                            table.update_cell(key, col, value)
+                        table.set_cell(key, col, value)  # repaints the row, if the value changed
                 else:
                     table.add_row(*cells, key=key)
 

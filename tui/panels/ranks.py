@@ -3,10 +3,9 @@ show, and the straggler when one is named."""
 
 from __future__ import annotations
 
-from textual.widgets import Static
-
 from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.multirank import RankTick, straggler_line
+from gpuwatch.tui.panels.plain import Plain
 
 
 def ranks_text(tick: RankTick, selected: int | None) -> str:
@@ -18,7 +17,7 @@ def ranks_text(tick: RankTick, selected: int | None) -> str:
     return "Ranks: " + " · ".join(parts)
 
 
-class RankBar(Static):
+class RankBar(Plain):
     """One line: the ranks and their verdicts; a second line naming the straggler. Hidden for
     single-process jobs. Classes: ``-straggler`` when a straggler is named."""
 
@@ -28,7 +27,7 @@ class RankBar(Static):
     """
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", markup=False, id=id)
+        super().__init__("", id=id)
         self.display = False
 
     def show(self, tick: RankTick | None, selected: int | None) -> None:

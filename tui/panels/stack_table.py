@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
-from textual.widgets import DataTable
 
 from gpuwatch.model.stacks import ThreadStack
 from gpuwatch.tui.hot import hot_frames
+from gpuwatch.tui.panels.row_table import RowTable
 
 
-class StackTable(DataTable):
+class StackTable(RowTable):
     """``%Own  %Total  function (file:line)`` for a set of thread samples."""
 
     def __init__(self, limit: int = 8, id: str | None = None) -> None:
@@ -33,9 +33,11 @@ class StackTable(DataTable):
             self.remove_row(key)
         for key, cells in rows.items():
             if key in self.rows:
-                self.update_cell(key, "own", cells[0])
-                self.update_cell(key, "total", cells[1])
+                self.set_cell(key, "own", cells[0])
+                self.set_cell(key, "total", cells[1])
             else:
                 self.add_row(*cells, key=key)
-        if rows:
+        # The order sort() gives (stable, in the order rows were added), sorting only when it differs.
+        order = sorted((k.value for k in self.rows), key=lambda k: rows[k][:2], reverse=True)
+        if order != [r.key.value for r in self.ordered_rows]:
             self.sort("own", "total", reverse=True)

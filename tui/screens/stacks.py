@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from gpuwatch.model.stacks import ROLE_OTHER_THREAD
 from gpuwatch.model.values import Unsupported
@@ -36,7 +36,7 @@ class StacksScreen(WatchScreen):
     def show(self, view: View) -> None:
         self.query_one(HeaderBar).show(view)
         samples = stack_samples(view.frames)
-        status = self.query_one("#stacks-status", Static)
+        status = self.query_one("#stacks-status", Plain)
         if isinstance(view.frame.stacks, Unsupported):
             status.update(f"Stacks N/A: {view.frame.stacks.reason}")
         else:
@@ -45,7 +45,7 @@ class StacksScreen(WatchScreen):
             keep = (lambda t, r=role: t.role == r and (t.active or r != ROLE_OTHER_THREAD))
             mine = threads(samples, keep)
             shares = ", ".join(f"{label} {share:.0%}" for label, share in label_shares(mine)[:6])
-            self.query_one(f"#shares-{role}", Static).update(
+            self.query_one(f"#shares-{role}", Plain).update(
                 f"{len(mine)} samples: {shares}" if mine else "no samples")
             table = self.query_one(f"#table-{role}", StackTable)
             table.show(mine)

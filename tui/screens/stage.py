@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from gpuwatch.model import verdict as v
 from gpuwatch.model.stacks import ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, ROLE_WORKER
@@ -96,7 +96,7 @@ class StageScreen(WatchScreen):
         stage, verdict = self.stage, view.verdict
         self.query_one(HeaderBar).show(view)
         level = verdict.level(stage)
-        title = self.query_one("#stage-title", Static)
+        title = self.query_one("#stage-title", Plain)
         title.update(f"{PIPELINE.index(stage) + 1} · {STAGE_TITLES[stage]} — "
                      f"{LEVEL_GLYPHS.get(level, '?')} {LEVEL_WORDS.get(level, level)}")
         set_level(title, level)
@@ -104,7 +104,7 @@ class StageScreen(WatchScreen):
             about = f"This is the verdict: {verdict.sentence} (confidence {verdict.confidence_word})"
         else:
             about = f"Verdict: {STAGE_TITLES.get(verdict.stage, verdict.stage)} — {verdict.sentence}"
-        self.query_one("#stage-verdict", Static).update(about)
+        self.query_one("#stage-verdict", Plain).update(about)
         self._show_evidence(verdict)
         self._show_history(view)
         self._show_stacks(view)
@@ -152,7 +152,7 @@ class StageScreen(WatchScreen):
     def _show_stacks(self, view: View) -> None:
         roles = STACK_ROLES[self.stage]
         picked = threads(stack_samples(view.frames), lambda t: t.role in roles)
-        shares = self.query_one("#shares", Static)
+        shares = self.query_one("#shares", Plain)
         reason = fmt.reason(view.frame.stacks)
         if reason is not None and not picked:
             shares.update(f"Stacks N/A: {reason}")
@@ -169,7 +169,7 @@ class StageScreen(WatchScreen):
         self.query_one("#stage-stacks", StackTable).show(picked)
 
     def _show_remedies(self, verdict: Verdict) -> None:
-        box = self.query_one("#remedies", Static)
+        box = self.query_one("#remedies", Plain)
         if verdict.stage == self.stage and verdict.remedies:
             box.update("\n".join(f"• {r}" for r in verdict.remedies))
         elif verdict.stage == self.stage:

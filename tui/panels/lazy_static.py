@@ -1,0 +1,26 @@
+"""A Static that is cheap to update every tick.
+
+Textual's ``Static.update`` asks for a layout of the whole screen on every call, even with the
+same text. Panels here update each tick, mostly with text of the same size (or the same text):
+this one skips unchanged content and asks for a layout only when the size would change.
+"""
+
+from __future__ import annotations
+
+from textual.visual import VisualType
+from textual.widgets import Static
+
+from gpuwatch.tui.panels.measured import Measured
+
+
+class LazyStatic(Measured, Static):
+    """``update`` is a no-op for the content on show; a repaint when the size stays; else a layout."""
+
+    def update(self, content: VisualType = "", *, layout: bool | None = None) -> None:
+        """``layout`` None: only if the new content changes the size (True / False: as Static)."""
+        shown = self.content
+        if not layout and type(content) is type(shown) and content == shown:
+            return
+        super().update(content, layout=False)  # also drops the cached render and dimensions
+        if layout or (layout is None and self.size_changed()):
+            self.refresh(layout=True)
