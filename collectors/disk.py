@@ -37,9 +37,12 @@ brief opens by workers; long enough not to flicker, short enough to drop a finis
 MAX_LOCATIONS = 8
 """More data folders than this (ImageNet-style class folders) are merged per mount into their
 common parent, so the panel stays readable."""
-SCAN_PER_TICK = 16
-"""Processes whose open files are listed per tick (mains first, then workers in turn): psutil
-``open_files`` cost 0.13 ms per worker here, so 8 ranks x 8 workers would cost ~10 ms a tick."""
+SCAN_PER_TICK = 3
+"""Processes whose open files are listed per tick, taken in turn over the mains and the DataLoader
+workers. A CUDA process holds a couple of hundred fds (driver nodes, shared memory) and its workers
+inherit them, so listing all nine processes of a job with 8 workers cost ~1 % of a core per tick on
+the H200 (bench/profile_self.py). Three a tick sees each of them every 3 s; workers of one loader
+open the same kind of files, and a folder seen stays listed for RECENT_S."""
 MOUNTS_TTL_S = 10.0
 """The mount table is re-read this often (mounts rarely change during a run)."""
 QUIET_PREFIXES = ("loop", "ram", "zram")
@@ -245,14 +248,12 @@ class DiskCollector(Collector):
         return tuple(out)
 
     def _to_scan(self, nodes) -> list:
-        mains = [n for n in nodes if n.role == ROLE_MAIN]
-        workers = [n for n in nodes if n.role == ROLE_WORKER]
-        room = max(0, SCAN_PER_TICK - len(mains))
-        if len(workers) <= room:
-            return mains + workers
-        start = self._scan_from % len(workers)
-        self._scan_from = start + room
-        return mains + (workers + workers)[start:start + room]
+        pool = [n for n in nodes if n.role == ROLE_MAIN] + [n for n in nodes if n.role == ROLE_WORKER]
+        if len(pool) <= SCAN_PER_TICK:
+            return pool
+        start = self._scan_from % len(pool)
+        self._scan_from = start + SCAN_PER_TICK
+        return (pool + pool)[start:start + SCAN_PER_TICK]
 
     def _mounts(self) -> list[Mount]:
         """The target's view of the mounts (its namespace); ours when that is unreadable."""

@@ -6,8 +6,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from gpuwatch.analysis import Analysis
 from gpuwatch.model.stacks import StackSample
+from gpuwatch.model.values import Unsupported
 from gpuwatch.model.verdict import GPU_BOUND, Verdict
 from gpuwatch.pace import FULL, RELAX_AFTER, RELAX_CONFIDENCE, RELAXED, stack_pace
 from gpuwatch.replay import load_frames
@@ -21,18 +24,33 @@ def verdict(stage: str, confidence: float = 0.95) -> Verdict:
                    speedup=None, remedies=(), levels=())
 
 
-def test_full_pace_until_a_steady_confident_gpu_bound_run():
-    steady = [verdict(GPU_BOUND)] * RELAX_AFTER
-    assert stack_pace(steady[:-1]) == FULL
-    assert stack_pace(steady) == RELAXED
-    assert stack_pace([verdict("decode")] * 5 + steady) == RELAXED  # only the last RELAX_AFTER count
+@pytest.fixture(scope="module")
+def frames():
+    return load_frames(str(LONG_RUN))
 
 
-def test_any_other_verdict_or_doubt_restores_the_full_pace_at_once():
-    steady = [verdict(GPU_BOUND)] * (RELAX_AFTER + 5)
-    assert stack_pace(steady + [verdict("decode")]) == FULL
-    assert stack_pace(steady + [verdict("unknown", 0.0)]) == FULL
-    assert stack_pace(steady + [verdict(GPU_BOUND, RELAX_CONFIDENCE - 0.05)]) == FULL
+def busy(frame, percent: float):
+    """``frame`` with its GPU's utilization set to ``percent`` (the rest as recorded)."""
+    return dataclasses.replace(frame, gpus=tuple(dataclasses.replace(g, util_gpu=percent) for g in frame.gpus))
+
+
+def test_full_pace_until_a_steady_confident_gpu_bound_run(frames):
+    steady, now = [verdict(GPU_BOUND)] * RELAX_AFTER, frames[60]
+    assert now.gpus[0].util_gpu >= 98  # the recorded healthy job: saturated
+    assert stack_pace(steady[:-1], now) == FULL
+    assert stack_pace(steady, now) == RELAXED
+    assert stack_pace([verdict("decode")] * 5 + steady, now) == RELAXED  # only the last RELAX_AFTER count
+
+
+def test_any_other_verdict_doubt_or_a_gpu_that_is_not_saturated_restores_the_full_pace(frames):
+    steady, now = [verdict(GPU_BOUND)] * (RELAX_AFTER + 5), frames[60]
+    assert stack_pace(steady + [verdict("decode")], now) == FULL
+    assert stack_pace(steady + [verdict("unknown", 0.0)], now) == FULL
+    assert stack_pace(steady + [verdict(GPU_BOUND, RELAX_CONFIDENCE - 0.05)], now) == FULL
+    # the first tick of the H200 switch run's decode phase: busy 78.6 %, verdict still gpu_bound 0.82
+    assert stack_pace(steady + [verdict(GPU_BOUND, 0.82)], busy(now, 78.6)) == FULL
+    assert stack_pace(steady, None) == FULL
+    assert stack_pace(steady, dataclasses.replace(now, gpus=Unsupported("no NVML"))) == FULL
 
 
 def _thin(stacks: StackSample, drop_workers: bool) -> StackSample:
@@ -48,8 +66,7 @@ def _thin(stacks: StackSample, drop_workers: bool) -> StackSample:
     return dataclasses.replace(stacks, threads=tuple(keep))
 
 
-def test_the_h200_healthy_run_sampled_at_the_relaxed_pace_stays_gpu_bound_and_confident():
-    frames = load_frames(str(LONG_RUN))
+def test_the_h200_healthy_run_sampled_at_the_relaxed_pace_stays_gpu_bound_and_confident(frames):
     analysis = Analysis()
     start = frames[0].t
     relaxed_from = None
@@ -57,7 +74,7 @@ def test_the_h200_healthy_run_sampled_at_the_relaxed_pace_stays_gpu_bound_and_co
         if relaxed_from is not None and isinstance(f.stacks, StackSample):
             f = dataclasses.replace(f, stacks=_thin(f.stacks, drop_workers=i % 2 == 1))
         v = analysis.update(f)
-        if relaxed_from is None and stack_pace(analysis.verdicts) == RELAXED:
+        if relaxed_from is None and stack_pace(analysis.verdicts, f) == RELAXED:
             relaxed_from = f.t
         elif relaxed_from is not None and f.target.alive:
             # once relaxed, thinner evidence must not talk the verdict out of relaxing (no flapping)

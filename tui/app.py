@@ -146,7 +146,7 @@ class GpuwatchApp(App[int]):
                 last = frame
                 verdict = self.analysis.update(frame)
                 if follow is not None:
-                    follow(self.analysis.verdicts)
+                    follow(self.analysis.verdicts, frame)
                 tick = self.ranks.update(frame)
                 if (tick is None) != (self.rank_tick is None):
                     self.refresh_bindings()  # the Rank key shows only for multi-rank jobs
