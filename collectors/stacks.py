@@ -140,6 +140,11 @@ class StackCollector(Collector):
         results.append(DumpResult(pid=pid, ok=out.ok, ms=round(out.ms, 2), error=error))
         return out
 
+    @staticmethod
+    def merge(older: StackSample, newer: StackSample) -> StackSample:
+        """Two samples taken between two frames, as one (the engine calls this)."""
+        return StackSample(t=newer.t, threads=older.threads + newer.threads, dumps=older.dumps + newer.dumps)
+
     def set_pace(self, factor: float) -> None:
         self.pace = max(0.0, min(1.0, factor))
 

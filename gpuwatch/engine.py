@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from gpuwatch.collectors.base import Collector
 from gpuwatch.collectors.target import Target
 from gpuwatch.model.frame import Frame, TargetInfo
-from gpuwatch.model.values import PENDING, Unsupported
+from gpuwatch.model.values import PENDING, Unsupported, known
 
 FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
 FIRST_FRAME_S = 0.6
@@ -45,6 +45,8 @@ class Watch:
         self._executors: dict[str, ThreadPoolExecutor] = {}
         self._seq = 0
         self._stopping = False
+        self._shown: set[str] = set()
+        """Fields whose latest value a frame has carried."""
         self._early: dict[str, tuple[Future, Future]] = {}
         """Collector field -> (probe, first sample) started by prestart()."""
         self.cpu_seconds = 0.0
@@ -125,8 +127,21 @@ class Watch:
                 return
             await asyncio.sleep(0.02)
 
+    def _store(self, c: Collector, value: object) -> None:
+        """Keep ``value`` as the field's latest. A collector with ``merge`` (the stack collector) does
+        not lose a sample that no frame has shown yet: its samples end at a phase of their own,
+        and two can land between two ticks (seen on the H200: every sample that held a worker dump
+        finished just after a tick and was replaced before the next, so the frames never had one)."""
+        prev = self._latest.get(c.field)
+        merge = getattr(c, "merge", None)
+        if merge is not None and c.field not in self._shown and known(prev) and known(value):
+            value = merge(prev, value)
+        self._latest[c.field] = value
+        self._shown.discard(c.field)
+
     def _frame(self, now: float, alive: bool) -> Frame:
         self._seq += 1
+        self._shown.update(FIELDS)
         fields = {}
         for f in FIELDS:
             value = self._latest[f]
@@ -178,7 +193,7 @@ class Watch:
                 failures += 1
             if self._stopping:
                 return
-            self._latest[c.field] = value
+            self._store(c, value)
             self._stamp[c.field] = self.clock()
             if c.field == "procs":
                 self._last_cmdline = self.target.cmdline()

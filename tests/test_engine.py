@@ -142,3 +142,33 @@ def test_prestart_takes_the_first_readings_before_the_loop_runs(sleeper):
     assert frame.procs == Unsupported("call 1") and len(slow.calls) <= 2
     assert frame.gpus == Unsupported("NVML unavailable: no driver")
     assert isinstance(frame.disk, Unsupported) and "disk went away" in frame.disk.reason
+
+
+def test_samples_between_two_frames_are_merged_not_lost(sleeper):
+    """A collector whose samples end at their own phase can finish twice between two ticks; with a
+    ``merge`` (the stack collector) the frame carries both, so no dump is lost."""
+    from gpuwatch.collectors.stacks import StackCollector
+    from gpuwatch.model.stacks import DumpResult, StackSample
+
+    class Fast(Collector):
+        field = "stacks"
+        interval = 0.1
+        merge = staticmethod(StackCollector.merge)
+
+        def __init__(self):
+            self.n = 0
+
+        def sample(self):
+            self.n += 1
+            return StackSample(t=time.monotonic(), threads=(), dumps=(DumpResult(pid=self.n, ok=True, ms=1.0, error=None),))
+
+    fast = Fast()
+    watch = Watch(Target(sleeper.pid), [fast], interval=0.5)
+    frames = asyncio.run(_collect(watch, 5))
+    fast_n = fast.n
+    seen = [d.pid for f in frames for d in f.stacks.dumps]
+    assert len(seen) == len(set(seen)), "a sample was shown by two frames"
+    assert seen == sorted(seen) and seen[0] == 1
+    # every sample up to the last frame's is in some frame (the loop may have run one more)
+    assert set(seen) == set(range(1, seen[-1] + 1)) and seen[-1] >= fast_n - 2
+    assert max(len(f.stacks.dumps) for f in frames) >= 3  # several samples per 0.5 s tick, merged
