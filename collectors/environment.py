@@ -230,7 +230,8 @@ def _probe_gpus(pids, paths, nvml, pid_map) -> tuple[Maybe[DriverInfo], Maybe[tu
 
         def ask(what: str, fn: Callable[[], Any]) -> Any:
             try:
-                return fn()
+                with session.lock:  # a live watch's collectors may be calling NVML meanwhile
+                    return fn()
             except GpuLost as e:
                 return Unsupported(str(e))
             except nv.NVMLError as e:

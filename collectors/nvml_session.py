@@ -75,6 +75,10 @@ def union_value(value: Any, vtype: int) -> float | int:
     return getattr(value, _UNION_MEMBER.get(int(vtype), "ullVal"))
 
 
+NVML_LOCK = threading.RLock()
+"""Serialises NVML calls process-wide (see NvmlSession.lock)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Field:
     """One NVML field value that was read successfully."""
@@ -137,7 +141,13 @@ class NvmlSession:
         self._nvml = nvml
         self.pid_map = pid_map if pid_map is not None else PidMap()
         self.clock = clock
-        self._lock = threading.RLock()
+        self._lock = NVML_LOCK
+        self.lock = NVML_LOCK
+        """Held around every NVML call (one lock for every session in the process): the GPU and PCIe collectors run on their own threads, and on
+        the H200 (driver 580.159.04) an nvmlGpmSampleGet on one thread while the other was inside
+        nvmlDeviceGetCurrPcieLinkWidth crashed gpuwatch with SIGSEGV (1 start in 4 of the switch
+        scenario, faulthandler trace in bench/RESULTS.md). NVML calls take microseconds; serialising
+        them costs nothing measurable."""
         self._probed = False
         self._problem: Unsupported | None = None
         self._users = 0
@@ -237,7 +247,8 @@ class NvmlSession:
         """``nvml.<fn>(handle(index), *args)``, turning NVMLError_GpuIsLost into GpuLost."""
         h = self.handle(index)
         try:
-            return getattr(self._nvml, fn)(h, *args)
+            with self._lock:
+                return getattr(self._nvml, fn)(h, *args)
         except self._nvml.NVMLError_GpuIsLost:
             raise GpuLost(self.mark_lost(index)) from None
 
@@ -369,7 +380,8 @@ class GpmWindow:
         nv = self.session.nvml
         try:
             if st.bufs is None:
-                st.bufs = [nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()]
+                with self.session.lock:
+                    st.bufs = [nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()]
                 st.get = nv.c_nvmlGpmMetricsGet_t()
             now = self.clock()
             if st.prev is not None and now - st.prev_t < GPM_MIN_WINDOW_S:
@@ -386,7 +398,8 @@ class GpmWindow:
             mg.sample1, mg.sample2 = st.bufs[prev], st.bufs[cur]
             for k, (mid, _) in enumerate(self.metrics):
                 mg.metrics[k].metricId = mid
-            nv.nvmlGpmMetricsGet(mg)
+            with self.session.lock:
+                nv.nvmlGpmMetricsGet(mg)
         except nv.NVMLError_GpuIsLost:
             raise GpuLost(self.session.mark_lost(index)) from None
         except nv.NVMLError as e:
@@ -404,7 +417,8 @@ class GpmWindow:
         for st in self._gpus.values():
             for buf in st.bufs or ():
                 try:
-                    nv.nvmlGpmSampleFree(buf)
+                    with self.session.lock:
+                        nv.nvmlGpmSampleFree(buf)
                 except Exception:  # noqa: BLE001 - freeing must never mask the real exit
                     pass
             st.bufs, st.prev = None, None
