@@ -9,6 +9,7 @@ instant without slowing the job or waiting for a log line.
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import re
@@ -296,3 +297,12 @@ def machine() -> dict[str, object]:
     """What the numbers were measured on."""
     return {"cpus": os.cpu_count(), "python": sys.version.split()[0], "platform": sys.platform,
             "load_avg": os.getloadavg(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def write_results(out: str, name: str, result: dict, title: str, md: str) -> None:
+    """``<name>.json`` and ``<name>.md`` (``# title`` over ``md``) in ``out``; ``md`` to stdout too."""
+    with open(os.path.join(out, f"{name}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    with open(os.path.join(out, f"{name}.md"), "w") as f:
+        f.write(f"# {title}\n\n{md}")
+    print("\n" + md)

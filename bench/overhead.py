@@ -15,7 +15,6 @@ second hides from a median but not from the count (h200-signatures.md, "What obs
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -142,11 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"schema": 1, "bench": "overhead", "device": ns.device, "phase_s": ns.phase, "rounds": ns.rounds,
               "workers": ns.workers, "warmup_s": warmup, "settle_s": observe.SETTLE_S, "machine": observe.machine(),
               "summary": rows, "phases": records}
-    with open(os.path.join(ns.out, "overhead.json"), "w") as f:
-        json.dump(result, f, indent=1)
-    with open(os.path.join(ns.out, "overhead.md"), "w") as f:
-        f.write(f"# Overhead on the watched job ({ns.device}, {ns.workers} workers)\n\n{md}")
-    print("\n" + md)
+    observe.write_results(ns.out, "overhead", result, f"Overhead on the watched job ({ns.device}, {ns.workers} workers)", md)
     return 0
 
 

@@ -21,6 +21,8 @@ import sys
 import time
 from collections import Counter
 
+import psutil
+
 if __package__ in (None, ""):  # run as a file: make `bench` importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -96,9 +98,8 @@ def table(name: str, s: dict, cpu_pct: float | None, seconds: float) -> str:
 
 
 def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system
 
 
 def profile_one(o: observe.Observer, ns, out: str, tag: str) -> tuple[dict, float | None]:

@@ -15,7 +15,6 @@ is compared with its two neighbours. A tool that is not installed gets a row say
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -188,11 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"schema": 1, "bench": "self", "device": ns.device, "duration_s": ns.duration, "alone_s": ns.alone,
               "interval_s": ns.interval, "workers": ns.workers, "warmup_s": warmup,
               "steady_after_s": min(STEADY_AFTER_S, ns.duration / 2), "machine": observe.machine(), "rows": rows}
-    with open(os.path.join(ns.out, "self.json"), "w") as f:
-        json.dump(result, f, indent=1)
-    with open(os.path.join(ns.out, "self.md"), "w") as f:
-        f.write(f"# What watching costs the watcher ({ns.device}, job with {ns.workers} workers)\n\n{md}")
-    print("\n" + md)
+    observe.write_results(ns.out, "self", result, f"What watching costs the watcher ({ns.device}, job with {ns.workers} workers)", md)
     return 0
 
 

@@ -141,7 +141,6 @@ class NvmlSession:
         self._nvml = nvml
         self.pid_map = pid_map if pid_map is not None else PidMap()
         self.clock = clock
-        self._lock = NVML_LOCK
         self.lock = NVML_LOCK
         """Held around every NVML call (one lock for every session in the process): the GPU and PCIe collectors run on their own threads, and on
         the H200 (driver 580.159.04) an nvmlGpmSampleGet on one thread while the other was inside
@@ -170,7 +169,7 @@ class NvmlSession:
 
     def probe(self) -> Unsupported | None:
         """Initialise NVML once; None when it works, else the precise reason and fix (cached)."""
-        with self._lock:
+        with self.lock:
             if not self._probed:
                 self._problem = self._init()
                 self._probed = True
@@ -202,14 +201,14 @@ class NvmlSession:
 
     def open(self) -> Unsupported | None:
         """``probe()`` plus one user: NVML is shut down when the last user ``release()``s."""
-        with self._lock:
+        with self.lock:
             problem = self.probe()
             if problem is None:
                 self._users += 1
             return problem
 
     def release(self) -> None:
-        with self._lock:
+        with self.lock:
             if self._users == 0:
                 return
             self._users -= 1
@@ -224,7 +223,7 @@ class NvmlSession:
     # -- devices ----------------------------------------------------------------------------
     def handle(self, index: int) -> Any:
         """The NVML device handle of GPU ``index`` (cached). Raises GpuLost or NVMLError."""
-        with self._lock:
+        with self.lock:
             if index in self._lost:
                 raise GpuLost(self._lost[index])
             h = self._handles.get(index)
@@ -237,7 +236,7 @@ class NvmlSession:
             return h
 
     def mark_lost(self, index: int) -> str:
-        with self._lock:
+        with self.lock:
             return self._lost.setdefault(index, f"GPU {index} is lost: {LOST_FIX}")
 
     def lost(self, index: int) -> str | None:
@@ -247,7 +246,7 @@ class NvmlSession:
         """``nvml.<fn>(handle(index), *args)``, turning NVMLError_GpuIsLost into GpuLost."""
         h = self.handle(index)
         try:
-            with self._lock:
+            with self.lock:
                 return getattr(self._nvml, fn)(h, *args)
         except self._nvml.NVMLError_GpuIsLost:
             raise GpuLost(self.mark_lost(index)) from None
@@ -274,7 +273,7 @@ class NvmlSession:
     # -- processes and selection ------------------------------------------------------------
     def processes(self) -> dict[int, tuple[GpuProc, ...] | Unsupported]:
         """Every GPU's compute processes, read at most once per ``PROCESS_TTL_S`` for all callers."""
-        with self._lock:
+        with self.lock:
             now = self.clock()
             if now - self._procs_t < PROCESS_TTL_S:
                 return self._procs
@@ -314,7 +313,7 @@ class NvmlSession:
         for i, procs in self.processes().items():
             if not isinstance(procs, Unsupported) and any(p.local_pid in ours for p in procs):
                 hits.add(i)
-        with self._lock:
+        with self.lock:
             self._sticky |= hits
             used = set(self._sticky)
         if gpus is not None:

@@ -37,7 +37,7 @@ def stack_pace(verdicts: Sequence[Verdict], latest: Frame | None = None) -> floa
     only dipped to 0.82), and that tick must already be sampled at the full pace."""
     if len(verdicts) < RELAX_AFTER or latest is None or not _saturated(latest):
         return FULL
-    recent = list(verdicts)[-RELAX_AFTER:]
+    recent = (verdicts[i] for i in range(-RELAX_AFTER, 0))  # the end of a long deque, not a copy of it
     if all(v.stage == GPU_BOUND and v.confidence >= RELAX_CONFIDENCE for v in recent):
         return RELAXED
     return FULL
