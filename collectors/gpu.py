@@ -16,7 +16,7 @@ from typing import Any
 
 import psutil
 
-from gpuwatch.collectors.nvml_collector import NvmlCollector
+from gpuwatch.collectors.nvml_collector import GPM_REUSE, NvmlCollector
 from gpuwatch.collectors.nvml_session import (
     Field,
     GpuLost,
@@ -39,16 +39,6 @@ THROTTLE_FIELDS = (
 THROTTLE_SLACK = 1.05
 """A fraction above this is a counter reset, not throttling: 5 % allows for the driver refreshing
 the counter and its timestamp a little apart."""
-
-GPM_METRICS = (
-    (1, "gr_engine"),  # NVML_GPM_METRIC_GRAPHICS_UTIL
-    (2, "sm_active"),  # SM_UTIL
-    (3, "sm_occupancy"),  # SM_OCCUPANCY
-    (5, "tensor"),  # ANY_TENSOR_UTIL
-    (10, "dram_bw"),  # DRAM_BW_UTIL
-    (20, "pcie_tx_mibs"),  # PCIE_TX_PER_SEC
-    (21, "pcie_rx_mibs"),  # PCIE_RX_PER_SEC
-)
 
 IDLE_AFTER_PERIODS = 2
 """A busy GPU adds a utilization sample every driver period; when none came for this many periods
@@ -81,8 +71,6 @@ class _GpuState:
 
 class GpuCollector(NvmlCollector):
     field = "gpus"
-
-    GPM_METRICS = GPM_METRICS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -244,7 +232,7 @@ class GpuCollector(NvmlCollector):
         return tuple(out) if out else Unsupported("; ".join(reasons) or "throttle counters reset")
 
     def _gpm_metrics(self, i: int) -> GpmMetrics | Unsupported:
-        got = self._gpm.read(i)
+        got = self._gpm.read(i, self.field, GPM_REUSE * self.interval)
         if isinstance(got, Unsupported):
             return got
         window, vals = got

@@ -7,16 +7,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpuwatch.collectors.base import Collector
-from gpuwatch.collectors.nvml_session import GpmWindow, NvmlSession
+from gpuwatch.collectors.gpm import GpmWindow
+from gpuwatch.collectors.nvml_session import NvmlSession
 from gpuwatch.collectors.target import TargetGone
 from gpuwatch.model.values import Unsupported
+
+GPM_REUSE = 0.5
+"""Fraction of a tick within which a GPM read reuses the window another collector just closed:
+the GPU and PCIe collectors of one tick start together (the lock orders them a few ms apart),
+while a tick later the window is a whole interval old."""
 
 
 class NvmlCollector(Collector):
     """A collector that reads the GPUs the job uses (or ``gpus``) through a shared NvmlSession."""
-
-    GPM_METRICS: tuple[int, ...] = ()
-    """GPM metric ids this collector reads over each tick (none: no GPM window)."""
 
     def __init__(
         self,
@@ -32,7 +35,7 @@ class NvmlCollector(Collector):
         self.interval = interval
         self.clock = clock
         self._opened = False
-        self._gpm = GpmWindow(session, self.GPM_METRICS, clock)
+        self._gpm = GpmWindow.shared(session, clock)
 
     def probe(self) -> Unsupported | None:
         problem = self.session.open()
@@ -44,7 +47,7 @@ class NvmlCollector(Collector):
         return problem
 
     def close(self) -> None:
-        self._gpm.close()
+        self._gpm.release()
         if self._opened:
             self._opened = False
             self.session.release()

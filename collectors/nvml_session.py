@@ -1,8 +1,8 @@
 """One NVML initialisation shared by the GPU and PCIe collectors, and the choice of GPUs to watch.
 
-NVML itself is thread-safe ("NVML is thread-safe so it is safe to make simultaneous NVML calls
-from multiple threads", NVML API reference, "Thread safety"), so the two collectors call it from
-their own threads freely; the lock here guards only our own state (init, handles, caches).
+The two collectors run on their own threads but every NVML call holds one process-wide lock
+(``NvmlSession.lock``): NVML's reference calls it thread-safe, yet on the H200 a GPM sample taken
+while the other thread was inside NVML crashed the process.
 
 ``pynvml`` (nvidia-ml-py) is used instead of hand-written ctypes: it is NVIDIA's own binding and
 maps every return code to an exception class (``NVMLError_GpuIsLost``, ...). It is imported
@@ -156,6 +156,8 @@ class NvmlSession:
         self._procs: dict[int, tuple[GpuProc, ...] | Unsupported] = {}
         self._procs_t = float("-inf")
         self._sticky: set[int] = set()
+        self.gpm: Any = None
+        """The GPM window this session's collectors share (collectors/gpm.py, set by its first user)."""
 
     # -- init --------------------------------------------------------------------------------
     @property
@@ -327,97 +329,3 @@ class NvmlSession:
         if used:
             return [(i, True) for i in sorted(used)]
         return [(i, False) for i in range(self._count)]
-
-
-GPM_MIN_WINDOW_S = 0.1
-"""nvml.h: the interval between two nvmlGpmSampleGet() calls "should be greater than 100ms"."""
-
-
-@dataclass
-class _GpmState:
-    support: Unsupported | bool | None = None
-    bufs: list[Any] | None = None
-    prev: int | None = None
-    prev_t: float = 0.0
-    get: Any = None
-
-
-class GpmWindow:
-    """GPM metrics over exactly the time since the previous ``read`` (Hopper and newer), per GPU.
-
-    Two GPM sample buffers per GPU are ping-ponged: each read takes one sample, which closes the
-    window the previous sample opened and opens the next. Each user (the GPU and the PCIe
-    collectors) owns its own window, so each gets its own tick's average; a GPM sample is a
-    snapshot of free-running counters, so two users do not disturb each other.
-    """
-
-    def __init__(self, session: NvmlSession, metrics: Sequence[tuple[int, str]], clock: Callable[[], float]) -> None:
-        self.session = session
-        self.metrics = tuple(metrics)
-        """(NVML_GPM_METRIC_* id, our name) pairs, all read in one nvmlGpmMetricsGet call."""
-        self.clock = clock
-        self._gpus: dict[int, _GpmState] = {}
-
-    def supported(self, index: int) -> Unsupported | bool:
-        """True on a GPU with GPM, else the reason (asked once per GPU). Raises GpuLost."""
-        st = self._gpus.setdefault(index, _GpmState())
-        if st.support is None:
-            nv = self.session.nvml
-            try:
-                ok = bool(self.session.call(index, "nvmlGpmQueryDeviceSupport").isSupportedDevice)
-                st.support = True if ok else Unsupported("GPM: needs a Hopper or newer GPU")
-            except (nv.NVMLError, AttributeError) as e:
-                st.support = Unsupported(f"GPM: needs a Hopper or newer GPU and driver R520+ ({e})")
-        return st.support
-
-    def read(self, index: int) -> tuple[float, dict[str, float | Unsupported]] | Unsupported:
-        """``(window seconds, {name: value})`` since the previous read; raises GpuLost."""
-        support = self.supported(index)
-        if isinstance(support, Unsupported):
-            return support
-        st = self._gpus[index]
-        nv = self.session.nvml
-        try:
-            if st.bufs is None:
-                with self.session.lock:
-                    st.bufs = [nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()]
-                st.get = nv.c_nvmlGpmMetricsGet_t()
-            now = self.clock()
-            if st.prev is not None and now - st.prev_t < GPM_MIN_WINDOW_S:
-                return Unsupported("GPM: less than 100 ms since the last GPM sample")
-            cur = 0 if st.prev is None else 1 - st.prev
-            self.session.call(index, "nvmlGpmSampleGet", st.bufs[cur])
-            prev, prev_t = st.prev, st.prev_t
-            st.prev, st.prev_t = cur, now  # ping-pong: this sample opens the next window
-            if prev is None:
-                return Unsupported("GPM: first window")
-            mg = st.get
-            mg.version = nv.NVML_GPM_METRICS_GET_VERSION
-            mg.numMetrics = len(self.metrics)
-            mg.sample1, mg.sample2 = st.bufs[prev], st.bufs[cur]
-            for k, (mid, _) in enumerate(self.metrics):
-                mg.metrics[k].metricId = mid
-            with self.session.lock:
-                nv.nvmlGpmMetricsGet(mg)
-        except nv.NVMLError_GpuIsLost:
-            raise GpuLost(self.session.mark_lost(index)) from None
-        except nv.NVMLError as e:
-            return Unsupported(describe(e, "GPM"))
-        out: dict[str, float | Unsupported] = {}
-        for k, (_, name) in enumerate(self.metrics):
-            m = mg.metrics[k]
-            ok = m.nvmlReturn == nv.NVML_SUCCESS
-            out[name] = float(m.value) if ok else Unsupported(describe(nv.NVMLError(m.nvmlReturn), f"GPM {name}"))
-        return now - prev_t, out
-
-    def close(self) -> None:
-        """Free the sample buffers (before the session releases NVML)."""
-        nv = self.session.nvml
-        for st in self._gpus.values():
-            for buf in st.bufs or ():
-                try:
-                    with self.session.lock:
-                        nv.nvmlGpmSampleFree(buf)
-                except Exception:  # noqa: BLE001 - freeing must never mask the real exit
-                    pass
-            st.bufs, st.prev = None, None

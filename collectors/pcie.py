@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
-from gpuwatch.collectors.nvml_collector import NvmlCollector
+from gpuwatch.collectors.gpm import FIRST_WINDOW as GPM_FIRST
+from gpuwatch.collectors.nvml_collector import GPM_REUSE, NvmlCollector
 from gpuwatch.collectors.nvml_session import (
     Field,
     GpuLost,
@@ -32,7 +33,6 @@ from gpuwatch.model.values import Unsupported
 
 FI_TX_BYTES = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES
 FI_RX_BYTES = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES
-GPM_PCIE = ((21, "RX"), (20, "TX"))  # NVML_GPM_METRIC_PCIE_RX_PER_SEC, _TX_PER_SEC (MiB/s)
 MIB = 2**20
 FIRST_WINDOW = "PCIe traffic: first window (needs two reads of the counters)"
 
@@ -61,8 +61,6 @@ class _LinkState:
 
 class PcieCollector(NvmlCollector):
     field = "pcie"
-
-    GPM_METRICS = GPM_PCIE
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -130,12 +128,12 @@ class PcieCollector(NvmlCollector):
                 self._rate(prev.get(FI_TX_BYTES), cur.get(FI_TX_BYTES), capacity, "TX"))
 
     def _gpm_rates(self, i: int) -> tuple[Any, Any]:
-        got = self._gpm.read(i)
+        got = self._gpm.read(i, self.field, GPM_REUSE * self.interval)  # the GPU collector's window, mostly
         if isinstance(got, Unsupported):
-            u = Unsupported(FIRST_WINDOW) if got.reason == "GPM: first window" else Unsupported(f"PCIe traffic: {got.reason}")
+            u = Unsupported(FIRST_WINDOW) if got.reason == GPM_FIRST else Unsupported(f"PCIe traffic: {got.reason}")
             return u, u
         _, vals = got
-        rx, tx = vals["RX"], vals["TX"]
+        rx, tx = vals["pcie_rx_mibs"], vals["pcie_tx_mibs"]
         return (rx if isinstance(rx, Unsupported) else rx * MIB,
                 tx if isinstance(tx, Unsupported) else tx * MIB)
 

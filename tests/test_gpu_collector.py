@@ -17,7 +17,7 @@ import pytest
 from gpuwatch.collectors.gpu import GpuCollector
 from gpuwatch.collectors.nspid import INIT_PIDNS_INODE, PidMap
 from gpuwatch.collectors.nvml_session import NvmlSession
-from gpuwatch.collectors.pcie import PcieCollector
+from gpuwatch.collectors.pcie import MIB, PcieCollector
 from gpuwatch.model.gpu import GpmMetrics
 from gpuwatch.model.values import Unsupported
 from tests.fake_nvml import CAPTURE, FakeNvml, load_capture
@@ -241,6 +241,35 @@ def test_gpm_window_shorter_than_100ms_is_skipped(fake, session, clock):
     c.sample()
     clock.t += 0.05
     assert c.sample()[0].gpm == Unsupported("GPM: less than 100 ms since the last GPM sample")
+
+
+def test_gpu_and_pcie_collectors_share_one_gpm_sample_per_tick(fake, session, clock):
+    # nvmlGpmSampleGet is the costliest call per tick; both collectors' metrics come from one.
+    fake.goto("h2d_pinned", 2)
+    g, p = collector(session, clock), PcieCollector(StubTarget(ME), session, clock=clock)
+    for _ in range(3):
+        gpu, link = g.sample()[0], p.sample()[0]
+        step(fake, clock)
+    assert fake.calls["nvmlGpmSampleGet"] == 3  # one GPU used by the job, three ticks
+    assert link.rx_bps == gpu.gpm.pcie_rx_mibs * MIB > 40_000 * MIB  # the same window's numbers
+    g.close()
+    assert fake.calls["nvmlGpmSampleFree"] == 0  # the PCIe collector still reads GPM
+    p.close()
+    assert fake.calls["nvmlGpmSampleFree"] == 2
+
+
+def test_a_collector_never_gets_the_same_gpm_window_twice(fake, session, clock):
+    g, p = collector(session, clock), PcieCollector(StubTarget(ME), session, clock=clock)
+    g.sample()
+    step(fake, clock)
+    g.sample()
+    p.sample()  # shares the GPU collector's second sample
+    assert fake.calls["nvmlGpmSampleGet"] == 2
+    clock.t += 0.2  # within half a tick, but the PCIe collector already had that window: a new one
+    p.sample()
+    assert fake.calls["nvmlGpmSampleGet"] == 3
+    assert g.sample()[0].gpm.window_s == pytest.approx(0.2)  # and the GPU collector shares that
+    assert fake.calls["nvmlGpmSampleGet"] == 3
 
 
 def test_gpm_unsupported_gpu(fake, session, clock):
