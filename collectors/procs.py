@@ -6,9 +6,10 @@ respawned worker never inherits another process's counters. A process first seen
 worker respawned at an epoch boundary) is measured from its birth: its counters started at zero
 when it was created. Processes that exited or turned zombie are dropped (no stale rows).
 
-Cost per tick: the tree walk (shared, cached 0.5 s; about 1 ms) plus a ``oneshot`` psutil read and
-two small /proc reads per thread (signals.md §1.7). Measured on this 2-core VM for a main with two
-workers: 0.4 ms of CPU per sample.
+Cost per tick: the tree walk (shared, cached 0.5 s; about 1 ms) plus a ``oneshot`` psutil read per
+process, two small /proc reads per thread of a main process (stat and schedstat, signals.md §1.7)
+and one per thread of the others (schedstat: their threads' names and CPU are not shown). Measured
+on this 2-core VM for a main with two workers: 0.4 ms of CPU per sample.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import psutil
 
 from gpuwatch.collectors.base import Collector
-from gpuwatch.collectors.procfs import CLK_TCK, Task, age_s, read_tasks
+from gpuwatch.collectors.procfs import CLK_TCK, Task, age_s, read_age, read_tasks, read_waits
 from gpuwatch.collectors.target import Node, Target, TargetGone
 from gpuwatch.model.procs import ROLE_MAIN, ProcInfo, ProcsSample, ThreadCpu
 from gpuwatch.model.values import Maybe, Unsupported
@@ -131,20 +132,29 @@ class ProcsCollector(Collector):
             return None
         except psutil.AccessDenied:
             return None
-        tasks = read_tasks(node.pid, self.root) or []
+        if node.role == ROLE_MAIN:  # its threads are shown: names, states, CPU
+            tasks = read_tasks(node.pid, self.root) or []
+            waits = {t.stat.tid: t.wait_ns for t in tasks if t.wait_ns is not None}
+            n_tasks = len(tasks)
+        else:
+            tasks = []
+            n_tasks, waits = read_waits(node.pid, self.root) or (0, {})
         now = time.monotonic()
         cur = _Reading(
             t=now,
             cpu_s=ct.user + ct.system,
             io=io,
-            waits={t.stat.tid: t.wait_ns for t in tasks if t.wait_ns is not None},
+            waits=waits,
             ticks={(t.stat.tid, t.stat.starttime): t.stat.cpu_ticks for t in tasks},
         )
         leader = next((t for t in tasks if t.stat.tid == node.pid), None)
         prev = self._prev.get(key)
         self._prev[key] = cur
         if prev is None:  # first seen: counters started at zero at the process's birth
-            age = age_s(leader.stat.starttime) if leader is not None else time.time() - node.create_time
+            if leader is not None:
+                age = age_s(leader.stat.starttime)
+            else:
+                age = read_age(node.pid, self.root) or time.time() - node.create_time
             # starttime has clock-tick (10 ms) resolution: a 10 ms floor keeps a just-forked
             # process's rate finite.
             age = max(age, 1.0 / CLK_TCK)
@@ -166,7 +176,7 @@ class ProcsCollector(Collector):
             num_threads=nthreads,
             read_bps=_rate(cur.io, prev.io, 0, dt),
             write_bps=_rate(cur.io, prev.io, 1, dt),
-            run_delay_frac=_run_delay(cur, prev, tasks, dt),
+            run_delay_frac=_run_delay(cur, prev, n_tasks, dt),
             threads=_threads(node, tasks, cur, prev, dt) if node.role == ROLE_MAIN else (),
             affinity=affinity,
         )
@@ -178,10 +188,10 @@ def _rate(cur: tuple[int, int] | None, prev: tuple[int, int] | None, i: int, dt:
     return max(0.0, (cur[i] - prev[i]) / dt)
 
 
-def _run_delay(cur: _Reading, prev: _Reading, tasks: list[Task], dt: float) -> Maybe[float]:
+def _run_delay(cur: _Reading, prev: _Reading, n_tasks: int, dt: float) -> Maybe[float]:
     """Sum over threads of the run-queue wait this tick, over the wall time: the mean number of the
     process's threads that were runnable but had no CPU. A thread new this tick counts from zero."""
-    if tasks and not cur.waits:
+    if n_tasks and not cur.waits:
         return Unsupported("/proc/PID/task/*/schedstat is missing: the kernel lacks CONFIG_SCHED_INFO")
     if not cur.waits:
         return Unsupported("the process's threads could not be read")

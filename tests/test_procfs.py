@@ -20,6 +20,7 @@ from gpuwatch.collectors.procfs import (
     parse_stat,
     read_schedstat,
     read_tasks,
+    read_waits,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -162,3 +163,11 @@ def test_cgroup_value_files():
 def test_parse_stat_rejects_garbage(text):
     with pytest.raises((ValueError, IndexError)):
         parse_stat(text)
+
+
+def test_read_waits_reads_only_the_schedstat_files():
+    n, waits = read_waits(4242, PROC)
+    assert n == 4 and waits[4242] == 193891115
+    assert waits == {t.stat.tid: t.wait_ns for t in read_tasks(4242, PROC) if t.wait_ns is not None}
+    assert read_waits(4243, PROC) == (1, {})  # a thread without schedstat: counted, no wait
+    assert read_waits(999999, PROC) is None
