@@ -34,7 +34,7 @@ async def stream_json(
         async for frame in _until(agen, stop):
             verdict = analysis.update(frame)
             if follow is not None:
-                follow(analysis.verdicts, frame)
+                follow(analysis.verdicts, analysis.frames)
             tick = ranks.update(frame)
             if recorder is not None and recorder.active:
                 try:

@@ -4,17 +4,17 @@ py-spy dumps are the largest cost gpuwatch has that grows with how closely it lo
 process start: ~6 ms of CPU on the H200), and a steady, healthy job needs them least: its verdict
 rests on the GPU's own counters (busy, SM activity, tensor use), and the stacks only confirm that
 the main thread is not waiting. So once the job has been GPU-bound with high confidence for
-RELAX_AFTER ticks in a row, the stack collector halves its rates; any other verdict, a drop in
-confidence, or a tick where the GPU is not saturated restores them at once. A bottleneck that
-appears shows first in the GPU's counters (busy falls at once), so the full rate is back before the
-stacks are needed to name it.
+RELAX_AFTER ticks in a row, and the GPU stays as busy as it has been, the stack collector halves
+its rates; any other verdict, a drop in confidence, or a tick where the GPU's busy time falls
+restores them at once. A bottleneck that appears shows first in the GPU's counters (busy falls at
+once), so the full rate is back before the stacks are needed to name it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuwatch.diagnosis.thresholds import BUSY_SATURATED
+from gpuwatch.diagnosis.thresholds import BUSY_SATURATED, BUSY_STARVED
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.values import known
 from gpuwatch.model.verdict import GPU_BOUND, Verdict
@@ -28,24 +28,41 @@ RELAXED = 0.5
 """Rate factor while relaxed: main threads 1 dump/s instead of 2, workers one every 4 s. Six main
 samples (MIN_STACK_SAMPLES) still fit in the 8 s window."""
 FULL = 1.0
+STEADY_DROP = 0.05
+"""How far busy may fall below the lowest of the previous RELAX_AFTER ticks and still count as the
+same steady job: the H200 benchmark job (GPU-bound, a `.item()` sync each step) read 80-88 % from
+tick to tick, while a bottleneck that starts costs far more at once (the switch run: 99 % -> 79 %
+-> 65 %, then 0 %)."""
 
 
-def stack_pace(verdicts: Sequence[Verdict], latest: Frame | None = None) -> float:
+def stack_pace(verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> float:
     """FULL, or RELAXED after RELAX_AFTER confident GPU-bound verdicts in a row while the latest
-    frame still shows the job's GPUs saturated. The frame is the earlier sign of a change: on the
-    H200 switch run, busy fell from 99 % to 79 % a tick before the verdict moved (its confidence
-    only dipped to 0.82), and that tick must already be sampled at the full pace."""
-    if len(verdicts) < RELAX_AFTER or latest is None or not _saturated(latest):
+    frame (``frames[-1]``) shows the job's GPUs steady: saturated, or at least BUSY_STARVED busy and
+    no more than STEADY_DROP below the previous RELAX_AFTER frames. The frame is the earlier sign
+    of a change: on the H200 switch run, busy fell from 99 % to 79 % a tick before the verdict
+    moved (its confidence only dipped to 0.82), and that tick must already be sampled at the full
+    pace."""
+    if len(verdicts) < RELAX_AFTER or len(frames) <= RELAX_AFTER:
         return FULL
     recent = (verdicts[i] for i in range(-RELAX_AFTER, 0))  # the end of a long deque, not a copy of it
-    if all(v.stage == GPU_BOUND and v.confidence >= RELAX_CONFIDENCE for v in recent):
+    if not all(v.stage == GPU_BOUND and v.confidence >= RELAX_CONFIDENCE for v in recent):
+        return FULL
+    now = _busy(frames[-1])
+    if now is None:
+        return FULL
+    if now >= BUSY_SATURATED:
         return RELAXED
-    return FULL
+    before = [_busy(frames[i]) for i in range(-RELAX_AFTER - 1, -1)]
+    if now < BUSY_STARVED or any(b is None for b in before):
+        return FULL
+    return RELAXED if now >= min(before) - STEADY_DROP else FULL  # type: ignore[type-var]
 
 
-def _saturated(frame: Frame) -> bool:
-    """Every GPU the job uses busy at least BUSY_SATURATED of the tick (False when unreadable)."""
+def _busy(frame: Frame) -> float | None:
+    """The least busy of the GPUs the job uses, as a fraction (None when unreadable)."""
     gpus = frame.gpus if isinstance(frame.gpus, tuple) else ()
     used = [g for g in gpus if g.used_by_target] or list(gpus)
     busy = [g.util_gpu for g in used]
-    return bool(busy) and all(known(b) and b / 100 >= BUSY_SATURATED for b in busy)
+    if not busy or not all(known(b) for b in busy):
+        return None
+    return min(busy) / 100  # type: ignore[type-var]

@@ -25,9 +25,9 @@ class LiveSource:
     def frames(self) -> AsyncIterator[Frame]:
         return self.watch.frames(self.duration)
 
-    def follow(self, verdicts: Sequence[Verdict], latest: Frame) -> None:
-        """Adapt the sampling to the verdicts so far and the latest frame (gpuwatch/pace.py)."""
-        self.watch.set_pace(stack_pace(verdicts, latest))
+    def follow(self, verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> None:
+        """Adapt the sampling to the verdicts and frames so far (gpuwatch/pace.py)."""
+        self.watch.set_pace(stack_pace(verdicts, frames))
 
 
 @dataclass
