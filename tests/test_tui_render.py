@@ -15,6 +15,7 @@ from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES
 from gpuwatch.tui.app import GpuwatchApp
 from gpuwatch.tui.panels.gpu import GpuPanel
 from gpuwatch.tui.panels.metric_row import MetricRow
+from gpuwatch.tui.panels.processes import CPU_STEP
 from tests.test_tui_fixtures import ListSource, QueueSource, make_app, screen_text, settle, synthetic_frame, \
     synthetic_frames
 
@@ -243,3 +244,33 @@ async def test_two_gpus_get_a_panel_each_and_na_reasons_show_in_the_drill_down()
         notes = str(app.screen.query_one("#history-na").content).splitlines()
         assert "N/A GPU throttled: no counters" in notes
         assert "N/A cgroup throttled: no cgroup CPU quota" in notes
+
+
+async def test_cpu_cells_move_in_whole_points_and_workers_keep_their_last_hottest_frame():
+    # Workers are stack-sampled in turn: one missing from a sample shows its last frame, dimmed,
+    # instead of a blank; CPU % noise under CPU_STEP does not redraw a row.
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        f = synthetic_frame(0)
+        source.put(f)
+        await pilot.pause(0.05)
+        table = app.query_one("#procs", DataTable)
+        main, w1, w2 = f.procs.processes
+        hot_before = table.get_cell(str(w1.pid), "hot")
+        assert hot_before.plain and not hot_before.spans  # sampled in this frame
+        g = synthetic_frame(1)
+        others = tuple(t for t in g.stacks.threads if t.pid != w1.pid)
+        noisy = dataclasses.replace(w2, cpu_pct=w2.cpu_pct + CPU_STEP * 0.6)
+        source.put(dataclasses.replace(
+            g, stacks=dataclasses.replace(g.stacks, threads=others),
+            procs=dataclasses.replace(g.procs, processes=(main, w1, noisy))))
+        await pilot.pause(0.05)
+        hot_after = table.get_cell(str(w1.pid), "hot")
+        assert hot_after.plain == hot_before.plain and hot_after.spans  # the same frame, dimmed
+        assert str(table.get_cell(str(w2.pid), "cpu")) == f"{w2.cpu_pct:.0f}"
+        moved = dataclasses.replace(w2, cpu_pct=w2.cpu_pct + CPU_STEP * 1.5)
+        source.put(dataclasses.replace(g, procs=dataclasses.replace(g.procs, processes=(main, w1, moved))))
+        await pilot.pause(0.05)
+        assert str(table.get_cell(str(w2.pid), "cpu")) == f"{moved.cpu_pct:.0f}"
+        source.put(None)

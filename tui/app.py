@@ -18,7 +18,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.driver import Driver
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import var
 from textual.screen import Screen
 
 from gpuwatch.analysis import Analysis
@@ -58,15 +58,19 @@ class GpuwatchApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
-    paused: reactive[bool] = reactive(False)
+    # App state is `var`, not `reactive`: a reactive on the App repaints the whole screen when it
+    # changes (App.refresh), and self_cpu changes every 2 s; the header, which shows these, repaints
+    # only itself through its own reactives (profile: a full-screen render every 2 s was ~8 % of
+    # the TUI's CPU).
+    paused: var[bool] = var(False)
     """While True the display keeps its last frame; frames are still analysed and recorded."""
-    recording_path: reactive[str | None] = reactive(None)
+    recording_path: var[str | None] = var(None)
     """The file being recorded to, or None."""
-    ended: reactive[str | None] = reactive(None)
+    ended: var[str | None] = var(None)
     """Why no more frames will come, or None while they do."""
-    self_cpu: reactive[float | None] = reactive(None)
+    self_cpu: var[float | None] = var(None)
     """gpuwatch's own CPU use, percent of one core."""
-    selected_rank: reactive[int | None] = reactive(None)
+    selected_rank: var[int | None] = var(None)
     """The rank on show (its frame, verdict and history), or None for the whole job."""
 
     class FrameReady(Message):
@@ -146,7 +150,7 @@ class GpuwatchApp(App[int]):
                 last = frame
                 verdict = self.analysis.update(frame)
                 if follow is not None:
-                    follow(self.analysis.verdicts, frame)
+                    follow(self.analysis.verdicts, self.analysis.frames)
                 tick = self.ranks.update(frame)
                 if (tick is None) != (self.rank_tick is None):
                     self.refresh_bindings()  # the Rank key shows only for multi-rank jobs

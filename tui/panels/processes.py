@@ -1,6 +1,8 @@
 """The processes table: the job's main processes, DataLoader workers and other children.
 
 Rows are keyed by PID and updated in place, so the cursor stays on its process across ticks.
+A process missing from the latest stack sample (workers are dumped in turn, one every few seconds)
+keeps the hottest frame of its last sample, dimmed, instead of a blank that would flicker.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from gpuwatch.tui import format as fmt
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.panels.row_table import RowTable
 from gpuwatch.tui.view import View
+
+CPU_STEP = 1.0
+"""A process's CPU % cell changes when the value moves at least this far from the one on show:
+idle DataLoader workers read 0.4-1.2 % from tick to tick on the H200 benchmark job, and redrawing
+their rows for a 0/1 flicker was most of what the table cost to draw."""
 
 COLUMNS = (
     ("pid", "PID"),
@@ -64,6 +71,13 @@ class ProcessPanel(Vertical):
         yield table
         yield Plain("", classes="stacks-note")
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._last_hot: dict[int, str] = {}
+        """PID -> the hottest frame of its latest stack sample."""
+        self._shown_cpu: dict[int, float] = {}
+        """PID -> the CPU % on show (see CPU_STEP)."""
+
     def on_mount(self) -> None:
         self.border_title = "Processes"  # shown where the layout gives the panel a border
         self.query_one(".procs-notice", Plain).display = False
@@ -85,7 +99,11 @@ class ProcessPanel(Vertical):
         stacks_note.display = reason is not None
         if reason is not None:
             stacks_note.update(f"Hottest frame N/A: {reason}")
-        rows = {str(p.pid): self._cells(p, view.frame.stacks) for p in procs.processes}
+        rows = {str(p.pid): self._cells(p, self._cpu(p), self._hot(p.pid, view.frame.stacks)) for p in procs.processes}
+        live = {p.pid for p in procs.processes}
+        for memo in (self._last_hot, self._shown_cpu):
+            for pid in [pid for pid in memo if pid not in live]:
+                del memo[pid]
         with self.app.batch_update():
             for key in [k.value for k in table.rows if k.value not in rows]:
                 table.remove_row(key)
@@ -96,15 +114,31 @@ class ProcessPanel(Vertical):
                 else:
                     table.add_row(*cells, key=key)
 
+    def _hot(self, pid: int, stacks: object) -> Text:
+        """This sample's hottest frame of the process, else its last one dimmed."""
+        now = hottest(stacks, pid)
+        if now:
+            if now != fmt.NA:
+                self._last_hot[pid] = now
+            return Text(now)
+        older = Text(self._last_hot.get(pid, ""))
+        older.stylize("dim")  # a span, not a base style: Text equality (set_cell) compares spans
+        return older
+
+    def _cpu(self, p: ProcInfo) -> float:
+        shown = self._shown_cpu.get(p.pid)
+        if shown is None or abs(p.cpu_pct - shown) >= CPU_STEP:
+            self._shown_cpu[p.pid] = shown = p.cpu_pct
+        return shown
+
     @staticmethod
-    def _cells(p: ProcInfo, stacks: object) -> tuple[Text, ...]:
+    def _cells(p: ProcInfo, cpu: float, hot: Text) -> tuple[Text, ...]:
         # Text, not str: DataTable reads a str as markup, and frames may hold [brackets].
         return tuple(Text(cell) for cell in (
             str(p.pid),
             role_text(p),
-            f"{p.cpu_pct:.0f}",
+            f"{cpu:.0f}",
             p.state[:1].upper() if p.state else "?",
             fmt.mbps(p.read_bps) if known(p.read_bps) else fmt.NA,
             fmt.size(p.rss),
-            hottest(stacks, p.pid),
-        ))
+        )) + (hot,)

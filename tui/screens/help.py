@@ -35,6 +35,8 @@ def help_text() -> str:
         f"Levels: {levels}\n"
         "The verdict names the stage that limits the job, how sure it is and how much "
         "faster the job could run if that stage were fixed.\n\n"
+        "Processes, Hottest frame: what the process ran in the latest stack sample; dimmed, "
+        "from an earlier one (workers are sampled in turn).\n"
         "N/A: a value could not be read. The reason and the fix are shown next to it "
         "(panel notes, stage details)."
     )
