@@ -27,6 +27,8 @@ class TaskStat:
     """utime + stime, in clock ticks."""
     starttime: int
     """Clock ticks after boot the thread started: with the TID it names the thread uniquely."""
+    ppid: int = 0
+    """The parent process (of the thread's process)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +52,7 @@ def parse_stat(text: str) -> TaskStat:
     rest = text[rpar + 2:].split()
     # rest[0] is field 3 (state); field n is rest[n - 3]: utime 14, stime 15, starttime 22.
     return TaskStat(tid=tid, name=name, state=rest[0], cpu_ticks=int(rest[11]) + int(rest[12]),
-                    starttime=int(rest[19]))
+                    starttime=int(rest[19]), ppid=int(rest[1]))
 
 
 def parse_schedstat(text: str) -> tuple[int, int, int]:
@@ -69,13 +71,19 @@ def age_s(starttime: int) -> float:
     return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - starttime / CLK_TCK)
 
 
-def read_age(pid: int, root: str = "/proc") -> float | None:
-    """:func:`age_s` of a process, None when it is gone."""
+def read_stat(pid: int, root: str = "/proc") -> TaskStat | None:
+    """/proc/PID/stat, parsed; None when the process is gone."""
     text = _read(f"{root}/{pid}/stat")
     try:
-        return age_s(parse_stat(text).starttime) if text else None
+        return parse_stat(text) if text else None
     except (ValueError, IndexError):
         return None
+
+
+def read_age(pid: int, root: str = "/proc") -> float | None:
+    """:func:`age_s` of a process, None when it is gone."""
+    st = read_stat(pid, root)
+    return age_s(st.starttime) if st is not None else None
 
 
 def _read(path: str) -> str | None:

@@ -23,6 +23,7 @@ unpickled its arguments and named itself, which took up to 3 s on a loaded 2-cor
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from gpuwatch.collectors.procfs import read_stat
 from gpuwatch.model.procs import ROLE_LAUNCHER, ROLE_MAIN, ROLE_OTHER, ROLE_WORKER
 from gpuwatch.redact import redact_cmdline
 
@@ -54,6 +56,9 @@ LAUNCHER_MODULES = (
 )
 """Modules run with ``python -m`` that start ranks."""
 RANK_VARS = ("RANK", "LOCAL_RANK")
+COMM_LEN = 15
+"""The kernel keeps 15 characters of a process name; psutil completes a name that long from the
+command line, so such a name is always read through psutil."""
 REFRESH_S = 0.9
 """The tree is re-walked at most this often: about once per tick at the default 1 s refresh, however
 many collectors ask for it (a new DataLoader worker shows within a tick)."""
@@ -118,6 +123,9 @@ class Target:
         self._tree: Tree | None = None
         self._tree_t = 0.0
         self._rank_cache: dict[tuple[int, float], int | None] = {}
+        self._known: dict[int, tuple[int, _Raw]] = {}
+        """PID -> (its starttime, its identity) from the last walk: a process seen before is re-read
+        from its stat line alone (parent, name, state), its command line and create time kept."""
         self.exit_reason: str | None = None
 
     @property
@@ -153,15 +161,10 @@ class Target:
     # -- walking ---------------------------------------------------------------------------
     def _walk(self) -> Tree:
         try:
-            procs = [self._proc] + self._descendants()
+            info = self._identities()
         except psutil.NoSuchProcess as e:  # also raised when the PID was reused by another process
             self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(str(e)) from e
-        info: dict[int, _Raw] = {}
-        for p in procs:
-            raw = _read(p)
-            if raw is not None:
-                info[p.pid] = raw
         if self.pid not in info:  # gone or a zombie: it has exited either way
             self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(f"process {self.pid} exited")
@@ -175,27 +178,45 @@ class Target:
                 continue
             main = None if role == ROLE_MAIN else _nearest(pid, info, roles, ROLE_MAIN)
             rank = ranks[pid] if role == ROLE_MAIN else (ranks.get(main) if main else None)
-            nodes.append(Node(pid, r.ppid, role, rank, main, r.name, redact_cmdline(r.argv), r.create_time))
+            nodes.append(Node(pid, r.ppid, role, rank, main, r.name, _shown_cmdline(r.argv), r.create_time))
         nodes.sort(key=lambda n: (n.role != ROLE_LAUNCHER, n.role != ROLE_MAIN, n.pid))
         return Tree(self.pid, tuple(nodes))
 
-    def _descendants(self) -> list[psutil.Process]:
-        """Every process below the target. From the kernel's per-thread ``children`` lists when it
-        has them (CONFIG_PROC_CHILDREN, on in distribution kernels): that reads only the job's own
-        /proc entries, where psutil's ``children(recursive=True)`` reads the stat file of every
-        process on the host each time (the tree is walked about once a tick)."""
+    def _identities(self) -> dict[int, _Raw]:
+        """The identity of the target and every process below it, by PID (zombies left out).
+
+        The PIDs come from the kernel's per-thread ``children`` lists when it has them
+        (CONFIG_PROC_CHILDREN, on in distribution kernels): that reads only the job's own /proc
+        entries, where psutil's ``children(recursive=True)`` reads the stat file of every process
+        on the host. A process seen in an earlier walk costs one stat read (the walk runs about
+        once a tick; reading its command line and redacting it each time was most of its cost).
+        """
         if not self._proc.is_running():
             raise psutil.NoSuchProcess(self.pid)
         pids = _descendant_pids(self.pid)
         if pids is None:
-            return self._proc.children(recursive=True)
-        out = []
-        for pid in pids:
-            try:
-                out.append(psutil.Process(pid))
-            except psutil.Error:  # exited since it was listed
+            procs = [self._proc] + self._proc.children(recursive=True)
+            return {p.pid: raw for p in procs if (raw := _read(p)) is not None}
+        info: dict[int, _Raw] = {}
+        known: dict[int, tuple[int, _Raw]] = {}
+        for pid in [self.pid, *pids]:
+            st = read_stat(pid)
+            if st is None or st.state == "Z":  # gone, or exited and not yet reaped
                 continue
-        return out
+            seen = self._known.get(pid)
+            if seen is not None and seen[0] == st.starttime and len(st.name) < COMM_LEN:
+                raw = _Raw(st.ppid, st.name, seen[1].argv, seen[1].create_time)
+            else:  # new (or a comm psutil completes from the command line): read it all
+                try:
+                    raw = _read(psutil.Process(pid))
+                except psutil.Error:
+                    continue
+                if raw is None:
+                    continue
+            info[pid] = raw
+            known[pid] = (st.starttime, raw)
+        self._known = known
+        return info
 
     def _rank(self, pid: int, create_time: float) -> int | None:
         key = (pid, create_time)
@@ -233,6 +254,12 @@ def _descendant_pids(root: int, proc_root: str = "/proc") -> list[int] | None:
                     out.append(child)
                     todo.append(child)
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _shown_cmdline(argv: tuple[str, ...]) -> str:
+    """The redacted command line (cached: the same few command lines come back every walk)."""
+    return redact_cmdline(argv)
 
 
 def _read(p: psutil.Process) -> _Raw | None:
