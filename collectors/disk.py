@@ -135,6 +135,10 @@ class DiskCollector(Collector):
         self._partitions: dict[str, bool] = {}
         self._scan_from = 0
         self._mounts_cache: tuple[float, list[Mount]] | None = None
+        self._devices_of: dict[Mount, str] = {}
+        """Mount -> its block device (sysfs reads), kept as long as the mount table is."""
+        self._handles: dict[tuple[int, float], psutil.Process] = {}
+        """(pid, create time) -> psutil handle: building one reads two /proc files."""
 
     def probe(self) -> Unsupported | None:
         try:
@@ -195,7 +199,7 @@ class DiskCollector(Collector):
         for n in nodes:
             key = (n.pid, n.create_time)
             try:
-                rb = psutil.Process(n.pid).io_counters().read_bytes
+                rb = self._handle(n.pid, n.create_time).io_counters().read_bytes
             except psutil.AccessDenied:
                 denied += 1
                 continue
@@ -209,6 +213,8 @@ class DiskCollector(Collector):
                 age = read_age(n.pid, self.proc_root)
                 total += rb / max(age if age is not None else now_wall - n.create_time, 0.01)
         self._io, self._io_t = seen, now
+        for gone in [k for k in self._handles if k not in seen]:
+            del self._handles[gone]
         if not readable and denied:
             return Unsupported("/proc/PID/io of the job is not readable: run gpuwatch as the job's user or as root")
         return total
@@ -222,7 +228,7 @@ class DiskCollector(Collector):
         mounts = self._mounts()
         out = []
         try:
-            cwd = psutil.Process(self.target.pid).cwd()
+            cwd = self.target.process.cwd()
         except psutil.Error:
             cwd = None
         if cwd:
@@ -255,6 +261,13 @@ class DiskCollector(Collector):
         self._scan_from = start + SCAN_PER_TICK
         return (pool + pool)[start:start + SCAN_PER_TICK]
 
+    def _handle(self, pid: int, create_time: float) -> psutil.Process:
+        key = (pid, create_time)
+        p = self._handles.get(key)
+        if p is None:
+            p = self._handles[key] = psutil.Process(pid)
+        return p
+
     def _mounts(self) -> list[Mount]:
         """The target's view of the mounts (its namespace); ours when that is unreadable."""
         now = time.monotonic()
@@ -269,13 +282,17 @@ class DiskCollector(Collector):
             except OSError:
                 continue
         self._mounts_cache = (now, mounts)
+        self._devices_of.clear()
         return mounts
 
     def _location(self, kind: str, path: str, mounts: list[Mount], nfiles: int) -> DataLocation:
         m = mount_of(path, mounts)
         if m is None:
             return DataLocation(kind, path, "?", "?", "?", False, nfiles)
-        return DataLocation(kind=kind, path=path, mountpoint=m.mountpoint, device=device_of(m, self.sys_root),
+        device = self._devices_of.get(m)
+        if device is None:
+            device = self._devices_of[m] = device_of(m, self.sys_root)
+        return DataLocation(kind=kind, path=path, mountpoint=m.mountpoint, device=device,
                             fstype=m.fstype, network=is_network_fs(m.fstype, m.source), open_files=nfiles)
 
 

@@ -6,6 +6,7 @@ CPU and swap come from psutil; PSI and cgroup files are read by hand (psutil has
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import time
@@ -23,6 +24,10 @@ from gpuwatch.model.values import Maybe, Unsupported
 
 FIRST_WINDOW_S = 0.3
 """The first sample measures over this short window (there is no previous tick to diff against)."""
+
+CGROUP_TTL_S = 10.0
+"""How long the job's cgroup and its quota are kept before they are looked up again (its
+/proc/PID/cgroup, our mountinfo and the quota files up the tree); its counters are read each tick."""
 
 PSI_MISSING = Unsupported("the kernel has no pressure stall information (/proc/pressure is missing): "
                           "it needs Linux >= 4.20 built with CONFIG_PSI=y")
@@ -119,9 +124,9 @@ def _quota(version: int, folder: str) -> float | None:
     return None if quota is None or period <= 0 else quota / period
 
 
-def read_cgroup(pid: int, proc_root: str = "/proc", fs_root: str = "") -> CgroupReading | Unsupported:
-    """The job's CPU quota (the tightest of its cgroup and its ancestors) and that cgroup's
-    throttling counters."""
+def locate_cgroup(pid: int, proc_root: str = "/proc", fs_root: str = "") -> CgroupReading | Unsupported:
+    """The cgroup that limits the job's CPU and its quota (the tightest of its cgroup and its
+    ancestors), with counters at zero: :func:`read_counters` fills them in."""
     found = cgroup_cpu_dir(pid, proc_root, fs_root)
     if isinstance(found, Unsupported):
         return found
@@ -135,10 +140,20 @@ def read_cgroup(pid: int, proc_root: str = "/proc", fs_root: str = "") -> Cgroup
         if cur == top or len(cur) <= len(top):
             break
         cur = os.path.dirname(cur)
-    path = best[1] if best else folder
-    stat = parse_flat_keyed(_read(f"{path}/cpu.stat") or "")
-    return CgroupReading(version, path, best[0] if best else None, stat.get("nr_periods", 0),
-                         stat.get("nr_throttled", 0))
+    return CgroupReading(version, best[1] if best else folder, best[0] if best else None, 0, 0)
+
+
+def read_counters(where: CgroupReading) -> CgroupReading:
+    """``where`` with its cgroup's throttling counters read now."""
+    stat = parse_flat_keyed(_read(f"{where.path}/cpu.stat") or "")
+    return dataclasses.replace(where, nr_periods=stat.get("nr_periods", 0), nr_throttled=stat.get("nr_throttled", 0))
+
+
+def read_cgroup(pid: int, proc_root: str = "/proc", fs_root: str = "") -> CgroupReading | Unsupported:
+    """The job's CPU quota (the tightest of its cgroup and its ancestors) and that cgroup's
+    throttling counters."""
+    where = locate_cgroup(pid, proc_root, fs_root)
+    return where if isinstance(where, Unsupported) else read_counters(where)
 
 
 def throttle(cur: CgroupReading, prev: CgroupReading | None) -> CgroupCpu:
@@ -167,6 +182,7 @@ class HostCollector(Collector):
         self._prev_swap = None
         self._prev_t = 0.0
         self._prev_cg: CgroupReading | None = None
+        self._where: tuple[float, CgroupReading | Unsupported] | None = None
         self.others = OtherProcs(proc_root)
 
     def sample(self) -> HostSample:
@@ -203,7 +219,11 @@ class HostCollector(Collector):
         self.others.baseline(self._job_pids())
 
     def _cgroup(self) -> Maybe[CgroupCpu]:
-        cur = read_cgroup(self.target.pid, self.proc_root, self.fs_root)
+        now = time.monotonic()
+        if self._where is None or now - self._where[0] >= CGROUP_TTL_S:
+            self._where = (now, locate_cgroup(self.target.pid, self.proc_root, self.fs_root))
+        where = self._where[1]
+        cur = where if isinstance(where, Unsupported) else read_counters(where)
         if isinstance(cur, Unsupported):
             self._prev_cg = None
             return cur
