@@ -126,7 +126,8 @@ class GpuCollector(NvmlCollector):
             mem_total=mem if isinstance(mem, Unsupported) else int(mem.total),
             temp_c=self._temperature(i),
             power_w=_scale(self._get(i, "power", "nvmlDeviceGetPowerUsage"), 1e-3),  # mW
-            power_limit_w=_scale(self._get(i, "power limit", "nvmlDeviceGetEnforcedPowerLimit"), 1e-3),
+            power_limit_w=_scale(self.slowly(i, "power limit", lambda: self._get(
+                i, "power limit", "nvmlDeviceGetEnforcedPowerLimit")), 1e-3),
             sm_clock_mhz=_scale(self._get(i, "SM clock", "nvmlDeviceGetClockInfo", nv.NVML_CLOCK_SM), 1),
             sm_clock_max_mhz=_scale(st.static["sm_max"], 1),
             mem_clock_mhz=_scale(self._get(i, "memory clock", "nvmlDeviceGetClockInfo", nv.NVML_CLOCK_MEM), 1),

@@ -17,6 +17,9 @@ GPM_REUSE = 0.5
 the GPU and PCIe collectors of one tick start together (the lock orders them a few ms apart),
 while a tick later the window is a whole interval old."""
 
+SLOW_TTL_S = 5.0
+"""How long a rarely changing NVML value is reused (see NvmlCollector.slowly)."""
+
 
 class NvmlCollector(Collector):
     """A collector that reads the GPUs the job uses (or ``gpus``) through a shared NvmlSession."""
@@ -36,6 +39,7 @@ class NvmlCollector(Collector):
         self.clock = clock
         self._opened = False
         self._gpm = GpmWindow.shared(session, clock)
+        self._slow: dict[tuple[int, str], tuple[float, Any]] = {}
 
     def probe(self) -> Unsupported | None:
         problem = self.session.open()
@@ -45,6 +49,18 @@ class NvmlCollector(Collector):
             if isinstance(sel, Unsupported):
                 return sel
         return problem
+
+    def slowly(self, index: int, what: str, read: Callable[[], Any]) -> Any:
+        """``read()`` at most every SLOW_TTL_S for a value that changes rarely (a power limit, the
+        link's trained width): each NVML call costs ~0.1-1 ms of CPU on the H200, most of it in
+        the driver, and the frame shows the latest reading in between."""
+        now = self.clock()
+        hit = self._slow.get((index, what))
+        if hit is not None and now - hit[0] < SLOW_TTL_S:
+            return hit[1]
+        value = read()
+        self._slow[(index, what)] = (now, value)
+        return value
 
     def close(self) -> None:
         self._gpm.release()

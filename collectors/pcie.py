@@ -99,9 +99,9 @@ class PcieCollector(NvmlCollector):
         rx, tx = self._rates(i, st, capacity)
         return PcieSample(
             t=t, index=i,
-            gen_current=self._get(i, "link generation", "nvmlDeviceGetCurrPcieLinkGeneration"),
+            gen_current=self.slowly(i, "gen", lambda: self._get(i, "link generation", "nvmlDeviceGetCurrPcieLinkGeneration")),
             gen_max=gen_max,
-            width_current=self._get(i, "link width", "nvmlDeviceGetCurrPcieLinkWidth"),
+            width_current=self.slowly(i, "width", lambda: self._get(i, "link width", "nvmlDeviceGetCurrPcieLinkWidth")),
             width_max=width_max,
             rx_bps=rx, tx_bps=tx, capacity_bps=capacity,
             replay_delta=self._replays(i, st),

@@ -16,6 +16,7 @@ import pytest
 
 from gpuwatch.collectors.gpu import GpuCollector
 from gpuwatch.collectors.nspid import INIT_PIDNS_INODE, PidMap
+from gpuwatch.collectors.nvml_collector import SLOW_TTL_S
 from gpuwatch.collectors.nvml_session import NvmlSession
 from gpuwatch.collectors.pcie import MIB, PcieCollector
 from gpuwatch.model.gpu import GpmMetrics
@@ -270,6 +271,18 @@ def test_a_collector_never_gets_the_same_gpm_window_twice(fake, session, clock):
     assert fake.calls["nvmlGpmSampleGet"] == 3
     assert g.sample()[0].gpm.window_s == pytest.approx(0.2)  # and the GPU collector shares that
     assert fake.calls["nvmlGpmSampleGet"] == 3
+
+
+def test_rarely_changing_values_are_read_every_few_seconds_not_every_tick(fake, session, clock):
+    g, p = collector(session, clock), PcieCollector(StubTarget(ME), session, clock=clock)
+    ticks = int(SLOW_TTL_S / 0.5) * 2  # 0.5 s ticks over two SLOW_TTL_S periods
+    for _ in range(ticks):
+        gpu, link = g.sample()[0], p.sample()[0]
+        step(fake, clock)
+    assert fake.calls["nvmlDeviceGetEnforcedPowerLimit"] == 2
+    assert fake.calls["nvmlDeviceGetCurrPcieLinkWidth"] == 2
+    assert gpu.power_limit_w > 0 and link.width_current == 16  # the latest reading, shown in between
+    assert fake.calls["nvmlDeviceGetPowerUsage"] == ticks  # power itself: every tick
 
 
 def test_gpm_unsupported_gpu(fake, session, clock):
