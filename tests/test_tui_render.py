@@ -8,12 +8,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from textual.widgets import DataTable
 
 from gpuwatch.model import Unsupported
 from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES
 from gpuwatch.tui.app import GpuwatchApp
 from gpuwatch.tui.panels.gpu import GpuPanel
+from gpuwatch.tui.panels.keyed_table import KeyedTable
 from gpuwatch.tui.panels.metric_row import MetricRow
 from gpuwatch.tui.panels.processes import CPU_STEP
 from tests.test_tui_fixtures import ListSource, QueueSource, make_app, screen_text, settle, synthetic_frame, \
@@ -65,7 +65,7 @@ async def test_unreadable_processes_replace_the_table_with_the_reason():
         notice = app.query_one(".procs-notice")
         assert str(notice.content).startswith("Processes: unavailable — cannot read /proc/4242: permission denied")
         assert notice.display and "Processes: unavailable" in screen_text(app)
-        assert not app.query_one("#procs", DataTable).display
+        assert not app.query_one("#procs", KeyedTable).display
 
 
 async def test_a_metric_without_gpm_reads_na_with_its_reason():
@@ -104,19 +104,18 @@ async def test_process_rows_are_updated_by_pid_and_the_cursor_stays():
     async with app.run_test(size=(120, 40)) as pilot:
         source.put(synthetic_frame(0))
         await pilot.pause(0.05)
-        table = app.query_one("#procs", DataTable)
+        table = app.query_one("#procs", KeyedTable)
         table.focus()
         table.move_cursor(row=2)
-        key_before = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        assert key_before == "4251"
+        assert table.cursor_key == "4251"
         f = synthetic_frame(1)
         main, w1, w2 = f.procs.processes
         new = dataclasses.replace(w1, pid=4260)
         busier = dataclasses.replace(w2, cpu_pct=12.0)
         source.put(dataclasses.replace(f, procs=dataclasses.replace(f.procs, processes=(main, new, busier))))
         await pilot.pause(0.05)
-        assert [k.value for k in table.rows] == ["4242", "4251", "4260"]  # 4250 gone, 4260 added at the end
-        assert table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value == "4251"
+        assert table.row_keys == ["4242", "4251", "4260"]  # 4250 gone, 4260 added at the end
+        assert table.cursor_key == "4251"
         assert str(table.get_cell("4251", "cpu")) == "12"
         source.put(None)
 
@@ -255,7 +254,7 @@ async def test_cpu_cells_move_in_whole_points_and_workers_keep_their_last_hottes
         f = synthetic_frame(0)
         source.put(f)
         await pilot.pause(0.05)
-        table = app.query_one("#procs", DataTable)
+        table = app.query_one("#procs", KeyedTable)
         main, w1, w2 = f.procs.processes
         hot_before = table.get_cell(str(w1.pid), "hot")
         assert hot_before.plain and not hot_before.spans  # sampled in this frame
@@ -268,9 +267,51 @@ async def test_cpu_cells_move_in_whole_points_and_workers_keep_their_last_hottes
         await pilot.pause(0.05)
         hot_after = table.get_cell(str(w1.pid), "hot")
         assert hot_after.plain == hot_before.plain and hot_after.spans  # the same frame, dimmed
+        assert any(s.style.dim and s.text.strip() and hot_after.plain.startswith(s.text.strip())
+                   for s in table.render_line(1 + 1))  # w1's line, the dim span kept
         assert str(table.get_cell(str(w2.pid), "cpu")) == f"{w2.cpu_pct:.0f}"
         moved = dataclasses.replace(w2, cpu_pct=w2.cpu_pct + CPU_STEP * 1.5)
         source.put(dataclasses.replace(g, procs=dataclasses.replace(g.procs, processes=(main, w1, moved))))
         await pilot.pause(0.05)
         assert str(table.get_cell(str(w2.pid), "cpu")) == f"{moved.cpu_pct:.0f}"
+        source.put(None)
+
+
+async def test_process_table_keys_move_the_cursor_and_an_update_repaints_only_the_changed_row():
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=(120, 40)) as pilot:
+        f = synthetic_frame(0)
+        main, worker, _ = f.procs.processes
+        many = (main, *(dataclasses.replace(worker, pid=5000 + i) for i in range(40)))
+        f = dataclasses.replace(f, procs=dataclasses.replace(f.procs, processes=many))
+        source.put(f)
+        await pilot.pause(0.05)
+        table = app.query_one("#procs", KeyedTable)
+        keys = [str(p.pid) for p in many]
+        assert table.row_keys == keys and table.cursor_key == keys[0]
+        table.focus()
+        shown = table.size.height - 1  # rows on show under the header
+        assert 1 < shown < len(keys)
+        await pilot.press("down", "down", "up")
+        assert table.cursor_key == keys[1]
+        await pilot.press("end")
+        assert table.cursor_key == keys[-1]
+        assert table.scroll_offset.y == len(keys) - shown  # scrolled to keep the cursor in view
+        await pilot.press("home", "pagedown")
+        assert table.cursor_key == keys[shown] and table.scroll_offset.y == 1
+        await pilot.press("home")
+        assert table.cursor_key == keys[0] and table.scroll_offset.y == 0
+        await pilot.pause()
+
+        drawn: list[int] = []
+        render_line = table.render_line
+        table.render_line = lambda y: drawn.append(y) or render_line(y)
+        busier = dataclasses.replace(many[3], cpu_pct=many[3].cpu_pct + 5 * CPU_STEP)
+        source.put(dataclasses.replace(f, seq=2, procs=dataclasses.replace(
+            f.procs, processes=(*many[:3], busier, *many[4:]))))
+        await pilot.pause(0.05)
+        assert drawn == [1 + 3]  # the header is line 0
+        assert str(table.get_cell(keys[3], "cpu")) == f"{busier.cpu_pct:.0f}"
+        assert f"{busier.cpu_pct:.0f}" in screen_text(app).splitlines()[table.region.y + 4]
         source.put(None)

@@ -15,8 +15,8 @@ from gpuwatch.model.procs import ProcInfo
 from gpuwatch.model.stacks import StackSample, ThreadStack
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
+from gpuwatch.tui.panels.keyed_table import KeyedTable
 from gpuwatch.tui.panels.plain import Plain
-from gpuwatch.tui.panels.row_table import RowTable
 from gpuwatch.tui.view import View
 
 CPU_STEP = 1.0
@@ -65,10 +65,7 @@ class ProcessPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Plain("", classes="procs-notice")
-        table = RowTable(cursor_type="row", zebra_stripes=True, id="procs")
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
-        yield table
+        yield KeyedTable(COLUMNS, id="procs")
         yield Plain("", classes="stacks-note")
 
     def __init__(self, *args, **kwargs) -> None:
@@ -86,7 +83,7 @@ class ProcessPanel(Vertical):
     def show(self, view: View) -> None:
         procs = view.frame.procs
         notice = self.query_one(".procs-notice", Plain)
-        table = self.query_one("#procs", RowTable)
+        table = self.query_one("#procs", KeyedTable)
         if isinstance(procs, Unsupported):
             notice.update(f"Processes: unavailable — {procs.reason}")
             notice.display = True
@@ -104,15 +101,7 @@ class ProcessPanel(Vertical):
         for memo in (self._last_hot, self._shown_cpu):
             for pid in [pid for pid in memo if pid not in live]:
                 del memo[pid]
-        with self.app.batch_update():
-            for key in [k.value for k in table.rows if k.value not in rows]:
-                table.remove_row(key)
-            for key, cells in rows.items():
-                if key in table.rows:
-                    for (col, _), value in zip(COLUMNS, cells):
-                        table.set_cell(key, col, value)  # repaints the row, if the value changed
-                else:
-                    table.add_row(*cells, key=key)
+        table.set_rows(rows)  # repaints the rows whose cells changed
 
     def _hot(self, pid: int, stacks: object) -> Text:
         """This sample's hottest frame of the process, else its last one dimmed."""
@@ -122,7 +111,7 @@ class ProcessPanel(Vertical):
                 self._last_hot[pid] = now
             return Text(now)
         older = Text(self._last_hot.get(pid, ""))
-        older.stylize("dim")  # a span, not a base style: Text equality (set_cell) compares spans
+        older.stylize("dim")  # a span, not a base style: Text equality (set_rows) compares spans
         return older
 
     def _cpu(self, p: ProcInfo) -> float:
@@ -133,7 +122,7 @@ class ProcessPanel(Vertical):
 
     @staticmethod
     def _cells(p: ProcInfo, cpu: float, hot: Text) -> tuple[Text, ...]:
-        # Text, not str: DataTable reads a str as markup, and frames may hold [brackets].
+        # Text, not markup: frames may hold [brackets].
         return tuple(Text(cell) for cell in (
             str(p.pid),
             role_text(p),
