@@ -6,6 +6,11 @@ clocks, clock-event reasons, throttle time per reason (cumulative ns counters), 
 utilization since a cursor, and GPM metrics over exactly the tick. Most of these calls cost
 5-50 us on an H200 (h200-signatures.md). ``nvmlDeviceGetPcieThroughput`` is never called: it
 blocks ~21 ms per call there.
+
+Two reads cost ~2 ms of CPU each on the H200 (bench/RESULTS.md, run 8: a fifth of all collectors'
+CPU): the memory-utilization sample buffer and per-process utilization. Both are cursor reads, so
+reading them less often loses no sample, only time resolution; each is read every tick only where
+the diagnosis needs it then (see ``_util_mem`` and ``_processes``), else every SLOW_TTL_S.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any
 
 import psutil
 
-from gpuwatch.collectors.nvml_collector import GPM_REUSE, NvmlCollector
+from gpuwatch.collectors.nvml_collector import GPM_REUSE, SLOW_TTL_S, NvmlCollector
 from gpuwatch.collectors.nvml_session import (
     Field,
     GpuLost,
@@ -65,6 +70,8 @@ class _GpuState:
     """Sampling type -> our clock when the buffer last gave new samples."""
     proc_cursor: int = 0
     proc_seen: bool = False
+    proc_util: tuple[float, dict[int, float] | Unsupported] | None = None
+    """(our clock, result) of the last per-process utilization read."""
     throttle: dict[int, Field | Unsupported] | None = None
     static: dict[str, Any] = dc_field(default_factory=dict)
 
@@ -117,7 +124,7 @@ class GpuCollector(NvmlCollector):
             if key not in st.static:  # constant for the GPU's life: read once
                 st.static[key] = self._get(i, what, fn, *args)
         util_gpu, trace = self._util(i, st, nv.NVML_GPU_UTILIZATION_SAMPLES, "GPU utilization")
-        util_mem, _ = self._util(i, st, nv.NVML_MEMORY_UTILIZATION_SAMPLES, "memory utilization")
+        util_mem = self._util_mem(i, st, gpm_works=self._gpm.supported(i) is True)
         mem = self._memory(i)
         return GpuSample(
             t=t, index=i, uuid=_str(st.static["uuid"]), name=_str(st.static["name"]),
@@ -210,6 +217,14 @@ class GpuCollector(NvmlCollector):
             st.period_s[kind] = min(gaps) / 1e6
         return sum(v for _, v in new) / len(new), tuple((ts / 1e6, v) for ts, v in new)
 
+    def _util_mem(self, i: int, st: _GpuState, gpm_works: bool) -> Any:
+        """Memory-controller utilization: every tick where it is the diagnosis's only DRAM signal
+        (a GPU without GPM); beside GPM (whose DRAM bandwidth the diagnosis uses instead) every SLOW_TTL_S,
+        as the mean of all the driver's samples since the last read, shown until the next one."""
+        nv = self.session.nvml
+        read = lambda: self._util(i, st, nv.NVML_MEMORY_UTILIZATION_SAMPLES, "memory utilization")[0]  # noqa: E731
+        return self.slowly(i, "memory utilization", read) if gpm_works else read()
+
     def _throttle(self, i: int, st: _GpuState) -> Any:
         fields = self.session.read_fields(i, [fid for fid, _ in THROTTLE_FIELDS], "throttle counters")
         prev, st.throttle = st.throttle, (fields if not isinstance(fields, Unsupported) else None)
@@ -243,7 +258,16 @@ class GpuCollector(NvmlCollector):
         procs = self.session.processes().get(i)
         if procs is None or isinstance(procs, Unsupported) or not procs:
             return ()
-        util = self._proc_util(i, st)
+        # Another tenant on the GPU is the contention stage's evidence: its share is read every
+        # tick. With only the job's processes there, the diagnosis has no use for the split, and
+        # the mean since the last read (every SLOW_TTL_S) is shown until the next.
+        alone = all(p.local_pid is not None and p.local_pid in ours for p in procs)
+        now = self.clock()
+        if alone and st.proc_util is not None and now - st.proc_util[0] < SLOW_TTL_S:
+            util = st.proc_util[1]
+        else:
+            util = self._proc_util(i, st)
+            st.proc_util = (now, util)
         out = []
         for p in procs:
             if isinstance(util, Unsupported):
