@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 
 from gpuwatch.assemble import WatchOptions, build_collectors
@@ -43,13 +44,14 @@ def _run_headless(source, recorder: Recorder | None, prometheus=None) -> int:
 
     async def go() -> int:
         stop = asyncio.Event()
-        install_signal_handlers(asyncio.get_running_loop(), stop)
+        got = install_signal_handlers(asyncio.get_running_loop(), stop)
         on_tick = None
         if prometheus is not None:
             from gpuwatch.exporter import start_exporter
 
             on_tick = start_exporter(*prometheus)
-        return await stream_json(source, recorder=recorder, stop=stop, on_tick=on_tick)
+        rc = await stream_json(source, recorder=recorder, stop=stop, on_tick=on_tick)
+        return 130 if signal.SIGINT in got else rc  # Ctrl-C: 128 + 2, as shells report it
 
     try:
         return asyncio.run(go())

@@ -270,3 +270,45 @@ def test_pyspy_killed_by_someone_else_is_a_failed_dump_not_a_crash(tmp_path):
         out = spy.dump(os.getpid())
         assert not out.ok and out.error == "py-spy was killed (signal 9)"
     assert not pyspy_children(os.getpid())
+
+
+class _CancelDeaf:
+    """A live-like source of SYNTHETIC frames that does not end when cancelled, as a watch did when
+    Python < 3.12 lost asyncio's Ctrl-C cancel in ``asyncio.wait_for``; it gives up by itself after
+    DEAF_S. Only a stop of gpuwatch's own (the event its signal handlers set) ends it sooner."""
+
+    live = True
+    DEAF_S = 6.0
+
+    def describe(self) -> str:
+        return "cancel-deaf test source"
+
+    async def frames(self):
+        import asyncio
+
+        from tests.test_tui_fixtures import synthetic_frame
+
+        deadline, i = time.monotonic() + self.DEAF_S, 0
+        while time.monotonic() < deadline:
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                pass  # the lost cancel
+            i += 1
+            yield synthetic_frame(i)
+
+
+def test_ctrl_c_ends_a_headless_watch_even_when_a_cancel_is_lost(capsys):
+    from gpuwatch.commands import _run_headless
+
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        rc = _run_headless(_CancelDeaf(), None)
+    finally:
+        timer.cancel()
+    took = time.monotonic() - started
+    assert rc == 130 and took < _CancelDeaf.DEAF_S / 2, (rc, took)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # asyncio.run put Python's back
+    assert all(json.loads(x)["type"] == "tick" for x in capsys.readouterr().out.splitlines())

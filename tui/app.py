@@ -127,7 +127,9 @@ class GpuwatchApp(App[int]):
         self._event_loop = asyncio.get_running_loop()
         if self.handle_signals:
             loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGHUP):  # an SSH drop or `kill` ends it cleanly
+            # An SSH drop or `kill` ends it cleanly; SIGINT too, rather than asyncio's cancel of the
+            # main task, which Python < 3.12 can lose (gpuwatch/cli.py, install_signal_handlers).
+            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
                 try:
                     loop.add_signal_handler(sig, self.exit)
                 except (NotImplementedError, RuntimeError):
