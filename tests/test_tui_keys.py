@@ -20,17 +20,37 @@ async def test_left_right_and_digits_select_a_stage():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         pipeline = app.screen.pipeline
-        assert pipeline.selected == IO
-        await pilot.press("right", "right")
+        assert pipeline.selected == DECODE  # the verdict's stage, until a key picks one
+        await pilot.press("right")
         assert pipeline.selected == H2D
-        await pilot.press("left")
-        assert pipeline.selected == DECODE
-        await pilot.press("left", "left")  # wraps around
+        await pilot.press("left", "left")
+        assert pipeline.selected == IO
+        await pilot.press("left")  # wraps around
         assert pipeline.selected == PIPELINE[-1]
         await pilot.press("4")
         assert pipeline.selected == GPU_MEMORY
         assert app.query_one("#stage-gpu_memory").has_class("-selected")
         assert not app.query_one("#stage-io").has_class("-selected")
+
+
+async def test_the_stage_cursor_follows_the_verdict_until_a_stage_is_picked():
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        pipeline = app.screen.pipeline
+        assert pipeline.selected == IO  # no verdict yet: the first stage
+        source.put(synthetic_frame(0))  # the synthetic verdict: decode-bound
+        await pilot.pause(0.05)
+        assert pipeline.selected == DECODE
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, StageScreen) and app.screen.stage == DECODE
+        await pilot.press("escape")
+        await pilot.press("5")
+        source.put(synthetic_frame(1))
+        await pilot.pause(0.05)
+        assert pipeline.selected == PIPELINE[4]  # picked: the next verdict leaves it there
+        source.put(None)
 
 
 async def test_enter_opens_the_selected_stage_and_escape_returns():

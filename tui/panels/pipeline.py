@@ -59,7 +59,9 @@ class PipelinePanel(Vertical):
     """Disk → Decode → PCIe → GPU memory → Launch → Contention, then the verdict."""
 
     selected: reactive[str] = reactive(PIPELINE[0])
-    """The stage Enter drills into."""
+    """The stage Enter drills into: the verdict's stage until the user picks one (:meth:`pick`)."""
+    picked = False
+    """True once the user chose a stage: from then on the cursor stays where they put it."""
 
     class StageClicked(Message):
         """A stage box was clicked."""
@@ -83,7 +85,13 @@ class PipelinePanel(Vertical):
     def on_mount(self) -> None:
         self.watch_selected(self.selected, self.selected)
 
+    def pick(self, stage: str) -> None:
+        self.picked = True
+        self.selected = stage
+
     def show(self, verdict: Verdict) -> None:
+        if not self.picked and verdict.stage in PIPELINE and verdict.confidence > 0:
+            self.selected = verdict.stage  # Enter opens the bottleneck's drill-down at once
         for box in self.query(StageBox):
             box.set_level(verdict.level(box.stage))
         line = self.query_one(".verdict", LazyStatic)

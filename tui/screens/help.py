@@ -12,7 +12,7 @@ from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS
 from gpuwatch.tui.panels.plain import Plain
 
 KEYS = (
-    ("← → 1-6", "select a pipeline stage"),
+    ("← → 1-6", "select a pipeline stage (the verdict's, until you pick one)"),
     ("Enter", "stage details: evidence, history, stacks, remedies"),
     ("s", "hottest frames per thread role (py-spy top style)"),
     ("p", "pause the display (collecting and recording go on)"),

@@ -70,13 +70,13 @@ class MainScreen(WatchScreen):
 
     def action_move_stage(self, step: int) -> None:
         i = PIPELINE.index(self.pipeline.selected)
-        self.pipeline.selected = PIPELINE[(i + step) % len(PIPELINE)]
+        self.pipeline.pick(PIPELINE[(i + step) % len(PIPELINE)])
 
     def action_select_stage(self, index: int) -> None:
-        self.pipeline.selected = PIPELINE[index]
+        self.pipeline.pick(PIPELINE[index])
 
     def on_pipeline_panel_stage_clicked(self, event: PipelinePanel.StageClicked) -> None:
-        self.pipeline.selected = event.stage
+        self.pipeline.pick(event.stage)
 
     def action_drill_down(self) -> None:
         from gpuwatch.tui.screens.stage import StageScreen
