@@ -168,6 +168,9 @@ class _OutsideLoad:
     def __init__(self, roots: list[int]) -> None:
         self.roots = roots
         self.samples: list[float] = []
+        self.steal: list[float] = []
+        """The hypervisor's steal per second, as a share of all the host's CPUs (a cause of its own:
+        the diagnosis counts steal >= thresholds.STEAL as contention)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -207,13 +210,22 @@ class _OutsideLoad:
             return c.user + c.system + getattr(c, "nice", 0.0) + getattr(c, "irq", 0.0) + \
                 getattr(c, "softirq", 0.0) + getattr(c, "steal", 0.0)
 
+        def steal() -> float:
+            return getattr(psutil.cpu_times(), "steal", 0.0)
+
+        cpus = psutil.cpu_count() or 1
         seen: dict = {}
         self._ours(seen)
-        last_busy, last_t = busy(), time.monotonic()
+        last_busy, last_steal, last_t = busy(), steal(), time.monotonic()
         while not self._stop.wait(1.0):
-            ours, now_busy, now = self._ours(seen), busy(), time.monotonic()
-            self.samples.append(max(0.0, (now_busy - last_busy) - ours) / max(1e-3, now - last_t))
-            last_busy, last_t = now_busy, now
+            ours, now_busy, now_steal, now = self._ours(seen), busy(), steal(), time.monotonic()
+            dt = max(1e-3, now - last_t)
+            self.samples.append(max(0.0, (now_busy - last_busy) - ours) / dt)
+            self.steal.append(max(0.0, now_steal - last_steal) / dt / cpus)
+            last_busy, last_steal, last_t = now_busy, now_steal, now
+
+    def steal_share(self) -> float | None:
+        return round(sum(self.steal) / len(self.steal), 3) if self.steal else None
 
 
 def _marker(line: str) -> dict | None:
@@ -287,6 +299,7 @@ def run_scenario(sc: Scenario, device: str, duration: float, phase: float = DEFA
             except subprocess.TimeoutExpired:
                 result["error"] = f"scenario ran {EXIT_GRACE_S:.0f} s past its planned end; killed"
             result["outside_cores"] = load.stop()
+            result["steal_share"] = load.steal_share()
             result["host_cpus"] = os.cpu_count()
             _stop_group(job)
             try:

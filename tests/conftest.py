@@ -20,6 +20,8 @@ Named session jobs built on ``cpu_job_shared`` (tests only watch them):
   Their comm stays ``python`` for a moment (seconds on a loaded box) before ``pt_data_worker``.
 - ``respawn_job``: fork, non-persistent workers, 2-batch epochs of 30 ms sleeps per item: new
   workers about every 0.3 s.
+- ``quiet_host`` (module scope): stops those shared jobs, for a module whose ground truth needs
+  the CPUs to itself.
 
 ``nproc=N`` starts the job under ``torchrun --standalone --nproc-per-node N`` (the PID is torchrun's;
 each rank is a cpu_train.py with its own workers; no process group is created).
@@ -172,11 +174,16 @@ def _factory(reuse: bool = False) -> Iterator:
             job = jobs[key] = launch_cpu_job(**options)
         return job
 
+    def stop_all() -> None:
+        for job in jobs.values():
+            job.kill()
+        jobs.clear()
+
+    start.stop_all = stop_all  # type: ignore[attr-defined]
     try:
         yield start
     finally:
-        for job in jobs.values():
-            job.kill()
+        stop_all()
 
 
 @pytest.fixture
@@ -205,6 +212,15 @@ READ = {"workers": 2, "slow": "read", "item_ms": 20, "file_kb": 256}
 FORKSERVER = {"workers": 2, "slow": "sleep", "start_method": "forkserver"}
 RESPAWN = {"workers": 2, "slow": "sleep", "item_ms": 30, "persistent_workers": False, "batches_per_epoch": 2}
 """The session's jobs run side by side on a small box: only BUSY keeps a core busy."""
+
+
+@pytest.fixture(scope="module")
+def quiet_host(cpu_job_shared) -> None:
+    """Stops the session's shared jobs for a module whose ground truth needs the CPUs to itself: BUSY
+    keeps a core busy from its first use to the end of the session, and the diagnosis rightly calls
+    that contention (CI saw a DDP rank's input-bound verdict become contention: "processes outside
+    the job use 1.48 cores of 2 CPUs"). A later test that asks for a shared job starts it again."""
+    cpu_job_shared.stop_all()
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.analysis import Analysis
+from gpuwatch.diagnosis.thresholds import STEAL
 from gpuwatch.headless import stream_json
 from gpuwatch.model.verdict import DECODE, IO, STAGE_TITLES
 from gpuwatch.multirank import MultiRank, straggler_line
@@ -87,7 +88,7 @@ async def test_headless_stream_and_exporter_get_the_ranks():
 # -- live: a real 2-rank DDP job, rank 1 slow --------------------------------------------------------
 
 @pytest.mark.slow
-def test_live_stream_names_rank_1_input_bound_and_the_straggler():
+def test_live_stream_names_rank_1_input_bound_and_the_straggler(quiet_host):
     with ddp_job("torchrun") as job:
         argv = [sys.executable, "-m", "gpuwatch", "--pid", str(job.pid), "--json", "--stack-rate", "4"]
         gw = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -111,6 +112,13 @@ def test_live_stream_names_rank_1_input_bound_and_the_straggler():
     last = ticks[-1]
     by_rank = {r["rank"]: r["verdict"] for r in last["ranks"]}
     assert sorted(by_rank) == [0, 1]
+    # The host's steal over the last ticks (the verdict's window), as /proc/stat counted it
+    stolen = [t["frame"]["host"].get("steal_pct") for t in ticks[-8:] if isinstance(t["frame"].get("host"), dict)]
+    stolen = [x for x in stolen if isinstance(x, (int, float))]
+    steal = sum(stolen) / len(stolen) / 100 if stolen else 0.0
+    if steal >= STEAL and by_rank[1]["stage"] == "contention":
+        pytest.skip(f"the hypervisor stole {steal:.0%} of the CPUs (a contention cause from {STEAL:.0%}): "
+                    f"rank 1's ground truth is not only input ({by_rank[1]['sentence']})")
     # rank 1's workers sleep in __getitem__: input-bound with idle workers (the diagnosis says io)
     assert by_rank[1]["stage"] in INPUT_STAGES, by_rank[1]["sentence"]
     assert by_rank[0]["stage"] not in INPUT_STAGES, by_rank[0]["sentence"]
