@@ -205,20 +205,18 @@ class _OutsideLoad:
     def _run(self) -> None:
         import psutil
 
-        def busy() -> float:
+        def busy_and_steal() -> tuple[float, float]:
             c = psutil.cpu_times()
+            steal = getattr(c, "steal", 0.0)
             return c.user + c.system + getattr(c, "nice", 0.0) + getattr(c, "irq", 0.0) + \
-                getattr(c, "softirq", 0.0) + getattr(c, "steal", 0.0)
-
-        def steal() -> float:
-            return getattr(psutil.cpu_times(), "steal", 0.0)
+                getattr(c, "softirq", 0.0) + steal, steal
 
         cpus = psutil.cpu_count() or 1
         seen: dict = {}
         self._ours(seen)
-        last_busy, last_steal, last_t = busy(), steal(), time.monotonic()
+        (last_busy, last_steal), last_t = busy_and_steal(), time.monotonic()
         while not self._stop.wait(1.0):
-            ours, now_busy, now_steal, now = self._ours(seen), busy(), steal(), time.monotonic()
+            ours, (now_busy, now_steal), now = self._ours(seen), busy_and_steal(), time.monotonic()
             dt = max(1e-3, now - last_t)
             self.samples.append(max(0.0, (now_busy - last_busy) - ours) / dt)
             self.steal.append(max(0.0, now_steal - last_steal) / dt / cpus)
