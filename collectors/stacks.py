@@ -84,6 +84,8 @@ class StackCollector(Collector):
         self._worker_credit: dict[int, float] = {}
         self._last_planned: dict[int, int] = {}  # worker pid -> plan number it was last picked in
         self._plans = 0
+        self._probed: tuple[DumpOutcome, Node] | None = None
+        """The probe's dump of the main process, handed out as the first sample."""
         self.pace = 1.0
         """Factor on both rates, set by the watch from the verdict (gpuwatch/pace.py)."""
 
@@ -100,6 +102,8 @@ class StackCollector(Collector):
         pid = mains[0].pid if mains else self.target.pid
         out = self._spy.dump(pid)
         if out.ok and out.threads:
+            if mains:
+                self._probed = (out, mains[0])
             return None
         if not out.ok:
             reason = explain_failure(out.error or "", pid, self._spy.path)
@@ -113,6 +117,12 @@ class StackCollector(Collector):
         if problem is not None:
             return problem
         assert self._spy is not None
+        if self._probed is not None:
+            # The first sample is the probe's dump, not a tick's worth spread over `interval`: the
+            # first frame (which waits for every collector's first sample) comes half a second sooner.
+            (out, node), self._probed = self._probed, None
+            first = DumpResult(pid=node.pid, ok=True, ms=round(out.ms, 2), error=None)
+            return StackSample(t=time.monotonic(), threads=tuple(label_threads(out, node)), dumps=(first,))
         try:
             tree = self.target.tree()
         except TargetGone as e:

@@ -184,6 +184,20 @@ def test_probe_of_a_python_process_passes():
     assert StackCollector(Target(os.getpid())).probe() is None
 
 
+def test_first_sample_is_the_probes_dump_and_later_ones_follow_the_plan():
+    # The first frame waits for every collector's first sample: the probe's dump of the main
+    # process is that sample, instead of a tick's dumps spread over a whole interval.
+    c = StackCollector(Target(os.getpid()), interval=0.5, rate_hz=4.0)
+    try:
+        assert c.probe() is None
+        first, second = c.sample(), c.sample()
+    finally:
+        c.close()
+    assert [d.pid for d in first.dumps] == [os.getpid()] and first.dumps[0].ok
+    assert any(t.role == S.ROLE_MAIN_THREAD for t in first.threads)
+    assert [d.pid for d in second.dumps] == [os.getpid()] * 2  # 4 Hz x 0.5 s, spread over the tick
+
+
 def test_timeout_kills_and_reaps_pyspy():
     res = Pyspy(PYSPY, timeout=0.001).dump(os.getpid())  # a dump takes ~10 ms: this always times out
     assert not res.ok and "did not answer within 0.001 s" in res.error

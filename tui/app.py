@@ -105,6 +105,8 @@ class GpuwatchApp(App[int]):
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gw-record")
         """Recording I/O, in order, off the event loop."""
         self._latest: tuple[Frame, Verdict] | None = None
+        self._screen_ready = False
+        """Set once the main screen is composed (on_ready): no frame is drawn before."""
         self._leaving = False
         """Set once exit() was called: widgets are being torn down, draw nothing more."""
         self._self_cpu = self_cpu or _own_cpu_meter()
@@ -136,10 +138,14 @@ class GpuwatchApp(App[int]):
                     pass
         self._measure_self()
         self.set_interval(SELF_CPU_INTERVAL, self._measure_self)
+        # Frames start coming now, while the main screen composes (a quarter of a second on the
+        # H200's VM): the first one is analysed by the time the screen can show it.
+        self.consume()
 
     def on_ready(self) -> None:
-        """The main screen is composed: frames may come."""
-        self.consume()
+        """The main screen is composed: the latest frame, if one came meanwhile, can be drawn."""
+        self._screen_ready = True
+        self.call_after_refresh(self.render_latest)
 
     @work(exclusive=True, group="frames", exit_on_error=False, description="Reading frames")
     async def consume(self) -> None:
@@ -196,7 +202,7 @@ class GpuwatchApp(App[int]):
 
     def render_latest(self) -> None:
         """Draw the latest frame on the screen on top (unless paused)."""
-        if self._latest is None or self.paused or self._leaving:
+        if self._latest is None or self.paused or self._leaving or not self._screen_ready:
             return
         frame, verdict = self._latest
         frames, verdicts = tuple(self.analysis.frames), tuple(self.analysis.verdicts)

@@ -15,10 +15,24 @@ BAR_W = 10
 class ActivityPanel(Plain):
     """``main thread   data_wait ██████▎ 62 %  backward ██ 20 %`` per role, over the stack window."""
 
+    _view: View | None = None
+    """The latest view, drawn when the panel is (or becomes) displayed."""
+
     def on_mount(self) -> None:
         self.border_title = f"Threads (stacks, last {STACK_WINDOW} frames)"
 
+    def on_show(self) -> None:
+        """The layout made room for the panel (the screen became wide): draw what it missed."""
+        if self._view is not None:
+            self._draw(self._view)
+
     def show(self, view: View) -> None:
+        """Keep ``view``; draw it only while displayed (a narrow screen hides the panel)."""
+        self._view = view
+        if self.display:
+            self._draw(view)
+
+    def _draw(self, view: View) -> None:
         reason = fmt.reason(view.frame.stacks)
         samples = stack_samples(view.frames)
         lines = []

@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from gpuwatch.model.frame import Frame
 from gpuwatch.model.procs import ProcInfo
 from gpuwatch.model.stacks import StackSample, ThreadStack
 from gpuwatch.model.values import Unsupported, known
@@ -74,6 +75,10 @@ class ProcessPanel(Vertical):
         """PID -> the hottest frame of its latest stack sample."""
         self._shown_cpu: dict[int, float] = {}
         """PID -> the CPU % on show (see CPU_STEP)."""
+        self._absorbed: Frame | None = None
+        """The newest frame folded into the two memos above. Every frame is folded in,
+        drawn or not (a frame can come before the screen is ready, or while paused), so what the
+        table shows depends on the frames alone, not on which of them were drawn."""
 
     def on_mount(self) -> None:
         self.border_title = "Processes"  # shown where the layout gives the panel a border
@@ -96,29 +101,49 @@ class ProcessPanel(Vertical):
         stacks_note.display = reason is not None
         if reason is not None:
             stacks_note.update(f"Hottest frame N/A: {reason}")
-        rows = {str(p.pid): self._cells(p, self._cpu(p), self._hot(p.pid, view.frame.stacks)) for p in procs.processes}
+        self._absorb(view)
+        rows = {str(p.pid): self._cells(p, self._shown_cpu.get(p.pid, p.cpu_pct), self._hot(p.pid, view.frame.stacks))
+                for p in procs.processes}
         live = {p.pid for p in procs.processes}
         for memo in (self._last_hot, self._shown_cpu):
             for pid in [pid for pid in memo if pid not in live]:
                 del memo[pid]
         table.set_rows(rows)  # repaints the rows whose cells changed
 
+    def _absorb(self, view: View) -> None:
+        """Fold the frames not seen yet (oldest first) into the last-hot and CPU memos."""
+        frame, last = view.frame, self._absorbed
+        if frame is last:
+            return
+        new: list[Frame] = []
+        for f in reversed(view.frames):
+            if f is last:
+                break
+            new.append(f)
+        else:  # the last one folded is not in this history (a rank view, a restarted replay)
+            new = new if last is None else [frame]
+        if not new or new[0] is not frame:
+            new.insert(0, frame)  # a history without the frame on show (tests)
+        for f in reversed(new):
+            if isinstance(f.procs, Unsupported):
+                continue
+            for p in f.procs.processes:
+                shown = self._shown_cpu.get(p.pid)
+                if shown is None or abs(p.cpu_pct - shown) >= CPU_STEP:
+                    self._shown_cpu[p.pid] = p.cpu_pct
+                now = hottest(f.stacks, p.pid)
+                if now and now != fmt.NA:
+                    self._last_hot[p.pid] = now
+        self._absorbed = frame
+
     def _hot(self, pid: int, stacks: object) -> Text:
         """This sample's hottest frame of the process, else its last one dimmed."""
         now = hottest(stacks, pid)
         if now:
-            if now != fmt.NA:
-                self._last_hot[pid] = now
             return Text(now)
         older = Text(self._last_hot.get(pid, ""))
         older.stylize("dim")  # a span, not a base style: Text equality (set_rows) compares spans
         return older
-
-    def _cpu(self, p: ProcInfo) -> float:
-        shown = self._shown_cpu.get(p.pid)
-        if shown is None or abs(p.cpu_pct - shown) >= CPU_STEP:
-            self._shown_cpu[p.pid] = shown = p.cpu_pct
-        return shown
 
     @staticmethod
     def _cells(p: ProcInfo, cpu: float, hot: Text) -> tuple[Text, ...]:

@@ -63,9 +63,7 @@ class MainScreen(WatchScreen):
         gpus = view.frame.gpus
         self.set_class(not (isinstance(gpus, tuple) and gpus), "-no-gpu")  # give the GPU's room away
         self.query_one(ProcessPanel).show(view)
-        activity = self.query_one(ActivityPanel)
-        if activity.display:
-            activity.show(view)
+        self.query_one(ActivityPanel).show(view)
         self.query_one(HostStrip).show(view)
 
     def action_move_stage(self, step: int) -> None:
