@@ -87,7 +87,9 @@ class StackCollector(Collector):
         self._probed: tuple[DumpOutcome, Node] | None = None
         """The probe's dump of the main process, handed out as the first sample."""
         self.pace = 1.0
-        """Factor on both rates, set by the watch from the verdict (gpuwatch/pace.py)."""
+        """Factor on the main processes' rate, set by the watch from the verdict (gpuwatch/pace.py)."""
+        self.worker_pace = 1.0
+        """Factor on the workers' rate, likewise."""
 
     # -- Collector -----------------------------------------------------------------------------
     def probe(self) -> Unsupported | None:
@@ -155,8 +157,10 @@ class StackCollector(Collector):
         """Two samples taken between two frames, as one (the engine calls this)."""
         return StackSample(t=newer.t, threads=older.threads + newer.threads, dumps=older.dumps + newer.dumps)
 
-    def set_pace(self, factor: float) -> None:
-        self.pace = max(0.0, min(1.0, factor))
+    def set_pace(self, main: float, workers: float | None = None) -> None:
+        """Rate factors (0..1) for the main processes and their workers (``workers`` None: as main)."""
+        self.pace = max(0.0, min(1.0, main))
+        self.worker_pace = self.pace if workers is None else max(0.0, min(1.0, workers))
 
     def close(self) -> None:
         self._stop.set()
@@ -170,16 +174,16 @@ class StackCollector(Collector):
         mains = tree.mains()
         with_workers = [m for m in mains if tree.workers(m.pid)]
         want = len(mains) * self.rate_hz + len(with_workers) * self.worker_rate_hz
-        scale = self.pace * (min(1.0, self.max_dumps_per_s / want) if want > 0 else 0.0)
+        budget = min(1.0, self.max_dumps_per_s / want) if want > 0 else 0.0
         slots: list[tuple[float, int, Node]] = []
         for j, m in enumerate(mains):
-            for k, n in _take(self._main_credit, m.pid, self.rate_hz * self.interval * scale):
+            for k, n in _take(self._main_credit, m.pid, self.rate_hz * self.interval * budget * self.pace):
                 slots.append((k / n, j, m))
             workers = tree.workers(m.pid)
             if not workers:
                 self._worker_credit.pop(m.pid, None)
                 continue
-            due = list(_take(self._worker_credit, m.pid, self.worker_rate_hz * self.interval * scale))
+            due = list(_take(self._worker_credit, m.pid, self.worker_rate_hz * self.interval * budget * self.worker_pace))
             oldest = sorted(workers, key=lambda w: (self._last_planned.get(w.pid, 0), w.pid))
             for (k, n), w in zip(due, oldest):  # least recently picked first; never twice in a tick
                 slots.append(((k + 0.5) / n, j, w))

@@ -97,12 +97,12 @@ class Watch:
             for ex in self._executors.values():
                 ex.shutdown(wait=False, cancel_futures=True)
 
-    def set_pace(self, factor: float) -> None:
+    def set_pace(self, main: float, workers: float | None = None) -> None:
         """Pass a sampling pace (gpuwatch/pace.py) to the collectors that adapt to one."""
         for c in self.collectors:
             setter = getattr(c, "set_pace", None)
             if setter is not None:
-                setter(factor)
+                setter(main, workers)
 
     def prestart(self) -> None:
         """Start every collector's probe and first sample now, on its own thread, before an event

@@ -5,7 +5,7 @@ process start: ~6 ms of CPU on the H200), and a steady, healthy job needs them l
 rests on the GPU's own counters (busy, SM activity, tensor use), and the stacks only confirm that
 the main thread is not waiting. So once the job has been GPU-bound with high confidence for
 RELAX_AFTER ticks in a row, and the GPU stays as busy as it has been, the stack collector halves
-its rates; any other verdict, a drop in confidence, or a tick where the GPU's busy time falls
+its rates (the workers' more than the mains'); any other verdict, a drop in confidence, or a tick where the GPU's busy time falls
 restores them at once. A bottleneck that appears shows first in the GPU's counters (busy falls at
 once), so the full rate is back before the stacks are needed to name it.
 """
@@ -13,6 +13,7 @@ once), so the full rate is back before the stacks are needed to name it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from gpuwatch.diagnosis.thresholds import BUSY_SATURATED, BUSY_STARVED
 from gpuwatch.model.frame import Frame
@@ -24,10 +25,23 @@ RELAX_AFTER = 10
 verdict rests on a whole window of full-rate samples."""
 RELAX_CONFIDENCE = 0.8
 """The confidence the GPU-bound verdicts must keep (the healthy H200 runs read 0.82 to 0.95)."""
-RELAXED = 0.5
-"""Rate factor while relaxed: main threads 1 dump/s instead of 2, workers one every 4 s. Six main
-samples (MIN_STACK_SAMPLES) still fit in the 8 s window."""
-FULL = 1.0
+
+
+class Pace(NamedTuple):
+    """Factors on the stack collector's rates: the main processes' and their workers'."""
+
+    main: float
+    workers: float
+
+
+RELAXED = Pace(0.5, 0.125)
+"""Rates while relaxed. Main threads 1 dump/s instead of 2: six main samples (MIN_STACK_SAMPLES)
+still fit in the 8 s window. Workers one dump every 16 s instead of every 2 s: a saturated GPU
+means the input pipeline keeps up, so no stage the verdict could name rests on worker stacks; they
+only keep the processes table's hottest frames and the threads panel's worker line (two or so
+samples in its 30-frame window) from going blank. Each dump is a py-spy process (~9 ms of CPU on
+the H200) plus ~3 ms of parsing and labelling here."""
+FULL = Pace(1.0, 1.0)
 STEADY_DROP = 0.05
 """How far busy may fall below the lowest of the previous RELAX_AFTER ticks and still count as the
 same steady job: the H200 benchmark job (GPU-bound, a `.item()` sync each step) read 80-88 % from
@@ -35,7 +49,7 @@ tick to tick, while a bottleneck that starts costs far more at once (the switch 
 -> 65 %, then 0 %)."""
 
 
-def stack_pace(verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> float:
+def stack_pace(verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> Pace:
     """FULL, or RELAXED after RELAX_AFTER confident GPU-bound verdicts in a row while the latest
     frame (``frames[-1]``) shows the job's GPUs steady: saturated, or at least BUSY_STARVED busy and
     no more than STEADY_DROP below the previous RELAX_AFTER frames. The frame is the earlier sign

@@ -27,7 +27,7 @@ class LiveSource:
 
     def follow(self, verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> None:
         """Adapt the sampling to the verdicts and frames so far (gpuwatch/pace.py)."""
-        self.watch.set_pace(stack_pace(verdicts, frames))
+        self.watch.set_pace(*stack_pace(verdicts, frames))
 
 
 @dataclass

@@ -23,6 +23,7 @@ import pytest
 from gpuwatch.collectors.pyspy import (
     PtraceFacts, Pyspy, explain_failure, find_pyspy, is_torn_read, permission_reason,
 )
+from gpuwatch.pace import FULL, RELAXED
 from gpuwatch.collectors.stacks import StackCollector, label_threads, thread_state
 from gpuwatch.collectors.target import Node, Target, Tree
 from gpuwatch.model import stacks as S
@@ -308,12 +309,14 @@ def test_fractional_rates_accumulate():
     assert [len(p) for p in plans] == [0, 1, 0, 1, 0, 1]
 
 
-def test_relaxed_pace_halves_main_and_worker_dumps_and_full_pace_restores_them():
+def test_relaxed_pace_halves_main_dumps_and_thins_worker_dumps_and_full_pace_restores_them():
     c = StackCollector(Target(os.getpid()))
     t = tree(1, 8)
-    c.set_pace(0.5)
-    relaxed = [c.plan(t) for _ in range(16)]
-    assert [sum(n.role == "main" for n in p) for p in relaxed] == [1] * 16  # 1 Hz
-    assert sum(n.role == "worker" for p in relaxed for n in p) == 4  # one every 4 s
-    c.set_pace(1.0)
+    c.set_pace(*RELAXED)
+    relaxed = [c.plan(t) for _ in range(32)]
+    assert [sum(n.role == "main" for n in p) for p in relaxed] == [1] * 32  # 1 Hz
+    assert sum(n.role == "worker" for p in relaxed for n in p) == 2  # one every 16 s
+    c.set_pace(0.5)  # one factor: both rates
+    assert sum(n.role == "worker" for _ in range(16) for n in c.plan(t)) == 4  # one every 4 s
+    c.set_pace(*FULL)
     assert sum(n.role == "main" for n in c.plan(t)) == 2
