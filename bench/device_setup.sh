@@ -18,3 +18,7 @@ mkdir -p "$OUT/r"
   nproc; uname -r; which py-spy gpuwatch
 } > "$OUT/r/machine.txt" 2>&1
 cat "$OUT/r/machine.txt"
+# What every run script shares (runs 11 on; earlier scripts define these themselves, unchanged)
+R=$OUT/r
+echo "working tree: ${COMMIT:-unknown} (the device copy's .git is stale)" >> "$R/machine.txt"
+step() { echo "== $(date +%T) $*"; }

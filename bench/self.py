@@ -52,8 +52,9 @@ def observers(pid: int, interval: float) -> list[observe.Observer]:
     ]
 
 
-def watch_one(o: observe.Observer, duration: float, reader: observe.StepReader) -> dict:
-    steady_after = min(STEADY_AFTER_S, duration / 2)
+def watch_one(o: observe.Observer, duration: float, reader: observe.StepReader,
+              steady_after_s: float = STEADY_AFTER_S) -> dict:
+    steady_after = min(steady_after_s, duration / 2)
     run = observe.start(o)
     t0 = run.started
     rec: dict = {"observer": o.name, "argv": o.argv, "pty": o.pty}
@@ -104,7 +105,7 @@ def run_all(ns, reader, job, obs: list[observe.Observer], log=print) -> list[dic
             alone.append(observe.rate(a, reader.mark()))
             log(f"alone {alone[-1]:9.1f} steps/s")
             continue
-        rec = watch_one(next(o for o in present if o.name == name), ns.duration, reader)
+        rec = watch_one(next(o for o in present if o.name == name), ns.duration, reader, ns.steady_after)
         rows[name] = rec
         log(f"{name:32s} cpu {rec.get('cpu_pct', float('nan')):5.1f} % first frame {rec.get('first_frame_s')} "
             f"job {rec['job_steps_per_s']:9.1f} steps/s {rec.get('error', '')}")
@@ -128,7 +129,7 @@ def _cell(text: str, n: int = 160) -> str:
     return text if len(text) <= n else "…" + text[-n:]
 
 
-def markdown(rows: list[dict], duration: float) -> str:
+def markdown(rows: list[dict], duration: float, steady_after: float = STEADY_AFTER_S) -> str:
     body = []
     for r in rows:
         if r["observer"] == "alone":
@@ -140,7 +141,8 @@ def markdown(rows: list[dict], duration: float) -> str:
                      _f(r, "steady_cpu_own_pct", ".1f"), _f(r, "late_cpu_pct", ".1f"), _f(r, "rss_mb", ".0f"),
                      f"{_f(r, 'children_rss_mb', '.0f')} / {_f(r, 'children_rss_max_mb', '.0f')}",
                      _f(r, "first_frame_s", ".2f"), _f(r, "job_vs_alone", ".3f"), _cell(r.get("error", ""))])
-    head = ["observer", f"CPU % of a core ({duration:g} s, start-up incl.)", "steady CPU %",
+    head = ["observer", f"CPU % of a core ({duration:g} s, start-up incl.)",
+            f"steady CPU % (from {min(steady_after, duration / 2):g} s on)",
             "of which the process itself", "CPU % in the second half", "steady RSS MB", "children RSS MB (median / max)",
             "first frame s", "job steps/s vs alone", "notes"]
     return (observe.table(head, body) + "\n\nCPU: seconds of the observer and all its descendants (exited ones "
@@ -170,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--alone", type=float, default=6.0, help="seconds of each alone phase (default 6)")
     p.add_argument("--interval", type=float, default=1.0, help="refresh of gpuwatch and nvitop (default 1: gpuwatch's)")
     p.add_argument("--out", required=True, help="folder for self.json, self.md and the job's log")
+    p.add_argument("--steady-after", type=float, default=STEADY_AFTER_S,
+                   help=f"seconds after an observer's start from which its CPU and RSS count as steady (default "
+                        f"{STEADY_AFTER_S:g}). gpuwatch relaxes its stack sampling after 10 ticks of a confident "
+                        "GPU-bound verdict (gpuwatch/pace.py), about 15 s in; 30 measures that state alone")
     p.add_argument("--skip", default="", help="observers to leave out, comma-separated name prefixes "
                    '(e.g. "nvidia-smi,py-spy" when they were measured in an earlier run)')
     ns = p.parse_args(argv)
@@ -183,10 +189,10 @@ def main(argv: list[str] | None = None) -> int:
         rows = run_all(ns, reader, job, obs, log=lambda s: print(s, flush=True))
     finally:
         observe.stop_job(job)
-    md = markdown(rows, ns.duration)
+    md = markdown(rows, ns.duration, ns.steady_after)
     result = {"schema": 1, "bench": "self", "device": ns.device, "duration_s": ns.duration, "alone_s": ns.alone,
               "interval_s": ns.interval, "workers": ns.workers, "warmup_s": warmup,
-              "steady_after_s": min(STEADY_AFTER_S, ns.duration / 2), "machine": observe.machine(), "rows": rows}
+              "steady_after_s": min(ns.steady_after, ns.duration / 2), "machine": observe.machine(), "rows": rows}
     observe.write_results(ns.out, "self", result, f"What watching costs the watcher ({ns.device}, job with {ns.workers} workers)", md)
     return 0
 
