@@ -4,6 +4,8 @@
 # compiles, as pip does); own cost over 90 s per observer with "steady" from 30 s on, past the
 # relaxed stack pace's onset (~15 s; runs 7-10 counted from 5 s on, half of it at full pace); and
 # the switch scenario (the verdict must not have moved: relaxed worker dumps are thinner now).
+# Part 1 showed the TUI's stack pace flapping on this job (GPU-bound at 0.68 <-> 0.82 around the
+# relaxing threshold 0.8); part 2 runs with it at 0.6 and records both gpuwatch observers' verdicts.
 # Usage on the device (carry .whl):  PART=1 COMMIT=<sha> bash bench/device_run11.sh ; then PART=2
 set -u
 source bench/device_setup.sh || exit 1  # also sets R and step
@@ -27,9 +29,10 @@ part2() {
   timeout 170 python3 -m bench.accuracy --device cuda --scenarios switch --phase 25 --out "$R/acc_switch" > "$R/accuracy_switch.log" 2>&1
   tail -3 "$R/accuracy_switch.log"
 
-  step "own cost, TUI again (a second sample of the same code), 90 s, steady from 30 s"
-  timeout 200 python3 -m bench.self --device cuda --duration 90 --alone 4 --steady-after 30 --skip "gpuwatch --json,nvitop,nvidia-smi,py-spy" --out "$R/self2" > "$R/self2.log" 2>&1
-  tail -8 "$R/self2.log"
+  step "own cost again, TUI and --json recording their verdicts, 90 s, steady from 30 s"
+  timeout 260 python3 -m bench.self --device cuda --duration 90 --alone 4 --steady-after 30 --skip "nvitop,nvidia-smi,py-spy" --record-dir "$R/self2/rec" --out "$R/self2" > "$R/self2.log" 2>&1
+  tail -10 "$R/self2.log"
+  gzip -f "$R"/self2/rec/*.jsonl
 }
 
 timeout 560 bash -c "$(declare -f step part1 part2); R=$R; part${PART:-1}"

@@ -37,11 +37,12 @@ TARGET_FIRST_FRAME_S = 1.5
 TARGET_RATIO = 0.99
 
 
-def observers(pid: int, interval: float) -> list[observe.Observer]:
+def observers(pid: int, interval: float, record_dir: str | None = None) -> list[observe.Observer]:
     iv = ("--interval", f"{interval:g}")
+    rec = lambda name: () if record_dir is None else ("--record", os.path.join(record_dir, name))  # noqa: E731
     return [
-        observe.gpuwatch_tui(pid, *iv),
-        observe.gpuwatch_headless(pid, *iv),
+        observe.gpuwatch_tui(pid, *iv, *rec("tui.jsonl")),
+        observe.gpuwatch_headless(pid, *iv, *rec("json.jsonl")),
         # nvitop 1.7.2 runs its monitor when stdin/stdout are a tty; --interval sets its refresh
         # (default 2 s). Its first frame carries the driver version (tui/.../panels/device.py).
         observe.external(f"nvitop --interval {interval:g}", "nvitop", iv, True, "Driver Version:"),
@@ -176,15 +177,20 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"seconds after an observer's start from which its CPU and RSS count as steady (default "
                         f"{STEADY_AFTER_S:g}). gpuwatch relaxes its stack sampling after 10 ticks of a confident "
                         "GPU-bound verdict (gpuwatch/pace.py), about 15 s in; 30 measures that state alone")
+    p.add_argument("--record-dir", default=None, help="gpuwatch observers also record their frames and verdicts "
+                   "here (tui.jsonl, json.jsonl): to see what the verdict and the stack pace did; costs them a JSON "
+                   "line a tick")
     p.add_argument("--skip", default="", help="observers to leave out, comma-separated name prefixes "
                    '(e.g. "nvidia-smi,py-spy" when they were measured in an earlier run)')
     ns = p.parse_args(argv)
     skip = tuple(x.strip() for x in ns.skip.split(",") if x.strip())
+    if ns.record_dir:
+        os.makedirs(ns.record_dir, exist_ok=True)
     warmup = observe.warmup_s(ns)
     reader, job = observe.launch_job(ns)
     try:
         observe.wait_warm(reader, job, warmup)
-        obs = [o for o in observers(job.pid, ns.interval) if not (skip and o.name.startswith(skip))]
+        obs = [o for o in observers(job.pid, ns.interval, ns.record_dir) if not (skip and o.name.startswith(skip))]
         print(f"steady job pid {job.pid} warm ({ns.workers} workers)", flush=True)
         rows = run_all(ns, reader, job, obs, log=lambda s: print(s, flush=True))
     finally:

@@ -41,6 +41,9 @@ def test_full_pace_until_a_steady_confident_gpu_bound_run(frames):
     assert stack_pace(steady, recent) == RELAXED
     assert stack_pace([verdict("decode")] * 5 + steady, recent) == RELAXED  # only the last RELAX_AFTER count
     assert stack_pace(steady, recent[-RELAX_AFTER:]) == FULL  # too few frames to tell steady
+    # the H200 benchmark job's verdict while its busy sat under the 85 % saturation line
+    assert stack_pace([verdict(GPU_BOUND, 0.68)] * RELAX_AFTER, recent) == RELAXED
+    assert stack_pace([verdict(GPU_BOUND, 0.54)] * RELAX_AFTER, recent) == FULL  # two discounts: thin
 
 
 def test_any_other_verdict_doubt_or_a_gpu_that_falls_restores_the_full_pace(frames):
