@@ -37,18 +37,23 @@ def plot(values: Sequence[float | None], width: int, height: int = 1, top: float
     if width <= 0 or height <= 0:
         return [""] * max(0, height)
     tail = list(values)[-width:]
-    pad = width - len(tail)
-    rows = [[" "] * width for _ in range(height)]
-    for i, v in enumerate(tail):
-        col = pad + i
-        if v is None:
-            rows[height - 1][col] = MISSING
-            continue
-        frac = max(0.0, min(1.0, v / top)) if top > 0 else 0.0
-        eighths = round(frac * height * 8)
-        if v > 0 and eighths == 0:
-            eighths = 1  # any activity at all stays visible
-        for r in range(height):  # r = 0 is the bottom row
-            fill = max(0, min(8, eighths - 8 * r))
-            rows[height - 1 - r][col] = EIGHTHS[fill]
-    return ["".join(r) for r in rows]
+    pad = " " * (width - len(tail))
+    # Each column's height in eighths, then each row's character per column: one string join a
+    # row instead of a cell at a time (ten plots a tick, each up to a screen wide).
+    eighths = [_eighths(v, top, height) for v in tail]
+    rows = []
+    for r in range(height - 1, -1, -1):  # top row first; r = 0 is the bottom row
+        base = 8 * r
+        cells = "".join(MISSING if e is None and r == 0 else " " if e is None else EIGHTHS[min(8, max(0, e - base))]
+                        for e in eighths)
+        rows.append(pad + cells)
+    return rows
+
+
+def _eighths(v: float | None, top: float, height: int) -> int | None:
+    """A column's height in eighths of a row (None: no reading)."""
+    if v is None:
+        return None
+    frac = max(0.0, min(1.0, v / top)) if top > 0 else 0.0
+    n = round(frac * height * 8)
+    return 1 if n == 0 and v > 0 else n  # any activity at all stays visible

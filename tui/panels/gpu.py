@@ -32,6 +32,7 @@ class GpuPanel(Vertical):
 
     def on_mount(self) -> None:
         self._ready = True
+        self._rows = {m.key: self.query_one(f"#m-{m.key}", MetricRow) for m in METRICS}  # not a query a tick
         if self._pending is not None:
             self.show(self._pending)
 
@@ -55,8 +56,7 @@ class GpuPanel(Vertical):
             reason = fmt.reason(value)
             if reason is not None:
                 reasons.setdefault(reason, []).append(m.label)
-            row = self.query_one(f"#m-{m.key}", MetricRow)
-            row.set_data(m.text(value, gpu, pcie), frac, history(m, samples), scale, reason)
+            self._rows[m.key].set_data(m.text(value, gpu, pcie), frac, history(m, samples), scale, reason)
         note = self.query_one(".na-note", Plain)
         note.update("\n".join(f"N/A {', '.join(labels)}: {r}" for r, labels in reasons.items()))
         note.display = bool(reasons)
