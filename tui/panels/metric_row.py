@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from rich.segment import Segment
 from rich.text import Text
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual.widget import Widget
@@ -120,6 +120,31 @@ class MetricRow(Widget):
             for run, component in parts:
                 text.append(run, None if component is None else self.get_component_rich_style(component))
         return text
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The row's lines as drawn, without Textual's per-line styling pass where it has nothing
+        to add: a row without border, padding, tint, hatch or transparency draws exactly the strips
+        of :meth:`render_line` (they carry the row's styles, background included), so only the app's
+        line filters (NO_COLOR, dimming under a modal) and the crop are left to apply. The ten rows
+        repaint every tick: that pass was the largest part of the TUI's drawing."""
+        styles = self.styles
+        if (styles.border.spacing or styles.padding or styles.outline.spacing or styles.tint.a
+                or self.opacity != 1.0 or styles.text_opacity != 1.0 or styles.has_rule("hatch")):
+            return super().render_lines(crop)
+        width = self.size.width
+        _, background = self.background_colors
+        filters = self.get_line_filters()
+        blank = self._style(None).rich_style
+        strips = []
+        for y in crop.line_range:
+            strip = self.render_line(y).adjust_cell_length(width, blank)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+            strips.append(strip)
+        x1, x2 = crop.column_span
+        if (x1, x2) != (0, width):
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
 
     def render_line(self, y: int) -> Strip:
         # Drawn as strips (Textual's line API) rather than through render(): a Text goes through
