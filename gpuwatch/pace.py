@@ -1,12 +1,12 @@
 """How closely to watch: the stack sampling pace that the verdict in force allows.
 
 py-spy dumps are the largest cost gpuwatch has that grows with how closely it looks (each dump is a
-process start: ~6 ms of CPU on the H200), and a steady, healthy job needs them least: its verdict
+process start: ~9 ms of CPU on the H200), and a steady, healthy job needs them least: its verdict
 rests on the GPU's own counters (busy, SM activity, tensor use), and the stacks only confirm that
-the main thread is not waiting. So once the job has been GPU-bound with high confidence for
-RELAX_AFTER ticks in a row, and the GPU stays as busy as it has been, the stack collector halves
-its rates (the workers' more than the mains'); any other verdict, a drop in confidence, or a tick where the GPU's busy time falls
-restores them at once. A bottleneck that appears shows first in the GPU's counters (busy falls at
+the main thread is not waiting. So once the job has been GPU-bound (at RELAX_CONFIDENCE or more)
+for RELAX_AFTER ticks in a row, and the GPU stays as busy as it has been, the stack collector
+halves the main processes' rate and thins the workers'; any other verdict, a confidence under
+RELAX_CONFIDENCE, or a tick where the GPU's busy time falls restores them at once. A bottleneck that appears shows first in the GPU's counters (busy falls at
 once), so the full rate is back before the stacks are needed to name it.
 """
 
@@ -58,7 +58,7 @@ tick to tick, while a bottleneck that starts costs far more at once (the switch 
 
 
 def stack_pace(verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> Pace:
-    """FULL, or RELAXED after RELAX_AFTER confident GPU-bound verdicts in a row while the latest
+    """FULL, or RELAXED after RELAX_AFTER GPU-bound verdicts of RELAX_CONFIDENCE or more in a row while the latest
     frame (``frames[-1]``) shows the job's GPUs steady: saturated, or at least BUSY_STARVED busy and
     no more than STEADY_DROP below the previous RELAX_AFTER frames. The frame is the earlier sign
     of a change: on the H200 switch run, busy fell from 99 % to 79 % a tick before the verdict
