@@ -154,3 +154,28 @@ def test_step_counter_follows_a_cpu_job(tmp_path):
     subprocess.run([sys.executable, "-m", "bench.steady_job", "--device", "cpu", "--workers", "0",
                     "--counter", counter, "--steps", "25"], cwd=REPO, check=True, timeout=60, capture_output=True)
     assert reader.read() == 25
+
+
+def test_first_frame_times_each_start_and_sums_up_what_it_saw(tmp_path):
+    from bench import first_frame
+
+    script = tmp_path / "fake_tui.py"
+    script.write_text(FAKE_TUI)
+    o = observe.Observer("fake", [sys.executable, str(script)], True, r"PID 4242")
+    times = first_frame.time_starts(o, 2)
+    assert len(times) == 2 and all(t is not None and 0.25 < t < 10 for t in times), times
+    got = first_frame.summary([*times, None])
+    assert got["starts"] == 3 and got["seen"] == 2 and got["times_s"][-1] is None
+    assert got["min_s"] <= got["median_s"] <= got["max_s"]
+    assert first_frame.summary([None])["median_s"] is None
+
+
+def test_tui_cost_reads_a_recording_and_measures_a_replay():
+    from bench import tui_cost
+
+    path = os.path.join(REPO, "tests", "data", "h200", "healthy.jsonl")
+    n, span = tui_cost._frames(path)
+    assert n == 10 and 8.5 < span < 10.5  # ten 1 s ticks of the real H200 recording
+    got = tui_cost.one_run(path, 80, 24, settle=1.0)
+    assert "error" not in got, got
+    assert got["frames"] > 5 and got["cpu_s"] > 0 and got["ms_per_frame"] > 0
