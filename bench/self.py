@@ -175,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="folder for self.json, self.md and the job's log")
     p.add_argument("--steady-after", type=float, default=STEADY_AFTER_S,
                    help=f"seconds after an observer's start from which its CPU and RSS count as steady (default "
-                        f"{STEADY_AFTER_S:g}). gpuwatch relaxes its stack sampling after 10 ticks of a confident "
-                        "GPU-bound verdict (gpuwatch/pace.py), about 15 s in; 30 measures that state alone")
+                        f"{STEADY_AFTER_S:g}). gpuwatch relaxes its stack sampling after 10 ticks of a GPU-bound "
+                        "verdict (gpuwatch/pace.py), about 15 s in; 30 measures that state alone")
     p.add_argument("--record-dir", default=None, help="gpuwatch observers also record their frames and verdicts "
                    "here (tui.jsonl, json.jsonl): to see what the verdict and the stack pace did; costs them a JSON "
                    "line a tick")

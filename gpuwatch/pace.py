@@ -6,8 +6,9 @@ rests on the GPU's own counters (busy, SM activity, tensor use), and the stacks 
 the main thread is not waiting. So once the job has been GPU-bound (at RELAX_CONFIDENCE or more)
 for RELAX_AFTER ticks in a row, and the GPU stays as busy as it has been, the stack collector
 halves the main processes' rate and thins the workers'; any other verdict, a confidence under
-RELAX_CONFIDENCE, or a tick where the GPU's busy time falls restores them at once. A bottleneck that appears shows first in the GPU's counters (busy falls at
-once), so the full rate is back before the stacks are needed to name it.
+RELAX_CONFIDENCE, or a tick where the GPU's busy time falls restores them at once. A bottleneck
+that appears shows first in the GPU's counters (busy falls at once), so the full rate is back
+before the stacks are needed to name it.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ tick to tick, while a bottleneck that starts costs far more at once (the switch 
 
 
 def stack_pace(verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> Pace:
-    """FULL, or RELAXED after RELAX_AFTER GPU-bound verdicts of RELAX_CONFIDENCE or more in a row while the latest
-    frame (``frames[-1]``) shows the job's GPUs steady: saturated, or at least BUSY_STARVED busy and
+    """FULL, or RELAXED after RELAX_AFTER GPU-bound verdicts of RELAX_CONFIDENCE or more in a row
+    while the latest frame (``frames[-1]``) shows the job's GPUs steady: saturated, or at least BUSY_STARVED busy and
     no more than STEADY_DROP below the previous RELAX_AFTER frames. The frame is the earlier sign
     of a change: on the H200 switch run, busy fell from 99 % to 79 % a tick before the verdict
     moved (its confidence only dipped to 0.82), and that tick must already be sampled at the full

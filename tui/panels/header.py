@@ -86,12 +86,14 @@ class HeaderBar(Horizontal):
         parts = []
         if self._view is not None:
             parts.append(f"watched {fmt.duration(self._view.watched_s)}")
+        pad = ""
         if self.self_cpu is not None:
-            parts.append(f"self {min(self.self_cpu, 99.9):.1f} % CPU")
-        # One width for one and two digits (a leading blank for one): the state's width is auto, and
-        # a new width means a layout of the whole screen and a full repaint (on a replay of the H200
-        # benchmark job, every time the figure went between 9.x and 10.x).
-        pad = " " if self.self_cpu is not None and self.self_cpu < 9.95 else ""
+            cpu = f"{min(self.self_cpu, 99.9):.1f}"
+            parts.append(f"self {cpu} % CPU")
+            # One width for one and two digits (a leading blank for one): the state's width is auto,
+            # and a new width means a layout of the whole screen and a full repaint (on a replay of
+            # the H200 benchmark job, every time the figure went between 9.x and 10.x).
+            pad = " " * (4 - len(cpu))
         self.query_one("#header-state", Plain).update(pad + " · ".join(parts))
 
     def on_mount(self) -> None:
