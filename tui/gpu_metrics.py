@@ -130,15 +130,7 @@ def gpu_of(frame: Frame, index: int) -> tuple[GpuSample | None, PcieSample | Non
     return gpu, pcie  # type: ignore[union-attr]
 
 
-def samples_of(frames: Sequence[Frame], index: int) -> list[tuple[GpuSample | None, PcieSample | None]]:
-    """GPU ``index``'s samples in each frame: looked up once a tick for all the metrics' histories."""
-    return [gpu_of(f, index) for f in frames]
-
-
-def history(metric: Metric, samples: Sequence[tuple[GpuSample | None, PcieSample | None]]) -> list[float | None]:
-    """The metric's value in each of ``samples`` (:func:`samples_of`; None where it was not readable)."""
-    out: list[float | None] = []
-    for g, p in samples:
-        v = metric.read(g, p) if g is not None else None
-        out.append(float(v) if known(v) else None)  # type: ignore[arg-type]
-    return out
+def reading(metric: Metric, gpu: GpuSample | None, pcie: PcieSample | None) -> float | None:
+    """The metric's value in one frame's samples (None where it was not readable)."""
+    v = metric.read(gpu, pcie) if gpu is not None else None
+    return float(v) if known(v) else None  # type: ignore[arg-type]

@@ -38,16 +38,27 @@ def plot(values: Sequence[float | None], width: int, height: int = 1, top: float
         return [""] * max(0, height)
     tail = list(values)[-width:]
     pad = " " * (width - len(tail))
-    # Each column's height in eighths, then each row's character per column: one string join a
-    # row instead of a cell at a time (ten plots a tick, each up to a screen wide).
-    eighths = [_eighths(v, top, height) for v in tail]
-    rows = []
-    for r in range(height - 1, -1, -1):  # top row first; r = 0 is the bottom row
-        base = 8 * r
-        cells = "".join(MISSING if e is None and r == 0 else " " if e is None else EIGHTHS[min(8, max(0, e - base))]
-                        for e in eighths)
-        rows.append(pad + cells)
-    return rows
+    # Each column as its cells top to bottom, looked up by its height in eighths, and the rows read
+    # off the columns with zip: ten plots a tick, each up to a screen wide, and a Python expression
+    # per cell was most of what drawing a plot cost.
+    columns = _columns(height)
+    cells = [columns[_eighths(v, top, height)] for v in tail]
+    return [pad + "".join(row) for row in zip(*cells)] if cells else [pad] * height
+
+
+_COLUMNS: dict[int, dict[int | None, str]] = {}
+
+
+def _columns(height: int) -> dict[int | None, str]:
+    """Every column a plot ``height`` rows tall can draw, top cell first, by height in eighths
+    (None: no reading, a dot on the bottom row)."""
+    table = _COLUMNS.get(height)
+    if table is None:
+        table = {e: "".join(EIGHTHS[min(8, max(0, e - 8 * r))] for r in range(height - 1, -1, -1))
+                 for e in range(8 * height + 1)}
+        table[None] = " " * (height - 1) + MISSING
+        _COLUMNS[height] = table
+    return table
 
 
 def _eighths(v: float | None, top: float, height: int) -> int | None:

@@ -8,7 +8,8 @@ from textual.containers import Grid, Vertical, VerticalScroll
 from gpuwatch.model.gpu import GpuSample
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
-from gpuwatch.tui.gpu_metrics import METRICS, gpu_of, history, samples_of
+from gpuwatch.model.frame import Frame
+from gpuwatch.tui.gpu_metrics import METRICS, gpu_of, reading
 from gpuwatch.tui.panels.metric_row import MetricRow
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.view import View
@@ -22,6 +23,11 @@ class GpuPanel(Vertical):
         self.index = index
         self._ready = False
         self._pending: View | None = None
+        self._readings: dict[int, tuple[float | None, ...]] = {}
+        """Every metric's value in each frame of the window, by ``id(frame)``: a tick reads the new
+        frame's, not the whole window's again (ten metrics over up to a screen's width of frames).
+        Only frames of the current window are kept, and the window holds them alive, so an id
+        cannot stand for another frame."""
 
     def compose(self) -> ComposeResult:
         yield Plain(f"GPU {self.index}", classes="gpu-title")
@@ -33,6 +39,8 @@ class GpuPanel(Vertical):
     def on_mount(self) -> None:
         self._ready = True
         self._rows = {m.key: self.query_one(f"#m-{m.key}", MetricRow) for m in METRICS}  # not a query a tick
+        self._title = self.query_one(".gpu-title", Plain)
+        self._note = self.query_one(".na-note", Plain)
         if self._pending is not None:
             self.show(self._pending)
 
@@ -41,25 +49,38 @@ class GpuPanel(Vertical):
             self._pending = view
             return
         gpu, pcie = gpu_of(view.frame, self.index)
-        title = self.query_one(".gpu-title", Plain)
+        title = self._title
         if gpu is None:
             title.update(f"GPU {self.index}: not in this frame")
             return
         title.update(_title(gpu))
         title.set_class(gpu.lost is not None, "-bottleneck")
-        samples = samples_of(view.frames[-self.app.size.width:], self.index)  # enough for the widest plot
+        columns = self._history(view.frames[-self.app.size.width:])  # enough for the widest plot
         reasons: dict[str, list[str]] = {}
-        for m in METRICS:
+        for m, values in zip(METRICS, columns):
             value = m.read(gpu, pcie)
             scale = m.scale(gpu, pcie)
             frac = float(value) / scale if known(value) and scale else None  # type: ignore[arg-type]
             reason = fmt.reason(value)
             if reason is not None:
                 reasons.setdefault(reason, []).append(m.label)
-            self._rows[m.key].set_data(m.text(value, gpu, pcie), frac, history(m, samples), scale, reason)
-        note = self.query_one(".na-note", Plain)
+            self._rows[m.key].set_data(m.text(value, gpu, pcie), frac, values, scale, reason)
+        note = self._note
         note.update("\n".join(f"N/A {', '.join(labels)}: {r}" for r, labels in reasons.items()))
         note.display = bool(reasons)
+
+    def _history(self, frames: tuple[Frame, ...]) -> list[tuple[float | None, ...]]:
+        """Each metric's values over ``frames``, oldest first (one tuple per metric)."""
+        known_rows = self._readings
+        rows = []
+        for f in frames:
+            row = known_rows.get(id(f))
+            if row is None:
+                gpu, pcie = gpu_of(f, self.index)
+                row = tuple(reading(m, gpu, pcie) for m in METRICS)
+            rows.append(row)
+        self._readings = {id(f): row for f, row in zip(frames, rows)}
+        return list(zip(*rows)) if rows else [() for _ in METRICS]
 
 
 def _title(g: GpuSample) -> str:
@@ -76,6 +97,11 @@ def _title(g: GpuSample) -> str:
 
 class GpuArea(VerticalScroll):
     """Holds a GpuPanel per GPU in the frame; says why when the GPU field is unsupported."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._panels: dict[int, GpuPanel] = {}
+        """The GPU panels by GPU index (kept here: not a DOM query a tick)."""
 
     def compose(self) -> ComposeResult:
         yield Plain("GPU: waiting for the first sample", classes="gpu-notice")
@@ -98,16 +124,14 @@ class GpuArea(VerticalScroll):
         wanted = {g.index for g in gpus}
         self._keep(wanted)
         for index in sorted(wanted):
-            found = self.query(f"#gpu-{index}")
-            if found:
-                panel = found.first(GpuPanel)
-                panel.show(view)
-            else:
-                panel = GpuPanel(index)
+            panel = self._panels.get(index)
+            if panel is None:
+                panel = self._panels[index] = GpuPanel(index)
                 panel.show(view)
                 self.mount(panel)
+            else:
+                panel.show(view)
 
     def _keep(self, indexes: set[int]) -> None:
-        for panel in self.query(GpuPanel):
-            if panel.index not in indexes:
-                panel.remove()
+        for index in [i for i in self._panels if i not in indexes]:
+            self._panels.pop(index).remove()
