@@ -11,12 +11,18 @@ The ground truth is the scenario's own phase markers (``accuracy.json``), scored
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from bench.accuracy import Tick, score, verdict_stage
 from bench.rescore import rescore_one
+from gpuwatch.analysis import Analysis
+from gpuwatch.model.codec import to_dict
+from gpuwatch.model.values import known
+from gpuwatch.replay import load_frames
 
 RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results" / "2026-12-03-h200"
 RUNS = {"run9": RESULTS / "run9" / "acc_switch", "run11": RESULTS / "run11" / "acc_switch"}
@@ -33,3 +39,67 @@ def test_every_phase_of_the_switching_job_is_named(run):
         assert m["latency_s"] is not None and m["latency_s"] <= MAX_LATENCY_S, (m, got["confusion"])
         assert m["right"] >= m["ticks"] - MAX_LATENCY_S, (m, got["confusion"])
     assert got["accuracy"] >= 0.9, got["confusion"]
+
+
+def _scored(frames, markers):
+    analysis, ticks = Analysis(), []
+    for f in frames:
+        v = analysis.update(f)
+        ticks.append(Tick(f.wall, verdict_stage(to_dict(v)), v.confidence, v.candidate))
+    return score(markers, ticks)
+
+
+def _thin_relaxed_mains(frames, keep_of_4=3):
+    """The recording as the relaxed pace of gpuwatch/pace.py would now sample it: these runs were
+    recorded when relaxed main dumps came at 1 Hz (one main-thread stack a tick); now 0.75 Hz, so
+    every fourth such tick loses its main-thread stack."""
+    out, k, last = [], 0, None
+    for f in frames:
+        s = f.stacks
+        if known(s) and s.t != last:
+            last = s.t
+            if sum(t.role == "main" for t in s.threads) == 1:
+                k += 1
+                if k % 4 >= keep_of_4:
+                    s = dataclasses.replace(s, threads=tuple(t for t in s.threads if t.role != "main"))
+        out.append(f if s is f.stacks else dataclasses.replace(f, stacks=s))
+    return out
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_the_slower_relaxed_stack_pace_names_every_phase_as_soon(run):
+    d = RUNS[run]
+    markers = json.loads((d / "accuracy.json").read_text())["results"][0]["markers_seen"]
+    frames = list(load_frames(str(d / "switch.jsonl.gz")))
+    thinned = _thin_relaxed_mains(frames)
+    dropped = sum(known(a.stacks) and a.stacks is not b.stacks for a, b in zip(frames, thinned))
+    assert dropped >= 2  # the GPU-bound phase ran relaxed for its last ~15 s: there was something to thin
+    before, after = _scored(frames, markers), _scored(thinned, markers)
+    assert [(m["right"], m["latency_s"]) for m in after["markers"]] == \
+        [(m["right"], m["latency_s"]) for m in before["markers"]]
+
+
+STEADY = RESULTS / "run11" / "self2" / "rec"
+"""The benchmark job (GPU-bound, 80-90 % busy, 8 workers) watched for 90 s by the TUI and by
+``--json`` (bench.self --record-dir, H200, 2026-12-03 07:40 UTC, relaxed main dumps at 1 Hz)."""
+
+
+@pytest.mark.parametrize("name", ["tui.jsonl.gz", "json.jsonl.gz"])
+@pytest.mark.parametrize("keep_of_4", [3, 2])
+def test_a_steady_gpu_bound_job_keeps_its_verdict_and_pace_with_fewer_main_samples(name, keep_of_4):
+    from gpuwatch.pace import RELAXED, stack_pace
+
+    frames = list(load_frames(str(STEADY / name)))
+
+    def run(fs):
+        analysis, relaxed = Analysis(), 0
+        for f in fs:
+            analysis.update(f)
+            relaxed += stack_pace(analysis.verdicts, analysis.frames) == RELAXED
+        return [v.stage for v in analysis.verdicts], relaxed
+
+    thinned = _thin_relaxed_mains(frames, keep_of_4)
+    assert sum(a.stacks is not b.stacks for a, b in zip(frames, thinned)) >= 10
+    stages, relaxed = run(frames)
+    assert set(stages) == {"gpu_bound"} and relaxed >= 50  # as recorded
+    assert run(thinned) == (stages, relaxed)  # 0.75 Hz (and 0.5 Hz) relaxed: the same verdicts, as relaxed

@@ -309,12 +309,14 @@ def test_fractional_rates_accumulate():
     assert [len(p) for p in plans] == [0, 1, 0, 1, 0, 1]
 
 
-def test_relaxed_pace_halves_main_dumps_and_thins_worker_dumps_and_full_pace_restores_them():
+def test_relaxed_pace_slows_main_dumps_and_thins_worker_dumps_and_full_pace_restores_them():
     c = StackCollector(Target(os.getpid()))
     t = tree(1, 8)
     c.set_pace(*RELAXED)
     relaxed = [c.plan(t) for _ in range(32)]
-    assert [sum(n.role == "main" for n in p) for p in relaxed] == [1] * 32  # 1 Hz
+    mains = [sum(n.role == "main" for n in p) for p in relaxed]
+    assert sum(mains) == 24 and max(mains) == 1  # 0.75 Hz, spread out (never two in one tick)
+    assert all(sum(mains[i:i + 8]) >= 6 for i in range(0, 25))  # six in every 8 s window (MIN_STACK_SAMPLES)
     assert sum(n.role == "worker" for p in relaxed for n in p) == 2  # one every 16 s
     c.set_pace(0.5)  # one factor: both rates
     assert sum(n.role == "worker" for _ in range(16) for n in c.plan(t)) == 4  # one every 4 s
