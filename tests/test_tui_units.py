@@ -67,3 +67,12 @@ def test_a_stalled_stack_collector_is_counted_once():
     same = [f0, f0.__class__(**{**{k: getattr(f0, k) for k in f0.__slots__}, "seq": 2})]
     assert len(stack_samples(same)) == 1
     assert isinstance(same[1].stacks, StackSample)
+
+
+def test_evidence_value_against_threshold_fits_the_value_column():
+    from gpuwatch.tui.panels.metric_parts import VALUE_W
+    from gpuwatch.tui.screens.stage import _against
+
+    assert _against(0.9, ">=", 0.15) == "0.9 >= 0.15"
+    assert _against(0.00145, "<", 0.95) == "0.0014 < 0.95"  # 0.00145 < 0.95 is one cell too wide
+    assert _against(0.000123456, ">=", 0.125) == "1e-4 >= 0.125" and len("1e-4 >= 0.125") <= VALUE_W

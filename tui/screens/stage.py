@@ -17,6 +17,7 @@ from gpuwatch.tui.hot import label_shares, stack_samples, threads
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.evidence import EvidenceList
 from gpuwatch.tui.panels.header import HeaderBar
+from gpuwatch.tui.panels.metric_parts import VALUE_W
 from gpuwatch.tui.panels.metric_row import MetricRow
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.panels.stack_table import StackTable
@@ -146,8 +147,7 @@ class StageScreen(WatchScreen):
             values = evidence_history(verdicts, self.stage, e.signal)
             seen = [x for x in values if x is not None]
             top = max([abs(e.threshold) * 1.5 if e.threshold else 0.0, *seen, 1e-9])
-            test = f" {e.op} {e.threshold:.3g}" if e.threshold is not None else ""
-            row.set_data(f"{e.value:.3g}{test}", (e.value or 0.0) / top, values, top, None)
+            row.set_data(_against(e.value, e.op, e.threshold), (e.value or 0.0) / top, values, top, None)
 
     def _show_stacks(self, view: View) -> None:
         roles = STACK_ROLES[self.stage]
@@ -176,3 +176,14 @@ class StageScreen(WatchScreen):
             box.update("The diagnosis gave no remedy for this verdict.")
         else:
             box.update("Remedies are given for the stage the verdict names; this stage is not it.")
+
+
+def _against(value: float, op: str, threshold: float | None) -> str:
+    """``value op threshold`` in the row's value column: fewer digits rather than a cut-off figure
+    (``0.00145 < 0.95`` is one cell too wide, and cropping it read ``.00145``)."""
+    test = f" {op} {threshold:.3g}" if threshold is not None else ""
+    for digits in (3, 2, 1):
+        text = f"{value:.{digits}g}{test}"
+        if len(text) <= VALUE_W:
+            return text
+    return f"{value:.0e}".replace("e-0", "e-").replace("e+0", "e") + test  # 1e-4: the shortest honest form
