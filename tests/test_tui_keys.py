@@ -53,6 +53,25 @@ async def test_the_stage_cursor_follows_the_verdict_until_a_stage_is_picked():
         source.put(None)
 
 
+async def test_a_frame_that_comes_while_a_drill_down_composes_is_drawn_once_it_can_be():
+    # CI caught this race once: Enter pushed the drill-down, a frame came before the screen's
+    # header had its parts, and drawing it raised (NoMatches) and ended the app.
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        source.put(synthetic_frame(0))
+        await pilot.pause(0.05)
+        screen = StageScreen(DECODE)
+        app.push_screen(screen)  # not awaited: on top of the stack, not composed yet
+        assert app.screen is screen and not screen.composed
+        app.render_latest()  # the frame that comes now: nothing drawn, nothing raised
+        await pilot.pause()
+        assert screen.composed
+        assert "Decode" in str(screen.query_one("#stage-title").content)  # drawn on mount
+        assert "PID 4242" in str(screen.query_one("#header-what").content)
+        source.put(None)
+
+
 async def test_enter_opens_the_selected_stage_and_escape_returns():
     app = make_app(ListSource(synthetic_frames(5)))
     async with app.run_test(size=SIZE) as pilot:

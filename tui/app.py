@@ -224,10 +224,11 @@ class GpuwatchApp(App[int]):
             screen.show(self.view)
 
     def _watch_screen(self) -> WatchScreen | None:
-        """The screen on top if it draws frames; None while quitting (no screens left)."""
+        """The screen on top if it draws frames and is composed; None while quitting (no screens left)."""
         if not self.screen_stack:
             return None
-        return self.screen if isinstance(self.screen, WatchScreen) else None
+        screen = self.screen
+        return screen if isinstance(screen, WatchScreen) and screen.composed else None
 
     def _sync_header(self) -> None:
         screen = self._watch_screen()

@@ -16,6 +16,14 @@ if TYPE_CHECKING:
 class WatchScreen(Screen):
     """A screen that shows the latest :class:`View` and the app's state flags."""
 
+    composed = False
+    """True once the screen's widgets, theirs included, are mounted (its Mount comes after them).
+    A frame can arrive between a push and that moment; it is drawn on mount instead."""
+
+    def on_mount(self) -> None:
+        self.composed = True
+        self.on_screen_resume()
+
     @property
     def watch_app(self) -> GpuwatchApp:
         return self.app  # type: ignore[return-value]
@@ -33,6 +41,8 @@ class WatchScreen(Screen):
             header.self_cpu = app.self_cpu
 
     def on_screen_resume(self) -> None:
+        if not self.composed:
+            return
         self.sync_header()
         view = self.watch_app.view
         if view is not None:
