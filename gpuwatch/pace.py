@@ -1,7 +1,7 @@
 """How closely to watch: the stack sampling pace that the verdict in force allows.
 
 py-spy dumps are the largest cost gpuwatch has that grows with how closely it looks (each dump is a
-process start: ~9 ms of CPU on the H200), and a steady, healthy job needs them least: its verdict
+process start: 7.5-9 ms of CPU on the H200), and a steady, healthy job needs them least: its verdict
 rests on the GPU's own counters (busy, SM activity, tensor use), and the stacks only confirm that
 the main thread is not waiting. So once the job has been GPU-bound (at RELAX_CONFIDENCE or more)
 for RELAX_AFTER ticks in a row, and the GPU stays as busy as it has been, the stack collector
