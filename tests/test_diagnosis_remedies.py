@@ -111,3 +111,10 @@ def test_sentences_carry_the_numbers():
     assert f"{wait * 100:.0f} %" in decode.sentence and "4 DataLoader workers" in decode.sentence
     healthy = last(HEALTHY)
     assert "SMs 97 %" in healthy.sentence and "tensor cores 94 %" in healthy.sentence
+
+
+def test_one_dataloader_worker_reads_as_one():
+    from gpuwatch.diagnosis.sentence import _workers
+
+    assert _workers({"workers": 1.0}, "compute", "computes") == "1 DataLoader worker computes"
+    assert _workers({"workers": 4.0}, "compute", "computes") == "4 DataLoader workers compute"

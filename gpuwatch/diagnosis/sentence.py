@@ -39,6 +39,12 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
     return text
 
 
+def _workers(f: dict, verb: str, verb_one: str) -> str:
+    """``2 DataLoader workers compute`` / ``1 DataLoader worker computes``."""
+    n = f.get("workers", 0)
+    return f"1 DataLoader worker {verb_one}" if n == 1 else f"{n:.0f} DataLoader workers {verb}"
+
+
 def _busy(s: Signals) -> str:
     return fmt(s.gpu.compute_busy)
 
@@ -59,11 +65,11 @@ def _io(f: dict, sub: str, s: Signals) -> str:
         parts.append(f"disk {f.get('device') or ''} {fmt(f.get('disk_busy'))} busy".replace("  ", " "))
     if sub == "no_stacks":
         return (f"Probably input-bound on storage: the GPU has work only {_busy(s)} of the time while the "
-                f"{f.get('workers', 0):.0f} DataLoader workers wait on reads ({', '.join(parts)}); no stacks "
+                f"{_workers(f, 'wait', 'waits')} on reads ({', '.join(parts)}); no stacks "
                 f"to confirm the data wait.{where}")
     hot = f", in {f['io_detail']}" if f.get("io_detail") else ""
     return (f"Input-bound on storage: the main thread waits for data {fmt(f.get('wait'))} of the time while "
-            f"the {f.get('workers', 0):.0f} DataLoader workers wait on reads ({', '.join(parts)}{hot}).{where}")
+            f"the {_workers(f, 'wait', 'waits')} on reads ({', '.join(parts)}{hot}).{where}")
 
 
 def _decode(f: dict, sub: str, s: Signals) -> str:
@@ -78,10 +84,10 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         full = f" The workers fill the {f['usable']} usable CPUs."
     if sub == "no_stacks":
         return (f"Probably input-bound on CPU decode: the GPU has work only {_busy(s)} of the time while the "
-                f"{f.get('workers', 0):.0f} DataLoader workers each use {fmt(f.get('worker_cpu'), 'cores')}; "
+                f"{_workers(f, 'each use', 'uses')} {fmt(f.get('worker_cpu'), 'cores')}; "
                 f"no stacks to confirm the data wait.{full}")
     return (f"Input-bound on CPU decode/augmentation: the main thread waits for data {fmt(f.get('wait'))} of "
-            f"the time while the {f.get('workers', 0):.0f} DataLoader workers compute "
+            f"the time while the {_workers(f, 'compute', 'computes')} "
             f"({fmt(f.get('worker_cpu'), 'cores')} CPU each"
             f"{', in ' + str(f['worker_detail']) if f.get('worker_detail') else ''}).{full}")
 
