@@ -5,10 +5,10 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Grid, Vertical, VerticalScroll
 
+from gpuwatch.model.frame import Frame
 from gpuwatch.model.gpu import GpuSample
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
-from gpuwatch.model.frame import Frame
 from gpuwatch.tui.gpu_metrics import METRICS, gpu_of, reading
 from gpuwatch.tui.panels.metric_row import MetricRow
 from gpuwatch.tui.panels.plain import Plain

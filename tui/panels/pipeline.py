@@ -78,22 +78,17 @@ class PipelinePanel(Vertical):
                 yield StageBox(stage, i + 1)
         yield LazyStatic("Waiting for the first frame…", classes="verdict")  # markup: the stage in bold
 
+    _boxes: tuple[StageBox, ...] = ()
+    """The six stage boxes, looked up on mount rather than by a DOM query each tick."""
+
     def watch_selected(self, old: str, new: str) -> None:
-        for box in self._boxes():
+        for box in self._boxes:
             box.set_class(box.stage == new, "-selected")
 
     def on_mount(self) -> None:
+        self._boxes = tuple(self.query(StageBox))
         self._verdict_line = self.query_one(".verdict", LazyStatic)
         self.watch_selected(self.selected, self.selected)
-
-    def _boxes(self) -> list[StageBox]:
-        """The six stage boxes, looked up once they exist rather than by a DOM query each tick."""
-        boxes = self.__dict__.get("_stage_boxes")
-        if boxes is None:
-            boxes = list(self.query(StageBox))
-            if len(boxes) == len(PIPELINE):  # composed: they stay for the panel's life
-                self.__dict__["_stage_boxes"] = boxes
-        return boxes
 
     def pick(self, stage: str) -> None:
         self.picked = True
@@ -102,7 +97,7 @@ class PipelinePanel(Vertical):
     def show(self, verdict: Verdict) -> None:
         if not self.picked and verdict.stage in PIPELINE and verdict.confidence > 0:
             self.selected = verdict.stage  # Enter opens the bottleneck's drill-down at once
-        for box in self._boxes():
+        for box in self._boxes:
             box.set_level(verdict.level(box.stage))
         line = self._verdict_line
         line.update(verdict_text(verdict))

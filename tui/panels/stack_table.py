@@ -19,18 +19,12 @@ class StackTable(RowTable):
         self.limit = limit
 
     def on_mount(self) -> None:
-        self._columns()
-
-    def _columns(self) -> None:
-        """Add the columns once: here or in the first :meth:`show`, whichever comes first (a screen
-        pushed while frames arrive can be shown before its tables are mounted)."""
-        if not self.columns:
-            self.add_column("%Own", key="own")
-            self.add_column("%Total", key="total")
-            self.add_column("Frame", key="frame")
+        # Screens draw only once composed (WatchScreen.composed), so show() comes after this.
+        self.add_column("%Own", key="own")
+        self.add_column("%Total", key="total")
+        self.add_column("Frame", key="frame")
 
     def show(self, stacks: Sequence[ThreadStack]) -> None:
-        self._columns()
         n = len(stacks)
         hot = hot_frames(stacks, self.limit) if n else []
         # Fixed-width strings: they print as py-spy does and sort right as text.
