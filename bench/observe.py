@@ -281,6 +281,28 @@ class TreeSampler:
         self.sample()
 
 
+def thread_ticks(pid: int) -> dict[int, tuple[str, int]]:
+    """tid -> (OS thread name, utime + stime in clock ticks) of every thread of ``pid`` now; the
+    main thread is named "main". gpuwatch names its collector threads (gpuwatch/threadname.py)."""
+    from gpuwatch.collectors.procfs import read_stats  # noqa: PLC0415 - bench imports gpuwatch late
+
+    return {st.tid: ("main" if st.tid == pid else st.name, st.cpu_ticks)
+            for st in read_stats(f"/proc/{pid}/task") or ()}
+
+
+def thread_cpu_pct(before: dict[int, tuple[str, int]], after: dict[int, tuple[str, int]],
+                   dt: float) -> dict[str, float]:
+    """CPU % of a core per thread name between two :func:`thread_ticks` readings (threads started
+    in between count from zero; ones that ended in between are lost), busiest first."""
+    from gpuwatch.collectors.procfs import CLK_TCK  # noqa: PLC0415
+
+    out: dict[str, float] = {}
+    for tid, (name, ticks) in after.items():
+        start = before.get(tid, (name, 0))[1]
+        out[name] = out.get(name, 0.0) + 100.0 * (ticks - start) / CLK_TCK / dt
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def spread(xs: Sequence[float]) -> dict[str, float | None]:
     if not xs:
         return {"mean": None, "min": None, "max": None}

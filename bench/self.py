@@ -63,9 +63,9 @@ def watch_one(o: observe.Observer, duration: float, reader: observe.StepReader,
         sampler = observe.TreeSampler(run.pid)
         rec["first_frame_s"] = run.wait_marker(duration)
         time.sleep(max(0.0, t0 + steady_after - time.monotonic()))
-        a, s_a = reader.mark(), sampler.sample()
+        a, s_a, th_a = reader.mark(), sampler.sample(), observe.thread_ticks(run.pid)
         time.sleep(max(0.0, t0 + duration - time.monotonic()))
-        b = reader.mark()
+        b, th_b = reader.mark(), observe.thread_ticks(run.pid)
         sampler.finish()
         rec["alive_at_end"] = run.alive()
     finally:
@@ -82,6 +82,8 @@ def watch_one(o: observe.Observer, duration: float, reader: observe.StepReader,
         dt = end.t - s_a.t
         rec.update(steady_cpu_pct=100 * (end.own_cpu + end.kids_cpu - s_a.own_cpu - s_a.kids_cpu) / dt,
                    steady_cpu_own_pct=100 * (end.own_cpu - s_a.own_cpu) / dt)
+        if o.name.startswith("gpuwatch"):  # its threads are named (gpuwatch/threadname.py)
+            rec["steady_threads_cpu_pct"] = observe.thread_cpu_pct(th_a, th_b, dt)
         half = next((s for s in samples if s.t >= t0 + duration / 2), None)
         if half is not None and end.t - half.t > 1.0:
             # the second half alone: after gpuwatch's stack sampling has relaxed on a steady
@@ -148,7 +150,19 @@ def markdown(rows: list[dict], duration: float, steady_after: float = STEADY_AFT
             "first frame s", "job steps/s vs alone", "notes"]
     return (observe.table(head, body) + "\n\nCPU: seconds of the observer and all its descendants (exited ones "
             "included) over the wall time. Children RSS is sampled every 0.5 s, so short-lived py-spy dumps show "
-            "only when a sample catches one.\n\n" + verdicts(rows) + "\n")
+            "only when a sample catches one.\n\n" + threads(rows) + verdicts(rows) + "\n")
+
+
+def threads(rows: list[dict]) -> str:
+    """gpuwatch's steady CPU per thread (exact, from /proc/PID/task): main is the event loop (the
+    diagnosis, drawing, recording), gw-<field> a collector's reads."""
+    out = []
+    for r in rows:
+        per = r.get("steady_threads_cpu_pct")
+        if per:
+            shown = ", ".join(f"{name} {pct:.2f}" for name, pct in per.items() if pct >= 0.005)
+            out.append(f"- {r['observer']}, CPU % of a core per thread: {shown}")
+    return ("\n".join(out) + "\n\n") if out else ""
 
 
 def verdicts(rows: list[dict]) -> str:

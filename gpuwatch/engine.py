@@ -16,6 +16,7 @@ from gpuwatch.collectors.base import Collector
 from gpuwatch.collectors.target import Target
 from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.values import PENDING, Unsupported, known
+from gpuwatch.threadname import name_this_thread
 
 FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
 FIRST_FRAME_S = 0.6
@@ -72,7 +73,7 @@ class Watch:
                 now = self.clock()
                 if now > next_tick:  # we fell behind (suspended laptop, overloaded host): skip ticks
                     next_tick = now + self.interval
-                alive = await loop.run_in_executor(None, self.target.alive)
+                alive = await loop.run_in_executor(self._named_executor("target"), self.target.alive)
                 frame = self._frame(now, alive)
                 yield frame
                 if not alive:
@@ -117,9 +118,15 @@ class Watch:
             self._early[c.field] = (probe, ex.submit(_sample_if_probe_ok, c, probe))
 
     def _executor(self, c: Collector) -> ThreadPoolExecutor:
-        if c.field not in self._executors:
-            self._executors[c.field] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"gw-{c.field}")
-        return self._executors[c.field]
+        return self._named_executor(c.field)
+
+    def _named_executor(self, what: str) -> ThreadPoolExecutor:
+        """The one thread that runs ``what``'s blocking reads, named ``gw-<what>`` for ``top -H``."""
+        if what not in self._executors:
+            name = f"gw-{what}"
+            self._executors[what] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name,
+                                                       initializer=name_this_thread, initargs=(name,))
+        return self._executors[what]
 
     async def _first_round(self, deadline: float) -> None:
         while self.clock() < deadline:

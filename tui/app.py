@@ -26,6 +26,7 @@ from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
 from gpuwatch.multirank import MultiRank, RankTick
 from gpuwatch.recording import Recorder, RecordingError
+from gpuwatch.threadname import name_this_thread
 from gpuwatch.tui.record import open_recording
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.screens.main import MainScreen
@@ -102,7 +103,8 @@ class GpuwatchApp(App[int]):
         self.handle_signals = handle_signals
         self.view: View | None = None
         self._recorder = recorder
-        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gw-record")
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gw-record", initializer=name_this_thread,
+                                      initargs=("gw-record",))
         """Recording I/O, in order, off the event loop."""
         self._latest: tuple[Frame, Verdict] | None = None
         self._screen_ready = False

@@ -1,0 +1,30 @@
+"""OS-level names for gpuwatch's threads, so ``top -H``, ``ps -L`` and ``py-spy dump`` show which
+collector a thread runs (``gw-procs``, ``gw-gpus``, ...), and bench/self.py can split gpuwatch's
+CPU by thread exactly instead of by sampling.
+
+Python before 3.14 names its threads only inside Python: the kernel's ``comm`` stays the
+interpreter's name. prctl(PR_SET_NAME) is called through ctypes because no library in the
+dependency list wraps it (psutil reads thread names but does not set them).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+
+PR_SET_NAME = 15
+"""prctl option (linux/prctl.h): set the calling thread's name, at most 15 bytes."""
+
+_prctl = None
+if sys.platform.startswith("linux"):
+    try:
+        _prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):  # a libc without prctl: names stay as they are
+        _prctl = None
+
+
+def name_this_thread(name: str) -> None:
+    """Give the calling thread an OS name (cut to 15 bytes); does nothing where that is impossible."""
+    if _prctl is not None:
+        _prctl(PR_SET_NAME, ctypes.c_char_p(name.encode("utf-8", "replace")[:15]), 0, 0, 0)
