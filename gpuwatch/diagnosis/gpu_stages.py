@@ -22,7 +22,6 @@ from gpuwatch.diagnosis.thresholds import (
     SM_INEFFECTIVE,
     TENSOR_LOW,
     TINY_KERNEL_RATIO,
-    WAIT_MODERATE,
     WORKER_CPU_BUSY,
 )
 from gpuwatch.model import stacks as lb
@@ -125,8 +124,8 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
         # §11 asks wait < 5 %; over a dozen samples that is noise-bound, so the gate is "works more
         # than it waits" and io/decode, which need wait >= 20 % and busy workers, win by share.
         wait = (st.wait or 0.0) < (st.active or 0.0)
-        c.check("no_wait", st.wait, WAIT_MODERATE, "<", "data wait under TF's 'not input-bound' cut",
-                source="TF: < 5 % is not input-bound")
+        c.check("no_wait", st.wait, st.moderate, "<", "data wait under TF's 'not input-bound' cut",
+                source="TF: < 5 % is not input-bound, and two samples at least")
         fires = yes(busy) and yes(active) and wait and cpu is not False
         # A spin-wait in .item() reads as "dispatch" at the user's line (collectors/stack_labels.py):
         # "sync" is named only when sync frames are seen.
@@ -158,8 +157,8 @@ def gpu_bound(s: Signals, relax: float = 0.0) -> StageResult:
     useful = c.check("sm_useful", sm, SM_INEFFECTIVE, ">=", "SMs active while the GPU works (GPM)", kind=REQ,
                      source="DCGM: < 50 % is ineffective")
     c.check("sm_active", g.sm, SM_HEALTHY, ">=", "SMs active (GPM)", source="DCGM: >= 80 % necessary")
-    c.check("no_wait", st.wait, WAIT_MODERATE, "<", "main thread waiting for a batch",
-            source="TF: < 5 % is not input-bound")
+    c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch",
+            source="TF: < 5 % is not input-bound, and two samples at least")
     if not g.gpm:
         c.note("gpm", f"no GPM ({g.gpm_reason}): 'busy' only means never starved, not efficient", False)
     c.check("tensor", g.tensor, TENSOR_LOW, ">", "tensor pipes active", kind=INFO)

@@ -21,7 +21,6 @@ from gpuwatch.diagnosis.thresholds import (
     READS_BPS,
     RUN_DELAY,
     WAIT_HIGH,
-    WAIT_MODERATE,
     WORKER_BUSY_SHARE,
     WORKER_CPU_BUSY,
     WORKER_CPU_IO,
@@ -156,7 +155,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
                        "main thread loading data itself (num_workers=0)", kind=REQ, source=TF_HIGH)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores", kind=REQ)
         fires = gate and yes(load) and cpu is not False
-        return result(c, fires, (st.share(lb.INLINE_LOAD) or 0) >= WAIT_MODERATE, st.share(lb.INLINE_LOAD),
+        return result(c, fires, (st.share(lb.INLINE_LOAD) or 0) >= st.moderate, st.share(lb.INLINE_LOAD),
                       "inline", **_facts(s))
     wait = c.check("data_wait", st.wait, WAIT_HIGH, ">=", "main thread waiting for a batch", kind=REQ,
                    source="TF: 20 % is highly input-bound")
@@ -167,7 +166,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
            computing, kind=INFO)
     fires = gate and yes(wait) and job.workers > 0 and computing
     sub = "ipc" if ipc and not workers_computing(s) else "workers"
-    warn = (st.wait or 0.0) >= WAIT_MODERATE and computing
+    warn = (st.wait or 0.0) >= st.moderate and computing
     return result(c, fires, warn, st.wait, sub, **_facts(s))
 
 
@@ -181,7 +180,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
     if m == "checkpoint":
         ck = c.check("checkpoint", st.share(lb.CHECKPOINT), CHECKPOINT_SHARE, ">=",
                      "main thread saving a checkpoint", kind=REQ)
-        return result(c, gate and yes(ck), (st.share(lb.CHECKPOINT) or 0) >= WAIT_MODERATE,
+        return result(c, gate and yes(ck), (st.share(lb.CHECKPOINT) or 0) >= st.moderate,
                       st.share(lb.CHECKPOINT), "checkpoint", **_facts(s))
     if m == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), WAIT_HIGH, ">=",
@@ -197,7 +196,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
     c.note("workers_waiting", "the workers wait on storage (not the CPU)" if waiting
            else "the workers are not waiting on storage", waiting, kind=INFO)
     fires = gate and yes(wait) and waiting
-    warn = (st.wait or 0.0) >= WAIT_MODERATE and waiting
+    warn = (st.wait or 0.0) >= st.moderate and waiting
     return result(c, fires, warn, st.wait, "workers", **_facts(s))
 
 

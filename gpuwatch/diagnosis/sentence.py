@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuwatch.diagnosis.evidence import fmt
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, OFF_PIPELINE, StageResult
-from gpuwatch.diagnosis.thresholds import SM_HEALTHY, WAIT_MODERATE
+from gpuwatch.diagnosis.thresholds import SM_HEALTHY
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
     CONTENTION,
@@ -168,7 +168,7 @@ def _contention(f: dict, sub: str, s: Signals) -> str:
 
 def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
     w = f.get("wait")
-    if w is not None and w >= WAIT_MODERATE:
+    if w is not None and w >= s.stacks.moderate:
         keeps = (f"the main thread still waits for data {fmt(w)} of the time, but the GPU stays busy on the "
                  "work queued ahead")
     else:

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gpuwatch.diagnosis.thresholds import MIN_STACK_SAMPLES, MIN_WORKER_SAMPLES
+from gpuwatch.diagnosis.thresholds import MIN_STACK_SAMPLES, MIN_WORKER_SAMPLES, moderate_cut
 from gpuwatch.diagnosis.window import latest_reason
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.frame import Frame
@@ -66,6 +66,11 @@ class StackSignals:
     def wait(self) -> float | None:
         """Main thread waiting for a batch (§5.6 DATA_WAIT + DATA_IPC): TF's "input %" from outside."""
         return self.share(lb.DATA_WAIT, lb.DATA_IPC)
+
+    @property
+    def moderate(self) -> float:
+        """The main-thread share that counts as moderate over this window's sample count."""
+        return moderate_cut(self.n_main)
 
     @property
     def active(self) -> float | None:

@@ -35,7 +35,6 @@ from gpuwatch.diagnosis.thresholds import (
     TENANT_SHARE,
     THROTTLE_FRAC,
     WAIT_HIGH,
-    WAIT_MODERATE,
     WORKER_CPU_BUSY,
     WORKER_D_SHARE,
 )
@@ -146,7 +145,8 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         share = (st.active or 0.0) + ((st.share(lb.OTHER) or 0.0) if busy_cpu else 0.0)
         active = c.check("main_active", share, MAIN_ACTIVE_SHARE, ">=", "main thread computing the step", kind=REQ)
         wait = c.check("data_wait", st.wait, WAIT_HIGH, "<", "main thread waiting for a batch", kind=REQ)
-        c.check("no_wait", st.wait, WAIT_MODERATE, "<", "data wait under TF's 'not input-bound' cut")
+        c.check("no_wait", st.wait, st.moderate, "<", "data wait under TF's 'not input-bound' cut",
+                source="TF: < 5 %, and two samples at least")
         c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores")
         fires = yes(active) and yes(wait)
         weight = share

@@ -39,6 +39,18 @@ that waits 80 % from one that never waits."""
 # -- input-bound (TF / §11) ---------------------------------------------------------------------
 WAIT_MODERATE = 0.05
 """TF: input % >= 5 is "moderately input-bound"; the PyTorch TB plugin warns above 5 % too."""
+MODERATE_MIN_SAMPLES = 2
+"""Main-thread samples a "moderate" share needs: one sample in the window is a chance catch, not
+5 %. Over 6 to 16 samples (the relaxed and full stack pace over the 8 s window) one sample is a 6 to
+17 % share, so WAIT_MODERATE alone let a single stray "data wait" sample of a GPU-bound job fail its
+"not waiting" check and warn on an input stage (H200 benchmark job, device runs 11-15: GPU-bound
+confidence 0.82 -> 0.55 and the full stack pace back for ~18 ticks, each time)."""
+
+
+def moderate_cut(n: int) -> float:
+    """The share of ``n`` main-thread samples at which a moderate share starts: WAIT_MODERATE, or
+    MODERATE_MIN_SAMPLES samples' worth where the window holds fewer than 40."""
+    return max(WAIT_MODERATE, MODERATE_MIN_SAMPLES / n) if n > 0 else WAIT_MODERATE
 WAIT_HIGH = 0.20
 """TF: input % >= 20 is "highly input-bound" (§11 uses it for stages 1 and 2)."""
 

@@ -26,7 +26,6 @@ from gpuwatch.diagnosis.thresholds import (
     RX_SIGNIFICANT,
     SM_INEFFECTIVE,
     WAIT_HIGH,
-    WAIT_MODERATE,
 )
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import H2D
@@ -87,7 +86,7 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
                  (gpu.copy_frac or 0.0) if sub in GPU_SIDE else 0.0)
     # Warn from TF's "moderate" 5 % of copies on the main thread, a downtrained link, or the link
     # half full (half §11's 70 %): worth watching before it is the limit.
-    warn = (st.share(lb.H2D) or 0.0) >= WAIT_MODERATE or bool(gpu.link) or (gpu.rx_frac or 0.0) >= RX_SATURATED / 2
+    warn = (st.share(lb.H2D) or 0.0) >= st.moderate or bool(gpu.link) or (gpu.rx_frac or 0.0) >= RX_SATURATED / 2
     facts = dict(
         rx_bps=gpu.rx_bps, rx_frac=gpu.rx_frac, capacity_bps=gpu.capacity_bps, copy_frac=gpu.copy_frac,
         busy=gpu.busy, sm=gpu.sm, h2d_share=st.share(lb.H2D), pin_seen=job.pin_seen, pin_cpu=job.pin_cpu,
