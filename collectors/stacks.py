@@ -51,6 +51,9 @@ io from idle at a quarter of the cost of dumping every worker at the main's rate
 MAX_DUMPS_PER_S = 4.0
 """Budget across all ranks (~4.5 % of a core at ~11 ms a dump). With several ranks the per-process
 rates are scaled down to fit; asking for a higher ``rate_hz`` raises the budget in proportion."""
+PROBE_RETRIES = 3
+"""Dumps the probe tries again after a torn read (a --nonblocking read that raced the target) before
+it gives up: its verdict disables stack sampling for the whole watch, and one race must not."""
 MAX_FRAMES = 12
 """Frames kept per thread (leaf-first), as the model promises."""
 
@@ -103,6 +106,10 @@ class StackCollector(Collector):
             return Unsupported(f"stacks: {e}")
         pid = mains[0].pid if mains else self.target.pid
         out = self._spy.dump(pid)
+        for _ in range(PROBE_RETRIES):  # a torn read says nothing about whether stacks can be read
+            if out.ok or not is_torn_read(out.error):
+                break
+            out = self._spy.dump(pid)
         if out.ok and out.threads:
             if mains:
                 self._probed = (out, mains[0])

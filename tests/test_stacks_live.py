@@ -185,6 +185,42 @@ def test_probe_of_a_python_process_passes():
     assert StackCollector(Target(os.getpid())).probe() is None
 
 
+class _TornFirst(Pyspy):
+    """Real py-spy dumps, the first ``torn`` of them replaced by py-spy 0.4.3's torn-read error."""
+
+    def __init__(self, path: str, torn: int) -> None:
+        super().__init__(path)
+        self.torn, self.calls = torn, 0
+
+    def dump(self, pid: int, nonblocking: bool = True):
+        from gpuwatch.collectors.pyspy import DumpOutcome
+
+        self.calls += 1
+        if self.calls <= self.torn:
+            return DumpOutcome(pid, (), 5.0, "Error: Failed to copy PyCodeObject: Bad address (os error 14)")
+        return super().dump(pid, nonblocking)
+
+
+@pytest.mark.parametrize("torn", [1, 3])
+def test_a_torn_read_at_the_probe_does_not_turn_stacks_off(torn):
+    # A --nonblocking dump that races the target fails now and then (1 in 300 on a loaded VM); the
+    # probe's answer holds for the whole watch, so it reads again instead of giving up.
+    c = StackCollector(Target(os.getpid()))
+    c._spy = spy = _TornFirst(PYSPY, torn)
+    try:
+        assert c.probe() is None
+    finally:
+        c.close()
+    assert spy.calls == torn + 1
+
+
+def test_torn_reads_at_every_try_of_the_probe_say_so():
+    c = StackCollector(Target(os.getpid()))
+    c._spy = _TornFirst(PYSPY, 99)
+    problem = c.probe()
+    assert isinstance(problem, Unsupported) and "changed while py-spy read it" in problem.reason
+
+
 def test_first_sample_is_the_probes_dump_and_later_ones_follow_the_plan():
     # The first frame waits for every collector's first sample: the probe's dump of the main
     # process is that sample, instead of a tick's dumps spread over a whole interval.
