@@ -29,6 +29,10 @@ from gpuwatch.model.values import Maybe, Unsupported
 FIRST_WINDOW_S = 0.3
 """The first sample measures over this short window (there is no previous tick to diff against)."""
 
+FRESH_TREE_S = 0.1
+"""The table lists the processes of this moment: a tree another collector walked longer ago than
+this is walked again. Non-persistent DataLoader workers are re-forked every epoch, and a tree from
+the previous tick lists workers that have exited since (tests/test_reliability_signals.py)."""
 PIN_THREAD = "pt_data_pin"
 AUTOGRAD_PREFIX = "pt_autograd_"
 """Thread names PyTorch sets (signals.md §5.1): the pin-memory thread and the autograd engine's."""
@@ -79,7 +83,7 @@ class ProcsCollector(Collector):
             self._started = True
             self._measure(self.target.tree())  # baseline, then a short first window
             time.sleep(FIRST_WINDOW_S)
-        tree = self.target.tree()
+        tree = self.target.tree(max_age=FRESH_TREE_S)
         rows = self._measure(tree)
         try:
             usable = len(os.sched_getaffinity(self.target.pid))

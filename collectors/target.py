@@ -149,11 +149,13 @@ class Target:
             self.exit_reason = f"process {self.pid} exited"
         return ok
 
-    def tree(self) -> Tree:
-        """The current process tree (cached for ``refresh_s``). Raises TargetGone."""
+    def tree(self, max_age: float | None = None) -> Tree:
+        """The current process tree, walked again when the last walk is ``refresh_s`` seconds old
+        (or ``max_age``, where that is sooner). Raises TargetGone."""
+        limit = self.refresh_s if max_age is None else min(max_age, self.refresh_s)
         with self._lock:
             now = time.monotonic()
-            if self._tree is None or now - self._tree_t >= self.refresh_s:
+            if self._tree is None or now - self._tree_t >= limit:
                 self._tree = self._walk()
                 self._tree_t = now
             return self._tree

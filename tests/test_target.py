@@ -79,6 +79,18 @@ def test_tree_is_cached_then_refreshed(busy_job):
     assert t.tree() is not a
 
 
+def test_a_caller_can_ask_for_a_fresher_tree_but_not_a_staler_one(busy_job):
+    t = Target(busy_job.pid, refresh_s=10.0)
+    a = t.tree()
+    time.sleep(0.05)
+    assert t.tree() is a and t.tree(max_age=1.0) is a
+    b = t.tree(max_age=0.01)  # the procs collector's "this moment"
+    assert b is not a and t.tree() is b
+    quick = Target(busy_job.pid, refresh_s=0.0)
+    c = quick.tree()
+    assert quick.tree(max_age=5.0) is not c  # max_age only ever tightens refresh_s
+
+
 @pytest.mark.slow
 def test_forkserver_workers_are_grandchildren(forkserver_job):
     job = forkserver_job
