@@ -1,8 +1,8 @@
-"""The live watch: every collector on its own cadence and thread, a frame per tick.
+"""The live watch: every collector on its own cadence, a frame per tick.
 
-Blocking reads never run on the event loop: each collector has a one-thread executor, so a hung
-NVML or py-spy call stalls only that collector (its calls queue behind the hung one instead of
-piling up threads), and the frame marks its field as stalled.
+Blocking reads never run on the event loop: each group of collectors (THREADS) has a one-thread
+executor, so a hung NVML or py-spy call stalls only its group (its calls queue behind the hung one
+instead of piling up threads), and the frame marks those fields as stalled.
 """
 
 from __future__ import annotations
@@ -23,6 +23,15 @@ FIRST_FRAME_S = 0.6
 """Longest wait for the first frame: enough for the rate collectors' first window (0.3 s)."""
 STOP_WAIT_S = 2.0
 """How long closing waits for the collector loops to end before leaving them to finish alone."""
+THREADS = {"gpus": "nvml", "pcie": "nvml", "procs": "proc", "host": "proc", "disk": "proc", "stacks": "stacks"}
+"""The thread each collector's reads run on. Collectors that share a thread run back to back
+instead of side by side: on the H200, with a thread each, the /proc readers and the PCIe collector
+cost 3 to 9 times their CPU measured alone (bench/RESULTS.md, run 17: procs 0.70 % of a core
+against 0.24, PCIe 0.35 against 0.04): five threads woke together each tick and handed the GIL
+to each other at every system call (each /proc read releases it), on cold caches. The NVML pair
+shares one lock anyway (collectors/nvml_session.py), the /proc readers cannot hang on one another's
+account in any way they could not alone, and the stack collector keeps its own thread (it sleeps
+between the dumps it spreads over a tick)."""
 STALE_AFTER = 3.0
 """A sample older than this many of its collector's intervals (and the tick) is shown as stalled."""
 
@@ -118,7 +127,7 @@ class Watch:
             self._early[c.field] = (probe, ex.submit(_sample_if_probe_ok, c, probe))
 
     def _executor(self, c: Collector) -> ThreadPoolExecutor:
-        return self._named_executor(c.field)
+        return self._named_executor(THREADS.get(c.field, c.field))
 
     def _named_executor(self, what: str) -> ThreadPoolExecutor:
         """The one thread that runs ``what``'s blocking reads, named ``gw-<what>`` for ``top -H``."""
@@ -172,7 +181,7 @@ class Watch:
 
     async def _run(self, c: Collector) -> None:
         loop = asyncio.get_running_loop()
-        ex = self._executors[c.field]
+        ex = self._executor(c)
         early = self._early.pop(c.field, None)
         try:
             started_probe = asyncio.wrap_future(early[0]) if early else loop.run_in_executor(ex, c.probe)

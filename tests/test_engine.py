@@ -86,7 +86,7 @@ def test_one_bad_collector_does_not_stall_the_others(sleeper):
     assert len(frames) == 8
     assert elapsed < 6, "a hung collector held up the frames"
     assert counting.calls >= 8, "the healthy collector was starved"
-    assert all(name.startswith("gw-host") for name in counting.threads), "sample() ran off its own thread"
+    assert all(name.startswith("gw-proc") for name in counting.threads), "sample() ran off its group's thread"
     last = frames[-1]
     assert isinstance(last.disk, Unsupported) and "disk went away" in last.disk.reason
     assert last.gpus == Unsupported("NVML unavailable: no driver")
