@@ -30,7 +30,7 @@ from gpuwatch.model.values import known
 from gpuwatch.ranks import (
     RankAnalyses, devices_from_env, frame_for_rank, is_collective_wait, rank_signals, ranks_of,
 )
-from gpuwatch.straggler import find_straggler
+from gpuwatch.straggler import MIN_SAMPLES, find_straggler
 
 pytestmark = pytest.mark.timeout(180)
 DDP_JOB = Path(__file__).parent / "jobs" / "ddp_cpu.py"
@@ -348,6 +348,11 @@ def test_input_bound_rank_is_named_the_straggler(headless_frames):
         pytest.skip(f"no stacks in the headless run: {stacks[-1].reason}")
     signals = [rank_signals(headless_frames, r) for r in (0, 1)]
     straggler = find_straggler(signals)
+    thin = [s for s in signals if s.samples < MIN_SAMPLES]
+    if thin and straggler is None:  # too little known, and it says so rather than guess
+        # (seen in a full suite on the loaded 2-core VM: dumps took 240-350 ms, rank 1 got 9 samples)
+        pytest.skip(f"the loaded machine gave rank {thin[0].rank} {thin[0].samples} stack samples in "
+                    f"{TICKS} ticks, under the {MIN_SAMPLES} a rank's shares need")
     assert straggler is not None, signals
     assert (straggler.rank, straggler.cause) == (1, "input"), straggler
     # Rank 0 waits for rank 1 in DDP's buffer broadcast, which the frames reveal as a collective wait.
