@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import time
 from typing import ClassVar
 
 from gpuwatch.model.values import Unsupported
@@ -35,3 +36,27 @@ class Collector(abc.ABC):
 
     def close(self) -> None:
         """Release what ``probe``/``sample`` acquired (handles, subprocesses)."""
+
+
+FIRST_WINDOW_S = 0.3
+"""A rate collector's first sample measures over this window from its baseline (there is no
+previous tick to diff against)."""
+
+
+class FirstWindow:
+    """When a rate collector took its baseline. Its probe takes the baseline, and the first sample
+    waits only for the rest of the window: collectors that share a thread (gpuwatch/engine.py)
+    then wait out their first windows together instead of one after the other."""
+
+    def __init__(self) -> None:
+        self.start: float | None = None
+        self.done = False
+
+    def open(self) -> None:
+        self.start = time.monotonic()
+
+    def wait(self) -> None:
+        """Sleep out the rest of the window, the first time only."""
+        if not self.done and self.start is not None:
+            time.sleep(max(0.0, self.start + FIRST_WINDOW_S - time.monotonic()))
+        self.done = True

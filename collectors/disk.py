@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import psutil
 
-from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.base import FIRST_WINDOW_S, Collector, FirstWindow
 from gpuwatch.collectors.open_files import readable_files
 from gpuwatch.collectors.procfs import Mount, mount_of, parse_mountinfo, read_age
 from gpuwatch.collectors.target import Target, TargetGone
@@ -29,8 +29,6 @@ from gpuwatch.model.disk import BlockDevice, DataLocation, DiskSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.values import Maybe, Unsupported
 
-FIRST_WINDOW_S = 0.3
-"""The first sample measures over this short window (there is no previous tick to diff against)."""
 RECENT_S = 30.0
 """A data folder stays listed this long after its files were last seen open (a few epochs' worth of
 brief opens by workers; long enough not to flicker, short enough to drop a finished phase)."""
@@ -139,6 +137,7 @@ class DiskCollector(Collector):
         """Mount -> its block device (sysfs reads), kept as long as the mount table is."""
         self._handles: dict[tuple[int, float], psutil.Process] = {}
         """(pid, create time) -> psutil handle: building one reads two /proc files."""
+        self._first = FirstWindow()
 
     def probe(self) -> Unsupported | None:
         try:
@@ -146,14 +145,19 @@ class DiskCollector(Collector):
                 return Unsupported("no block device statistics: /proc/diskstats is unreadable")
         except (OSError, RuntimeError) as e:
             return Unsupported(f"no block device statistics: {e}")
+        self._baseline()
         return None
+
+    def _baseline(self) -> None:
+        self._prev_disks = psutil.disk_io_counters(perdisk=True) or {}
+        self._prev_t = time.monotonic()
+        self._target_read_bps()
+        self._first.open()
 
     def sample(self) -> DiskSample:
         if self._prev_disks is None:
-            self._prev_disks = psutil.disk_io_counters(perdisk=True) or {}
-            self._prev_t = time.monotonic()
-            self._target_read_bps()
-            time.sleep(FIRST_WINDOW_S)
+            self._baseline()
+        self._first.wait()  # the rest of a short first window, the first time
         disks = psutil.disk_io_counters(perdisk=True) or {}
         now = time.monotonic()
         dt = max(now - self._prev_t, 1e-3)

@@ -14,16 +14,13 @@ from dataclasses import dataclass
 
 import psutil
 
-from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.base import Collector, FirstWindow
 from gpuwatch.collectors.others import OtherProcs
 from gpuwatch.collectors.procfs import parse_cpu_max, parse_flat_keyed, parse_mountinfo, parse_pressure, \
     parse_proc_cgroup
 from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.model.host import CgroupCpu, HostSample, Psi
 from gpuwatch.model.values import Maybe, Unsupported
-
-FIRST_WINDOW_S = 0.3
-"""The first sample measures over this short window (there is no previous tick to diff against)."""
 
 CGROUP_TTL_S = 10.0
 """How long the job's cgroup and its quota are kept before they are looked up again (its
@@ -184,11 +181,16 @@ class HostCollector(Collector):
         self._prev_cg: CgroupReading | None = None
         self._where: tuple[float, CgroupReading | Unsupported] | None = None
         self.others = OtherProcs(proc_root)
+        self._first = FirstWindow()
+
+    def probe(self) -> Unsupported | None:
+        self._baseline()
+        return None
 
     def sample(self) -> HostSample:
         if self._prev_cpu is None:
             self._baseline()
-            time.sleep(FIRST_WINDOW_S)
+        self._first.wait()  # the rest of a short first window, the first time
         now = time.monotonic()
         dt = max(now - self._prev_t, 1e-3)
         cpu, swap, mem = psutil.cpu_times(), psutil.swap_memory(), psutil.virtual_memory()
@@ -217,6 +219,7 @@ class HostCollector(Collector):
         self._prev_cpu, self._prev_swap, self._prev_t = psutil.cpu_times(), psutil.swap_memory(), time.monotonic()
         self._cgroup()
         self.others.baseline(self._job_pids())
+        self._first.open()
 
     def _cgroup(self) -> Maybe[CgroupCpu]:
         now = time.monotonic()

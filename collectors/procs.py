@@ -20,14 +20,11 @@ from dataclasses import dataclass
 
 import psutil
 
-from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.base import Collector, FirstWindow
 from gpuwatch.collectors.procfs import CLK_TCK, Task, age_s, read_age, read_tasks, read_waits
 from gpuwatch.collectors.target import Node, Target, TargetGone
 from gpuwatch.model.procs import ROLE_MAIN, ProcInfo, ProcsSample, ThreadCpu
 from gpuwatch.model.values import Maybe, Unsupported
-
-FIRST_WINDOW_S = 0.3
-"""The first sample measures over this short window (there is no previous tick to diff against)."""
 
 FRESH_TREE_S = 0.1
 """The table lists the processes of this moment: a tree another collector walked longer ago than
@@ -67,7 +64,7 @@ class ProcsCollector(Collector):
         self.root = proc_root
         self._handles: dict[tuple[int, float], psutil.Process] = {}
         self._prev: dict[tuple[int, float], _Reading] = {}
-        self._started = False
+        self._first = FirstWindow()
 
     def probe(self) -> Unsupported | None:
         try:
@@ -76,13 +73,17 @@ class ProcsCollector(Collector):
             return Unsupported(f"the target exited: {e}")
         if not os.path.exists(f"{self.root}/{self.target.pid}/task"):
             return Unsupported(f"{self.root}/{self.target.pid}/task is not readable: is /proc mounted?")
+        self._baseline()
         return None
 
+    def _baseline(self) -> None:
+        self._measure(self.target.tree())
+        self._first.open()
+
     def sample(self) -> ProcsSample:
-        if not self._started:
-            self._started = True
-            self._measure(self.target.tree())  # baseline, then a short first window
-            time.sleep(FIRST_WINDOW_S)
+        if self._first.start is None:
+            self._baseline()
+        self._first.wait()  # the rest of a short first window, the first time
         tree = self.target.tree(max_age=FRESH_TREE_S)
         rows = self._measure(tree)
         try:

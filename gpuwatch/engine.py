@@ -118,13 +118,14 @@ class Watch:
         """Start every collector's probe and first sample now, on its own thread, before an event
         loop runs: the TUI imports and starts Textual meanwhile (about half a second), so its first
         frame is not the sum of both. ``frames`` picks the results up."""
-        for c in self.collectors:
-            if c.field in self._early:
-                continue
+        todo = [c for c in self.collectors if c.field not in self._early]
+        # Every probe before any first sample: collectors that share a thread then take their
+        # baselines together and wait out one first window, not one each (collectors/base.py).
+        probes = {c.field: self._executor(c).submit(c.probe) for c in todo}
+        for c in todo:
             self._latest[c.field] = PENDING
-            ex = self._executor(c)
-            probe = ex.submit(c.probe)
-            self._early[c.field] = (probe, ex.submit(_sample_if_probe_ok, c, probe))
+            probe = probes[c.field]
+            self._early[c.field] = (probe, self._executor(c).submit(_sample_if_probe_ok, c, probe))
 
     def _executor(self, c: Collector) -> ThreadPoolExecutor:
         return self._named_executor(THREADS.get(c.field, c.field))

@@ -144,6 +144,30 @@ def test_prestart_takes_the_first_readings_before_the_loop_runs(sleeper):
     assert isinstance(frame.disk, Unsupported) and "disk went away" in frame.disk.reason
 
 
+def test_the_proc_readers_sharing_a_thread_all_make_the_first_frame(sleeper):
+    """disk, procs and host run back to back on one thread (engine.THREADS), each with a 0.3 s first
+    window: their probes take the baselines together, so the first frame, 0.6 s at most after the
+    start, carries all three instead of "no sample yet" for the last two."""
+    from gpuwatch.collectors.disk import DiskCollector
+    from gpuwatch.collectors.host import HostCollector
+    from gpuwatch.collectors.procs import ProcsCollector
+    from gpuwatch.engine import THREADS
+    from gpuwatch.model.values import known
+
+    assert THREADS["disk"] == THREADS["procs"] == THREADS["host"]
+    target = Target(sleeper.pid)
+    watch = Watch(target, [DiskCollector(target), ProcsCollector(target), HostCollector(target)], interval=1.0)
+    watch.prestart()
+
+    async def first():
+        async for f in watch.frames(duration=0.0):
+            return f
+
+    frame = asyncio.run(first())
+    assert known(frame.disk) and known(frame.procs) and known(frame.host), (frame.disk, frame.procs, frame.host)
+    assert [p.pid for p in frame.procs.processes] == [sleeper.pid]
+
+
 def test_samples_between_two_frames_are_merged_not_lost(sleeper):
     """A collector whose samples end at their own phase can finish twice between two ticks; with a
     ``merge`` (the stack collector) the frame carries both, so no dump is lost."""
