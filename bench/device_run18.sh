@@ -2,7 +2,7 @@
 # Eighteenth H200 run (sixth session): own cost with the collectors grouped on two threads
 # (gw-nvml: GPU and PCIe; gw-proc: procs, host, disk) instead of five, and the stack probe reading
 # again after a torn read (run 17's second TUI phase watched without stacks). TUI twice and --json
-# once, 90 s each, CPU from 30 s on, split per thread; then each collector alone (collector_cost).
+# once, 90 s each, CPU from 30 s on, split per thread.
 # Usage on the device (carry .whl):  COMMIT=<sha> bash bench/device_run18.sh
 set -u
 source bench/device_setup.sh || exit 1  # also sets R and step
@@ -14,12 +14,9 @@ main() {
   step "the TUI again"
   timeout 150 python3 -m bench.self --device cuda --duration 90 --alone 4 --steady-after 30 --skip "nvidia-smi,py-spy,nvitop,gpuwatch --json" --out "$R/self_tui2" > "$R/self_tui2.log" 2>&1
   tail -8 "$R/self_tui2.log" | grep -v "^$"
-  step "each collector alone, 30 ticks"
-  timeout 80 python3 -m bench.collector_cost --device cuda --ticks 30 --out "$R/collector_cost" > "$R/collector_cost.log" 2>&1
-  head -12 "$R/collector_cost/collector_cost.md"
 }
 
-timeout 500 bash -c "$(declare -f step main); R=$R; main"
+timeout 430 bash -c "$(declare -f step main); R=$R; main"
 step "packing"
 tar czf "$OUT/results.tgz" -C "$OUT" r && rm -rf "$R"
 ls -la "$OUT"
