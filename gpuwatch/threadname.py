@@ -1,6 +1,6 @@
 """OS-level names for gpuwatch's threads, so ``top -H``, ``ps -L`` and ``py-spy dump`` show which
-collector a thread runs (``gw-procs``, ``gw-gpus``, ...), and bench/self.py can split gpuwatch's
-CPU by thread exactly instead of by sampling.
+collectors a thread runs (``gw-nvml``, ``gw-proc``, ``gw-stacks``: gpuwatch/engine.py), and
+bench/self.py can split gpuwatch's CPU by thread exactly instead of by sampling.
 
 Python before 3.14 names its threads only inside Python: the kernel's ``comm`` stays the
 interpreter's name. prctl(PR_SET_NAME) is called through ctypes because no library in the

@@ -51,6 +51,8 @@ def moderate_cut(n: int) -> float:
     """The share of ``n`` main-thread samples at which a moderate share starts: WAIT_MODERATE, or
     MODERATE_MIN_SAMPLES samples' worth where the window holds fewer than 40."""
     return max(WAIT_MODERATE, MODERATE_MIN_SAMPLES / n) if n > 0 else WAIT_MODERATE
+
+
 WAIT_HIGH = 0.20
 """TF: input % >= 20 is "highly input-bound" (§11 uses it for stages 1 and 2)."""
 
