@@ -66,13 +66,13 @@ class Tick:
 def verdict_stage(verdict: dict) -> str:
     """The stage a verdict names, as ground truth spells it.
 
-    gpuwatch reports a CPU-only job whose own compute is the limit as stage "unknown" with a
-    non-zero confidence (an undecided verdict has confidence 0; gpuwatch/diagnosis/stages.py,
-    CPU_COMPUTE), so that reads as the scenarios' ``cpu_compute``.
+    gpuwatch reports a CPU-only job whose own compute is the limit as stage ``cpu_bound``; recordings
+    made before that stage existed say "unknown" with a non-zero confidence (an undecided verdict
+    has confidence 0). Both read as the scenarios' ``cpu_compute``.
     """
     stage = str(verdict.get("stage", "none"))
     conf = verdict.get("confidence")
-    if stage == "unknown" and isinstance(conf, (int, float)) and conf > 0:
+    if stage == "cpu_bound" or (stage == "unknown" and isinstance(conf, (int, float)) and conf > 0):
         return CPU_COMPUTE
     return stage
 

@@ -2,8 +2,7 @@
 
 On a GPU: healthy (bf16 MLP) -> decode-bound (few DataLoader workers decoding JPEGs) ->
 launch-bound (a deep, tiny model and ``.item()`` every step) -> PCIe-bound (pageable host-to-device
-copies). On the CPU: compute-bound (the healthy MLP; stage ``cpu_compute``, which gpuwatch shows
-as "unknown" naming the CPU) -> decode-bound -> idle (the job pauses, as during a checkpoint).
+copies). On the CPU: compute-bound (the healthy MLP; gpuwatch's stage ``cpu_bound``) -> decode-bound -> idle (the job pauses, as during a checkpoint).
 It needs only torch (pillow, if installed, gives real JPEG decoding; without it the workers run a
 CPU blur instead) and makes its own data. What it is doing goes to stderr; the ground truth goes
 to stdout as JSON lines ``{"t": unix_time, "stage": ..., "phase": ...}``. It keeps CPU use
@@ -184,8 +183,8 @@ def phases(device: str, dataset: _Images) -> list[Phase]:
             ("pcie-bound", "h2d", "128 MiB pageable batch copied to the GPU every step", _h2d),
         ]
     return [
-        # no GPU stage applies; gpuwatch shows this as "unknown" with a sentence naming the CPU
-        ("compute-bound", "cpu_compute", "MLP on data already in memory (the CPU's compute is the limit)", _healthy),
+        # no GPU stage applies: gpuwatch calls it CPU-bound
+        ("compute-bound", "cpu_bound", "MLP on data already in memory (the CPU's compute is the limit)", _healthy),
         decode,
         ("idle", "idle", "the job pauses (as during a checkpoint or evaluation)", _idle),
     ]

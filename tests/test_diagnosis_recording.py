@@ -39,8 +39,8 @@ def test_no_gpu_stage_without_a_gpu(verdicts):
 def test_each_phase_gets_a_fitting_verdict(verdicts):
     assert {verdicts[i].stage for i in PAUSED} == {v.IDLE}
     assert {verdicts[i].stage for i in DECODE} <= {v.DECODE, v.CONTENTION}
-    # Computing by itself: never an input stage (unknown = "compute-bound on the CPU", or contention).
-    assert {verdicts[i].stage for i in COMPUTE} <= {v.UNKNOWN, v.CONTENTION}
+    # Computing by itself: never an input stage (CPU-bound, or contention).
+    assert {verdicts[i].stage for i in COMPUTE} <= {v.CPU_BOUND, v.CONTENTION}
 
 
 def test_contention_names_the_neighbours_it_saw(verdicts):

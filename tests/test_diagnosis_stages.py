@@ -167,14 +167,14 @@ def test_cpu_only_jobs_are_diagnosed_for_io_decode_and_contention():
 
 def test_cpu_only_compute_bound_job_is_not_called_gpu_bound():
     verdict = last(replace(HEALTHY, gpu=None, cpu_count=2, usable=2, workers=2))
-    assert verdict.stage == v.UNKNOWN
-    assert "compute-bound on the CPU" in verdict.sentence and "no GPU" in verdict.sentence
+    assert verdict.stage == v.CPU_BOUND and verdict.confidence >= 0.5
+    assert verdict.sentence.startswith("CPU-bound") and "no GPU" in verdict.sentence
     assert verdict.speedup is None
 
 
 def test_a_job_that_holds_no_gpu_on_a_gpu_host():
     computing = last(replace(HEALTHY, gpu="none_held"))
-    assert computing.stage == v.UNKNOWN and "holds no GPU" in computing.sentence
+    assert computing.stage == v.CPU_BOUND and "holds no GPU" in computing.sentence
     sleeping = last(replace(IDLE, gpu="none_held"))
     assert sleeping.stage == v.IDLE and "holds no GPU" in sleeping.sentence
 

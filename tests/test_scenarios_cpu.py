@@ -199,7 +199,10 @@ def test_parse_tick_reads_the_headless_stream():
     assert parse_tick(line) == Tick(1700000000.5, "io", 0.7, None)
     assert parse_tick('{"schema":1,"type":"tick","frame":{"wall":1.0},"verdict":null}').stage == "none"
     assert parse_tick('{"schema":1,"type":"header"}') is None
-    # a CPU-only compute-bound job: "unknown" with a confidence (undecided has confidence 0)
+    # a CPU-only compute-bound job: cpu_bound, or in older recordings "unknown" with a confidence
+    # (undecided has confidence 0)
+    assert parse_tick('{"type":"tick","frame":{"wall":2.0},"verdict":{"stage":"cpu_bound","confidence":0.6}}'
+                      ).stage == "cpu_compute"
     cpu = '{"type":"tick","frame":{"wall":2.0},"verdict":{"stage":"unknown","confidence":0.6}}'
     assert parse_tick(cpu).stage == "cpu_compute"
     undecided = '{"type":"tick","frame":{"wall":2.0},"verdict":{"stage":"unknown","confidence":0.0}}'

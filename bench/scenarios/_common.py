@@ -24,9 +24,8 @@ from typing import Protocol
 
 EXIT_USAGE = 2
 CPU_COMPUTE = "cpu_compute"
-"""Ground truth of a job with no GPU whose own compute is the limit. Not one of gpuwatch's verdict
-stages (model/verdict.py): gpuwatch reports it as "unknown" with a non-zero confidence and a
-sentence naming the CPU (gpuwatch/diagnosis/stages.py), and bench/accuracy.py reads it so."""
+"""Ground truth of a job with no GPU whose own compute is the limit: gpuwatch's stage ``cpu_bound``
+(older recordings: "unknown" with a non-zero confidence); bench/accuracy.py reads both so."""
 DEFAULT_DURATION_S = 60.0
 METER_EVERY_S = 5.0
 """Seconds between two steps/s lines on stderr (often enough to watch, rare enough to read)."""

@@ -202,7 +202,8 @@ def _idle(f: dict, sub: str, s: Signals) -> str:
 def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
     where = "the job holds no GPU" if s.gpu.has_gpus else "there is no GPU to judge"
     wait = f", waiting for data {fmt(f.get('wait'))}" if f.get("wait") is not None else ""
-    return (f"Not input-bound: compute-bound on the CPU. The main thread computes the step itself "
+    return (f"CPU-bound: the job's own compute on the CPU is the limit, not its input. The main thread "
+            f"computes the step itself "
             f"({fmt(f.get('main_cpu'), 'cores')} CPU{wait}{_in(f.get('detail'))}); {where}, so no GPU stage applies.")
 
 

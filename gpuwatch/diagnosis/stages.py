@@ -11,12 +11,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from gpuwatch.diagnosis.evidence import Checks
-from gpuwatch.model.verdict import Evidence
+from gpuwatch.model.verdict import CPU_BOUND, Evidence
 
-CPU_COMPUTE = "cpu_compute"
-"""Internal: a job without a GPU whose main thread computes and does not wait for data. There is
-no GPU to be bound by, so the verdict says "unknown" with a sentence naming the CPU (documented
-choice: "gpu_bound" would claim a GPU that does not exist)."""
+CPU_COMPUTE = CPU_BOUND
+"""A job without a GPU whose main thread computes and does not wait for data: the verdict stage
+``cpu_bound`` ("gpu_bound" would claim a GPU that does not exist). Recordings made before it
+existed said "unknown" with a non-zero confidence; replay recomputes them as ``cpu_bound``."""
 OFF_PIPELINE = "off_pipeline"
 """Internal: the GPU starves while the main thread is mostly outside every training frame."""
 

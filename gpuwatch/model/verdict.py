@@ -11,12 +11,14 @@ GPU_MEMORY = "gpu_memory"
 LAUNCH = "launch"
 CONTENTION = "contention"
 GPU_BOUND = "gpu_bound"
+CPU_BOUND = "cpu_bound"
+"""A job with no GPU in use whose own compute on the CPU is the limit (the input keeps up)."""
 IDLE = "idle"
 UNKNOWN = "unknown"
 
 PIPELINE = (IO, DECODE, H2D, GPU_MEMORY, LAUNCH, CONTENTION)
 """The six stages in pipeline order, as the pipeline panel shows them."""
-STAGES = PIPELINE + (GPU_BOUND, IDLE, UNKNOWN)
+STAGES = PIPELINE + (GPU_BOUND, CPU_BOUND, IDLE, UNKNOWN)
 
 STAGE_TITLES = {
     IO: "Disk",
@@ -26,6 +28,7 @@ STAGE_TITLES = {
     LAUNCH: "Launch",
     CONTENTION: "Contention",
     GPU_BOUND: "GPU-bound",
+    CPU_BOUND: "CPU-bound",
     IDLE: "Idle",
     UNKNOWN: "Unknown",
 }

@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from statistics import median
 
-from gpuwatch.model.verdict import GPU_BOUND, IDLE, STAGE_TITLES, UNKNOWN, Verdict
+from gpuwatch.model.verdict import CPU_BOUND, GPU_BOUND, IDLE, STAGE_TITLES, UNKNOWN, Verdict
 from gpuwatch.report.model import (
     FAIL, WARN, CheckResult, EvidenceLine, Remedy, Segment, StallSummary, Summary,
 )
@@ -19,7 +19,7 @@ from gpuwatch.report.model import (
 Mark = tuple[float, str, float]
 """(monotonic t, stage, confidence) of one tick."""
 
-NO_REMEDY = (GPU_BOUND, IDLE, UNKNOWN)
+NO_REMEDY = (GPU_BOUND, CPU_BOUND, IDLE, UNKNOWN)
 FREQUENT_REMEDY = 0.5
 """A remedy missing from the latest verdict is still listed when it came with half the stage's ticks."""
 _NUMBERS = re.compile(r"\d+(\.\d+)?")
