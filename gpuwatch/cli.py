@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 EXIT_USAGE = 2
-SUBCOMMANDS = ("watch", "replay", "diagnose", "demo")
+SUBCOMMANDS = ("watch", "replay", "diagnose", "compare", "demo")
 
 
 class UsageError(Exception):
@@ -99,8 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
     _watch_options(d, pid_required=False)
     d.add_argument("--replay", metavar="FILE", default=None, help="diagnose a recording instead of a live job")
     d.add_argument("--duration", type=_positive("--duration", 1, 86400), default=60.0)
-    d.add_argument("--format", choices=("md", "json"), default="md")
+    d.add_argument("--format", choices=("md", "json"), default="md", help="md (default), json for tools")
     d.add_argument("-o", "--output", metavar="FILE", default=None)
+
+    c = sub.add_parser("compare", help="what changed between two runs (recordings or JSON reports)")
+    c.add_argument("before", metavar="BEFORE", help="recording or `diagnose --format json` report of the run before")
+    c.add_argument("after", metavar="AFTER", help="the same, after the fix")
+    c.add_argument("--format", choices=("text", "md", "json"), default="text")
+    c.add_argument("-o", "--output", metavar="FILE", default=None)
 
     m = sub.add_parser("demo", help="start a small bundled training job and watch it")
     m.add_argument("--json", action="store_true")
@@ -120,7 +126,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise SystemExit(0)
     ns = build_parser().parse_args(argv)
     if ns.command is None:
-        raise UsageError("give --pid PID, or one of: replay, diagnose, demo (see gpuwatch --help)")
+        raise UsageError("give --pid PID, or one of: replay, diagnose, compare, demo (see gpuwatch --help)")
     if ns.command == "diagnose" and (ns.pid is None) == (ns.replay is None):
         raise UsageError("diagnose takes either --pid PID or --replay FILE")
     return ns
@@ -195,6 +201,8 @@ def _dispatch(ns: argparse.Namespace) -> int:
         elif not os.path.isfile(ns.replay):
             raise UsageError(f"no recording at {ns.replay}")
         return commands.diagnose(ns)
+    if ns.command == "compare":
+        return commands.compare(ns)
     if ns.command == "demo":
         return commands.demo(ns)
     raise UsageError(f"unknown command {ns.command}")

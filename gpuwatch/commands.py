@@ -90,6 +90,13 @@ def diagnose(ns: argparse.Namespace) -> int:
     return run_diagnose(ns)
 
 
+def compare(ns: argparse.Namespace) -> int:
+    from gpuwatch.cli import UsageError
+    from gpuwatch.compare import run_compare
+
+    return run_compare(ns, UsageError)
+
+
 def demo(ns: argparse.Namespace) -> int:
     from gpuwatch.demo import run_demo
 

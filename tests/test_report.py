@@ -250,9 +250,9 @@ def test_evidence_renders_per_stage_with_median_and_share():
 
 
 def test_a_report_that_cannot_be_written_goes_to_stdout_instead(tmp_path, capsys):
-    from gpuwatch.report import _write
+    from gpuwatch.output import write_text
 
-    assert _write("# the report\n", str(tmp_path)) == 1  # a folder: open() fails after the watch
+    assert write_text("# the report\n", str(tmp_path)) == 1  # a folder: open() fails after the watch
     captured = capsys.readouterr()
     assert captured.out == "# the report\n"
     assert f"cannot write {tmp_path}" in captured.err and "the report went to stdout" in captured.err

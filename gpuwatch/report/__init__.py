@@ -14,6 +14,7 @@ import sys
 
 from gpuwatch.collectors.environment import Environment, probe_environment
 from gpuwatch.model.values import Maybe, Unsupported
+from gpuwatch.output import check_writable, write_text
 from gpuwatch.report.build import build_report
 from gpuwatch.report.gather import Collected, from_frames, watch_live
 from gpuwatch.report.progress import Progress
@@ -31,14 +32,14 @@ def run_diagnose(ns: argparse.Namespace) -> int:
     from gpuwatch.cli import UsageError
 
     if ns.output:
-        _check_writable(ns.output, UsageError)
+        check_writable(ns.output, UsageError)
     if ns.replay:
         report = _replay(ns, UsageError)
     else:
         got, env = asyncio.run(_live(ns, UsageError))
         report = build_report(got, env, "live", pid=ns.pid, requested_s=ns.duration)
     text = render_json(report) if ns.format == "json" else render_markdown(report)
-    return _write(text, ns.output)
+    return write_text(text, ns.output)
 
 
 def _replay(ns: argparse.Namespace, usage_error: type[Exception]):
@@ -82,30 +83,3 @@ async def _live(ns: argparse.Namespace, usage_error: type[Exception]) -> tuple[C
     finally:
         progress.done()
     return got, await env_job
-
-
-def _check_writable(path: str, usage_error: type[Exception]) -> None:
-    """Refuse an output path we could not write, before spending minutes watching."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise usage_error(f"cannot write {path}: no folder {folder}")
-    if os.path.isdir(path):
-        raise usage_error(f"cannot write {path}: it is a folder")
-    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
-        raise usage_error(f"cannot write {path}: permission denied")
-
-
-def _write(text: str, path: str | None) -> int:
-    if not path:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return 0
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        sys.stdout.write(text)  # the watched minutes are not lost: the report goes to stdout instead
-        print(f"gpuwatch: error: cannot write {path}: {e.strerror or e}; the report went to stdout", file=sys.stderr)
-        return 1
-    print(f"gpuwatch: report written to {path}", file=sys.stderr)
-    return 0

@@ -9,7 +9,9 @@ from gpuwatch.report.checks import run_checks
 from gpuwatch.report.checks_gpu import links_under_load
 from gpuwatch.report.gaps import collect_gaps
 from gpuwatch.report.gather import Collected
+from gpuwatch.report.measure import run_figures
 from gpuwatch.report.model import Report, Source
+from gpuwatch.report.series import run_series
 from gpuwatch.report.stacks import hot_stacks
 
 
@@ -33,16 +35,19 @@ def build_report(
         requested_s=requested_s, frames=len(got.marks), ended=got.ended, early=early, bad_lines=bad_lines,
     )
     checks = run_checks(got.frames, got.verdicts, environment)
+    remedies = sections.remedies(got.marks, got.verdicts, checks)
     return Report(
         source=source,
         environment=environment,
         links=links_under_load(got.frames),
         summary=sections.summary(got.marks, got.verdicts),
         checks=checks,
-        remedies=sections.remedies(got.marks, got.verdicts, checks),
+        remedies=remedies,
         timeline=sections.timeline(got.marks, got.interval),
         evidence=sections.evidence(got.verdicts),
         stall=sections.stall(got.verdicts),
         stacks=hot_stacks(got.frames),
         not_checked=collect_gaps(got.frames, environment),
+        figures=run_figures(got.marks, run_series(got.frames, got.verdicts), got.frames, remedies, covered,
+                            source.cmdline),
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gpuwatch.collectors.environment import Environment
 from gpuwatch.model.values import Maybe
+from gpuwatch.report.figures import Figures
 
 REPORT_SCHEMA = 1
 """Version of the report's JSON (docs/REPORT_SCHEMA.md). Bumped on any incompatible change."""
@@ -168,3 +169,5 @@ class Report:
     stall: StallSummary | None
     stacks: tuple[HotStack, ...]
     not_checked: tuple[Gap, ...]
+    figures: Figures | None = None
+    """The run's headline figures (what ``gpuwatch compare`` reads); None in reports from before them."""

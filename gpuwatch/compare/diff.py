@@ -1,0 +1,159 @@
+"""Two runs' figures side by side: one row per measure, with the change and whether it is for the
+better, plus notes where the two runs are not like for like (other GPUs, another command)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwatch.model.verdict import GPU_BOUND, PIPELINE, STAGE_TITLES
+from gpuwatch.report.figures import Figures, Mean
+
+HIGHER, LOWER, NEUTRAL = 1, -1, 0
+"""Which way a measure moves when the job gets better."""
+SAME_WITHIN = 0.05
+"""A change smaller than this share of the larger value (or, for percentages, than 1 point) reads "same"."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    group: str
+    """"stage time", "GPU", "input", "PCIe", "host", "stalls", "speed-up left"."""
+    key: str
+    """Stable id for tools (e.g. "gpu_busy", "stage.io")."""
+    label: str
+    unit: str
+    """"%" (0-100), "x", "B/s", "% of a core", "" (a count)."""
+    before: float | None
+    after: float | None
+    better: int
+    """HIGHER, LOWER or NEUTRAL."""
+    note: str = ""
+
+    @property
+    def change(self) -> float | None:
+        return None if self.before is None or self.after is None else self.after - self.before
+
+    @property
+    def verdict(self) -> str:
+        """"better", "worse", "same", "changed" (a neutral measure) or "not comparable"."""
+        d = self.change
+        if d is None:
+            return "not comparable"
+        big = max(abs(self.before), abs(self.after))  # type: ignore[arg-type]
+        tol = 1.0 if self.unit.startswith("%") else SAME_WITHIN * big
+        if abs(d) <= tol:
+            return "same"
+        if self.better == NEUTRAL:
+            return "changed"
+        return "better" if (d > 0) == (self.better == HIGHER) else "worse"
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    before: Figures
+    after: Figures
+    before_path: str
+    after_path: str
+    rows: tuple[Row, ...]
+    notes: tuple[str, ...]
+    """Where the two runs differ in kind, and measures one side could not read."""
+
+
+def compare(before: Figures, after: Figures, before_path: str = "BEFORE", after_path: str = "AFTER") -> Comparison:
+    rows = _stage_rows(before, after) + _measure_rows(before, after) + _stall_rows(before, after)
+    rows += (_speedup_row(before, after),)
+    return Comparison(before, after, before_path, after_path, rows, _notes(before, after, rows))
+
+
+def _stage_rows(b: Figures, a: Figures) -> tuple[Row, ...]:
+    sb, sa = dict(b.stage_shares), dict(a.stage_shares)
+    order = [s for s, _ in b.stage_shares] + [s for s, _ in a.stage_shares if s not in sb]
+    return tuple(Row("stage time", f"stage.{s}", STAGE_TITLES.get(s, s), "%", 100.0 * sb.get(s, 0.0),
+                     100.0 * sa.get(s, 0.0), _stage_better(s)) for s in order)
+
+
+def _stage_better(stage: str) -> int:
+    """Less time held back by a pipeline stage is better, more time GPU-bound is better; idle and
+    unknown time are neither."""
+    return LOWER if stage in PIPELINE else HIGHER if stage == GPU_BOUND else NEUTRAL
+
+
+MEASURES = (
+    ("GPU", "gpu_busy", "GPU busy (NVML utilization)", "%", HIGHER),
+    ("GPU", "sm_active", "SM active (GPM)", "%", HIGHER),
+    ("input", "data_wait", "main thread waiting for data", "%", LOWER),
+    ("input", "worker_cpu", "DataLoader workers' CPU", "% of a core", NEUTRAL),
+    ("input", "workers", "DataLoader workers", "", NEUTRAL),
+    ("PCIe", "pcie_rx", "host to device", "B/s", NEUTRAL),
+    ("PCIe", "pcie_tx", "device to host", "B/s", NEUTRAL),
+    ("host", "host_cpu", "host CPU busy", "%", NEUTRAL),
+    ("host", "cpu_pressure", "CPU pressure (some, avg10)", "%", LOWER),
+    ("host", "io_pressure", "I/O pressure (some, avg10)", "%", LOWER),
+)
+
+
+def _measure_rows(b: Figures, a: Figures) -> tuple[Row, ...]:
+    out = []
+    for group, key, label, unit, better in MEASURES:
+        mb, ma = getattr(b, key), getattr(a, key)
+        out.append(Row(group, key, label, unit, mb.value, ma.value, better, _missing(mb, ma)))
+    return tuple(out)
+
+
+def _stall_rows(b: Figures, a: Figures) -> tuple[Row, ...]:
+    share = Row("stalls", "stall_share", "time with a periodic GPU stall", "%", 100.0 * b.stall_share,
+                100.0 * a.stall_share, LOWER)
+    if b.stall_period_s is None and a.stall_period_s is None:
+        return (share,)
+    return share, Row("stalls", "stall_period_s", "stall period (median)", "s", b.stall_period_s, a.stall_period_s,
+                      NEUTRAL, "" if None not in (b.stall_period_s, a.stall_period_s) else "seen in one run only")
+
+
+def _speedup_row(b: Figures, a: Figures) -> Row:
+    """The estimated whole-run speed-up still on the table: 1.0 (nothing left) where no remedy came
+    with an estimate and the run was mostly GPU-bound, else not known."""
+    def left(f: Figures) -> tuple[float | None, str]:
+        if f.speedup_left is not None:
+            return f.speedup_left.factor, STAGE_TITLES.get(f.speedup_left.stage, f.speedup_left.stage)
+        top = f.stage_shares[0][0] if f.stage_shares else None
+        return (1.0, "nothing to fix") if top == GPU_BOUND else (None, "not estimated")
+
+    vb, wb = left(b)
+    va, wa = left(a)
+    return Row("speed-up left", "speedup_left", "estimated speed-up left", "x", vb, va, LOWER,
+               f"before: {wb}; after: {wa}")
+
+
+def _missing(mb: Mean, ma: Mean) -> str:
+    if mb.value is None and ma.value is None:
+        return "not measured in either run"
+    if mb.value is None:
+        return "not measured before"
+    if ma.value is None:
+        return "not measured after"
+    return ""
+
+
+def _notes(b: Figures, a: Figures, rows: tuple[Row, ...]) -> tuple[str, ...]:
+    notes = []
+    if b.gpus != a.gpus:
+        notes.append(f"The runs used different GPUs (before: {_gpus(b)}; after: {_gpus(a)}): GPU and PCIe "
+                     "figures compare different hardware.")
+    if b.cmdline and a.cmdline and b.cmdline != a.cmdline:
+        notes.append("The runs are different commands, so they may be different jobs "
+                     f"(before: {_short(b.cmdline)}; after: {_short(a.cmdline)}).")
+    for r in rows:
+        if r.group in ("GPU", "input", "PCIe", "host") and r.note:
+            notes.append(f"{r.label}: {r.note}.")
+    return tuple(notes)
+
+
+def _gpus(f: Figures) -> str:
+    if not f.gpus:
+        return "none readable"
+    names = sorted(set(f.gpus))
+    return ", ".join(f"{f.gpus.count(n)} x {n}" if f.gpus.count(n) > 1 else n for n in names)
+
+
+def _short(s: str, n: int = 80) -> str:
+    return s if len(s) <= n else s[: n - 3] + "..."

@@ -1,0 +1,99 @@
+"""Reads one side of ``gpuwatch compare``: a recording (JSONL, optionally .gz) or a JSON report of
+``gpuwatch diagnose --format json``. Anything else raises :class:`Unreadable` with one line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from dataclasses import dataclass
+
+from gpuwatch.model.codec import DecodeError, from_dict
+from gpuwatch.model.values import Unsupported
+from gpuwatch.replay import load_frames
+from gpuwatch.report.build import build_report
+from gpuwatch.report.figures import Figures
+from gpuwatch.report.gather import from_frames
+from gpuwatch.report.series import Tick, run_series
+
+MAX_REPORT = 64 * 1024 * 1024
+"""A JSON report is read whole; one larger than this is not a report gpuwatch wrote."""
+
+
+class Unreadable(Exception):
+    """An input compare cannot use; the message is the one line the user sees."""
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    path: str
+    kind: str
+    """"recording" or "report"."""
+    figures: Figures
+    series: tuple[Tick, ...] | None
+    """Per-tick series (recordings only: a JSON report holds the figures, not the ticks)."""
+    bad_lines: int = 0
+
+
+def load_side(path: str) -> Side:
+    if os.path.isdir(path):
+        raise Unreadable(f"{path} is a folder, not a recording or a report")
+    try:
+        first = _first_line(path)
+    except FileNotFoundError:
+        raise Unreadable(f"no such file: {path}") from None
+    except OSError as e:
+        raise Unreadable(f"cannot read {path}: {e.strerror or e}") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile):
+        raise Unreadable(f"{path}: the compressed data is damaged") from None
+    if not first.strip():
+        raise Unreadable(f"{path} is empty: neither a recording nor a report")
+    if first.strip() == b"{":  # diagnose --format json is indented; a recording is one object a line
+        return _report(path)
+    return _recording(path)
+
+
+def _first_line(path: str) -> bytes:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        return f.readline(4096)
+
+
+def _report(path: str) -> Side:
+    try:
+        if os.path.getsize(path) > MAX_REPORT:
+            raise Unreadable(f"{path} is over {MAX_REPORT >> 20} MiB: not a gpuwatch report")
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rb") as f:
+            doc = json.loads(f.read(MAX_REPORT + 1))
+    except OSError as e:
+        raise Unreadable(f"cannot read {path}: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError, EOFError, zlib.error):
+        raise Unreadable(f"{path} is not valid JSON: neither a recording nor a report") from None
+    if not isinstance(doc, dict) or doc.get("type") != "report":
+        raise Unreadable(f"{path} is JSON but not a gpuwatch report (no \"type\": \"report\")")
+    if doc.get("figures") is None:
+        raise Unreadable(f"{path} is a report from a gpuwatch without run figures: "
+                         "diagnose the recording again, or compare the recording itself")
+    try:
+        figures = from_dict(Figures, doc["figures"])
+    except (DecodeError, TypeError, ValueError) as e:
+        raise Unreadable(f"{path}: the report's figures do not read ({str(e)[:120]})") from None
+    return Side(path=path, kind="report", figures=figures, series=None)
+
+
+def _recording(path: str) -> Side:
+    bad: list[object] = []
+    try:
+        frames = load_frames(path, bad.append)
+    except OSError as e:
+        raise Unreadable(f"cannot read {path}: {e.strerror or e}") from None
+    if not frames:
+        why = f" ({bad[0]})" if bad else ""
+        raise Unreadable(f"{path} holds no frames: neither a recording nor a report{why}")
+    got = from_frames(frames)
+    report = build_report(got, Unsupported("not needed for compare"), "replay", path=path, bad_lines=len(bad))
+    assert report.figures is not None
+    return Side(path=path, kind="recording", figures=report.figures, series=run_series(got.frames, got.verdicts),
+                bad_lines=len(bad))

@@ -1,0 +1,54 @@
+"""A run's headline figures: what ``gpuwatch compare`` sets side by side, and what the JSON report
+carries so that two reports can be compared without their recordings.
+
+Means are over the ticks that had a reading (``Mean.ticks`` says how many), so an unreadable signal
+reads "not measured", never 0. Computed by :mod:`gpuwatch.report.measure`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Mean:
+    value: float | None
+    """Mean over the ticks with a reading; None when no tick had one."""
+    ticks: int
+    """Ticks with a reading."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedupLeft:
+    stage: str
+    factor: float
+    """Whole-run speed-up (x times) if this stage were fixed: the report's largest remedy estimate."""
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    ticks: int
+    covered_s: float
+    gpus: tuple[str, ...]
+    """Names of the job's GPUs, e.g. ("NVIDIA H200",); empty without NVML."""
+    cmdline: str
+    stage_shares: tuple[tuple[str, float], ...]
+    """(stage, share of the ticks 0..1), largest first."""
+    gpu_busy: Mean
+    sm_active: Mean
+    data_wait: Mean
+    worker_cpu: Mean
+    workers: Mean
+    """DataLoader worker processes."""
+    pcie_rx: Mean
+    pcie_tx: Mean
+    host_cpu: Mean
+    cpu_pressure: Mean
+    io_pressure: Mean
+    stall_share: float
+    """Share of the kept ticks whose verdict carried a periodic GPU stall."""
+    stall_period_s: float | None
+    """Median period of those stalls."""
+    speedup_left: SpeedupLeft | None
+    """None when no remedy came with an estimate (a healthy run, or too little evidence)."""
+

@@ -1,0 +1,145 @@
+"""Per-tick series of a watched run, for the HTML report's charts and the figures ``compare`` reads.
+
+One value per kept frame (``Collected.frames``), ``None`` where the collector could not read it,
+never a made-up 0. The GPU values cover the GPUs the job uses (every GPU listed when NVML names
+none of them as the job's). Pure: frames and verdicts in, numbers out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gpuwatch.model import stacks as lb
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.gpu import GpuSample
+from gpuwatch.model.procs import ROLE_WORKER
+from gpuwatch.model.stacks import ROLE_MAIN_THREAD, StackSample
+from gpuwatch.model.values import known
+from gpuwatch.model.verdict import Verdict
+
+DATA_WAIT_WINDOW_S = 5.0
+"""Main-thread stack samples are pooled over this many seconds: one dump or two a second alone
+would read 0 % or 100 % each tick (a dump sees the main thread in one place)."""
+WAIT_LABELS = (lb.DATA_WAIT, lb.DATA_IPC)
+"""The main thread waiting for a batch: the same two labels the verdict counts as data wait."""
+WORKER_STATES = (("running", ("R",)), ("sleeping", ("S", "I")), ("disk", ("D",)))
+"""Worker process states as the kernel reports them (/proc/PID/stat), grouped as the chart shows them;
+any other state counts as "other"."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    t_s: float
+    """Seconds from the first frame."""
+    stage: str
+    gpu_busy: float | None
+    """NVML utilization.gpu, percent, mean over the job's GPUs."""
+    sm_active: float | None
+    """GPM SM active, percent, mean over the job's GPUs (Hopper and newer)."""
+    data_wait: float | None
+    """Percent of main-thread stack samples waiting for a batch over the last DATA_WAIT_WINDOW_S."""
+    worker_cpu: float | None
+    """DataLoader workers' CPU summed, percent of one core."""
+    workers: dict[str, int] | None
+    """Worker processes per state (running, sleeping, disk, other)."""
+    pcie_rx: float | None
+    """Host-to-device bytes per second, summed over the job's GPUs."""
+    pcie_tx: float | None
+    host_cpu: float | None
+    """Host CPU busy, percent."""
+    cpu_pressure: float | None
+    """Pressure stall information, ``some`` avg10 percent."""
+    io_pressure: float | None
+    memory_pressure: float | None
+    stall_period_s: float | None
+    """The verdict's periodic GPU stall at this tick (None: none seen)."""
+    stall_idle_s: float | None
+
+
+def run_series(frames: Sequence[Frame], verdicts: Sequence[Verdict]) -> tuple[Tick, ...]:
+    """One Tick per frame (``verdicts`` aligned with ``frames``)."""
+    if not frames:
+        return ()
+    t0 = frames[0].t
+    stacks = _stack_samples(frames)
+    out = []
+    for f, v in zip(frames, verdicts):
+        gpus = job_gpus(f)
+        rx, tx = _pcie(f, {g.index for g in gpus} if gpus is not None else None)
+        psi = f.host.psi if known(f.host) and known(f.host.psi) else None
+        out.append(Tick(
+            t_s=round(f.t - t0, 3),
+            stage=v.stage,
+            gpu_busy=_mean(g.util_gpu for g in gpus or () if not g.lost),
+            sm_active=_mean(g.gpm.sm_active for g in gpus or () if not g.lost and known(g.gpm)),
+            data_wait=data_wait(stacks, f.t),
+            worker_cpu=(sum(p.cpu_pct for p in f.procs.processes if p.role == ROLE_WORKER)
+                        if known(f.procs) else None),
+            workers=worker_states(f),
+            pcie_rx=rx,
+            pcie_tx=tx,
+            host_cpu=f.host.cpu_pct if known(f.host) else None,
+            cpu_pressure=psi.cpu_some if psi else None,
+            io_pressure=psi.io_some if psi else None,
+            memory_pressure=psi.mem_some if psi else None,
+            stall_period_s=v.stall.period_s if v.stall else None,
+            stall_idle_s=v.stall.idle_s if v.stall else None,
+        ))
+    return tuple(out)
+
+
+def job_gpus(f: Frame) -> tuple[GpuSample, ...] | None:
+    """The GPUs the job uses (all listed when none is marked as the job's); None without NVML."""
+    if not known(f.gpus):
+        return None
+    used = tuple(g for g in f.gpus if g.used_by_target)
+    return used or tuple(f.gpus)
+
+
+def data_wait(stacks: Sequence[StackSample], t: float) -> float | None:
+    """Percent of main-thread samples labelled as waiting for data in (t - window, t]."""
+    n = wait = 0
+    for s in stacks:
+        if t - DATA_WAIT_WINDOW_S < s.t <= t:
+            for th in s.threads:
+                if th.role == ROLE_MAIN_THREAD:
+                    n += 1
+                    wait += th.label in WAIT_LABELS
+    return 100.0 * wait / n if n else None
+
+
+def worker_states(f: Frame) -> dict[str, int] | None:
+    if not known(f.procs):
+        return None
+    out = {name: 0 for name, _ in WORKER_STATES} | {"other": 0}
+    for p in f.procs.processes:
+        if p.role == ROLE_WORKER:
+            out[next((name for name, codes in WORKER_STATES if p.state in codes), "other")] += 1
+    return out
+
+
+def _stack_samples(frames: Sequence[Frame]) -> list[StackSample]:
+    """Each stack sample once (a slow collector's sample repeats across frames)."""
+    seen: dict[float, StackSample] = {}
+    for f in frames:
+        if known(f.stacks):
+            seen.setdefault(f.stacks.t, f.stacks)
+    return sorted(seen.values(), key=lambda s: s.t)
+
+
+def _pcie(f: Frame, indexes: set[int] | None) -> tuple[float | None, float | None]:
+    if not known(f.pcie):
+        return None, None
+    mine = [s for s in f.pcie if indexes is None or s.index in indexes]
+    return _sum(s.rx_bps for s in mine), _sum(s.tx_bps for s in mine)
+
+
+def _mean(values) -> float | None:
+    vals = [float(v) for v in values if known(v) and v == v]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _sum(values) -> float | None:
+    vals = [float(v) for v in values if known(v) and v == v]
+    return sum(vals) if vals else None

@@ -1,0 +1,128 @@
+"""``gpuwatch compare``: real H200 recordings of an input-bound job (disk) and a healthy one
+(bench/results/2026-12-02-h200/acc, see bench/RESULTS.md), as recordings and as JSON reports; the
+figures are checked against numbers read straight from the recordings' JSON lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuwatch.cli import main
+from gpuwatch.compare.diff import compare
+from gpuwatch.compare.load import load_side
+
+ROOT = Path(__file__).resolve().parents[1]
+ACC = ROOT / "bench" / "results" / "2026-12-02-h200" / "acc"
+IO, HEALTHY = str(ACC / "io.jsonl"), str(ACC / "healthy.jsonl")
+CPU_ONLY = str(ROOT / "tests" / "data" / "report" / "cpu_train_w2.jsonl")
+
+
+def raw_ticks(path: str) -> list[dict]:
+    return [r for r in map(json.loads, Path(path).read_text().splitlines()) if r.get("type") == "tick"]
+
+
+def mean_gpu_busy(path: str) -> float:
+    """NVML utilization of the job's GPU, straight from the recorded JSON."""
+    vals = [g["util_gpu"] for r in raw_ticks(path) for g in r["frame"]["gpus"]
+            if g["used_by_target"] and isinstance(g["util_gpu"], (int, float))]
+    return sum(vals) / len(vals)
+
+
+def mean_worker_cpu(path: str) -> float:
+    vals = [sum(p["cpu_pct"] for p in r["frame"]["procs"]["processes"] if p["role"] == "worker")
+            for r in raw_ticks(path)]
+    return sum(vals) / len(vals)
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main(["compare", *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def io_vs_healthy():
+    return compare(load_side(IO).figures, load_side(HEALTHY).figures, IO, HEALTHY)
+
+
+def row(c, key):
+    return next(r for r in c.rows if r.key == key)
+
+
+def test_the_fix_shows_as_disk_time_gone_and_the_gpu_busy(io_vs_healthy):
+    c = io_vs_healthy
+    assert row(c, "stage.io").before > 90 and row(c, "stage.io").after == 0 and row(c, "stage.io").verdict == "better"
+    assert row(c, "stage.gpu_bound").after > 80 and row(c, "stage.gpu_bound").verdict == "better"
+    busy = row(c, "gpu_busy")
+    assert busy.before == pytest.approx(mean_gpu_busy(IO), abs=1e-3)
+    assert busy.after == pytest.approx(mean_gpu_busy(HEALTHY), abs=1e-3)
+    assert busy.verdict == "better"
+    assert row(c, "worker_cpu").before == pytest.approx(mean_worker_cpu(IO), abs=1e-3)
+    assert row(c, "data_wait").before > 80 and row(c, "data_wait").after < 10
+    left = row(c, "speedup_left")
+    assert left.before > left.after and left.verdict == "better"
+    assert "Disk" in left.note
+    # the stage shares of each side add up to the whole run
+    assert sum(r.before for r in c.rows if r.group == "stage time") == pytest.approx(100.0, abs=0.1)
+    assert sum(r.after for r in c.rows if r.group == "stage time") == pytest.approx(100.0, abs=0.1)
+    # one GPU model, but two different commands: said once, and the figures still compared
+    assert not any("different GPUs" in n for n in c.notes)
+    assert any("different commands" in n for n in c.notes)
+
+
+def test_a_json_report_compares_like_its_recording(tmp_path, capsys, io_vs_healthy):
+    rep = tmp_path / "io.json"
+    assert main(["diagnose", "--replay", IO, "--format", "json", "-o", str(rep)]) == 0
+    side = load_side(str(rep))
+    assert side.kind == "report" and side.series is None
+    assert side.figures == load_side(IO).figures
+    rc, out, err = run(capsys, str(rep), HEALTHY, "--format", "json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["type"] == "compare"
+    got = {r["key"]: r for r in doc["rows"]}
+    assert got["gpu_busy"]["before"] == pytest.approx(row(io_vs_healthy, "gpu_busy").before)
+    assert got["stage.io"]["verdict"] == "better"
+
+
+def test_text_and_markdown(capsys):
+    rc, out, _ = run(capsys, IO, HEALTHY)
+    assert rc == 0
+    assert "GPU busy (NVML utilization)" in out and "Disk" in out and "10.00x" in out
+    rc, md, _ = run(capsys, IO, HEALTHY, "--format", "md")
+    assert rc == 0 and md.startswith("# gpuwatch compare")
+    table = [line for line in md.splitlines() if line.startswith("| ")]
+    assert all(line.count("|") == table[0].count("|") for line in table)  # no cell breaks the table
+
+
+def test_another_gpu_is_said_and_the_rest_still_compared(capsys):
+    c = compare(load_side(HEALTHY).figures, load_side(CPU_ONLY).figures)
+    assert any("different GPUs" in n and "NVIDIA H200" in n and "none readable" in n for n in c.notes)
+    assert row(c, "gpu_busy").after is None and row(c, "gpu_busy").verdict == "not comparable"
+    assert any("GPU busy" in n and "not measured after" in n for n in c.notes)
+    assert row(c, "worker_cpu").before is not None and row(c, "worker_cpu").after is not None
+
+
+@pytest.mark.parametrize("content, says", [
+    (None, "no such file"),
+    (b"", "is empty"),
+    (b"hello\n", "holds no frames"),
+    (b'{\n "type": "tick"\n}\n', "not a gpuwatch report"),
+    (b'{\n "type": "report"\n}\n', "without run figures"),
+    (b"{\n not json", "not valid JSON"),
+    (b"\x1f\x8b\x08\x00junk", "holds no frames"),
+])
+def test_unreadable_inputs_get_one_line_and_exit_2(tmp_path, capsys, content, says):
+    bad = tmp_path / "bad.jsonl"
+    if content is not None:
+        bad.write_bytes(content)
+    rc, out, err = run(capsys, str(bad), HEALTHY)
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and says in err
+
+
+def test_a_folder_is_refused(tmp_path, capsys):
+    rc, _, err = run(capsys, HEALTHY, str(tmp_path))
+    assert rc == 2 and "is a folder" in err
