@@ -18,7 +18,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gpuwatch.cli import UsageError
-from gpuwatch.exporter import METRICS, start_exporter
+from gpuwatch.exporter import start_exporter
+from gpuwatch.prom_families import FAMILIES as METRICS
+from gpuwatch.prom_families import LEVELS
 from gpuwatch.model import GpmMetrics, Unsupported
 from gpuwatch.model.verdict import DECODE, IO, LEVEL_BOTTLENECK, LEVEL_OK, LEVEL_WARNING, PIPELINE, STAGES, Verdict
 from tests.test_ranks import ddp_frame
@@ -87,17 +89,18 @@ def test_gpu_metrics_match_the_frame(exporter):
     m = scrape(exporter.port)
     assert val(m, "gpuwatch_target_up") == 1.0
     assert val(m, "gpuwatch_frame_timestamp_seconds") == frame.wall
-    assert val(m, "gpuwatch_gpu_utilization_percent", gpu=0) == 100.0
+    assert val(m, "gpuwatch_gpu_utilization_ratio", gpu=0) == 1.0
     assert val(m, "gpuwatch_gpu_memory_used_bytes", gpu=0) == float(40 << 30)
     assert val(m, "gpuwatch_gpu_power_watts", gpu=0) == 650.0
     assert val(m, "gpuwatch_gpu_sm_clock_hertz", gpu=0) == 1448e6
-    assert val(m, "gpuwatch_gpu_throttled_percent", gpu=0, reason="sw_power_cap") == 50.0
-    assert val(m, "gpuwatch_gpm_sm_active_percent", gpu=0) == 96.6
-    assert val(m, "gpuwatch_gpm_pcie_rx_bytes_per_second", gpu=0) == 13.0 * MIB
+    assert val(m, "gpuwatch_gpu_throttled_seconds_total", gpu=0, reason="sw_power_cap") == 0.0  # first sample: no window yet
+    assert val(m, "gpuwatch_gpu_clock_event_reason", gpu=0, reason="sw_power_cap") == 1.0  # bit 0x4
+    assert val(m, "gpuwatch_gpu_clock_event_reason", gpu=0, reason="hw_slowdown") == 0.0
+    assert val(m, "gpuwatch_gpm_sm_active_ratio", gpu=0) == pytest.approx(0.966)
     assert val(m, "gpuwatch_gpu_info", gpu=0, uuid="GPU-0aaa", name="test") == 1.0
     assert val(m, "gpuwatch_gpu_process_memory_used_bytes", gpu=0, pid=200, rank=0, target=1) == float(1 << 30)
-    assert val(m, "gpuwatch_gpu_process_sm_percent", gpu=1, pid=999, rank="", target=0) == 40.0
-    assert val(m, "gpuwatch_pcie_rx_bytes_per_second", gpu=2) == 2.0
+    assert val(m, "gpuwatch_gpu_process_sm_utilization_ratio", gpu=1, pid=999, rank="", target=0) == 0.4
+    assert val(m, "gpuwatch_pcie_rx_bytes_total", gpu=2) == 0.0
     assert val(m, "gpuwatch_pcie_link_generation", gpu=1) == 5.0
 
 
@@ -105,36 +108,36 @@ def test_unreadable_values_are_absent_not_zero(exporter):
     exporter(full_gpu_frame(), verdict())
     m = scrape(exporter.port)
     assert val(m, "gpuwatch_gpu_temperature_celsius", gpu=0) is None
-    assert val(m, "gpuwatch_gpm_pcie_tx_bytes_per_second", gpu=0) is None
     assert val(m, "gpuwatch_gpu_memory_used_bytes", gpu=1) is None  # test GPU 1 has it Unsupported
     assert val(m, "gpuwatch_pcie_link_capacity_bytes_per_second", gpu=0) is None
     assert not any(n.startswith("gpuwatch_host_") for n in names(m))  # the host sample is Unsupported
     assert val(m, "gpuwatch_collector_up", collector="host") == 0.0
     assert val(m, "gpuwatch_collector_up", collector="procs") == 1.0
-    assert val(m, "gpuwatch_verdict_speedup_ratio") is None
+    assert val(m, "gpuwatch_verdict_speedup_factor") is None
 
 
 def test_processes_per_role_and_rank(exporter):
     exporter(full_gpu_frame(), verdict())
     m = scrape(exporter.port)
     assert val(m, "gpuwatch_processes", role="worker", rank=1) == 2.0
-    assert val(m, "gpuwatch_cpu_percent", role="worker", rank=1) == 4.0
-    assert val(m, "gpuwatch_cpu_percent", role="main", rank=0) == 95.0
-    assert val(m, "gpuwatch_read_bytes_per_second", role="worker", rank=1) == 500.0
+    assert val(m, "gpuwatch_cpu_seconds_total", role="worker", rank=1) == 0.0
+    assert val(m, "gpuwatch_cpu_seconds_total", role="main", rank=0) == 0.0
+    assert val(m, "gpuwatch_read_bytes_total", role="worker", rank=1) == 0.0
     assert val(m, "gpuwatch_processes", role="launcher", rank="") == 1.0
     assert val(m, "gpuwatch_rank_gpu", rank=0, gpu=0) == 1.0 and val(m, "gpuwatch_rank_gpu", rank=1, gpu=1) == 1.0
-    assert val(m, "gpuwatch_target_read_bytes_per_second") == 613.0
+    assert val(m, "gpuwatch_target_read_bytes_total") == 0.0
 
 
 def test_verdict_levels_and_confidence(exporter):
     exporter(full_gpu_frame(), verdict(speedup=2.5))
     m = scrape(exporter.port)
     assert {s: val(m, "gpuwatch_verdict", stage=s) for s in STAGES} == {s: float(s == DECODE) for s in STAGES}
-    assert val(m, "gpuwatch_stage_level", stage=DECODE) == 2.0
-    assert val(m, "gpuwatch_stage_level", stage=IO) == 1.0
-    assert val(m, "gpuwatch_stage_level", stage="h2d") == 0.0
+    assert {lv: val(m, "gpuwatch_stage_level", stage=DECODE, level=lv) for lv in LEVELS} == {
+        "ok": 0.0, "warning": 0.0, "bottleneck": 1.0}
+    assert val(m, "gpuwatch_stage_level", stage=IO, level="warning") == 1.0
+    assert val(m, "gpuwatch_stage_level", stage="h2d", level="ok") == 1.0
     assert val(m, "gpuwatch_verdict_confidence_ratio") == 0.8
-    assert val(m, "gpuwatch_verdict_speedup_ratio") == 2.5
+    assert val(m, "gpuwatch_verdict_speedup_factor") == 2.5
 
 
 def test_straggler_and_per_rank_shares(exporter):
@@ -143,8 +146,8 @@ def test_straggler_and_per_rank_shares(exporter):
     m = scrape(exporter.port)
     assert val(m, "gpuwatch_frames_total") == 12.0
     assert val(m, "gpuwatch_straggler", rank=1, cause="input") == 1.0
-    assert val(m, "gpuwatch_rank_collective_wait_percent", rank=0) == 100.0
-    assert val(m, "gpuwatch_rank_input_wait_percent", rank=1) == 100.0
+    assert val(m, "gpuwatch_rank_collective_wait_ratio", rank=0) == 1.0
+    assert val(m, "gpuwatch_rank_input_wait_ratio", rank=1) == 1.0
     assert val(m, "gpuwatch_rank_stack_samples", rank=1) == 10.0  # 10 s window, one sample a second
 
 
@@ -163,8 +166,42 @@ def test_every_exposed_name_is_declared_with_a_unit_or_known_suffix(exporter):
     assert all(n.startswith("gpuwatch_") for n in exposed)
     # Every metric the test frame can fill is there (host ones need a host sample).
     assert set(METRICS) - exposed == {n for n in METRICS if n.startswith(("gpuwatch_host_", "gpuwatch_cgroup_"))} | {
-        "gpuwatch_gpu_temperature_celsius", "gpuwatch_gpm_pcie_tx_bytes_per_second",
-        "gpuwatch_pcie_link_capacity_bytes_per_second", "gpuwatch_thread_cpu_percent"}
+        "gpuwatch_gpu_temperature_celsius", "gpuwatch_pcie_link_capacity_bytes_per_second",
+        "gpuwatch_thread_cpu_seconds_total"}
+
+
+def test_counters_add_rate_times_the_time_between_samples(exporter):
+    f1 = full_gpu_frame(1, 1.0, pcie_t=1.0)
+    f2 = full_gpu_frame(2, 3.0, pcie_t=3.0)
+    f2 = dataclasses.replace(f2, procs=dataclasses.replace(f2.procs, t=f1.procs.t + 2.0))
+    exporter(f1, None)
+    exporter(f2, None)
+    exporter(f2, None)  # the same samples again (a slow collector): counted once
+    m = scrape(exporter.port)
+    assert val(m, "gpuwatch_pcie_rx_bytes_total", gpu=2) == 2.0 * 2.0  # 2 B/s over the 2 s between samples
+    assert val(m, "gpuwatch_cpu_seconds_total", role="main", rank=0) == pytest.approx(0.95 * 2.0)  # 95 % of a core
+    assert val(m, "gpuwatch_cpu_seconds_total", role="worker", rank=1) == pytest.approx(0.04 * 2.0)
+    assert val(m, "gpuwatch_read_bytes_total", role="worker", rank=1) == pytest.approx(500.0 * 2.0)
+
+
+def test_series_of_the_jobs_processes_go_when_it_exits(exporter):
+    for i in range(3):
+        exporter(full_gpu_frame(i + 1, float(i + 1)), verdict(float(i + 1)))
+    m = scrape(exporter.port)
+    assert val(m, "gpuwatch_processes", role="main", rank=0) == 1.0
+    assert val(m, "gpuwatch_cpu_seconds_total", role="main", rank=0) is not None
+    gone = full_gpu_frame(4, 4.0)
+    gone = dataclasses.replace(gone, target=dataclasses.replace(gone.target, alive=False, exit_reason="exit code 0"))
+    exporter(gone, verdict(4.0))
+    m = scrape(exporter.port)
+    assert val(m, "gpuwatch_target_up") == 0.0
+    per_process = ("gpuwatch_processes", "gpuwatch_cpu_seconds_total", "gpuwatch_resident_memory_bytes",
+                   "gpuwatch_thread_cpu_seconds_total", "gpuwatch_rank_", "gpuwatch_straggler",
+                   "gpuwatch_target_read_bytes_total")
+    assert not [n for n in names(m) if n.startswith(per_process)]
+    assert all(labels.get("target") != "1" for n, ls in m if n == "gpuwatch_gpu_process_memory_used_bytes"
+               for labels in [dict(ls)])
+    assert val(m, "gpuwatch_gpu_utilization_ratio", gpu=0) == 1.0  # the GPU itself is still there
 
 
 def test_port_in_use_is_a_usage_error():
@@ -228,5 +265,6 @@ def test_docs_and_dashboard_use_declared_names_only():
     doc = (root / "docs" / "PROMETHEUS.md").read_text()
     assert all(f"`{n}`" in doc for n in METRICS), "docs/PROMETHEUS.md misses a metric"
     dashboard = json.loads((root / "deploy" / "grafana-dashboard.json").read_text())
-    used = {n for n in re.findall(r"gpuwatch_[a-z0-9_]+", json.dumps(dashboard) + doc) if not n.endswith("_")}
+    current = re.sub(r"### Renamed from the first release.*?\n## ", "## ", doc, flags=re.S)  # old names, on purpose
+    used = {n for n in re.findall(r"gpuwatch_[a-z0-9_]+", json.dumps(dashboard) + current) if not n.endswith("_")}
     assert used - set(METRICS) == set()
