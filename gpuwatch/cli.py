@@ -99,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     _watch_options(d, pid_required=False)
     d.add_argument("--replay", metavar="FILE", default=None, help="diagnose a recording instead of a live job")
     d.add_argument("--duration", type=_positive("--duration", 1, 86400), default=60.0)
-    d.add_argument("--format", choices=("md", "json"), default="md", help="md (default), json for tools")
+    d.add_argument("--format", choices=("md", "json", "html"), default="md",
+                   help="md (default), json for tools, html: one self-contained file with charts")
     d.add_argument("-o", "--output", metavar="FILE", default=None)
 
     c = sub.add_parser("compare", help="what changed between two runs (recordings or JSON reports)")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from gpuwatch.compare.diff import Row
+from gpuwatch.report.svg import rate
 
 
 def value(v: float | None, unit: str) -> str:
     if v is None:
         return "not measured"
     if unit == "B/s":
-        return rate(v)
+        return rate(v, 1)
     if unit == "x":
         return f"{v:.2f}x"
     if unit == "s":
@@ -24,7 +25,7 @@ def change(r: Row) -> str:
     if d is None:
         return "-"
     if r.unit == "B/s":
-        return ("+" if d >= 0 else "-") + rate(abs(d))
+        return ("+" if d >= 0 else "-") + rate(abs(d), 1)
     if r.unit == "x":
         return f"{d:+.2f}x"
     if r.unit.startswith("%"):
@@ -32,13 +33,6 @@ def change(r: Row) -> str:
     if r.unit == "s":
         return f"{d:+.1f} s"
     return f"{d:+.1f}"
-
-
-def rate(bps: float) -> str:
-    for k, u in ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s")):
-        if bps >= k:
-            return f"{bps / k:.1f} {u}"
-    return f"{bps:.0f} B/s"
 
 
 def clean(s: str) -> str:

@@ -2,7 +2,8 @@
 
 The report holds the environment, the verdict timeline, per-stage evidence, periodic stalls, the
 hottest stacks per thread role, remedies ranked by the speed-up they could bring, pass/warn/fail
-checks, and everything that could not be read, with why. Markdown for people, JSON for tools.
+checks, and everything that could not be read, with why. Markdown for people, JSON for tools, HTML
+with charts over time (one self-contained file).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from gpuwatch.model.values import Maybe, Unsupported
 from gpuwatch.output import check_writable, write_text
 from gpuwatch.report.build import build_report
 from gpuwatch.report.gather import Collected, from_frames, watch_live
+from gpuwatch.report.model import Report
 from gpuwatch.report.progress import Progress
 from gpuwatch.report.render_json import render_json
 from gpuwatch.report.render_md import render_markdown
@@ -34,15 +36,21 @@ def run_diagnose(ns: argparse.Namespace) -> int:
     if ns.output:
         check_writable(ns.output, UsageError)
     if ns.replay:
-        report = _replay(ns, UsageError)
+        got, report = _replay(ns, UsageError)
     else:
         got, env = asyncio.run(_live(ns, UsageError))
         report = build_report(got, env, "live", pid=ns.pid, requested_s=ns.duration)
-    text = render_json(report) if ns.format == "json" else render_markdown(report)
+    if ns.format == "html":
+        from gpuwatch.report.render_html import render_html
+        from gpuwatch.report.series import run_series
+
+        text = render_html(report, run_series(got.frames, got.verdicts))
+    else:
+        text = render_json(report) if ns.format == "json" else render_markdown(report)
     return write_text(text, ns.output)
 
 
-def _replay(ns: argparse.Namespace, usage_error: type[Exception]):
+def _replay(ns: argparse.Namespace, usage_error: type[Exception]) -> tuple[Collected, Report]:
     from gpuwatch.replay import load_frames
 
     bad = []
@@ -55,7 +63,8 @@ def _replay(ns: argparse.Namespace, usage_error: type[Exception]):
         frames = load_frames(ns.replay, on_bad)
     except OSError as e:
         raise usage_error(f"cannot read recording {ns.replay}: {e.strerror or e}") from None
-    return build_report(from_frames(frames), NOT_RECORDED, "replay", path=ns.replay, bad_lines=len(bad))
+    got = from_frames(frames)
+    return got, build_report(got, NOT_RECORDED, "replay", path=ns.replay, bad_lines=len(bad))
 
 
 def _probe(pid: int) -> Maybe[Environment]:

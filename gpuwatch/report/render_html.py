@@ -1,0 +1,125 @@
+"""``gpuwatch diagnose --format html``: one self-contained HTML file (inline CSS and SVG, nothing
+fetched at view time, no JavaScript) with the verdict, the remedies, the checks and charts over
+time; the full Markdown report is inside it too. The per-tick series are also embedded as inert
+JSON (``<script type="application/json" id="gpuwatch-series">``) for tools.
+
+Every string from the job (command line, stack frames) is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from html import escape
+
+from gpuwatch.model.codec import to_dict
+from gpuwatch.model.verdict import STAGE_TITLES
+from gpuwatch.report.model import STATUSES, Report
+from gpuwatch.report.render_md import render_markdown
+from gpuwatch.report.series import WORKER_STATES, Tick
+from gpuwatch.report.svg import Axis, Line, band_chart, line_chart, rate, stacked_bars
+
+STAGE_COLOURS = {
+    "io": "#8c564b", "decode": "#ff7f0e", "h2d": "#9467bd", "gpu_memory": "#e377c2", "launch": "#bcbd22",
+    "contention": "#d62728", "cpu_bound": "#17becf", "gpu_bound": "#2ca02c", "idle": "#c7c7c7", "unknown": "#7f7f7f",
+}
+STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:960px;margin:24px auto;
+padding:0 16px;color:#222}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}
+code,pre{font:12px ui-monospace,Menlo,Consolas,monospace}pre{white-space:pre-wrap;background:#f6f6f6;padding:8px}
+table{border-collapse:collapse;width:100%}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;
+vertical-align:top}
+.verdict{font-size:16px;padding:8px 12px;background:#f3f7ff;border-left:4px solid #1f77b4}
+figure.chart{margin:10px 0}figcaption{font-weight:600}svg{width:100%;height:auto;font-size:11px}
+.fail{color:#b00020}.warn{color:#a05a00}.pass{color:#207020}.not_checked{color:#666}
+"""
+PERCENT = lambda v: f"{v:.0f} %"  # noqa: E731
+
+
+def render_html(r: Report, series: Sequence[Tick]) -> str:
+    s, m = r.source, r.summary
+    who = f"PID {s.pid}" if s.pid is not None else "unknown job"
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.started_wall)) if s.started_wall else "n/a"
+    what = f"replay of {s.path}" if s.kind == "replay" else "live watch"
+    out = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>gpuwatch diagnosis: {escape(who)}</title>", f"<style>{STYLE}</style></head><body>",
+        f"<h1>gpuwatch diagnosis: {escape(who)}</h1>",
+    ]
+    if s.cmdline:
+        out.append(f"<p><code>{escape(s.cmdline)}</code></p>")
+    out.append(f"<p>{escape(what)}, started {escape(started)}, {s.covered_s:.0f} s over {s.frames} ticks; "
+               f"{escape(s.ended)}.</p>")
+    out.append(f'<p class="verdict"><b>{escape(m.title)}</b> held the verdict {m.share:.0%} of the time '
+               f"(mean confidence {m.confidence:.2f}). {escape(m.sentence)}</p>")
+    out += _remedies(r) + ["<h2>Over time</h2>"] + charts(series, r.source.covered_s) + _checks(r)
+    out.append("<h2>Full report</h2><details><summary>The Markdown report (the same as "
+               "<code>--format md</code>)</summary>")
+    out.append(f"<pre>{escape(render_markdown(r))}</pre></details>")
+    out.append(series_json(series))
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def charts(series: Sequence[Tick], span: float) -> list[str]:
+    """The charts of one run: stage band, GPU, data wait, workers, PCIe, host pressure."""
+    if not series:
+        return ["<p>No ticks were collected: nothing to chart.</p>"]
+    tick = span / len(series) if span > 0 else 1.0
+    axis = Axis(t=[x.t_s for x in series], span=max(span, tick), stalls=[x.stall_period_s is not None for x in series],
+                tick_s=tick)
+    col = lambda name: [getattr(x, name) for x in series]  # noqa: E731
+    titles = {k: v for k, v in STAGE_TITLES.items()}
+    out = [
+        band_chart("stage", "The verdict's stage (stalls shaded)", axis, col("stage"), STAGE_COLOURS, titles),
+        line_chart("gpu", "GPU busy and SM active (percent)", axis,
+                   [Line("gpu_busy", "GPU busy (NVML)", col("gpu_busy")),
+                    Line("sm_active", "SM active (GPM)", col("sm_active"))], PERCENT, 100.0),
+        line_chart("data_wait", "Main thread waiting for data (percent of stack samples, last 5 s)", axis,
+                   [Line("data_wait", "data wait", col("data_wait"))], PERCENT, 100.0),
+        line_chart("worker_cpu", "DataLoader workers' CPU (percent of one core, summed)", axis,
+                   [Line("worker_cpu", "worker CPU", col("worker_cpu"))], PERCENT),
+        stacked_bars("workers", "DataLoader workers by process state", axis,
+                     [(k, k) for k, _ in WORKER_STATES] + [("other", "other")], col("workers")),
+        line_chart("pcie", "PCIe traffic (bytes per second)", axis,
+                   [Line("pcie_rx", "host to device", col("pcie_rx")),
+                    Line("pcie_tx", "device to host", col("pcie_tx"))], rate),
+        line_chart("host", "Host CPU and pressure (percent; PSI some avg10)", axis,
+                   [Line("host_cpu", "host CPU busy", col("host_cpu")),
+                    Line("cpu_pressure", "CPU pressure", col("cpu_pressure")),
+                    Line("io_pressure", "I/O pressure", col("io_pressure")),
+                    Line("memory_pressure", "memory pressure", col("memory_pressure"))], PERCENT, 100.0),
+    ]
+    stalls = sum(axis.stalls)
+    if stalls:
+        out.append(f"<p>Shaded: the {stalls} tick{'s' if stalls != 1 else ''} where the GPU idled periodically "
+                   "(a stall).</p>")
+    return out
+
+
+def series_json(series: Sequence[Tick]) -> str:
+    data = json.dumps([to_dict(x) for x in series], separators=(",", ":"), allow_nan=False)
+    data = data.replace("<", "\\u003c")  # nothing inside can close the element
+    return f'<script type="application/json" id="gpuwatch-series">{data}</script>'
+
+
+def _remedies(r: Report) -> list[str]:
+    if not r.remedies:
+        return []
+    out = ["<h2>What to do</h2>", "<ol>"]
+    for x in r.remedies:
+        est = f" <i>(up to {x.speedup_run:.2f}x over the run)</i>" if x.speedup_run else ""
+        out.append(f"<li>{escape(x.text)}{est}</li>")
+    return out + ["</ol>"]
+
+
+def _checks(r: Report) -> list[str]:
+    out = ["<h2>Checks</h2>", "<table><tr><th>status</th><th>check</th><th>why</th></tr>"]
+    for status in STATUSES:
+        for c in r.checks:
+            if c.status == status:
+                out.append(f'<tr><td class="{status}">{escape(status.replace("_", " "))}</td>'
+                           f"<td>{escape(c.title)}</td><td>{escape(c.reason)}</td></tr>")
+    return out + ["</table>"]

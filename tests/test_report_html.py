@@ -1,0 +1,238 @@
+"""``gpuwatch diagnose --format html``: one self-contained file whose charts hold the recording's
+numbers. The file is parsed (html.parser), each chart's shapes are turned back into values with
+the scale the chart states, and those are checked against numbers read straight from the
+recording's JSON lines (a real H200 run through five stages, bench/results/2026-12-02-h200/acc)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from gpuwatch.cli import main
+from gpuwatch.model.values import Unsupported
+from gpuwatch.report.build import build_report
+from gpuwatch.report.gather import from_frames
+from gpuwatch.report.render_html import render_html
+from gpuwatch.report.series import run_series
+from gpuwatch.replay import load_frames
+from tests.test_diagnosis_frames import build
+from tests.test_diagnosis_stages import HEALTHY
+
+ROOT = Path(__file__).resolve().parents[1]
+SWITCH = ROOT / "bench" / "results" / "2026-12-02-h200" / "acc" / "switch.jsonl"
+CPU_ONLY = ROOT / "tests" / "data" / "report" / "cpu_train_w2.jsonl"
+
+
+class Page(HTMLParser):
+    """The parts of the page the tests read: charts and their shapes, tags, the embedded JSON."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.charts: dict[str, dict] = {}
+        self.tags: list[tuple[str, dict]] = []
+        self.json_text = ""
+        self._chart: dict | None = None
+        self._in_json = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append((tag, a))
+        if tag == "svg":
+            self._chart = {"attrs": a, "paths": {}, "band": [], "bars": [], "stalls": []}
+            self.charts[a["data-chart"]] = self._chart
+        elif self._chart is not None and tag == "path" and "data-series" in a:
+            self._chart["paths"][a["data-series"]] = a["d"]
+        elif self._chart is not None and tag == "rect":
+            if a.get("class") == "band":
+                self._chart["band"].append((float(a["data-t"]), a["data-state"]))
+            elif a.get("class") == "bar":
+                self._chart["bars"].append((float(a["data-t"]), a["data-series"], int(a["data-count"])))
+            elif a.get("class") == "stall":
+                self._chart["stalls"].append(float(a["data-t"]))
+        elif tag == "script" and a.get("type") == "application/json":
+            self._in_json = True
+
+    def handle_endtag(self, tag):
+        if tag == "svg":
+            self._chart = None
+        elif tag == "script":
+            self._in_json = False
+
+    def handle_data(self, data):
+        if self._in_json:
+            self.json_text += data
+
+
+def parse(text: str) -> Page:
+    p = Page()
+    p.feed(text)
+    p.close()
+    return p
+
+
+def values_of(chart: dict, series: str) -> list[tuple[float, float]]:
+    """(t, value) for each point of a line, from its path and the chart's stated scale."""
+    x0, y0, w, h = map(float, chart["attrs"]["data-box"].split())
+    x_max, y_max = float(chart["attrs"]["data-x-max"]), float(chart["attrs"]["data-y-max"])
+    out = []
+    for x, y in re.findall(r"[ML]([\d.]+) ([\d.]+)", chart["paths"][series]):
+        out.append(((float(x) - x0) / w * x_max, (y0 + h - float(y)) / h * y_max))
+    return out
+
+
+def raw_ticks(path: Path) -> list[dict]:
+    return [r for r in map(json.loads, path.read_text().splitlines()) if r.get("type") == "tick"]
+
+
+def read(r: dict, field: str) -> bool:
+    """Whether the tick's collector sample was readable (else the frame holds {"unsupported": why})."""
+    return "unsupported" not in r["frame"][field]
+
+
+def num(v):
+    return v if isinstance(v, (int, float)) else None
+
+
+@pytest.fixture(scope="module")
+def switch_page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("html") / "r.html"
+    assert main(["diagnose", "--replay", str(SWITCH), "--format", "html", "-o", str(out)]) == 0
+    return out.read_text(encoding="utf-8")
+
+
+def test_self_contained_no_network_no_javascript(switch_page):
+    page = parse(switch_page)
+    assert switch_page.startswith("<!DOCTYPE html>")
+    for tag, a in page.tags:
+        assert tag not in ("link", "img", "iframe", "object", "embed"), tag
+        assert not any(k in ("src", "href") or k.startswith("on") for k in a), (tag, a)
+        if tag == "script":
+            assert a == {"type": "application/json", "id": "gpuwatch-series"}
+    assert "url(" not in switch_page and "http://" not in switch_page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert set(page.charts) == {"stage", "gpu", "data_wait", "worker_cpu", "workers", "pcie", "host"}
+
+
+def test_charts_hold_the_recordings_numbers(switch_page):
+    page = parse(switch_page)
+    ticks = raw_ticks(SWITCH)
+    t0 = ticks[0]["frame"]["t"]
+    times = [r["frame"]["t"] - t0 for r in ticks]
+
+    def mine(r):
+        return [g for g in r["frame"]["gpus"] if g["used_by_target"]]
+
+    expect = {
+        ("gpu", "gpu_busy"): [sum(g["util_gpu"] for g in mine(r)) / len(mine(r)) for r in ticks],
+        ("pcie", "pcie_rx"): [num(sum(s["rx_bps"] for s in r["frame"]["pcie"])) if all(
+            num(s["rx_bps"]) is not None for s in r["frame"]["pcie"]) else None for r in ticks],
+        ("worker_cpu", "worker_cpu"): [sum(p["cpu_pct"] for p in r["frame"]["procs"]["processes"]
+                                           if p["role"] == "worker") if read(r, "procs") else None for r in ticks],
+        ("host", "host_cpu"): [r["frame"]["host"]["cpu_pct"] if read(r, "host") else None for r in ticks],
+        ("host", "io_pressure"): [r["frame"]["host"]["psi"]["io_some"] if read(r, "host") else None for r in ticks],
+    }
+    for (chart, series), want in expect.items():
+        got = values_of(page.charts[chart], series)
+        want_pts = [(t, v) for t, v in zip(times, want) if v is not None]
+        assert len(got) == len(want_pts) > 40, (chart, series)
+        y_max = float(page.charts[chart]["attrs"]["data-y-max"])
+        for (gt, gv), (wt, wv) in zip(got, want_pts):
+            assert gt == pytest.approx(wt, abs=0.05)
+            assert gv == pytest.approx(wv, abs=y_max * 0.001), (chart, series, wt)
+    # the SM-active line: GPM readings only (the recording's first tick has none)
+    sm = [num(g["gpm"].get("sm_active")) if "sm_active" in g["gpm"] else None
+          for r in ticks for g in mine(r)]
+    assert len(values_of(page.charts["gpu"], "sm_active")) == sum(v is not None for v in sm)
+
+
+def test_worker_states_and_the_stage_band(switch_page):
+    page = parse(switch_page)
+    ticks = raw_ticks(SWITCH)
+    t0 = ticks[0]["frame"]["t"]
+    codes = {"R": "running", "S": "sleeping", "I": "sleeping", "D": "disk"}
+    want = {}
+    for r in ticks:
+        for p in r["frame"]["procs"]["processes"] if read(r, "procs") else ():
+            if p["role"] == "worker":
+                key = (round(r["frame"]["t"] - t0, 1), codes.get(p["state"], "other"))
+                want[key] = want.get(key, 0) + 1
+    got = {(round(t, 1), s): n for t, s, n in page.charts["workers"]["bars"]}
+    assert got == want and got
+    # the band: one cell per tick, the verdict replay recomputes (the same the Markdown timeline shows)
+    got_stages = [s for _, s in page.charts["stage"]["band"]]
+    assert got_stages == [v.stage for v in from_frames(load_frames(str(SWITCH))).verdicts]
+    assert {"gpu_bound", "decode", "h2d", "launch"} <= set(got_stages)
+
+
+def test_data_wait_is_the_main_threads_waiting_share(switch_page):
+    page = parse(switch_page)
+    samples = {}
+    for r in raw_ticks(SWITCH):
+        st = r["frame"]["stacks"]
+        if "threads" in st:
+            samples[st["t"]] = [th["label"] for th in st["threads"] if th["role"] == "main"]
+    ticks = raw_ticks(SWITCH)
+    t0 = ticks[0]["frame"]["t"]
+    want = []
+    for r in ticks:
+        t = r["frame"]["t"]
+        labels = [lab for ts, labs in samples.items() if t - 5.0 < ts <= t for lab in labs]
+        if labels:
+            want.append(100.0 * sum(lab in ("data_wait", "data_ipc") for lab in labels) / len(labels))
+    got = [v for _, v in values_of(page.charts["data_wait"], "data_wait")]
+    assert got == pytest.approx(want, abs=0.1)
+    assert max(got) > 90 and min(got) < 5  # the decode phase waits, the GPU-bound phase does not
+
+
+def test_embedded_series_match_the_charts(switch_page):
+    page = parse(switch_page)
+    data = json.loads(page.json_text)
+    assert len(data) == len(raw_ticks(SWITCH))
+    busy = [(d["t_s"], d["gpu_busy"]) for d in data if d["gpu_busy"] is not None]
+    assert [v for _, v in values_of(page.charts["gpu"], "gpu_busy")] == pytest.approx([v for _, v in busy], abs=0.1)
+
+
+def test_stalls_are_marked_on_every_chart():
+    """No real recording holds a periodic stall yet: frames from the diagnosis tests' builder
+    (H200 signature values) with the GPU idling 0.6 s every 3 s, as tests/test_diagnosis_stalls.py."""
+    k = replace(HEALTHY, trace=lambda w: 2.0 if (w + 0.3) % 3.0 < 0.6 else 100.0)
+    got = from_frames(build(k, 30))
+    report = build_report(got, Unsupported("test"), "replay", path="built")
+    series = run_series(got.frames, got.verdicts)
+    stalled = [round(x.t_s, 3) for x in series if x.stall_period_s is not None]
+    assert stalled, "the builder's stall was not found"
+    page = parse(render_html(report, series))
+    for name, chart in page.charts.items():
+        assert [round(t, 3) for t in chart["stalls"]] == stalled, name
+    assert report.figures is not None and report.figures.stall_share == pytest.approx(len(stalled) / 30, abs=1e-3)
+
+
+def test_a_cpu_only_recording_leaves_gpu_lines_empty_not_zero(tmp_path):
+    out = tmp_path / "r.html"
+    assert main(["diagnose", "--replay", str(CPU_ONLY), "--format", "html", "-o", str(out)]) == 0
+    page = parse(out.read_text(encoding="utf-8"))
+    assert page.charts["gpu"]["paths"]["gpu_busy"] == "" and page.charts["pcie"]["paths"]["pcie_rx"] == ""
+    assert len(values_of(page.charts["worker_cpu"], "worker_cpu")) == len(raw_ticks(CPU_ONLY))
+
+
+def test_strings_from_the_job_cannot_break_out(tmp_path):
+    lines = SWITCH.read_text().splitlines()
+    evil = '</script><script>alert(1)</script><img src=x onerror=alert(2)>"\''
+    out_lines = []
+    for line in lines[:12]:
+        rec = json.loads(line)
+        if rec.get("type") == "tick":
+            rec["frame"]["target"]["cmdline"] = evil
+        out_lines.append(json.dumps(rec))
+    rec_path = tmp_path / "evil.jsonl"
+    rec_path.write_text("\n".join(out_lines) + "\n")
+    out = tmp_path / "r.html"
+    assert main(["diagnose", "--replay", str(rec_path), "--format", "html", "-o", str(out)]) == 0
+    page = parse(out.read_text(encoding="utf-8"))
+    assert [t for t, _ in page.tags if t in ("img",)] == []
+    assert [a for t, a in page.tags if t == "script"] == [{"type": "application/json", "id": "gpuwatch-series"}]
+    assert json.loads(page.json_text)  # still valid JSON
