@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gpuwatch.diagnosis.thresholds import BAD_THROTTLE_WORDS
 from gpuwatch.model import verdict as v
 from gpuwatch.model.disk import DiskSample
 from gpuwatch.model.frame import Frame
@@ -95,9 +96,8 @@ def _pcie_rx_frac(f: Frame) -> object:
 def _gpu_throttle(g) -> object:  # noqa: ANN001 - GpuSample
     if isinstance(g.throttle, Unsupported):
         return g.throttle
-    # The idle and SW power-cap reasons are normal (h200-signatures.md: power cap under full load).
-    bad = [frac for name, frac in g.throttle if "idle" not in name.lower() and "power_cap" not in name.lower()
-           and "sw_power" not in name.lower()]
+    # The reasons the verdict counts (thresholds.BAD_THROTTLE_WORDS); the SW power cap is normal.
+    bad = [frac for name, frac in g.throttle if any(w in name.lower() for w in BAD_THROTTLE_WORDS)]
     return max(bad, default=0.0) * 100
 
 

@@ -1,7 +1,7 @@
 """The bottleneck diagnosis: pure functions from a window of frames to a verdict.
 
 Per tick:
-1. the last SHORT_S seconds give the *candidate* (decide.py: every stage scored, §11 precedence);
+1. the last SHORT_S seconds give the *candidate* (decide.py: every stage scored, then the stage precedence);
 2. the stability rule (stability.py) adopts it or keeps the stage in force;
 3. the stage in force is re-scored over its own window (since it was adopted, up to WINDOW_S)
    for the evidence, confidence, sentence, speed-up and remedies the verdict shows.

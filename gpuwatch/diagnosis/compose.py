@@ -8,7 +8,7 @@ from gpuwatch.diagnosis.sentence import sentence
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import speedup
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult
-from gpuwatch.diagnosis.thresholds import MIN_STACK_SAMPLES, SM_HEALTHY
+from gpuwatch.diagnosis.thresholds import MAX_CONFIDENCE, MIN_STACK_SAMPLES, SM_HEALTHY
 from gpuwatch.model.verdict import (
     CONTENTION,
     GPU_BOUND,
@@ -30,8 +30,6 @@ STACK_STAGES = HOST_SIDE + (CPU_COMPUTE, IDLE)
 """Stages whose proof is (mostly) the main thread's stack shares."""
 GPU_STAGES = (GPU_BOUND, GPU_MEMORY, LAUNCH, H2D)
 """Stages whose proof is (mostly) GPM."""
-MAX_CONFIDENCE = 0.95
-"""Never "certain": the signals are samples, and a window can fall between phases."""
 
 
 def confidence(stage: str, r: StageResult | None, s: Signals, d: Decision) -> float:

@@ -1,11 +1,11 @@
-"""Which stage one window points to: every scorer, then the precedence of signals.md §11.
+"""Which stage one window points to: every scorer, then the stage precedence (docs/THRESHOLDS.md).
 
 Order:
 1. idle (not training) and contention (causes first: they inflate every other stage);
 2. GPU-side transfer signatures (NVML util reads 100 % on a pinned copy with the SMs idle);
 3. a saturated GPU (>= 90 % kernel-active): memory/layout-bound, else healthy;
 4. otherwise the host-side stages that fire, ranked by the share of the main thread's time behind
-   each (§11: "rank them by the main thread's time shares"), the GPU's kernel shape breaking a
+   each (ranked by the main thread's time shares), the GPU's kernel shape breaking a
    launch-vs-input tie;
 5. a GPU 70-90 % busy with no host-side cause: memory-bound or (mostly) GPU-bound;
 6. a job without a GPU computing by itself; the main thread outside PyTorch; else unknown.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from gpuwatch.diagnosis.gpu_stages import sm_per_gr
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, OFF_PIPELINE, StageResult, scorers
-from gpuwatch.diagnosis.thresholds import RELAX, RX_SIGNIFICANT, TINY_KERNEL_RATIO
+from gpuwatch.diagnosis.thresholds import OUTSIDE_SHARE, RELAX, RX_SIGNIFICANT, TAKEOVER, TINY_KERNEL_RATIO
 from gpuwatch.diagnosis.transfer_stage import GPU_SIDE
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
@@ -41,12 +41,6 @@ from gpuwatch.model.verdict import (
 
 HOST_SIDE = (IO, DECODE, H2D, LAUNCH)
 """Stages of a starved GPU, in the order ties are broken (the pipeline's order)."""
-TAKEOVER = 0.15
-"""A host-side challenger displaces the stage in force only with a time share 15 points above
-it: about one standard error of a share over a window of a dozen stack samples."""
-OUTSIDE_SHARE = 0.50
-"""Main thread outside every training frame for half the samples: the GPU starves for a reason
-no pipeline stage names (the job's own code)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,28 @@ UNITS = {
 
 
 def fmt(value: float | None, unit: str = "%") -> str:
-    return "N/A" if value is None else UNITS.get(unit, lambda x: f"{x:.3g}")(value)
+    return "not measured" if value is None else UNITS.get(unit, lambda x: f"{x:.3g}")(value)
+
+
+OP_WORDS = {">=": "at least", ">": "over", "<=": "at most", "<": "under"}
+"""A comparison in words, as the evidence text says it."""
+
+
+def cut(value: float, unit: str = "%") -> str:
+    """A threshold in words: one decimal where a rounded percentage would hide the cut (3.75 % is
+    "3.8 %", not "4 %", beside a reading of 4 % that does not reach it)."""
+    if unit == "%" and abs(value * 100 - round(value * 100)) >= 0.05:
+        return f"{value * 100:.1f} %"
+    return fmt(value, unit)
+
+
+def needs(threshold: float, op: str, unit: str = "%", base: float | None = None, relax: float = 0.0) -> str:
+    """``needs at least 5 %``, with the eased or tightened cut where hysteresis moved it."""
+    text = f"needs {OP_WORDS.get(op, op)} {cut(threshold if base is None else base, unit)}"
+    if base is not None and cut(base, unit) != cut(threshold, unit):
+        when = "while this stage holds the verdict" if relax > 0 else "to take the verdict over"
+        text += f"; {cut(threshold, unit)} {when}"
+    return text
 
 
 def adjusted(threshold: float, op: str, relax: float, unit: str = "%") -> float:
@@ -61,15 +82,16 @@ class Checks:
     support: list[bool] = field(default_factory=list)
 
     def check(self, signal: str, value: float | None, threshold: float, op: str, what: str,
-              unit: str = "%", kind: str = SUP, source: str = "") -> bool | None:
-        """Compare and record; True/False, or None when the value is unknown."""
+              unit: str = "%", kind: str = SUP) -> bool | None:
+        """Compare and record; True/False, or None when the value is unknown. Each threshold's
+        basis is in docs/THRESHOLDS.md; the text says the cut in words with its number."""
         th = adjusted(threshold, op, self.relax, unit) if kind == REQ else threshold
+        said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0)
         if value is None:
-            self._add(Evidence(self.stage, signal, None, th, op, False, f"{what}: not available"))
+            self._add(Evidence(self.stage, signal, None, th, op, False, f"{what}: not measured ({said})"))
             return None
         ok = holds(value, th, op)
-        tail = f"; {source}" if source else ""
-        text = f"{what}: {fmt(value, unit)} (needs {op} {fmt(th, unit)}{tail})"
+        text = f"{what}: {fmt(value, unit)} ({said})"
         if self._add(Evidence(self.stage, signal, float(value), th, op, ok, text)) and kind == SUP:
             self.support.append(ok)
         return ok

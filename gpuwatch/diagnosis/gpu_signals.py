@@ -5,25 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpuwatch.diagnosis.thresholds import BUSY_IDLE, RX_SIGNIFICANT
+from gpuwatch.diagnosis.thresholds import (
+    BAD_REASON_BITS,
+    BAD_THROTTLE_WORDS,
+    BUSY_IDLE,
+    HW_SLOWDOWN_BIT,
+    LINK_LOAD,
+    RX_SIGNIFICANT,
+)
 from gpuwatch.diagnosis.window import latest_reason, mean, med, num, unique_samples
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.gpu import GpuSample
 from gpuwatch.model.pcie import PcieSample
 from gpuwatch.model.values import known
 
-BAD_THROTTLE_WORDS = ("thermal", "slowdown", "brake")
-"""Throttle reasons that cost speed for a reason outside the job (§11 stage 6). SW power cap is
-the normal state of a saturated GPU (H200 bf16: the SW power cap bit set) and sync boost follows
-the slowest GPU of a group: neither is blamed."""
-LINK_LOAD = 0.5
-"""NVIDIA: the link gen follows the P-state (P8 -> Gen1), so the link is judged only while the GPU
-is busy at least half the time, when it sits in its working P-state."""
-BAD_REASON_BITS = 0x8 | 0x20 | 0x40 | 0x80
-"""nvmlClocksEventReason HwSlowdown, SwThermalSlowdown, HwThermalSlowdown, HwPowerBrakeSlowdown."""
-HW_SLOWDOWN_BIT = 0x8
-"""HW slowdown has no ns counter among the field values (signals.md §1.5): its bit, seen at a tick,
-counts that tick as throttled."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +120,7 @@ def _job_gpus(ticks: list[tuple[GpuSample, ...]], main_pids: frozenset[int], ran
     if used:
         return used, False
     last = ticks[-1]
-    # NVML reports host PIDs; inside a container the job's may not map (signals.md §1.3). A lone
+    # NVML reports host PIDs; inside a container the job's may not map (NVML's per-process utilization is keyed by host PID). A lone
     # GPU that is busy while NVML names no process on it is taken as the job's, marked assumed.
     if len(last) == 1 and not last[0].processes and (num(last[0].util_gpu, 0.01) or 0.0) > BUSY_IDLE:
         return {last[0].index}, True
@@ -163,7 +158,7 @@ def _pcie(frames: Sequence[Frame], indexes: set[int], busy: list[float | None]) 
     replays = [sum(p.replay_delta for p in r if known(p.replay_delta)) for r in rows
                if any(known(p.replay_delta) for p in r)]
     span = rows[-1][0].t - rows[0][0].t if len(rows) > 1 else 0.0
-    # The current link is read "under load" only: idle GPUs lower their link legitimately (§1.4).
+    # The current link is read "under load" only: idle GPUs lower their link legitimately (LINK_LOAD).
     # Under load = the GPU busy half the time (P-state up) or real traffic on the link.
     loaded = (med(busy) or 0.0) >= LINK_LOAD or (med(frac) or 0.0) >= RX_SIGNIFICANT
     link = _degraded(rows[-1]) if loaded else None
@@ -182,7 +177,8 @@ def _rx_frac(p: PcieSample) -> float | None:
 
 
 def _link_factor(p: PcieSample) -> float:
-    """Current over maximum link bandwidth: each PCIe generation doubles a lane's rate (signals.md §1.4)."""
+    """Current over maximum link bandwidth: each PCIe generation doubles a lane's rate (gen3 8,
+    gen4 16, gen5 32 GT/s; gen1 to gen2 doubled too, with 8b/10b coding)."""
     factor = 1.0
     if known(p.gen_current) and known(p.gen_max) and p.gen_max and p.gen_current:
         factor *= 2.0 ** (min(p.gen_current, p.gen_max) - p.gen_max)
@@ -222,7 +218,7 @@ def _throttle(chosen: list[tuple[GpuSample, ...]]) -> tuple[tuple[tuple[str, flo
         if bad_here:
             bad_ticks.append(max(bad_here))
     reasons = tuple(sorted(((k, sum(v) / len(v)) for k, v in per_reason.items() if any(v)), key=lambda kv: -kv[1]))
-    # The ns counters beat the instantaneous bitmask (§1.5); the bitmask is the fallback.
+    # The ns counters beat the instantaneous bitmask (a share of the tick, not one instant); the bitmask is the fallback.
     bad_frac = mean(bad_ticks) if bad_ticks else mean(bits)
     return reasons, bad_frac
 

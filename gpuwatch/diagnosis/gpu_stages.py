@@ -1,6 +1,6 @@
 """Stages read mostly off the GPU: memory/layout-bound (4), launch-bound (5) and healthy.
 
-Signatures (h200-signatures.md): healthy bf16 = GR 100, SM 96.6, tensor 93.8, occupancy 14.3;
+Signatures measured on an H200 (docs/THRESHOLDS.md): healthy bf16 = GR 100, SM 96.6, tensor 93.8, occupancy 14.3;
 layout copy = GR 100, SM 99.9, tensor 0.9, occupancy 87.7, DRAM 24; launch- and sync-bound =
 GR 18-26, SM ~0.03 (the host cannot issue kernels fast enough, and each is tiny).
 """
@@ -34,13 +34,11 @@ def _no_gpu(c: Checks, s: Signals) -> StageResult:
 
 
 def _busy_gates(c: Checks, s: Signals) -> tuple[bool, bool]:
-    """(busy enough to be GPU-side at all, saturated). Between §11's 70 % (starved below) and 90 %
+    """(busy enough to be GPU-side at all, saturated). Between BUSY_STARVED's 70 % (starved below) and 90 %
     (saturated above) a GPU-side stage is named only when no host-side stage explains the gaps."""
     busy = s.gpu.compute_busy
-    floor = c.check("gpu_active", busy, BUSY_STARVED, ">=", "GPU kernel-active time", kind=REQ,
-                    source="§11: under 70 % the GPU is starved")
-    sat = c.check("gpu_saturated", busy, BUSY_SATURATED, ">=", "GPU kernel-active time, saturated", kind=REQ,
-                  source="§11: >= 90 %")
+    floor = c.check("gpu_active", busy, BUSY_STARVED, ">=", "GPU kernel-active time", kind=REQ)
+    sat = c.check("gpu_saturated", busy, BUSY_SATURATED, ">=", "GPU kernel-active time, saturated", kind=REQ)
     if sat is not None:
         c.support.append(sat)
     return floor is True, sat is True
@@ -71,13 +69,11 @@ def gpu_memory(s: Signals, relax: float = 0.0) -> StageResult:
     layout_share = st.layout / st.n_main if st.available and st.n_main else None
     if g.gpm:
         sm = c.check("sm_active", while_active(s, g.sm), SM_HEALTHY, ">=", "SMs active while the GPU works (GPM)",
-                     kind=REQ, source="DCGM: >= 80 %")
-        tensor = c.check("tensor", while_active(s, g.tensor), TENSOR_LOW, "<=", "tensor pipes active", kind=REQ,
-                         source="§11: <= 20 %")
-        dram = c.check("dram", while_active(s, g.dram), DRAM_BOUND, ">=", "DRAM bandwidth used", kind=REQ,
-                       source="§11 / DCGM peak ~80 %")
+                     kind=REQ)
+        tensor = c.check("tensor", while_active(s, g.tensor), TENSOR_LOW, "<=", "tensor pipes active", kind=REQ)
+        dram = c.check("dram", while_active(s, g.dram), DRAM_BOUND, ">=", "DRAM bandwidth used", kind=REQ)
         occ = c.check("occupancy", while_active(s, g.occ), OCC_MEMORY, ">=", "SM occupancy (warps resident)",
-                      kind=REQ, source="h200: layout copy 88 %, bf16 GEMM 14 %")
+                      kind=REQ)
         # Kernels run asynchronously, so the main thread rarely sits in the layout op itself: shown only.
         c.check("layout_ops", layout_share, LAYOUT_SHARE, ">=", "main-thread samples in layout ops", kind=INFO)
         c.support.extend(x for x in (dram, occ) if x is not None)  # both signs of memory-bound kernels
@@ -103,29 +99,26 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
     g, st, job = s.gpu, s.stacks, s.job
     if not g.present:
         return _no_gpu(c, s)
-    busy = c.check("gpu_active", g.compute_busy, BUSY_STARVED, "<=", "GPU kernel-active time", kind=REQ,
-                   source="§11: <= 70 %")
+    busy = c.check("gpu_active", g.compute_busy, BUSY_STARVED, "<=", "GPU kernel-active time", kind=REQ)
     # NVML util counts copies: a GPU busy copying (pinned H2D reads 100 %) is not waiting for launches.
     util = c.check("gpu_util", g.busy, BUSY_STARVED, "<=", "GPU utilization (NVML, copies included)", kind=REQ)
     busy = yes(busy) and util is not False
     ratio = sm_per_gr(s)
     # With stacks the kernel shape corroborates; without, it is the only GPU-side proof: a gate.
     tiny = c.check("sm_per_gr", ratio, TINY_KERNEL_RATIO, "<=", "SM active / GR engine active (tiny kernels)",
-                   unit="x", kind=SUP if st.available else REQ, source="h200: launch-bound 0.002, real work 0.8-1.0")
-    # The launching threads run flat out, dispatching or spin-waiting in a sync (§5.5). An unknown
+                   unit="x", kind=SUP if st.available else REQ)
+    # The launching threads run flat out, dispatching or spin-waiting in a sync (a spin-waiting CUDA sync burns a core). An unknown
     # CPU (no process sample) does not block.
     cpu = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main + autograd thread CPU",
-                  unit="cores", kind=REQ, source="§11: >= 0.9 core")
+                  unit="cores", kind=REQ)
     sync, disp = st.share(lb.SYNC) or 0.0, st.share(lb.DISPATCH, lb.BACKWARD, lb.OPTIMIZER) or 0.0
     if st.available:
         active = c.check("main_active", st.active, MAIN_ACTIVE_SHARE, ">=",
-                         "main thread in the step (dispatch, sync, backward, optimizer)", kind=REQ,
-                         source="§11: >= 50 %")
-        # §11 asks wait < 5 %; over a dozen samples that is noise-bound, so the gate is "works more
+                         "main thread in the step (dispatch, sync, backward, optimizer)", kind=REQ)
+        # "Not input-bound" is a wait under WAIT_MODERATE (5 %); over a dozen samples that is noise-bound, so the gate is "works more
         # than it waits" and io/decode, which need wait >= 20 % and busy workers, win by share.
         wait = (st.wait or 0.0) < (st.active or 0.0)
-        c.check("no_wait", st.wait, st.moderate, "<", "data wait under TF's 'not input-bound' cut",
-                source="TF: < 5 % is not input-bound, and two samples at least")
+        c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch")
         fires = yes(busy) and yes(active) and wait and cpu is not False
         # A spin-wait in .item() reads as "dispatch" at the user's line (collectors/stack_labels.py):
         # "sync" is named only when sync frames are seen.
@@ -154,11 +147,9 @@ def gpu_bound(s: Signals, relax: float = 0.0) -> StageResult:
         return _no_gpu(c, s)
     busy, saturated = _busy_gates(c, s)
     sm = while_active(s, g.sm)
-    useful = c.check("sm_useful", sm, SM_INEFFECTIVE, ">=", "SMs active while the GPU works (GPM)", kind=REQ,
-                     source="DCGM: < 50 % is ineffective")
-    c.check("sm_active", g.sm, SM_HEALTHY, ">=", "SMs active (GPM)", source="DCGM: >= 80 % necessary")
-    c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch",
-            source="TF: < 5 % is not input-bound, and two samples at least")
+    useful = c.check("sm_useful", sm, SM_INEFFECTIVE, ">=", "SMs active while the GPU works (GPM)", kind=REQ)
+    c.check("sm_active", g.sm, SM_HEALTHY, ">=", "SMs active (GPM)")
+    c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch")
     if not g.gpm:
         c.note("gpm", f"no GPM ({g.gpm_reason}): 'busy' only means never starved, not efficient", False)
     c.check("tensor", g.tensor, TENSOR_LOW, ">", "tensor pipes active", kind=INFO)

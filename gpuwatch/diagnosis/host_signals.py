@@ -115,7 +115,7 @@ def _split(sample: ProcsSample, rank: int | None) -> tuple[list[ProcInfo], list[
 
 
 def _launch_threads_cpu(p: ProcInfo) -> float | None:
-    """Main thread + pt_autograd_* (signals.md §5.5: both launch kernels)."""
+    """Main thread + pt_autograd_* (both launch kernels: the autograd engine runs backward)."""
     main = [t for t in p.threads if t.tid == p.pid]
     if not main:
         return None

@@ -1,6 +1,6 @@
 """Stages 1 and 2: the main thread waits for data, because workers read (io) or compute (decode).
 
-The split follows §11: the same data wait, told apart by what the workers do. Measured CPU beats
+The split follows the DataLoader's internals: the same data wait, told apart by what the workers do. Measured CPU beats
 stack labels (a worker sleeping inside ``__getitem__`` may be labelled busy yet burns no CPU).
 """
 
@@ -15,6 +15,7 @@ from gpuwatch.diagnosis.thresholds import (
     CHECKPOINT_SHARE,
     CPU_SATURATED,
     DISK_BUSY,
+    IDLE_WORKERS,
     IOWAIT,
     MIN_WORKER_SAMPLES,
     PSI_IO,
@@ -30,17 +31,13 @@ from gpuwatch.diagnosis.thresholds import (
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import DECODE, IO
 
-TF_HIGH = "TF: 20 % is highly input-bound"
-IDLE_WORKERS = 0.70
-"""Worker samples waiting for an index (W_IDLE) >= 70 %: the workers are ahead, not reading."""
 
 
 def gpu_gate(c: Checks, s: Signals, threshold: float = BUSY_SATURATED) -> bool:
     """The GPU is not saturated (true without a GPU; an unreadable GPU does not block)."""
     if not s.gpu.present:
         return True
-    ok = c.check("gpu_active", s.gpu.compute_busy, threshold, "<", "GPU kernel-active time", kind=REQ,
-                 source="a saturated GPU is not starved (§11 healthy >= 90 %)")
+    ok = c.check("gpu_active", s.gpu.compute_busy, threshold, "<", "GPU kernel-active time", kind=REQ)
     return ok is not False
 
 
@@ -81,7 +78,7 @@ def storage_bound(s: Signals) -> bool:
 
 
 def storage_signs(s: Signals) -> bool:
-    """Any of §11's stage-1 signs: workers in D, I/O pressure, the data's disk busy."""
+    """Any of the disk stage's signs: workers in D, I/O pressure, the data's disk busy."""
     return ((s.job.worker_d or 0.0) >= WORKER_D_SHARE or (s.host.psi_io or 0.0) >= PSI_IO
             or (s.disk.data_busy or 0.0) >= DISK_BUSY)
 
@@ -136,8 +133,7 @@ def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
         c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, ">=", "worker samples decoding or transforming")
         c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, ">=", "CPU per DataLoader worker", unit="cores")
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, "<", "workers in D state (waiting on the disk)")
-        c.check("host_cpu", host.cpu, CPU_SATURATED, ">=", "host CPU busy", kind=INFO,
-                source="§11: >= 90 % is CPU-saturated")
+        c.check("host_cpu", host.cpu, CPU_SATURATED, ">=", "host CPU busy", kind=INFO)
         if s.cpu_short:
             c.note("cpu_full", f"the workers use {fmt(job.workers_cpu, 'cores')} of {job.usable_cpus} usable CPUs",
                    True)
@@ -152,13 +148,12 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     m = mode(s)
     if m == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), WAIT_HIGH, ">=",
-                       "main thread loading data itself (num_workers=0)", kind=REQ, source=TF_HIGH)
+                       "main thread loading data itself (num_workers=0)", kind=REQ)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores", kind=REQ)
         fires = gate and yes(load) and cpu is not False
         return result(c, fires, (st.share(lb.INLINE_LOAD) or 0) >= st.moderate, st.share(lb.INLINE_LOAD),
                       "inline", **_facts(s))
-    wait = c.check("data_wait", st.wait, WAIT_HIGH, ">=", "main thread waiting for a batch", kind=REQ,
-                   source="TF: 20 % is highly input-bound")
+    wait = c.check("data_wait", st.wait, WAIT_HIGH, ">=", "main thread waiting for a batch", kind=REQ)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
     computing = workers_computing(s) or ipc
@@ -184,13 +179,12 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                       st.share(lb.CHECKPOINT), "checkpoint", **_facts(s))
     if m == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), WAIT_HIGH, ">=",
-                       "main thread loading data itself (num_workers=0)", kind=REQ, source=TF_HIGH)
+                       "main thread loading data itself (num_workers=0)", kind=REQ)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU", unit="cores", kind=REQ)
         _worker_checks(c, s, io_side=True)
         fires = gate and yes(load) and yes(cpu)
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
-    wait = c.check("data_wait", st.wait, WAIT_HIGH, ">=", "main thread waiting for a batch", kind=REQ,
-                   source="TF: 20 % is highly input-bound")
+    wait = c.check("data_wait", st.wait, WAIT_HIGH, ">=", "main thread waiting for a batch", kind=REQ)
     _worker_checks(c, s, io_side=True)
     waiting = workers_waiting(s)
     c.note("workers_waiting", "the workers wait on storage (not the CPU)" if waiting
@@ -207,7 +201,7 @@ def _without_stacks(c: Checks, s: Signals, computing: bool) -> StageResult:
     c.note("stacks", f"no stacks, so the data wait is not measured ({s.stacks.reason})", False, kind=INFO)
     if s.gpu.present:
         gate = c.check("gpu_active", s.gpu.compute_busy, BUSY_STARVED, "<", "GPU kernel-active time",
-                       kind=REQ, source="§11: < 70 % is starved") is True
+                       kind=REQ) is True
     else:
         gate = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU (a waiting "
                        "thread uses none)", unit="cores", kind=REQ) is True

@@ -1,6 +1,6 @@
 """What to do about the stage, filled with what was seen (workers vs cores, pinning, tenants, ...).
 
-The fixes come from the PyTorch performance tuning guide (signals.md §3.5), the pinned-memory
+The fixes come from the PyTorch performance tuning guide , the pinned-memory
 tutorial, DS-Analyzer and the H200 measurements; each is worded with the job's own numbers.
 """
 

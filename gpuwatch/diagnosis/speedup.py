@@ -1,7 +1,7 @@
 """The most the job could speed up if the named stage were fixed (an upper bound, Amdahl-style).
 
 - Input-bound (io, decode, pin thread, copies on the main thread): the step loses the share ``w``
-  of its time waiting, so removing the wait gives at most 1 / (1 - w) (the TF profiler's input %
+  of its time waiting, so removing the wait gives at most 1 / (1 - w) (the TensorFlow profiler's input %
   read the same way). Without stacks, the GPU's idle share stands in: 1 / busy.
 - Launch-bound: the GPU has work only ``busy`` of the time; at best it always has: 1 / busy.
 - Pageable copies: pinned copies ran 8.6x faster on the H200, so the copy share shrinks by that.
@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import StageResult
-from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, PAGEABLE_GAIN
+from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PAGEABLE_GAIN
 from gpuwatch.model.verdict import CONTENTION, DECODE, H2D, IO, LAUNCH
 
-MIN_GAIN = 1.05
-"""Under 5 % is within the noise of the shares: reported as no gain (None)."""
 
 
 def _amdahl(share: float | None, gain: float = float("inf")) -> float | None:

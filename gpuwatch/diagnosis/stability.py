@@ -13,14 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpuwatch.diagnosis.stages import OFF_PIPELINE
+from gpuwatch.diagnosis.thresholds import WEAK_TICKS
 from gpuwatch.model.verdict import UNKNOWN
 
 WEAK = (UNKNOWN, OFF_PIPELINE)
 """Candidates that say "no stage is proved" rather than naming one."""
-WEAK_TICKS = 3
-"""Ticks in a row that a weak candidate needs to replace a named stage. A dozen stack samples
-carry ±15-20 points of noise, so one tick where no gate quite holds is expected now and then in a
-steady run; a stage whose evidence is really gone fails three ticks in a row."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,10 +19,10 @@ from gpuwatch.model.stacks import StackSample, ThreadStack
 from gpuwatch.model.values import known
 
 ACTIVE_LABELS = (lb.DISPATCH, lb.SYNC, lb.BACKWARD, lb.OPTIMIZER)
-"""The main thread doing the training step itself (§11 stage 5: dispatch work, or spinning in a sync)."""
+"""The main thread doing the training step itself (launch-bound: dispatch work, or spinning in a sync)."""
 LAYOUT_WORDS = ("permute", "contiguous", "transpose", ".t()", "index_select", "channels_last",
                 "memory_format", "torch.cat", "cat (", "copy_", "clone")
-"""Layout and copy ops in a main-thread frame or user line: §11 stage 4's supporting stacks."""
+"""Layout and copy ops in a main-thread frame or user line: the memory-bound stage's supporting stacks."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,7 @@ class StackSignals:
 
     @property
     def wait(self) -> float | None:
-        """Main thread waiting for a batch (§5.6 DATA_WAIT + DATA_IPC): TF's "input %" from outside."""
+        """Main thread waiting for a batch (DATA_WAIT + DATA_IPC): the TensorFlow profiler's "input %", seen from outside."""
         return self.share(lb.DATA_WAIT, lb.DATA_IPC)
 
     @property

@@ -2,7 +2,7 @@
 
 Each scorer looks at one window's :class:`Signals` and says whether its stage fires (its gates
 all hold), whether it deserves a warning, how strong the supporting evidence is, and which share
-of the main thread's time backs it (used to rank host-side stages, as §11's precedence asks).
+of the main thread's time backs it (used to rank host-side stages, as the stage precedence in docs/THRESHOLDS.md asks).
 """
 
 from __future__ import annotations

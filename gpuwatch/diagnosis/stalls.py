@@ -2,7 +2,7 @@
 
 "The GPU idles ~0.4 s every ~2 s" is what a checkpoint every N steps, an eval loop or batches
 that arrive in waves look like: invisible in 1 s averages, plain in the 200 ms trace
-(h200-signatures.md: the driver keeps one utilization sample every 200 ms). What the main thread
+(measured on an H200: the driver keeps one utilization sample every 200 ms). What the main thread
 was doing during the idle runs names the cause.
 """
 
@@ -12,24 +12,18 @@ from collections import Counter
 from collections.abc import Sequence
 from statistics import median
 
+from gpuwatch.diagnosis.thresholds import (
+    STALL_BUSY_LEVEL as BUSY_LEVEL,
+    STALL_IDLE_RATIO as IDLE_RATIO,
+    STALL_JITTER as JITTER,
+    STALL_MAX_IDLE_SHARE as MAX_IDLE_SHARE,
+    STALL_MIN_POINTS as MIN_POINTS,
+    STALL_MIN_RUNS as MIN_RUNS,
+)
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.values import known
 from gpuwatch.model.verdict import Stall
-
-MIN_POINTS = 20
-"""Four seconds of 200 ms samples before a period is looked for."""
-BUSY_LEVEL = 50.0
-"""The GPU must be busy between stalls (80th percentile of util >= 50 %), else it is starved,
-not stalling."""
-IDLE_RATIO = 0.5
-"""A sample below half the busy level is (mostly) idle: a 200 ms window idle for over half its time."""
-MIN_RUNS = 3
-"""Three idle runs give two intervals: the least that shows a period."""
-JITTER = 0.25
-"""Intervals within 25 % of their median (median absolute deviation) count as periodic."""
-MAX_IDLE_SHARE = 0.6
-"""Idle more than 60 % of the time is starvation, which the stages describe, not a stall."""
 
 CAUSES = {
     lb.CHECKPOINT: "checkpoint saves",

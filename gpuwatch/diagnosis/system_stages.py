@@ -1,9 +1,9 @@
 """Stage 6 (contention), "idle" (not training), and a CPU-only job computing on its own.
 
-Contention causes come first when crossed (§11 precedence): they inflate every other stage. GPU-side
+Contention causes come first when crossed (the stage precedence): they inflate every other stage. GPU-side
 causes (another tenant, throttling) slow the job even when its GPU looks saturated; CPU-side
 causes only matter while the host is what limits the job (a GPU-saturated job can spare CPU).
-Self-contention (more workers than cores) is not an outside cause: it is decode tuning (§11).
+Self-contention (more workers than cores) is not an outside cause: it is decode tuning.
 """
 
 from __future__ import annotations
@@ -51,31 +51,27 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
     causes: dict[str, float | None] = {}
     if g.present:
         if yes(c.check("gpu_tenants", g.tenant_share, TENANT_SHARE, ">=", "other processes' share of the GPU's SM time",
-                       kind=REQ, source="§11: >= 10 %")):
+                       kind=REQ)):
             causes["tenant"] = g.tenant_share
         if yes(c.check("throttle", g.bad_throttle, THROTTLE_FRAC, ">=",
-                       "time throttled (thermal, HW slowdown, power brake)", kind=REQ,
-                       source="§11: >= 5 % of the tick; SW power cap is normal")):
+                       "time throttled (thermal, HW slowdown, power brake)", kind=REQ)):
             causes["throttle"] = g.bad_throttle
         if (g.rx_frac or 0.0) >= RX_SIGNIFICANT and yes(c.check(
                 "replays", g.replays_per_s, REPLAYS_PER_S, ">=", "PCIe replays (link retries)", unit="/s", kind=REQ)):
             causes["link"] = None
     gpu_side = bool(causes)
     if yes(c.check("cgroup_throttled", h.cg_throttled, CG_THROTTLED, ">=",
-                   "time the job's cgroup was throttled (CPU quota)", kind=REQ, source="§11: >= 5 %")):
+                   "time the job's cgroup was throttled (CPU quota)", kind=REQ)):
         causes["cgroup"] = h.cg_throttled
-    if yes(c.check("steal", h.steal, STEAL, ">=", "CPU steal (the hypervisor runs someone else)", kind=REQ,
-                   source="§11: >= 5 %")):
+    if yes(c.check("steal", h.steal, STEAL, ">=", "CPU steal (the hypervisor runs someone else)", kind=REQ)):
         causes["steal"] = h.steal
     usable = job.usable_cpus or h.cpu_count
     others = h.others_cpu / usable if h.others_cpu is not None and usable else None
     delay = max((x for x in (job.main_run_delay, job.worker_run_delay) if x is not None), default=None)
     oth = c.check("others_cpu", others, OTHERS_CPU_SHARE, ">=", "CPUs used by processes outside the job", kind=REQ)
-    queued = [c.check("run_delay", delay, RUN_DELAY, ">=", "time the job's threads waited for a CPU", kind=REQ,
-                      source="§11: >= 10 %"),
-              c.check("psi_cpu", h.psi_cpu, PSI_CPU, ">=", "CPU pressure (PSI cpu some)", kind=REQ,
-                      source="§11: >= 20 %"),
-              c.check("host_cpu", h.cpu, CPU_SATURATED, ">=", "host CPU busy", kind=REQ, source="§11: >= 90 %")]
+    queued = [c.check("run_delay", delay, RUN_DELAY, ">=", "time the job's threads waited for a CPU", kind=REQ),
+              c.check("psi_cpu", h.psi_cpu, PSI_CPU, ">=", "CPU pressure (PSI cpu some)", kind=REQ),
+              c.check("host_cpu", h.cpu, CPU_SATURATED, ">=", "host CPU busy", kind=REQ)]
     # Neighbours count only when they reach the job: its threads queue for a CPU (schedstat). PSI
     # and host CPU stand in only when run delay cannot be read: they also rise for an idle job.
     hits_job = yes(queued[0]) if delay is not None else any(yes(q) for q in queued[1:])
@@ -122,8 +118,7 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
         host_quiet = yes(main_quiet) and workers_quiet and not storage_busy
     c.support.extend(x for x in (main_quiet, workers_quiet, host_quiet) if x is not None)
     if g.present:
-        gpu_idle = c.check("gpu_util", g.busy, BUSY_IDLE, "<", "GPU utilization (NVML, copies included)", kind=REQ,
-                           source="h200: idle reads 0 %, a starved loader 9 %")
+        gpu_idle = c.check("gpu_util", g.busy, BUSY_IDLE, "<", "GPU utilization (NVML, copies included)", kind=REQ)
         return result(c, yes(gpu_idle) and host_quiet, False, 1.0, "gpu_idle", detail=_other_detail(s))
     c.note("gpu", f"no GPU in use ({g.reason})", True, kind=INFO)
     return result(c, host_quiet, False, 1.0, "no_gpu" if g.has_gpus else "cpu_only", detail=_other_detail(s))
@@ -145,8 +140,7 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         share = (st.active or 0.0) + ((st.share(lb.OTHER) or 0.0) if busy_cpu else 0.0)
         active = c.check("main_active", share, MAIN_ACTIVE_SHARE, ">=", "main thread computing the step", kind=REQ)
         wait = c.check("data_wait", st.wait, WAIT_HIGH, "<", "main thread waiting for a batch", kind=REQ)
-        c.check("no_wait", st.wait, st.moderate, "<", "data wait under TF's 'not input-bound' cut",
-                source="TF: < 5 %, and two samples at least")
+        c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch")
         c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores")
         fires = yes(active) and yes(wait)
         weight = share

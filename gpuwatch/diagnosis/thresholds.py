@@ -1,13 +1,14 @@
-"""Every number the verdict compares a signal with, and where it comes from.
+"""Every number the verdict, the report and the TUI compare a signal with: the one home of each cut.
 
-Sources, cited by short name below:
-- "§11": the evidence table in /work/shared/docs/signals.md (section 11), itself built on the
-  TensorFlow profiler, DCGM's guidance and the PyTorch tuning guide.
-- "TF": the TensorFlow profiler's input-pipeline analyzer (xprof
-  ``op_stats_to_input_pipeline_analysis.cc``): input % >= 20 "HIGHLY input-bound", >= 5 "MODERATELY";
-  the PyTorch TensorBoard plugin uses the same 5 % for its DataLoader warning.
-- "DCGM": NVIDIA's reading guidance for the profiling fields (signals.md section 2).
-- "H200": the signature table in /work/shared/docs/h200-signatures.md (real measurements).
+docs/THRESHOLDS.md is the table of all of them with the signal each applies to and what its value
+is based on (a test keeps the two in step). The bases, named in words below:
+- the TensorFlow profiler's input-pipeline analyzer (xprof ``op_stats_to_input_pipeline_analysis.cc``):
+  input >= 20 % of the step is "HIGHLY input-bound", >= 5 % "MODERATELY"; the PyTorch profiler's
+  TensorBoard plugin warns about the DataLoader above the same 5 %;
+- NVIDIA's DCGM guidance for the profiling fields (SM active >= 0.8 "necessary", < 0.5
+  "ineffective"; DRAM active peaks at ~0.8 in practice);
+- measurements on an H200 (driver 580, 2026-12-02), quoted where they set a value;
+- the Linux kernel's and NVML's own definitions (PSI, cgroup cpu.stat, clock-event reasons).
 
 Fractions are 0..1 (a share of samples or of the tick), CPU is in cores.
 """
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 # -- windows ------------------------------------------------------------------------------------
 WINDOW_S = 8.0
-"""Evidence window. §11 suggests ~10 s because stack shares over a few dozen samples carry
-±10-15 % noise; 8 s keeps the verdict within the brief's 5-10 s while ageing out a change faster."""
+"""Evidence window. About 10 s is the usual advice because stack shares over a few dozen samples carry
+±10-15 % noise; 8 s lets the verdict follow a change within 5-10 s while ageing out an old phase faster."""
 SHORT_S = 3.0
 """The switch test looks at the last 3 s only: at a 1 s tick that is three frames, whose median
 ignores one odd tick, and two new frames out of three flip it, so a real change shows in ~2-3 s."""
@@ -36,9 +37,10 @@ MIN_STACK_SAMPLES = 6
 until it has them. At n = 6 a share's standard error is at most 0.2: coarse, yet it tells a thread
 that waits 80 % from one that never waits."""
 
-# -- input-bound (TF / §11) ---------------------------------------------------------------------
+# -- input-bound (TensorFlow profiler's input-pipeline analyzer) -------------------------------
 WAIT_MODERATE = 0.05
-"""TF: input % >= 5 is "moderately input-bound"; the PyTorch TB plugin warns above 5 % too."""
+"""The TensorFlow profiler calls input >= 5 % of the step "moderately input-bound"; the PyTorch
+profiler's TensorBoard plugin warns about the DataLoader above 5 % too."""
 MODERATE_MIN_SAMPLES = 2
 """Main-thread samples a "moderate" share needs: one sample in the window is a chance catch, not
 5 %. Over 6 to 16 samples (the relaxed and full stack pace over the 8 s window) one sample is a 6 to
@@ -54,13 +56,16 @@ def moderate_cut(n: int) -> float:
 
 
 WAIT_HIGH = 0.20
-"""TF: input % >= 20 is "highly input-bound" (§11 uses it for stages 1 and 2)."""
+"""The TensorFlow profiler calls input >= 20 % of the step "HIGHLY input-bound" (the data wait of
+the disk and decode stages)."""
 
-# -- the GPU's state (§11, DCGM, H200) ----------------------------------------------------------
+# -- the GPU's state (DCGM guidance, H200 measurements) ----------------------------------------
 BUSY_SATURATED = 0.90
-"""§11 healthy: busy >= 0.9 (ideally 0.95); stage 4 also starts at busy >= 0.9."""
+"""A GPU with work 90 % of the time or more is saturated: the input keeps up (a healthy job reads
+95-100 %, H200 bf16 100 %); the memory-bound stage also needs a saturated GPU."""
 BUSY_STARVED = 0.70
-"""§11 stages 1 and 5: busy < 0.7 means the GPU waits a large part of the time. Used where no
+"""A GPU with work under 70 % of the time waits a large part of it (H200: loader-starved 9 %,
+launch-bound 26 %). Used where no
 stack says *why*, so that only a clearly starved GPU is blamed on the host."""
 BUSY_IDLE = 0.02
 """H200: an idle GPU reads 0.0 %, a loader-starved job still reads ~9 %: under 2 % nothing runs."""
@@ -72,9 +77,10 @@ TINY_KERNEL_RATIO = 0.25
 """SM active / GR engine active. H200: launch-bound 0.03/25.8 and sync-bound 0.04/18.4 (~0.002),
 loader-starved real work 7.2/9.1 (0.79), healthy 96.6/100. 0.25 is far from both groups."""
 TENSOR_LOW = 0.20
-"""§11 stage 4: tensor <= 0.2 (H200: layout copy 0.9 %, healthy bf16 93.8 %)."""
+"""Tensor cores active <= 20 % while the SMs are busy: not matrix math (H200: layout copy 0.9 %,
+healthy bf16 93.8 %)."""
 DRAM_BOUND = 0.60
-"""§11 stage 4: DRAM >= 0.6 (DCGM: ~0.8 is the practical peak)."""
+"""DRAM active >= 60 %: memory traffic near its limit (DCGM: ~80 % is the practical peak)."""
 OCC_MEMORY = 0.50
 """H200: the layout copy (t().contiguous()) ran at 87.7 % occupancy but only 24 % DRAM, the bf16
 GEMM at 14.3 %; DCGM: occupancy matters for memory-bound kernels. A copy/elementwise kernel fills
@@ -82,9 +88,9 @@ the SMs with warps waiting on memory, so >= 50 % occupancy with idle tensor core
 where its access pattern keeps DRAM below 60 %."""
 LAYOUT_SHARE = 0.20
 """Main-thread samples in layout ops (permute/contiguous/cat...) that count as a stage-4 hint;
-the same 20 % cut as a "high" share elsewhere (TF)."""
+the same 20 % cut as a "high" share elsewhere (TensorFlow profiler)."""
 
-# -- host to device (§11, H200) -----------------------------------------------------------------
+# -- host to device (H200 measurements) ---------------------------------------------------------
 COPY_SHARE = 0.06
 """NVML util minus GPM GR engine = copy-engine time, the share of the tick in copies that no kernel
 runs beside. H200: pinned H2D reads util 100 / GR 0; pageable copies read 14-17 % (runs of
@@ -93,83 +99,114 @@ every other scenario 0 % (4 % at most, on the tick a phase switched). 6 % is abo
 middle of 4 and 10. It was 10 %: device run 11's pageable phase sat on that line and was called
 launch-bound (its busy main thread is the CPU staging the copies)."""
 RX_SATURATED = 0.70
-"""§11: RX >= 0.7 x link capacity. H200: pinned copies reached 56.5 GiB/s = 0.94 of gen5 x16."""
-RX_PAGEABLE_MAX = 0.30
-"""H200: pageable copies ran at 6.6 GiB/s, 1/9 of pinned (0.11 of the link). Copy-dominated
-traffic below 0.3 of the link (the geometric middle of 0.11 and 0.94) is the pageable signature."""
+"""RX >= 70 % of the link's capacity fills the link. H200: pinned copies reached 56.5 GiB/s = 0.94
+of gen5 x16."""
+RX_PAGEABLE_MAX = 0.60
+"""Copy-dominated traffic below 60 % of the link is the pageable (unpinned) signature. H200 gen5
+x16: pinned copies ran at 0.94 of the link (56,509 MiB/s); pageable ones at 0.11 (6,608 MiB/s),
+0.08-0.14 (device runs 9 and 11) and 0.31-0.35 (19,581 MiB/s, a never-written host tensor, cheaper
+to stage). 0.60 is about the geometric middle of the fastest pageable (0.35) and pinned (0.94)
+readings. The verdict's "pageable" reading and the report's pinned-memory check both use it."""
+PINNED_RX_MIBS = 56509
+"""H200 gen5 x16: pinned host-to-device copies, GPM PCIe RX in MiB/s (quoted in the report)."""
+PAGEABLE_RX_MIBS = 19581
+"""H200 gen5 x16: the fastest pageable host-to-device copies measured, MiB/s (quoted in the report)."""
+MIN_COPY_TICKS = 3
+"""Ticks dominated by copies before the report judges them: fewer is a blip, not a pattern."""
 RX_SIGNIFICANT = 0.05
 """RX above 5 % of the link is real data traffic: H200 launch loops read 0.2 GiB/s (< 0.4 %)
 and healthy bf16 13 MiB/s."""
 PAGEABLE_GAIN = 8.6
 """H200: pinned over pageable H2D bandwidth, 56.5 / 6.6 GiB/s."""
 H2D_SHARE = 0.20
-"""§11 stage 3: main thread in copies >= 0.2."""
+"""Main thread in host-to-device copies >= 20 % of samples: the TensorFlow profiler's "high" input
+share, which counts host-to-device time as input."""
 PIN_CPU_SATURATED = 0.90
-"""§11 stage 3: pt_data_pin >= 0.9 core while the main thread waits for data."""
+"""The pin-memory thread (pt_data_pin) at >= 0.9 core: one thread, so near a full core is its limit."""
 PIN_BUSY_SHARE = 0.70
-"""Pin-thread samples in pin_memory; the same 0.7 as §11's worker "busy" share."""
+"""Pin-thread samples in pin_memory; the same 70 % as the workers' "busy" share."""
 
-# -- launch (§11) -------------------------------------------------------------------------------
+# -- launch -------------------------------------------------------------------------------------
 MAIN_CPU_BUSY = 0.90
-"""§11 stage 5: the launching threads (main + pt_autograd_*) use >= 0.9 core."""
+"""The launching threads (main + pt_autograd_*) use >= 0.9 core: flat out, since Python dispatch
+runs on one core under the GIL."""
 MAIN_ACTIVE_SHARE = 0.50
-"""§11 stage 5: main thread in dispatch work >= 0.5 of samples (here: dispatch, sync, backward,
+"""Main thread in the step's own work >= 50 % of samples (here: dispatch, sync, backward,
 optimizer, i.e. the step itself)."""
 MAIN_CPU_IDLE = 0.10
 """A main thread under 0.1 core is not computing (a sleeping or waiting thread reads ~0)."""
 
-# -- workers (§11 stages 1 and 2) ---------------------------------------------------------------
+# -- workers (DataLoader internals) ------------------------------------------------------------
 WORKER_BUSY_SHARE = 0.70
-"""§11 stage 2: wbusy >= 0.7."""
+"""Worker samples inside __getitem__/transforms >= 70 %: the workers compute most of the time."""
 WORKER_CPU_BUSY = 0.80
-"""§11 stage 2: wcpu >= 0.8 core per worker."""
+"""A worker process at >= 0.8 core computes flat out (it is single-threaded Python)."""
 WORKER_IO_SHARE = 0.40
-"""§11 stage 1: wio >= 0.4."""
+"""Worker samples in reads (or D state) >= 40 %: the workers wait on storage."""
 WORKER_D_SHARE = 0.30
-"""§11 stage 1: worker threads in D state >= 30 % of samples."""
+"""Worker threads in uninterruptible sleep (D, a blocking disk read) in >= 30 % of samples."""
 WORKER_CPU_IO = 0.50
-"""§11 stage 1: wcpu < 0.5 (workers not computing)."""
+"""A worker under 0.5 core is mostly not computing (waiting on reads or on the queue)."""
 JOB_CPU_SATURATED = 0.80
 """Workers together use >= 80 % of the usable CPUs: the CPU is the limit even when each of many
 workers gets only a slice of a core (more workers than cores)."""
 READS_BPS = 1e6
 """Workers reading at least 1 MB/s from storage are reading at all (shown, not scored)."""
 IOWAIT = 0.05
-"""Host iowait >= 5 %, the same cut §11 uses for steal (shown, not scored)."""
+"""Host iowait >= 5 %, the same cut as CPU steal (shown, not scored)."""
 PSI_IO = 0.10
-"""§11 stage 1: PSI io some avg10 >= 10 %."""
+"""PSI io "some" avg10 >= 10 %: some task stalled on I/O a tenth of the time (kernel PSI)."""
 DISK_BUSY = 0.80
-"""§11 stage 1: the device behind the data >= 80 % busy."""
+"""The block device behind the data busy >= 80 % of the time (iostat %util): near saturation."""
 
-# -- contention (§11 stage 6) -------------------------------------------------------------------
+# -- contention ---------------------------------------------------------------------------------
 TENANT_SHARE = 0.10
-"""§11: another PID with >= 10 % of the GPU's busy time."""
+"""Another process with >= 10 % of the GPU's SM time takes a real share of it."""
 THROTTLE_FRAC = 0.05
-"""§11: HW slowdown / thermal / power brake >= 5 % of the tick (SW power cap is normal at load)."""
+"""HW slowdown / thermal / power brake >= 5 % of the tick (the SW power cap is normal at load:
+the H200 running bf16 matmuls sat at it)."""
 CG_THROTTLED = 0.05
-"""§11: cgroup throttled_usec >= 5 % of wall."""
+"""The cgroup's CPU quota throttled the job >= 5 % of wall time (cpu.stat throttled_usec)."""
 RUN_DELAY = 0.10
-"""§11: Δrun_delay >= 10 % of wall for the trainer or its workers."""
+"""The job's threads wait for a CPU (schedstat run delay) >= 10 % of wall time."""
 STEAL = 0.05
-"""§11: steal >= 5 %."""
+"""The hypervisor steals >= 5 % of the CPU (/proc/stat steal)."""
 PSI_CPU = 0.20
-"""§11: PSI cpu some avg10 >= 20 %."""
+"""PSI cpu "some" avg10 >= 20 %: runnable tasks waited for a CPU a fifth of the time."""
 CPU_SATURATED = 0.90
-"""§11 stage 2: system CPU >= 90 % is "CPU-saturated"."""
+"""Host CPU busy >= 90 %: the machine has no spare CPU."""
 OTHERS_CPU_SHARE = 0.25
-"""Processes outside the job using a quarter of the usable CPUs. §11 separates an outside tenant
-from self-contention (too many workers) but gives no number; a quarter of the machine is well
+"""Processes outside the job using a quarter of the usable CPUs. An outside tenant is told apart
+from self-contention (too many workers), but no source gives a number; a quarter of the machine is well
 above background daemons and is enough to starve a job that needs every core."""
 PSI_MEM = 0.10
-"""Memory pressure: PSI memory some avg10 >= 10 %, the same cut §11 uses for io."""
+"""Memory pressure: PSI memory "some" avg10 >= 10 %, the same cut as for I/O."""
 SWAP_IN_BPS = 1e6
-"""Swap-in above 1 MB/s sustained means pages of the job are being read back from swap."""
+"""Swap traffic above 1 MB/s means pages are being read back from swap: the verdict counts swap-in,
+the report's check swap in and out (below that is background daemons paging)."""
+BAD_THROTTLE_WORDS = ("thermal", "slowdown", "brake")
+"""Clock-event reasons that cost speed for a reason outside the job (NVML: SW/HW thermal slowdown,
+HW slowdown, HW power brake). The SW power cap is the normal state of a saturated GPU (the H200
+running bf16 matmuls sat at it) and sync boost follows the slowest GPU of a group: neither counts."""
+BAD_REASON_BITS = 0x8 | 0x20 | 0x40 | 0x80
+"""nvmlClocksEventReason HwSlowdown, SwThermalSlowdown, HwThermalSlowdown, HwPowerBrakeSlowdown
+(nvml.h): the same reasons as BAD_THROTTLE_WORDS, for GPUs whose ns counters cannot be read."""
+HW_SLOWDOWN_BIT = 0x8
+"""HW slowdown has no ns counter among NVML's field values: its bit, seen at a tick, counts that
+tick as throttled."""
+SW_POWER_CAP_BIT = 0x4
+"""nvmlClocksEventReasonSwPowerCap: shown as normal, never blamed."""
+LINK_LOAD = 0.5
+"""The PCIe link is judged only while the GPU is busy at least half the time: NVIDIA lowers the
+link generation with the P-state when the GPU idles (P8 -> Gen1), and half busy is the working P0."""
+LINK_DOWN_SHARE = 0.5
+"""A link below its maximum in at least half of the loaded ticks is trained down, not in transit."""
 REPLAYS_PER_S = 1.0
-"""PCIe replays: any sustained rate is a bad link (§11 "rising replay counter"); 1/s is sustained."""
+"""PCIe replays: any sustained rate is a bad link (a rising replay counter); 1/s is sustained."""
 
 # -- checkpoints and idle ----------------------------------------------------------------------
 CHECKPOINT_SHARE = 0.20
-"""Main thread saving checkpoints >= 20 % of samples (TF's "high" cut)."""
+"""Main thread saving checkpoints >= 20 % of samples (the TensorFlow profiler's "high" cut)."""
 IDLE_OTHER_SHARE = 0.80
 """Main thread outside every training frame >= 80 % of samples: not in a training loop."""
 
@@ -185,3 +222,45 @@ HYSTERESIS_REL = 0.25
 """A quarter of a small threshold (2 % idle, 5 % of the link) or of a rate (replays/s, B/s)."""
 MAX_SPEEDUP = 20.0
 """Speed-ups are capped: a share near 100 % would promise infinity from a noisy estimate."""
+MIN_GAIN = 1.05
+"""A speed-up under 5 % is within the noise of the shares: reported as no gain."""
+MAX_CONFIDENCE = 0.95
+"""Never "certain": the signals are samples, and a window can fall between phases."""
+TAKEOVER = 0.15
+"""A host-side challenger displaces the stage in force only with a time share 15 points above
+it: about one standard error of a share over a window of a dozen stack samples."""
+OUTSIDE_SHARE = 0.50
+"""Main thread outside every training frame for half the samples: the GPU starves for a reason
+no pipeline stage names (the job's own code)."""
+IDLE_WORKERS = 0.70
+"""Worker samples waiting for an index >= 70 %: the workers are ahead, not reading (the same 70 %
+as their "busy" share)."""
+WEAK_TICKS = 3
+"""Ticks in a row that a weak candidate ("no stage proved") needs to replace a named stage. A dozen
+stack samples carry 15-20 points of noise, so one tick where no gate quite holds is expected now
+and then in a steady run; a stage whose evidence is really gone fails three ticks in a row."""
+
+# -- periodic stalls (the driver's 200 ms utilization samples) --------------------------------
+STALL_MIN_POINTS = 20
+"""Four seconds of 200 ms samples before a period is looked for."""
+STALL_BUSY_LEVEL = 50.0
+"""The GPU must be busy between stalls (80th percentile of util >= 50 %), else it is starved,
+not stalling."""
+STALL_IDLE_RATIO = 0.5
+"""A sample below half the busy level is (mostly) idle: a 200 ms window idle for over half its time."""
+STALL_MIN_RUNS = 3
+"""Three idle runs give two intervals: the least that shows a period."""
+STALL_JITTER = 0.25
+"""Intervals within 25 % of their median (median absolute deviation) count as periodic."""
+STALL_MAX_IDLE_SHARE = 0.6
+"""Idle more than 60 % of the time is starvation, which the stages describe, not a stall."""
+
+# -- the report's run-wide checks --------------------------------------------------------------
+FEW_WORKERS_RATIO = 4
+"""Fewer DataLoader workers than a quarter of the usable cores is "far fewer", worth raising only
+when loading data held the GPU back (RUN_INPUT_SHARE)."""
+RUN_INPUT_SHARE = 0.20
+"""Share of the run with a disk or decode verdict above which spare cores matter: the same 20 %
+as a "high" input share."""
+SWAP_FAIL_SHARE = 0.10
+"""Swapping (SWAP_IN_BPS or more) in a tenth of the ticks or more is a memory shortage, not a one-off."""

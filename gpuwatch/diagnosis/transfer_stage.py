@@ -1,6 +1,6 @@
 """Stage 3: host-to-device transfer over PCIe.
 
-Four ways it shows (§11 stage 3 and h200-signatures.md):
+Four ways it shows (measured on an H200; the cuts and their bases are in docs/THRESHOLDS.md):
 - "link": RX near the link's capacity while the SMs idle (pinned copies; NVML util reads 100 %
   because it counts copy-engine time, so util alone would call this GPU-bound).
 - "pageable": the GPU is busy with copies only (NVML util above GPM's GR engine) at a fraction of
@@ -41,16 +41,15 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
         c.note("gpu", f"no GPU to copy to ({gpu.reason})", False, kind=INFO)
         return result(c, False, False, 0.0)
     rx = c.check("rx_link", gpu.rx_frac, RX_SATURATED, ">=", "PCIe RX (host to device) of the link",
-                 kind=REQ, source="§11: >= 70 % of capacity")
-    sm_low = c.check("sm_active", gpu.sm, SM_INEFFECTIVE, "<", "SMs active (GPM)", kind=REQ,
-                     source="DCGM: < 50 % is ineffective use")
+                 kind=REQ)
+    sm_low = c.check("sm_active", gpu.sm, SM_INEFFECTIVE, "<", "SMs active (GPM)", kind=REQ)
     copy = c.check("copy_only", gpu.copy_frac, COPY_SHARE, ">=", "GPU busy with copies only (NVML util - GPM GR)",
-                   kind=REQ, source="h200-signatures: util counts the copy engine")
+                   kind=REQ)
     rx_some = c.check("rx_some", gpu.rx_frac, RX_SIGNIFICANT, ">=", "PCIe RX share of the link", kind=REQ)
     share = c.check("main_h2d", st.share(lb.H2D), H2D_SHARE, ">=", "main thread in host-to-device copies",
-                    kind=REQ, source="§11: >= 20 %")
+                    kind=REQ)
     pin_cpu = c.check("pin_cpu", job.pin_cpu, PIN_CPU_SATURATED, ">=", "pin-memory thread CPU", unit="cores",
-                      kind=REQ, source="§11: >= 0.9 core")
+                      kind=REQ)
     pin_busy = c.check("pin_busy", st.pshare(lb.PIN_BUSY), PIN_BUSY_SHARE, ">=",
                        "pin-memory thread samples in pin_memory", kind=REQ)
     wait = c.check("data_wait", st.wait, WAIT_HIGH, ">=", "main thread waiting for a batch", kind=REQ)
@@ -84,8 +83,8 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
     c.support.extend(x for x in corroborate if x is not None)
     weight = max(st.share(lb.H2D) or 0.0, (st.wait or 0.0) if pin_thread else 0.0,
                  (gpu.copy_frac or 0.0) if sub in GPU_SIDE else 0.0)
-    # Warn from TF's "moderate" 5 % of copies on the main thread, a downtrained link, or the link
-    # half full (half §11's 70 %): worth watching before it is the limit.
+    # Warn from a "moderate" share of copies on the main thread (WAIT_MODERATE), a downtrained
+    # link, or the link half full (half RX_SATURATED): worth watching before it is the limit.
     warn = (st.share(lb.H2D) or 0.0) >= st.moderate or bool(gpu.link) or (gpu.rx_frac or 0.0) >= RX_SATURATED / 2
     facts = dict(
         rx_bps=gpu.rx_bps, rx_frac=gpu.rx_frac, capacity_bps=gpu.capacity_bps, copy_frac=gpu.copy_frac,

@@ -10,6 +10,20 @@ from collections.abc import Sequence
 from statistics import median
 
 from gpuwatch.collectors.environment import Environment
+from gpuwatch.diagnosis.thresholds import (
+    BAD_REASON_BITS,
+    BAD_THROTTLE_WORDS,
+    HW_SLOWDOWN_BIT,
+    LINK_DOWN_SHARE,
+    LINK_LOAD,
+    MIN_COPY_TICKS,
+    PAGEABLE_RX_MIBS,
+    PINNED_RX_MIBS,
+    RX_PAGEABLE_MAX,
+    SW_POWER_CAP_BIT,
+    TENANT_SHARE,
+    THROTTLE_FRAC,
+)
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.gpu import GpuSample
 from gpuwatch.model.pcie import PcieSample
@@ -19,31 +33,8 @@ from gpuwatch.model.values import Maybe, Unsupported, known
 from gpuwatch.model.verdict import H2D, Verdict
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, WARN, CheckResult, LinkSeen
 
-LOADED_UTIL = 50.0
-"""GPU utilization (%) above which the link must run at full speed. NVIDIA lowers the link
-generation with the P-state when the GPU idles ("may be reduced when the GPU is not in use",
-nvidia-smi; P8 -> Gen1, P0/P2 -> full, NVIDIA/open-gpu-kernel-modules#731); half busy is P0."""
-DOWNGRADE_FAIL_SHARE = 0.5
-"""A link below its maximum in at least half of the loaded ticks is trained down, not in transit."""
-OTHER_SM_FAIL = 10.0
-"""Another process's SM use (%) that takes a real share of the GPU (signals.md section 11, stage 6:
-another PID at >= 10 % of busy time)."""
-THROTTLE_SHARE = 0.05
-"""Share of time under thermal/brake/HW slowdown that counts as contention (signals.md section 11,
-stage 6: >= 5 % of the tick)."""
-BAD_THROTTLE_BITS = 0x8 | 0x20 | 0x40 | 0x80
-"""nvmlClocksEventReason HwSlowdown, SwThermalSlowdown, HwThermalSlowdown, HwPowerBrakeSlowdown
-(nvml.h). SwPowerCap (0x4) is the normal state of a saturated GPU and is left out."""
-PAGEABLE_FRACTION = 0.60
-"""RX below this share of the link's capacity while copies dominate looks pageable. Measured on the
-H200 Gen5 x16 (GPM PCIe RX): pinned H2D 56,509 MiB/s = 94 % of the 63.04 GB/s link; pageable
-6,608 MiB/s = 11 % (h200-signatures.md) and 19,581 MiB/s = 31-35 % (tests/data/nvml capture,
-2026-12-02; a never-written host tensor, likely cheaper to stage). 60 % sits well between pinned
-and the faster pageable reading."""
-PINNED_MIBS, PAGEABLE_MIBS = 56509, 19581
-"""The same measurements, quoted in the reason (MiB/s, H200, PCIe Gen5 x16)."""
-MIN_COPY_TICKS = 3
-"""Fewer copy-dominated ticks than this is a blip, not a pattern."""
+LOADED_UTIL = LINK_LOAD * 100
+"""GPU utilization (%) above which the link must run at full speed (thresholds.LINK_LOAD)."""
 
 
 NO_JOB_GPU = ("the job used no GPU while watched: NVML listed none of its processes (a CPU-only job, or "
@@ -116,7 +107,7 @@ def check_pcie_link(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckRe
                 f"in {share:.0%} of {len(loaded)} loaded ticks (GPU {p.index})")
         fix = ("reseat the card or its riser, check the slot's BIOS link setting and `lspci -vv` "
                "(LnkSta vs LnkCap); a link that trains down under load is a hardware fault")
-        return CheckResult("pcie_link", title, FAIL if share >= DOWNGRADE_FAIL_SHARE else WARN, what, fix)
+        return CheckResult("pcie_link", title, FAIL if share >= LINK_DOWN_SHARE else WARN, what, fix)
     if replays:
         return CheckResult("pcie_link", title, WARN,
                            f"full speed under load, but {replays} PCIe replays (link retries) during the run",
@@ -150,7 +141,7 @@ def check_other_processes(frames: Sequence[Frame], env: Maybe[Environment]) -> C
         worst = max(worst, mean_sm or 0.0)
         sm_txt = f"{mean_sm:.0f} % SM" if mean_sm is not None else "SM use unknown"
         parts.append(f"PID {pid} ({name}) on GPU {gi}: {sm_txt}, {mem / 2**30:.1f} GiB")
-    status = FAIL if worst >= OTHER_SM_FAIL else WARN
+    status = FAIL if worst >= TENANT_SHARE * 100 else WARN
     return CheckResult("other_gpu_processes", title, status, "; ".join(parts[:5]),
                        "move the other jobs to another GPU or set CUDA_VISIBLE_DEVICES; "
                        "`nvidia-smi` lists them")
@@ -164,11 +155,14 @@ def _bad_throttle(g: GpuSample) -> tuple[float, float] | None:
             n = name.lower()
             if "power_cap" in n:
                 cap = max(cap, frac)
-            elif any(k in n for k in ("therm", "brake", "hw_slowdown", "hw")):
+            elif any(k in n for k in BAD_THROTTLE_WORDS):
                 bad = max(bad, frac)
+        if isinstance(g.clock_reasons, int) and g.clock_reasons & HW_SLOWDOWN_BIT:
+            bad = 1.0  # no ns counter for HW slowdown: its bit counts the tick, as in the verdict
         return bad, cap
     if isinstance(g.clock_reasons, int):
-        return (1.0 if g.clock_reasons & BAD_THROTTLE_BITS else 0.0, 1.0 if g.clock_reasons & 0x4 else 0.0)
+        return (1.0 if g.clock_reasons & BAD_REASON_BITS else 0.0,
+                1.0 if g.clock_reasons & SW_POWER_CAP_BIT else 0.0)
     return None
 
 
@@ -184,10 +178,10 @@ def check_throttling(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckR
     cap_txt = f"; SW power cap {mean_cap:.0%} of the time (normal for a saturated GPU)" if mean_cap > 0 else ""
     fix = ("check cooling and airflow (`nvidia-smi -q -d PERFORMANCE,TEMPERATURE`), and the power "
            "supply or chassis power-brake signal")
-    if mean_bad >= THROTTLE_SHARE:
+    if mean_bad >= THROTTLE_FRAC:
         return CheckResult("throttling", title, FAIL, f"slowed down {mean_bad:.0%} of the time{cap_txt}", fix)
-    if max(bad) >= THROTTLE_SHARE:
-        n = sum(1 for b in bad if b >= THROTTLE_SHARE)
+    if max(bad) >= THROTTLE_FRAC:
+        n = sum(1 for b in bad if b >= THROTTLE_FRAC)
         return CheckResult("throttling", title, WARN, f"slowed down in {n} of {len(bad)} GPU ticks{cap_txt}", fix)
     return CheckResult("throttling", title, PASS, f"no slowdown beyond the SW power cap{cap_txt}")
 
@@ -229,9 +223,10 @@ def check_pageable_copies(frames: Sequence[Frame], verdicts: Sequence[Verdict], 
     cap = next(float(p.capacity_bps) for f in copies if isinstance(f.pcie, tuple) for p in f.pcie  # type: ignore[arg-type]
                if known(p.capacity_bps))
     said = (f"while copies dominated ({len(copies)} ticks), RX ran at {m * cap / 2**20:,.0f} MiB/s = {m:.0%} of the "
-            f"link's {cap / 1e9:.0f} GB/s (measured on an H200 Gen5 x16: pinned {PINNED_MIBS:,} MiB/s = 94 %, "
-            f"pageable at most {PAGEABLE_MIBS:,} MiB/s = 35 %)")
-    if m < PAGEABLE_FRACTION:
+            f"link's {cap / 1e9:.0f} GB/s; copies below {RX_PAGEABLE_MAX:.0%} of the link look pageable "
+            f"(measured on an H200 Gen5 x16: pinned {PINNED_RX_MIBS:,} MiB/s = 94 %, "
+            f"pageable at most {PAGEABLE_RX_MIBS:,} MiB/s = 35 %)")
+    if m < RX_PAGEABLE_MAX:
         return CheckResult("pageable_h2d", title, WARN, said,
                            "pin the host memory: DataLoader(pin_memory=True) and .to(device, non_blocking=True)")
     return CheckResult("pageable_h2d", title, PASS, said + ": the copies run near link speed")

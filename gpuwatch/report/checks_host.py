@@ -8,6 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuwatch.collectors.environment import Environment
+from gpuwatch.diagnosis.thresholds import (
+    CG_THROTTLED,
+    FEW_WORKERS_RATIO,
+    RUN_INPUT_SHARE,
+    SWAP_FAIL_SHARE,
+    SWAP_IN_BPS,
+)
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcsSample
@@ -17,17 +24,6 @@ from gpuwatch.model.verdict import DECODE, IO, Verdict
 from gpuwatch.report.checks_gpu import NO_JOB_GPU, target_gpus
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, WARN, CheckResult
 
-FEW_WORKERS_RATIO = 4
-"""Fewer than a quarter of the usable cores as workers is "far fewer", worth raising only when
-loading data holds the GPU back (below)."""
-INPUT_BOUND_SHARE = 0.2
-"""Share of the run with an io/decode verdict above which spare cores matter."""
-SWAP_ACTIVE_BPS = 1 << 20
-"""Swap traffic (bytes/s) that counts as activity; below 1 MiB/s is background daemons paging."""
-SWAP_FAIL_SHARE = 0.1
-"""Swapping in a tenth of the ticks or more is a memory shortage, not a one-off."""
-QUOTA_THROTTLE = 0.05
-"""Share of the tick the cgroup was CPU-throttled that counts (signals.md section 11, stage 6)."""
 
 
 def cpulist(cpus: Sequence[int]) -> str:
@@ -73,7 +69,7 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
                            f"lower num_workers to about {max(1, int(cores) - mains)} (cores minus the training "
                            "processes), or give the job more CPUs")
     input_share = sum(1 for v in verdicts if v.stage in (IO, DECODE)) / len(verdicts) if verdicts else 0.0
-    if workers * FEW_WORKERS_RATIO <= cores and input_share >= INPUT_BOUND_SHARE:
+    if workers * FEW_WORKERS_RATIO <= cores and input_share >= RUN_INPUT_SHARE:
         return CheckResult("workers_vs_cores", title, WARN,
                            f"far fewer workers than cores while loading data held the GPU back "
                            f"{input_share:.0%} of the time: {counted}",
@@ -97,7 +93,7 @@ def check_swap(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
     if not hosts:
         why = next((f.host.reason for f in reversed(frames) if isinstance(f.host, Unsupported)), "no host data")
         return CheckResult("swap", title, NOT_CHECKED, why)
-    active = [h for h in hosts if h.swap_in_bps + h.swap_out_bps >= SWAP_ACTIVE_BPS]
+    active = [h for h in hosts if h.swap_in_bps + h.swap_out_bps >= SWAP_IN_BPS]
     if not active:
         used = hosts[-1].swap_used
         return CheckResult("swap", title, PASS, f"no swap traffic over {len(hosts)} ticks ({used / 2**20:.0f} MiB parked in swap)")
@@ -119,9 +115,9 @@ def check_cpu_quota(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckRe
     mean = sum(c.throttled_frac for c in cgs) / len(cgs)
     worst = max(c.throttled_frac for c in cgs)
     fix = "raise the container's CPU limit (cpu.max / --cpus) or run fewer workers"
-    if mean >= QUOTA_THROTTLE:
+    if mean >= CG_THROTTLED:
         return CheckResult("cpu_quota", title, FAIL, f"CPU-throttled {mean:.0%} of the time by the cgroup quota", fix)
-    if worst >= QUOTA_THROTTLE:
+    if worst >= CG_THROTTLED:
         return CheckResult("cpu_quota", title, WARN, f"CPU-throttled up to {worst:.0%} of a tick", fix)
     return CheckResult("cpu_quota", title, PASS, f"throttled {mean:.1%} of the time")
 
