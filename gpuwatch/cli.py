@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="what changed between two runs (recordings or JSON reports)")
     c.add_argument("before", metavar="BEFORE", help="recording or `diagnose --format json` report of the run before")
     c.add_argument("after", metavar="AFTER", help="the same, after the fix")
-    c.add_argument("--format", choices=("text", "md", "json"), default="text")
+    c.add_argument("--format", choices=("text", "md", "json", "html"), default="text")
     c.add_argument("-o", "--output", metavar="FILE", default=None)
 
     m = sub.add_parser("demo", help="start a small bundled training job and watch it")

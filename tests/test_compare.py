@@ -126,3 +126,37 @@ def test_unreadable_inputs_get_one_line_and_exit_2(tmp_path, capsys, content, sa
 def test_a_folder_is_refused(tmp_path, capsys):
     rc, _, err = run(capsys, HEALTHY, str(tmp_path))
     assert rc == 2 and "is a folder" in err
+
+
+def test_html_side_by_side_with_charts_on_one_scale(tmp_path, capsys, io_vs_healthy):
+    from tests.test_report_html import parse, values_of
+
+    out = tmp_path / "c.html"
+    rc, _, err = run(capsys, IO, HEALTHY, "--format", "html", "-o", str(out))
+    assert rc == 0 and "comparison written" in err
+    text = out.read_text(encoding="utf-8")
+    page = parse(text)
+    assert not [t for t, _ in page.tags if t in ("script", "link", "img", "iframe")]
+    keys = [a["data-key"] for t, a in page.tags if t == "tr" and "data-key" in a]
+    assert keys == [r.key for r in io_vs_healthy.rows]
+    assert "<td>0.0 %</td><td>87.4 %</td>" in text  # GPU busy before and after, as the text form says
+    sides = [a["data-side"] for t, a in page.tags if t == "div" and a.get("class") == "pair"]
+    assert sides == ["before", "after"] * 7
+    # the page keeps one chart per name (the later one), so check the scales through the raw SVG tags
+    tops = {}
+    for t, a in page.tags:
+        if t == "svg":
+            tops.setdefault(a["data-chart"], set()).add(a["data-y-max"])
+    assert all(len(v) == 1 for k, v in tops.items() if k in ("pcie", "worker_cpu", "gpu", "host")), tops
+    after_busy = [v for _, v in values_of(page.charts["gpu"], "gpu_busy")]
+    assert sum(after_busy) / len(after_busy) == pytest.approx(mean_gpu_busy(HEALTHY), abs=0.1)
+
+
+def test_html_with_a_report_on_one_side_charts_the_recording_only(tmp_path, capsys):
+    rep = tmp_path / "io.json"
+    assert main(["diagnose", "--replay", IO, "--format", "json", "-o", str(rep)]) == 0
+    capsys.readouterr()
+    rc, out, _ = run(capsys, str(rep), HEALTHY, "--format", "html")
+    assert rc == 0
+    assert "need both runs' recordings" in out
+    assert out.count("<svg") == 7 and 'data-side="after"' in out and 'data-side="before"' not in out

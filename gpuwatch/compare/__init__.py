@@ -2,7 +2,7 @@
 
 Each side is a recording or a JSON report of ``gpuwatch diagnose``. The two runs' figures (stage
 time shares, GPU busy and SM active, data wait, worker CPU, PCIe, host pressure, stalls and the
-estimated speed-up left) are set side by side as text, Markdown or JSON.
+estimated speed-up left) are set side by side as text, Markdown, JSON or HTML.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ def run_compare(ns: argparse.Namespace, usage_error: type[Exception]) -> int:
         from gpuwatch.compare.render_md import render_markdown
 
         text = render_markdown(c)
+    elif ns.format == "html":
+        from gpuwatch.compare.render_html import render_html
+
+        text = render_html(c, before.series, after.series)
     else:
         from gpuwatch.compare.render_text import render_text
 

@@ -63,8 +63,10 @@ def render_html(r: Report, series: Sequence[Tick]) -> str:
     return "\n".join(out) + "\n"
 
 
-def charts(series: Sequence[Tick], span: float) -> list[str]:
-    """The charts of one run: stage band, GPU, data wait, workers, PCIe, host pressure."""
+def charts(series: Sequence[Tick], span: float, tops: dict[str, float] | None = None) -> list[str]:
+    """The charts of one run: stage band, GPU, data wait, workers, PCIe, host pressure. ``tops``:
+    the y-axis top of the auto-scaled charts ("worker_cpu", "pcie"), to draw two runs on one scale."""
+    tops = tops or {}
     if not series:
         return ["<p>No ticks were collected: nothing to chart.</p>"]
     tick = span / len(series) if span > 0 else 1.0
@@ -80,12 +82,12 @@ def charts(series: Sequence[Tick], span: float) -> list[str]:
         line_chart("data_wait", "Main thread waiting for data (percent of stack samples, last 5 s)", axis,
                    [Line("data_wait", "data wait", col("data_wait"))], PERCENT, 100.0),
         line_chart("worker_cpu", "DataLoader workers' CPU (percent of one core, summed)", axis,
-                   [Line("worker_cpu", "worker CPU", col("worker_cpu"))], PERCENT),
+                   [Line("worker_cpu", "worker CPU", col("worker_cpu"))], PERCENT, tops.get("worker_cpu")),
         stacked_bars("workers", "DataLoader workers by process state", axis,
                      [(k, k) for k, _ in WORKER_STATES] + [("other", "other")], col("workers")),
         line_chart("pcie", "PCIe traffic (bytes per second)", axis,
                    [Line("pcie_rx", "host to device", col("pcie_rx")),
-                    Line("pcie_tx", "device to host", col("pcie_tx"))], rate),
+                    Line("pcie_tx", "device to host", col("pcie_tx"))], rate, tops.get("pcie")),
         line_chart("host", "Host CPU and pressure (percent; PSI some avg10)", axis,
                    [Line("host_cpu", "host CPU busy", col("host_cpu")),
                     Line("cpu_pressure", "CPU pressure", col("cpu_pressure")),

@@ -65,7 +65,7 @@ def _frame(chart: str, title: str, axis: Axis, y_max: float, y_fmt, body: list[s
         for frac in (0.0, 0.5, 1.0):
             y = y0 + h * (1 - frac)
             out.append(f'<text x="{x0 - 4}" y="{y + 4:.1f}" text-anchor="end">{escape(y_fmt(y_max * frac))}</text>')
-    step = _nice(axis.span / 6) if axis.span > 0 else 1.0
+    step = nice(axis.span / 6) if axis.span > 0 else 1.0
     for k in range(int(axis.span / step) + 1):
         out.append(f'<text x="{_x(axis, k * step):.1f}" y="{HEIGHT - 8}" text-anchor="middle">{k * step:g} s</text>')
     out += body
@@ -76,7 +76,7 @@ def _frame(chart: str, title: str, axis: Axis, y_max: float, y_fmt, body: list[s
 def line_chart(chart: str, title: str, axis: Axis, lines: Sequence[Line], y_fmt, y_max: float | None = None) -> str:
     """Lines over time; a gap where a value is None. ``y_max`` None: the largest value (at least 1)."""
     vals = [v for ln in lines for v in ln.values if v is not None]
-    top = y_max if y_max is not None else _nice(max(vals, default=0.0))
+    top = y_max if y_max is not None else nice(max(vals, default=0.0))
     top = max(top, max(vals, default=0.0))
     x0, y0, w, h = _box()
     body = []
@@ -152,7 +152,7 @@ def rate(bps: float, digits: int = 0) -> str:
     return f"{bps:.0f} B/s"
 
 
-def _nice(v: float) -> float:
+def nice(v: float) -> float:
     """A round axis top at or above ``v``: 1, 2, 5 times a power of ten."""
     if v <= 0:
         return 1.0
