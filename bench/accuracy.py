@@ -350,6 +350,12 @@ def markdown(results: list[dict], header: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _save(out: Path, header: dict, results: list[dict]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "accuracy.json").write_text(json.dumps({"header": header, "results": results}, indent=2))
+    (out / "accuracy.md").write_text(markdown(results, header))
+
+
 def _auto_device() -> str:
     try:
         import torch
@@ -393,12 +399,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"accuracy: {n}: {acc} right of {r.get('scored', 0)} ticks; {r.get('error') or 'ok'}",
               file=sys.stderr, flush=True)
         results.append(r)
-    table = markdown(results, header)
+        if out is not None:  # after every scenario: a run cut short by a time limit keeps what it did
+            _save(out, header, results)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "accuracy.json").write_text(json.dumps({"header": header, "results": results}, indent=2))
-        (out / "accuracy.md").write_text(table)
-    print(table)
+        _save(out, header, results)
+    print(markdown(results, header))
     return 1 if any(r.get("error") for r in results) else 0
 
 

@@ -37,15 +37,34 @@ SCENARIOS = (
     Scenario("contention", "contention", ("contention",), ("cpu", "cuda")),
     Scenario("contention_quota", "contention", ("contention",), ("cpu",), ("--hog", "quota")),
     Scenario("switch", "switch", (), ("cpu", "cuda")),
+    # Real training code (issue 20): torchvision, Lightning, tokenizers, checkpoints; opt-in (FIELD).
+    Scenario("imagefolder_few", "imagefolder", ("decode",), ("cpu", "cuda"), ("--workers", "2", "--persistent")),
+    Scenario("imagefolder_epochs", "imagefolder", ("decode",), ("cpu", "cuda"), ("--workers", "14")),
+    Scenario("imagefolder_persistent", "imagefolder", ("decode",), ("cpu", "cuda"),
+             ("--workers", "14", "--persistent")),
+    Scenario("imagefolder_gpu", "imagefolder", ("gpu_bound",), ("cpu", "cuda"), ("--synthetic",),
+             cpu_stages=("cpu_compute",)),
+    Scenario("lightning", "lightning_job", ("gpu_bound",), ("cpu", "cuda"), cpu_stages=("cpu_compute",)),
+    Scenario("tokenize", "text_tokens", ("decode",), ("cpu", "cuda")),
+    Scenario("tokenize_workers", "text_tokens", ("gpu_bound",), ("cuda",), ("--workers", "12", "--fixed")),
+    Scenario("checkpoint", "checkpoint", ("gpu_bound",), ("cpu", "cuda"), cpu_stages=("cpu_compute",)),
 )
 """``healthy`` on the CPU is the "cpu compute-bound" variant: its truth is ``cpu_compute`` (the
 model's compute is the limit and the input keeps up; see _common.CPU_COMPUTE). The switch job's
-stages come from its markers."""
+stages come from its markers.
+
+The FIELD scenarios come in before/after pairs for the speed-up table (bench/fixes.py):
+imagefolder_few -> imagefolder_persistent (more workers), imagefolder_epochs ->
+imagefolder_persistent (persistent workers), imagefolder_* -> imagefolder_gpu (no input cost: what
+the estimate's "if the stage were fixed" means), tokenize -> tokenize_workers (more workers)."""
+
+FIELD = ("imagefolder_few", "imagefolder_epochs", "imagefolder_persistent", "imagefolder_gpu", "lightning",
+         "tokenize", "tokenize_workers", "checkpoint")
 
 BY_NAME = {s.name: s for s in SCENARIOS}
 
 
 def default_names(device: str) -> list[str]:
-    """The scenarios that exist on ``device``, minus the opt-in variants (pinned, quota)."""
-    opt_in = {"h2d_pinned", "contention_quota"}
+    """The scenarios that exist on ``device``, minus the opt-in variants (pinned, quota, FIELD)."""
+    opt_in = {"h2d_pinned", "contention_quota", *FIELD}
     return [s.name for s in SCENARIOS if device in s.devices and s.name not in opt_in]

@@ -1,7 +1,8 @@
 """What every scenario shares: its command line, ground-truth markers, the steps/s meter, clean exit.
 
 A scenario module defines ``STAGE`` (the ground truth; None when the workload prints its own
-markers; ``STAGE_ON`` maps a device to a different one), ``DEVICES`` (where the stage exists),
+markers; ``STAGE_ON`` maps a device to a different one; ``truth_for(args, device)``, where a
+command-line variant changes it), ``DEVICES`` (where the stage exists),
 optionally ``add_arguments(parser)``, and
 ``build(args, device) -> Workload``. ``build`` does the slow setup (data, model);
 ``Workload.run(until, meter)`` trains until the Unix time ``until``. A workload may carry
@@ -27,6 +28,12 @@ CPU_COMPUTE = "cpu_compute"
 """Ground truth of a job with no GPU whose own compute is the limit: gpuwatch's stage ``cpu_bound``
 (older recordings: "unknown" with a non-zero confidence); bench/accuracy.py reads both so."""
 DEFAULT_DURATION_S = 60.0
+
+
+def model_bound(device: str) -> str:
+    """Ground truth of a job whose model is the limit: ``gpu_bound``, or ``cpu_compute`` with no GPU."""
+    return "gpu_bound" if device == "cuda" else CPU_COMPUTE
+
 METER_EVERY_S = 5.0
 """Seconds between two steps/s lines on stderr (often enough to watch, rare enough to read)."""
 
@@ -162,7 +169,7 @@ def run_main(module: object, argv: Sequence[str] | None = None) -> int:
     duration = DEFAULT_DURATION_S if args.duration is None else args.duration
     try:
         meter = Meter(name)
-        stage = truth(module, device)
+        stage = module.truth_for(args, device) if hasattr(module, "truth_for") else truth(module, device)
         if stage is not None:  # None: the workload prints its own markers (switch)
             marker(stage, name, device, **getattr(work, "facts", {}))
         work.run(time.time() + duration, meter)
