@@ -115,7 +115,7 @@ class TinyLM(torch.nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         n = ids.shape[1]
-        mask = torch.nn.Transformer.generate_square_subsequent_mask(n, device=ids.device)
+        mask = torch.ones(n, n, dtype=torch.bool, device=ids.device).triu(1)  # True: a later token, hidden
         return self.head(self.body(self.embed(ids) + self.pos[:n], mask=mask, is_causal=True))
 
 
