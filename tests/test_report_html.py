@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.cli import main
+from gpuwatch.diagnosis.thresholds import WINDOW_S
 from gpuwatch.model.values import Unsupported
 from gpuwatch.report.build import build_report
 from gpuwatch.report.gather import from_frames
@@ -180,7 +181,7 @@ def test_data_wait_is_the_main_threads_waiting_share(switch_page):
     want = []
     for r in ticks:
         t = r["frame"]["t"]
-        labels = [lab for ts, labs in samples.items() if t - 5.0 < ts <= t for lab in labs]
+        labels = [lab for ts, labs in samples.items() if t - WINDOW_S < ts <= t for lab in labs]
         if labels:
             want.append(100.0 * sum(lab in ("data_wait", "data_ipc") for lab in labels) / len(labels))
     got = [v for _, v in values_of(page.charts["data_wait"], "data_wait")]

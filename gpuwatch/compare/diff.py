@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwatch.diagnosis.thresholds import COMPARE_SAME_POINTS, COMPARE_SAME_SHARE
 from gpuwatch.model.verdict import GPU_BOUND, PIPELINE, STAGE_TITLES
 from gpuwatch.report.figures import Figures, Mean
 
 HIGHER, LOWER, NEUTRAL = 1, -1, 0
 """Which way a measure moves when the job gets better."""
-SAME_WITHIN = 0.05
-"""A change smaller than this share of the larger value (or, for percentages, than 1 point) reads "same"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +39,7 @@ class Row:
         if d is None:
             return "not comparable"
         big = max(abs(self.before), abs(self.after))  # type: ignore[arg-type]
-        tol = 1.0 if self.unit.startswith("%") else SAME_WITHIN * big
+        tol = COMPARE_SAME_POINTS if self.unit == "%" else COMPARE_SAME_SHARE * big
         if abs(d) <= tol:
             return "same"
         if self.better == NEUTRAL:

@@ -264,3 +264,11 @@ RUN_INPUT_SHARE = 0.20
 as a "high" input share."""
 SWAP_FAIL_SHARE = 0.10
 """Swapping (SWAP_IN_BPS or more) in a tenth of the ticks or more is a memory shortage, not a one-off."""
+
+# -- gpuwatch compare ---------------------------------------------------------------------------
+COMPARE_SAME_POINTS = 1.0
+"""Two runs' percentages within 1 point read "same": stack shares over a few hundred samples carry
+about that much noise, and NVML's utilization is reported in whole percent."""
+COMPARE_SAME_SHARE = 0.05
+"""Other measures (bytes per second, CPU, counts, speed-up) within 5 % of the larger value read
+"same": run-to-run spread of an unchanged job watched twice is of that order."""

@@ -17,7 +17,7 @@ from gpuwatch.model.codec import to_dict
 from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.model import STATUSES, Report
 from gpuwatch.report.render_md import render_markdown
-from gpuwatch.report.series import WORKER_STATES, Tick
+from gpuwatch.report.series import DATA_WAIT_WINDOW_S, WORKER_STATES, Tick
 from gpuwatch.report.svg import Axis, Line, band_chart, line_chart, rate, stacked_bars
 
 STAGE_COLOURS = {
@@ -79,7 +79,8 @@ def charts(series: Sequence[Tick], span: float, tops: dict[str, float] | None = 
         line_chart("gpu", "GPU busy and SM active (percent)", axis,
                    [Line("gpu_busy", "GPU busy (NVML)", col("gpu_busy")),
                     Line("sm_active", "SM active (GPM)", col("sm_active"))], PERCENT, 100.0),
-        line_chart("data_wait", "Main thread waiting for data (percent of stack samples, last 5 s)", axis,
+        line_chart("data_wait", f"Main thread waiting for data (percent of stack samples, last {DATA_WAIT_WINDOW_S:g} s)",
+                   axis,
                    [Line("data_wait", "data wait", col("data_wait"))], PERCENT, 100.0),
         line_chart("worker_cpu", "DataLoader workers' CPU (percent of one core, summed)", axis,
                    [Line("worker_cpu", "worker CPU", col("worker_cpu"))], PERCENT, tops.get("worker_cpu")),

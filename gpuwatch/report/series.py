@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuwatch.diagnosis.thresholds import WINDOW_S
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.gpu import GpuSample
@@ -18,9 +19,10 @@ from gpuwatch.model.stacks import ROLE_MAIN_THREAD, StackSample
 from gpuwatch.model.values import known
 from gpuwatch.model.verdict import Verdict
 
-DATA_WAIT_WINDOW_S = 5.0
-"""Main-thread stack samples are pooled over this many seconds: one dump or two a second alone
-would read 0 % or 100 % each tick (a dump sees the main thread in one place)."""
+DATA_WAIT_WINDOW_S = WINDOW_S
+"""Main-thread stack samples are pooled over the verdict's evidence window: one dump or two a
+second alone would read 0 % or 100 % each tick (a dump sees the main thread in one place), and the
+same window is what the verdict's own data-wait share reads."""
 WAIT_LABELS = (lb.DATA_WAIT, lb.DATA_IPC)
 """The main thread waiting for a batch: the same two labels the verdict counts as data wait."""
 WORKER_STATES = (("running", ("R",)), ("sleeping", ("S", "I")), ("disk", ("D",)))
