@@ -160,3 +160,18 @@ def test_html_with_a_report_on_one_side_charts_the_recording_only(tmp_path, caps
     assert rc == 0
     assert "need both runs' recordings" in out
     assert out.count("<svg") == 7 and 'data-side="after"' in out and 'data-side="before"' not in out
+
+
+def test_speed_up_left_is_not_a_small_stage_standing_for_an_unestimated_big_one():
+    from gpuwatch.report.measure import speedup_left
+    from gpuwatch.report.model import Remedy
+
+    launch = Remedy("graphs", "launch", None, 0.1, 20.0, 1.11)
+    pcie = Remedy("pin memory", "h2d", None, 0.84, None, None)
+    decode = Remedy("more workers", "decode", None, 0.9, 8.0, 6.9)
+    assert speedup_left([launch, pcie]) == speedup_left([pcie, launch])
+    left = speedup_left([launch, pcie])
+    assert left.stage == "h2d" and left.factor is None
+    assert speedup_left([launch, decode]).factor == 6.9
+    assert speedup_left([launch]).factor == 1.11
+    assert speedup_left([Remedy("fix the link", None, "pcie_link", 0.0, None, None)]) is None

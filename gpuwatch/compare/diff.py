@@ -113,7 +113,10 @@ def _speedup_row(b: Figures, a: Figures) -> Row:
     with an estimate and the run was mostly GPU-bound, else not known."""
     def left(f: Figures) -> tuple[float | None, str]:
         if f.speedup_left is not None:
-            return f.speedup_left.factor, STAGE_TITLES.get(f.speedup_left.stage, f.speedup_left.stage)
+            title = STAGE_TITLES.get(f.speedup_left.stage, f.speedup_left.stage)
+            if f.speedup_left.factor is None:
+                return None, f"{title} not estimated"
+            return f.speedup_left.factor, title
         top = f.stage_shares[0][0] if f.stage_shares else None
         return (1.0, "nothing to fix") if top == GPU_BOUND else (None, "not estimated")
 

@@ -8,7 +8,7 @@ from gpuwatch.report.svg import rate
 
 def value(v: float | None, unit: str) -> str:
     if v is None:
-        return "not measured"
+        return "not estimated" if unit == "x" else "not measured"
     if unit == "B/s":
         return rate(v, 1)
     if unit == "x":

@@ -19,8 +19,7 @@ def render_text(c: Comparison) -> str:
         if r.group != group:
             group = r.group
             table.append((f"{group}:", "", "", "", ""))
-        table.append((f"  {r.label}", value(r.before, r.unit), value(r.after, r.unit), change(r),
-                      r.verdict if r.verdict != "not comparable" or r.change is None else ""))
+        table.append((f"  {r.label}", value(r.before, r.unit), value(r.after, r.unit), change(r), r.verdict))
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     lines.append("")
     for row in table:

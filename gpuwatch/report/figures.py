@@ -21,8 +21,9 @@ class Mean:
 @dataclass(frozen=True, slots=True)
 class SpeedupLeft:
     stage: str
-    factor: float
-    """Whole-run speed-up (x times) if this stage were fixed: the report's largest remedy estimate."""
+    factor: float | None
+    """Whole-run speed-up (x times) if this stage were fixed: the report's largest remedy estimate;
+    None when a stage without an estimate held more of the run (then ``stage`` is that one)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,6 @@ def run_figures(marks: Sequence[Mark], series: Sequence[Tick], frames: Sequence[
                 remedies: Sequence[Remedy], covered_s: float, cmdline: str) -> Figures:
     stalls = [t.stall_period_s for t in series if t.stall_period_s is not None]
     shares = sorted(stage_shares(marks).items(), key=lambda kv: (-kv[1], kv[0]))
-    est = [r for r in remedies if r.stage in PIPELINE and r.speedup_run is not None]
-    best = max(est, key=lambda r: r.speedup_run, default=None)  # type: ignore[arg-type, return-value]
     return Figures(
         ticks=len(marks),
         covered_s=round(covered_s, 3),
@@ -38,8 +36,28 @@ def run_figures(marks: Sequence[Mark], series: Sequence[Tick], frames: Sequence[
         io_pressure=_mean(t.io_pressure for t in series),
         stall_share=round(len(stalls) / len(series), 4) if series else 0.0,
         stall_period_s=round(median(stalls), 2) if stalls else None,
-        speedup_left=SpeedupLeft(best.stage, round(best.speedup_run, 2)) if best else None,  # type: ignore[arg-type]
+        speedup_left=speedup_left(remedies),
     )
+
+
+def speedup_left(remedies: Sequence[Remedy]) -> SpeedupLeft | None:
+    """The largest whole-run estimate among the remedies of pipeline stages; but when a stage
+    without an estimate held more of the run than that one, that stage, not estimated: a small
+    estimated stage must not stand for what is left when most of the run is not estimated."""
+    stages: dict[str, tuple[float, float | None]] = {}
+    for r in remedies:
+        if r.stage in PIPELINE:
+            share, factor = stages.get(r.stage, (r.share, None))
+            if r.speedup_run is not None:
+                factor = max(factor or 0.0, r.speedup_run)
+            stages[r.stage] = (max(share, r.share), factor)
+    est = [(f, sh, st) for st, (sh, f) in stages.items() if f is not None]
+    unest = [(sh, st) for st, (sh, f) in stages.items() if f is None]
+    best = max(est, default=None)
+    top = max(unest, default=None)
+    if top is not None and (best is None or top[0] > best[1]):
+        return SpeedupLeft(top[1], None)
+    return SpeedupLeft(best[2], round(best[0], 2)) if best is not None else None
 
 
 def _gpu_names(frames: Sequence[Frame]) -> tuple[str, ...]:
