@@ -217,6 +217,9 @@ def test_a_cpu_only_recording_leaves_gpu_lines_empty_not_zero(tmp_path):
     assert main(["diagnose", "--replay", str(CPU_ONLY), "--format", "html", "-o", str(out)]) == 0
     page = parse(out.read_text(encoding="utf-8"))
     assert page.charts["gpu"]["paths"]["gpu_busy"] == "" and page.charts["pcie"]["paths"]["pcie_rx"] == ""
+    text = out.read_text(encoding="utf-8")
+    gpu_svg = text[text.index('data-chart="gpu"'):text.index("</svg>", text.index('data-chart="gpu"'))]
+    assert "not read in this run" in gpu_svg
     assert len(values_of(page.charts["worker_cpu"], "worker_cpu")) == len(raw_ticks(CPU_ONLY))
 
 

@@ -93,6 +93,8 @@ def line_chart(chart: str, title: str, axis: Axis, lines: Sequence[Line], y_fmt,
         body.append(f'<path data-series="{escape(ln.key)}" d="{" ".join(d)}" fill="none" stroke="{colour}" '
                     'stroke-width="1.6"/>')
     body.append(_legend([(ln.label, PALETTE[n % len(PALETTE)]) for n, ln in enumerate(lines)]))
+    if not vals:
+        body.append(_empty())
     return _frame(chart, title, axis, top, y_fmt, body)
 
 
@@ -131,7 +133,15 @@ def stacked_bars(chart: str, title: str, axis: Axis, keys: Sequence[tuple[str, s
                             f'fill="{PALETTE[n % len(PALETTE)]}"/>')
             base += k
     body.append(_legend([(label, PALETTE[n % len(PALETTE)]) for n, (_, label) in enumerate(keys)]))
+    if not any(counts):
+        body.append(_empty())
     return _frame(chart, title, axis, top, lambda v: f"{v:.0f}", body)
+
+
+def _empty() -> str:
+    x0, y0, w, h = _box()
+    return (f'<text class="empty" x="{x0 + w / 2:.0f}" y="{y0 + h / 2:.0f}" text-anchor="middle" fill="#666">'
+            "not read in this run (the full report below says why)</text>")
 
 
 def _legend(items: Sequence[tuple[str, str]]) -> str:
