@@ -175,3 +175,21 @@ def test_speed_up_left_is_not_a_small_stage_standing_for_an_unestimated_big_one(
     assert speedup_left([launch, decode]).factor == 6.9
     assert speedup_left([launch]).factor == 1.11
     assert speedup_left([Remedy("fix the link", None, "pcie_link", 0.0, None, None)]) is None
+
+
+def test_blank_lines_first_and_a_cut_off_recording(tmp_path, capsys):
+    """A recording cut short (a copy that stopped halfway) still compares, and the skipped lines are said."""
+    import gzip
+
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress(Path(IO).read_bytes())[:20000])
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text("\n\n" + Path(HEALTHY).read_text())
+    rc, out, err = run(capsys, str(cut), str(blank))
+    assert rc == 0, err
+    assert "unreadable line was skipped in the recording before" in out
+    assert "GPU-bound" in out
+    spaces = tmp_path / "spaces.jsonl"
+    spaces.write_text("\n \n")
+    rc, _, err = run(capsys, str(spaces), HEALTHY)
+    assert rc == 2 and "is empty" in err

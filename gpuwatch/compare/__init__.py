@@ -23,7 +23,7 @@ def run_compare(ns: argparse.Namespace, usage_error: type[Exception]) -> int:
         before, after = load_side(ns.before), load_side(ns.after)
     except Unreadable as e:
         raise usage_error(str(e)) from None
-    c = compare(before.figures, after.figures, ns.before, ns.after)
+    c = compare(before.figures, after.figures, ns.before, ns.after, (before.bad_lines, after.bad_lines))
     if ns.format == "json":
         from gpuwatch.compare.render_json import render_json
 

@@ -58,10 +58,14 @@ class Comparison:
     """Where the two runs differ in kind, and measures one side could not read."""
 
 
-def compare(before: Figures, after: Figures, before_path: str = "BEFORE", after_path: str = "AFTER") -> Comparison:
+def compare(before: Figures, after: Figures, before_path: str = "BEFORE", after_path: str = "AFTER",
+            bad_lines: tuple[int, int] = (0, 0)) -> Comparison:
+    """``bad_lines``: unreadable lines skipped in each recording (said in the notes)."""
     rows = _stage_rows(before, after) + _measure_rows(before, after) + _stall_rows(before, after)
     rows += (_speedup_row(before, after),)
-    return Comparison(before, after, before_path, after_path, rows, _notes(before, after, rows))
+    skipped = tuple(f"{n} unreadable line{'s were' if n != 1 else ' was'} skipped in the recording {side}."
+                    for side, n in zip(("before", "after"), bad_lines) if n)
+    return Comparison(before, after, before_path, after_path, rows, skipped + _notes(before, after, rows))
 
 
 def _stage_rows(b: Figures, a: Figures) -> tuple[Row, ...]:

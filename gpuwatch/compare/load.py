@@ -47,17 +47,24 @@ def load_side(path: str) -> Side:
         raise Unreadable(f"cannot read {path}: {e.strerror or e}") from None
     except (EOFError, zlib.error, gzip.BadGzipFile):
         raise Unreadable(f"{path}: the compressed data is damaged") from None
-    if not first.strip():
+    if first is None:
         raise Unreadable(f"{path} is empty: neither a recording nor a report")
     if first.strip() == b"{":  # diagnose --format json is indented; a recording is one object a line
         return _report(path)
     return _recording(path)
 
 
-def _first_line(path: str) -> bytes:
+def _first_line(path: str) -> bytes | None:
+    """The first line that is not blank (its first 4 kB), or None for a file of blanks only."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rb") as f:
-        return f.readline(4096)
+        for _ in range(1000):
+            line = f.readline(4096)
+            if not line:
+                return None
+            if line.strip():
+                return line
+    return b"?"  # a thousand blank lines: let the recording reader say what it is
 
 
 def _report(path: str) -> Side:
