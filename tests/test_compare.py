@@ -193,3 +193,25 @@ def test_blank_lines_first_and_a_cut_off_recording(tmp_path, capsys):
     spaces.write_text("\n \n")
     rc, _, err = run(capsys, str(spaces), HEALTHY)
     assert rc == 2 and "is empty" in err
+
+
+def test_a_crafted_report_cannot_act_on_the_terminal_or_the_page(tmp_path, capsys):
+    """Stage names and the command line come from the file; none reach an output raw."""
+    rep = tmp_path / "io.json"
+    assert main(["diagnose", "--replay", IO, "--format", "json", "-o", str(rep)]) == 0
+    doc = json.loads(rep.read_text())
+    evil = "x\x1b]0;PWNED\x07\x1b[2J\n# INJECTED <script>alert(1)</script> | cell"
+    doc["figures"]["stage_shares"] = [[evil, 0.5], ["io", 0.5]]
+    doc["figures"]["cmdline"] = evil
+    rep.write_text(json.dumps(doc, indent=2))
+    capsys.readouterr()
+    for fmt in ("text", "md", "html", "json"):
+        rc, out, err = run(capsys, str(rep), HEALTHY, "--format", fmt)
+        assert rc == 0, err
+        assert "\x1b" not in out and "\x07" not in out, fmt
+        if fmt in ("md", "html"):  # where a viewer may render HTML
+            assert "<script>" not in out, fmt
+        if fmt == "md":
+            rows = [line for line in out.splitlines() if line.startswith("| ")]
+            assert all(line.count("|") - line.count("\\|") == rows[0].count("|") for line in rows)
+            assert "\n# INJECTED" not in out

@@ -7,8 +7,9 @@ import gzip
 import json
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from gpuwatch.compare.fmt import clean
 from gpuwatch.model.codec import DecodeError, from_dict
 from gpuwatch.model.values import Unsupported
 from gpuwatch.replay import load_frames
@@ -87,7 +88,15 @@ def _report(path: str) -> Side:
         figures = from_dict(Figures, doc["figures"])
     except (DecodeError, TypeError, ValueError) as e:
         raise Unreadable(f"{path}: the report's figures do not read ({str(e)[:120]})") from None
-    return Side(path=path, kind="report", figures=figures, series=None)
+    return Side(path=path, kind="report", figures=_neutral(figures), series=None)
+
+
+def _neutral(f: Figures) -> Figures:
+    """A report file is anyone's to edit: its strings lose control characters before any output."""
+    left = f.speedup_left
+    return replace(f, cmdline=clean(f.cmdline), gpus=tuple(clean(g) for g in f.gpus),
+                   stage_shares=tuple((clean(s), v) for s, v in f.stage_shares),
+                   speedup_left=replace(left, stage=clean(left.stage)) if left is not None else None)
 
 
 def _recording(path: str) -> Side:

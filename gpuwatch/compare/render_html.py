@@ -29,7 +29,7 @@ def render_html(c: Comparison, before: Sequence[Tick] | None, after: Sequence[Ti
     out += ['<h2>Side by side</h2><table id="compare"><tr><th></th><th>measure</th><th>before</th><th>after</th>'
             "<th>change</th><th></th></tr>"]
     for r in c.rows:
-        out.append(f'<tr data-key="{escape(r.key)}"><td>{escape(r.group)}</td><td>{escape(r.label)}</td>'
+        out.append(f'<tr data-key="{escape(r.key)}"><td>{escape(r.group)}</td><td>{escape(clean(r.label))}</td>'
                    f"<td>{escape(value(r.before, r.unit))}</td><td>{escape(value(r.after, r.unit))}</td>"
                    f'<td>{escape(change(r))}</td><td class="{VERDICT_CLASS[r.verdict]}">{escape(r.verdict)}</td></tr>')
     out.append("</table>")

@@ -19,7 +19,7 @@ def render_text(c: Comparison) -> str:
         if r.group != group:
             group = r.group
             table.append((f"{group}:", "", "", "", ""))
-        table.append((f"  {r.label}", value(r.before, r.unit), value(r.after, r.unit), change(r), r.verdict))
+        table.append((f"  {clean(r.label)}", value(r.before, r.unit), value(r.after, r.unit), change(r), r.verdict))
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     lines.append("")
     for row in table:
@@ -27,5 +27,5 @@ def render_text(c: Comparison) -> str:
         lines.append("  ".join(cells).rstrip())
     sp = c.rows[-1]
     if sp.note:
-        lines += ["", f"speed-up left: {sp.note}"]
+        lines += ["", f"speed-up left: {clean(sp.note)}"]
     return "\n".join(lines) + "\n"
