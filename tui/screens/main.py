@@ -12,6 +12,7 @@ from gpuwatch.tui.panels.activity import ActivityPanel
 from gpuwatch.tui.panels.gpu import GpuArea
 from gpuwatch.tui.panels.header import HeaderBar
 from gpuwatch.tui.panels.host import HostStrip
+from gpuwatch.tui.panels.job_charts import JobCharts
 from gpuwatch.tui.panels.pipeline import PipelinePanel
 from gpuwatch.tui.panels.processes import ProcessPanel
 from gpuwatch.tui.panels.ranks import RankBar
@@ -42,6 +43,7 @@ class MainScreen(WatchScreen):
         yield HeaderBar()
         yield RankBar(id="ranks")
         yield PipelinePanel(id="pipeline")
+        yield JobCharts(id="charts")
         with Horizontal(id="body"):
             yield GpuArea(id="gpus")
             with Vertical(id="side"):
@@ -59,6 +61,7 @@ class MainScreen(WatchScreen):
         app = self.watch_app
         self.query_one(RankBar).show(app.rank_tick, app.shown_rank)
         self.pipeline.show(view.verdict)
+        self.query_one(JobCharts).show(view)
         self.query_one(GpuArea).show(view)
         gpus = view.frame.gpus
         self.set_class(not (isinstance(gpus, tuple) and gpus), "-no-gpu")  # give the GPU's room away

@@ -1,10 +1,10 @@
-"""A stage's drill-down: evidence against thresholds, signal history, top stacks, remedies."""
+"""A stage's drill-down: evidence against thresholds, remedies, signal history as time charts, top stacks."""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Footer
 
@@ -17,8 +17,10 @@ from gpuwatch.tui.hot import label_shares, stack_samples, threads
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.evidence import EvidenceList
 from gpuwatch.tui.panels.header import HeaderBar
+from gpuwatch.tui.chart_draw import Plot, Series, ticks_span
+from gpuwatch.tui.chart_series import nice, stages
+from gpuwatch.tui.panels.chart import TimeChart
 from gpuwatch.tui.panels.metric_parts import VALUE_W
-from gpuwatch.tui.panels.metric_row import MetricRow
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.panels.stack_table import StackTable
 from gpuwatch.tui.screens.base import WatchScreen
@@ -35,7 +37,8 @@ STACK_ROLES = {
 }
 """Whose stacks tell about each stage: workers decode and read, the main thread dispatches."""
 
-HISTORY_LABEL_W = 19
+PLOT_LINES = 3
+"""Lines of each plot in the history charts: its title and two rows (eight dots) of plot."""
 
 
 def evidence_history(verdicts: tuple[Verdict, ...], stage: str, signal: str) -> list[float | None]:
@@ -63,8 +66,6 @@ class StageScreen(WatchScreen):
         super().__init__()
         self.set_reactive(StageScreen.stage, stage)
         self._history_shape: tuple | None = None
-        self._signal_rows: list[MetricRow] = []
-        self._evidence_rows: list[MetricRow] = []
 
     def compose(self) -> ComposeResult:
         yield HeaderBar()
@@ -73,16 +74,17 @@ class StageScreen(WatchScreen):
             yield Plain("", id="stage-verdict")
             yield Plain("Evidence", classes="section")
             yield EvidenceList(id="evidence")
+            # what to do comes before the history: the charts below take a screen's height
+            yield Plain("Remedies", classes="section")
+            yield Plain("", id="remedies")
             yield Plain("Signals over time", classes="section")
-            yield Vertical(id="history")
+            yield TimeChart(id="history")
             yield Plain("", classes="na-note", id="history-na")
             yield Plain("Evidence over time (against its threshold)", classes="section", id="evidence-history-title")
-            yield Vertical(id="evidence-history")
+            yield TimeChart(id="evidence-history")
             yield Plain("Top stacks", classes="section")
             yield Plain("", id="shares")
             yield StackTable(id="stage-stacks")
-            yield Plain("Remedies", classes="section")
-            yield Plain("", id="remedies")
         yield Footer()
 
     def watch_stage(self) -> None:
@@ -117,37 +119,45 @@ class StageScreen(WatchScreen):
     def _show_history(self, view: View) -> None:
         signals = SIGNALS[self.stage]
         evidence = [e for e in view.verdict.evidence if e.stage == self.stage and e.value is not None]
-        shape = (self.stage, tuple(e.signal for e in evidence))
-        if shape != self._history_shape:  # another stage or other evidence: new rows
+        signal_chart = self.query_one("#history", TimeChart)
+        evidence_chart = self.query_one("#evidence-history", TimeChart)
+        shape = (len(signals), len(evidence))
+        if shape != self._history_shape:  # another stage or other evidence: other heights
             self._history_shape = shape
-            for row in [*self._signal_rows, *self._evidence_rows]:
-                row.remove()
-            self._signal_rows = [MetricRow(s.label, f"{s.label} ({s.unit}) over the last frames",
-                                           label_width=HISTORY_LABEL_W) for s in signals]
-            self._evidence_rows = [MetricRow(e.signal, e.text, label_width=HISTORY_LABEL_W) for e in evidence]
-            self.query_one("#history", Vertical).mount_all(self._signal_rows)
-            self.query_one("#evidence-history", Vertical).mount_all(self._evidence_rows)
+            signal_chart.styles.height = len(signals) * PLOT_LINES + 1
+            evidence_chart.styles.height = len(evidence) * PLOT_LINES + 1
+            evidence_chart.display = bool(evidence)
             self.query_one("#evidence-history-title").display = bool(evidence)
-        width = self.app.size.width  # enough history for the widest plot
-        frames = view.frames[-width:]
+        n = ticks_span(signal_chart.size.width or self.app.size.width)
+        frames, verdicts = view.frames[-n:], view.verdicts[-n:]
+        band = stages(verdicts)
         reasons: dict[str, list[str]] = {}
-        for row, s in zip(self._signal_rows, signals):
+        plots = []
+        for s in signals:
             latest = s.read(view.frame)
-            text = fmt.NA if not known(latest) else (fmt.rate(latest) if s.unit == "B/s" else f"{latest:.1f} %")
-            frac = float(latest) / s.top if known(latest) and s.top else None  # type: ignore[arg-type]
+            rate = s.unit == "B/s"
+            text = fmt.NA if not known(latest) else (fmt.rate(latest) if rate else f"{latest:.1f} %")
             reason = fmt.reason(latest)
             if reason is not None:
                 reasons.setdefault(reason, []).append(s.label)
-            row.set_data(text, frac, series(s, frames), s.top, reason)
+            values = tuple(series(s, frames))
+            top = s.top or nice(max((x for x in values if x is not None), default=0.0))
+            plots.append(Plot((Series(s.label, values, text),), top,
+                              f"0-{fmt.rate(top)}" if rate else f"0-{top:.0f} %"))
+        signal_chart.set_data(plots, band)
         note = self.query_one("#history-na", Plain)
         note.update("\n".join(f"N/A {', '.join(labels)}: {r}" for r, labels in reasons.items()))
         note.display = bool(reasons)
-        verdicts = view.verdicts[-width:]
-        for row, e in zip(self._evidence_rows, evidence):
-            values = evidence_history(verdicts, self.stage, e.signal)
+        plots = []
+        for e in evidence:  # each against its threshold, drawn as a second line
+            values = tuple(evidence_history(verdicts, self.stage, e.signal))
             seen = [x for x in values if x is not None]
             top = max([abs(e.threshold) * 1.5 if e.threshold else 0.0, *seen, 1e-9])
-            row.set_data(_against(e.value, e.op, e.threshold), (e.value or 0.0) / top, values, top, None)
+            line = [Series(e.signal, values, _against(e.value, e.op, e.threshold))]
+            if e.threshold is not None:
+                line.append(Series("threshold", tuple(e.threshold for _ in values), f"{e.threshold:.3g}"))
+            plots.append(Plot(tuple(line), top, f"0-{top:.3g}"))
+        evidence_chart.set_data(plots, band)
 
     def _show_stacks(self, view: View) -> None:
         roles = STACK_ROLES[self.stage]

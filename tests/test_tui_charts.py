@@ -1,0 +1,152 @@
+"""The time charts: braille drawing, the verdict band, the series read from frames, and the charts
+on the main screen and the drill-down as the terminal resizes."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from gpuwatch.model.stacks import StackSample
+from gpuwatch.model.verdict import DECODE, GPU_BOUND, IO
+from gpuwatch.tui.chart_draw import (
+    OVERLAP, SERIES, Plot, Series, SpanCache, band_line, chart_lines, plot_rows, ticks_span,
+)
+from gpuwatch.tui.chart_series import ChartSeries, nice
+from gpuwatch.tui.panels.chart import TimeChart
+from gpuwatch.tui.panels.job_charts import JobCharts
+from tests.test_tui_fixtures import ListSource, make_app, screen_text, settle, synthetic_frames
+
+BLANK = " "
+
+
+def text(parts) -> str:
+    return "".join(t for t, _ in parts)
+
+
+def one(values, top=100.0, label="x") -> Plot:
+    return Plot((Series(label, tuple(values), "now"),), top, "0-100 %")
+
+
+def test_a_full_scale_value_fills_the_top_dots_and_zero_the_bottom_ones():
+    rows = plot_rows(one([100.0, 100.0]), width=1, rows=2)
+    assert text(rows[0]) == "⠉"  # both columns' top dots
+    assert text(rows[1]) == BLANK
+    rows = plot_rows(one([0.0, 0.0]), width=1, rows=2)
+    assert text(rows[0]) == BLANK and text(rows[1]) == "⣀"
+
+
+def test_the_newest_tick_is_at_the_right_edge_and_missing_ticks_draw_nothing():
+    rows = plot_rows(one([None, None, None, 50.0]), width=3, rows=1)
+    line = text(rows[0])
+    assert len(line) == 3 and line[:2] == BLANK * 2 and line[2] != BLANK
+    # only the right column of the last cell has dots (braille right-column bits: 0x08 0x10 0x20 0x80)
+    assert (ord(line[2]) - 0x2800) & 0x47 == 0
+
+
+def test_a_jump_is_joined_halfway_so_the_line_stays_connected():
+    rows = plot_rows(one([0.0, 100.0]), width=1, rows=2)
+    column_dots = [ord(text(r)[0]) - 0x2800 for r in rows]
+    left = [bool(d & b) for d in column_dots for b in (0x01, 0x02, 0x04, 0x40)]  # top to bottom
+    right = [bool(d & b) for d in column_dots for b in (0x08, 0x10, 0x20, 0x80)]
+    lit_left = [i for i, on in enumerate(left) if on]  # dot rows, 0 at the top
+    lit_right = [i for i, on in enumerate(right) if on]
+    assert lit_left == list(range(lit_left[0], 8))  # from the bottom up to about the middle
+    assert lit_right == list(range(0, lit_right[-1] + 1))  # from the top down to about the middle
+    assert 2 <= lit_left[0] <= lit_right[-1] + 1 <= 6  # they meet
+
+
+def test_cells_drawn_by_two_series_are_marked_as_overlap():
+    p = Plot((Series("a", (50.0, 50.0), ""), Series("b", (50.0, 50.0), ""), Series("c", (0.0, 0.0), "")),
+             100.0, "")
+    rows = plot_rows(p, width=1, rows=1)
+    assert [c for _, c in rows[0]] == [OVERLAP]
+    q = Plot((Series("a", (100.0, 100.0), ""), Series("b", (0.0, 0.0), "")), 100.0, "")
+    rows = plot_rows(q, width=1, rows=2)
+    assert rows[0][0][1] == SERIES[0] and rows[1][0][1] == SERIES[1]
+
+
+def test_the_span_cache_draws_what_a_full_draw_does_as_the_window_moves():
+    n = 500
+    a = [50 + 45 * math.sin(i / 9) for i in range(n)]
+    b = [30 + 25 * math.cos(i / 5) if i % 37 else None for i in range(n)]
+    stages = [GPU_BOUND if (i // 40) % 2 else DECODE for i in range(n)]
+    cache = SpanCache()
+    for end in [*range(1, 12), *range(150, 175), *range(300, 330)]:
+        lo = max(0, end - 120)  # grows to the window, then moves
+        p = Plot((Series("a", tuple(a[lo:end]), ""), Series("b", tuple(b[lo:end]), "")), 100.0, "")
+        assert chart_lines([p, p], stages[lo:end], 60, 9, cache) == chart_lines([p, p], stages[lo:end], 60, 9)
+
+
+def test_the_band_names_each_verdict_where_it_fits_and_marks_it_by_stage_number_where_not():
+    stages = [None] * 4 + [IO] * 4 + [GPU_BOUND] * 40
+    parts = band_line(stages, width=24)
+    assert text(parts) == "  11──── GPU-bound ─────"
+    assert [c for _, c in parts] == [None, "time-chart--band-io", "time-chart--band-gpu_bound"]
+
+
+def test_a_short_chart_keeps_the_first_plots_and_the_band():
+    plots = [one([10.0] * 80, label=f"p{i}") for i in range(3)]
+    band = [GPU_BOUND] * 80
+    for height, shown in ((3, 1), (4, 1), (7, 2), (10, 3), (16, 3)):
+        lines = chart_lines(plots, band, 40, height)
+        assert len(lines) == height
+        titles = [text(line) for line in lines if text(line).startswith("p")]
+        assert [t.split()[0] for t in titles] == [f"p{i}" for i in range(shown)]
+        assert "GPU-bound" in text(lines[-1])
+    assert ticks_span(40) == 80  # two ticks a cell
+
+
+def test_nice_scales_round_up_to_one_two_or_five():
+    assert [nice(x) for x in (0.0, 0.7, 1.0, 3.1, 7.0, 99.9, 120.0, 4.2e9)] == [1, 1, 1, 5, 10, 100, 200, 5e9]
+
+
+def test_series_read_the_gpu_and_the_rolling_data_wait_once_per_frame():
+    frames = synthetic_frames(20)
+    series = ChartSeries()
+    rows = series.readings(frames)
+    g = frames[-1].gpus[0]
+    assert rows[-1].busy == g.util_gpu and rows[-1].sm == g.gpm.sm_active
+    assert abs(rows[-1].mem - 100 * g.mem_used / g.mem_total) < 1e-9
+    # every synthetic main-thread sample waits for data: 100 % over the window
+    assert rows[-1].wait_share == 100.0 and rows[-1].main == 1
+    # a stalled stack collector repeats its sample in the next frame: counted once
+    stale = dataclasses.replace(frames[-1], seq=99, t=frames[-1].t + 1)
+    assert isinstance(stale.stacks, StackSample)
+    again = series.readings([*frames, stale])
+    assert again[-1].main == 0 and again[-1].wait_share == 100.0
+    assert again[:-1] == rows  # the frames read before are not read again
+    plots = series.plots(frames)
+    assert [s.label for s in plots[0].series] == ["GPU busy", "SM active", "memory"]
+    assert [s.label for s in plots[1].series] == ["data wait", "worker CPU"]
+    assert [s.label for s in plots[2].series] == ["PCIe RX", "TX"]
+
+
+async def test_the_main_screen_chart_fills_the_width_and_shows_more_plots_when_taller():
+    app = make_app(ListSource(synthetic_frames(30)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        chart = app.screen.query_one(JobCharts)
+        assert chart.size.width == 78  # the width less its margins
+        text_80 = screen_text(app)
+        assert "GPU busy" in text_80 and "data wait" not in text_80
+        assert "Decode" in text_80.splitlines()[app.screen.query_one(JobCharts).region.bottom - 1]
+        await pilot.resize_terminal(200, 60)
+        await pilot.pause()
+        await pilot.pause()
+        assert chart.size.width == 198
+        text_200 = screen_text(app)
+        assert all(label in text_200 for label in ("GPU busy", "data wait", "worker CPU", "PCIe RX"))
+
+
+async def test_the_drill_down_plots_its_signals_and_evidence_as_charts():
+    app = make_app(ListSource(synthetic_frames(30)))
+    async with app.run_test(size=(120, 60)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "enter")
+        await pilot.pause()
+        history = app.screen.query_one("#history", TimeChart)
+        evidence = app.screen.query_one("#evidence-history", TimeChart)
+        assert history.size.height == 3 * 3 + 1  # the decode stage's three signals, and the band
+        assert evidence.size.height == 3 * 3 + 1  # the three decode evidence items
+        shown = screen_text(app)
+        assert "worker CPU (mean)" in shown and "wbusy" in shown and "threshold" in shown

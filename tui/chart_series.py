@@ -1,0 +1,160 @@
+"""What the main screen's time charts plot, read once per frame: GPU busy, SM active and memory;
+data wait and worker CPU; PCIe RX and TX. Over the GPUs the job uses (several: their mean, and
+the sum of their PCIe traffic).
+
+Each frame's readings are kept by the frame's identity, so a tick reads only the new frame, not the
+whole window again (the window holds the frames alive, so an id cannot stand for another frame).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gpuwatch.diagnosis.thresholds import WINDOW_S
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.stacks import DATA_IPC, DATA_WAIT, ROLE_MAIN_THREAD, ROLE_WORKER, StackSample
+from gpuwatch.model.values import known
+from gpuwatch.model.verdict import Verdict
+from gpuwatch.tui import format as fmt
+from gpuwatch.tui.chart_draw import Plot, Series
+from gpuwatch.tui.gpu_metrics import METRICS
+
+_BY_KEY = {m.key: m for m in METRICS}
+WAIT_LABELS = (DATA_WAIT, DATA_IPC)
+"""The main thread waiting for a batch, as the diagnosis counts it (stack_signals.Stacks.wait)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One frame's values for the charts (None: not readable in that frame)."""
+
+    busy: float | None
+    sm: float | None
+    mem: float | None
+    """Percent of the GPUs' memory in use."""
+    rx: float | None
+    tx: float | None
+    gpus: int
+    """GPUs the values are over."""
+    stamp: float | None
+    """The time of the frame's stack sample (a stalled collector repeats one: counted once)."""
+    wait: int
+    main: int
+    """Main-thread stack samples new in this frame, and how many of them wait for data."""
+    wait_share: float | None
+    """Percent of the main thread's samples over the diagnosis window that wait for data."""
+    worker_cpu: float | None
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def _read_gpus(frame: Frame) -> tuple[float | None, float | None, float | None, float | None, float | None, int]:
+    gpus = frame.gpus if known(frame.gpus) else ()
+    mine = [g for g in gpus if g.used_by_target] or list(gpus)  # type: ignore[union-attr]
+    pcie = {p.index: p for p in frame.pcie} if known(frame.pcie) else {}  # type: ignore[union-attr]
+    busy, sm, used, total, rx, tx = [], [], 0.0, 0.0, [], []
+    for g in mine:
+        p = pcie.get(g.index)
+        for key, out in (("util", busy), ("sm", sm), ("rx", rx), ("tx", tx)):
+            x = _BY_KEY[key].read(g, p)
+            if known(x):
+                out.append(float(x))  # type: ignore[arg-type]
+        if known(g.mem_used) and known(g.mem_total) and g.mem_total:
+            used += float(g.mem_used)  # type: ignore[arg-type]
+            total += float(g.mem_total)  # type: ignore[arg-type]
+    mem = 100.0 * used / total if total else None
+    return _mean(busy), _mean(sm), mem, (sum(rx) if rx else None), (sum(tx) if tx else None), len(mine)
+
+
+def _read_stacks(frame: Frame, previous: Reading | None) -> tuple[float | None, int, int]:
+    s = frame.stacks
+    if not isinstance(s, StackSample) or (previous is not None and previous.stamp == s.t):
+        return (s.t if isinstance(s, StackSample) else None), 0, 0
+    main = [t for t in s.threads if t.role == ROLE_MAIN_THREAD]
+    return s.t, sum(1 for t in main if t.label in WAIT_LABELS), len(main)
+
+
+def _worker_cpu(frame: Frame) -> float | None:
+    if not known(frame.procs):
+        return None
+    return _mean([p.cpu_pct for p in frame.procs.processes if p.role == ROLE_WORKER])  # type: ignore[union-attr]
+
+
+class ChartSeries:
+    """The charts' readings by frame, and the plots over a window of frames."""
+
+    def __init__(self) -> None:
+        self._rows: dict[int, Reading] = {}
+
+    def readings(self, frames: Sequence[Frame]) -> list[Reading]:
+        """A reading per frame, oldest first; frames not seen before are read now."""
+        known_rows = self._rows
+        out: list[Reading] = []
+        for i, f in enumerate(frames):
+            row = known_rows.get(id(f))
+            if row is None:
+                row = self._read(f, frames, i, out)
+            out.append(row)
+        self._rows = {id(f): row for f, row in zip(frames, out)}
+        return out
+
+    def _read(self, f: Frame, frames: Sequence[Frame], i: int, before: list[Reading]) -> Reading:
+        busy, sm, mem, rx, tx, n = _read_gpus(f)
+        stamp, wait, main = _read_stacks(f, before[-1] if before else None)
+        # the share over the diagnosis window: this frame's samples and those of the frames before
+        # it inside WINDOW_S (their readings are in `before`, in order)
+        w, m = wait, main
+        j = i - 1
+        while j >= 0 and f.t - frames[j].t < WINDOW_S and j < len(before):
+            w += before[j].wait
+            m += before[j].main
+            j -= 1
+        share = 100.0 * w / m if m else None
+        return Reading(busy, sm, mem, rx, tx, n, stamp, wait, main, share, _worker_cpu(f))
+
+    def plots(self, frames: Sequence[Frame]) -> list[Plot]:
+        """GPU (busy, SM, memory), input (data wait, worker CPU), PCIe (RX, TX), in that order of
+        importance: a short terminal shows the first ones."""
+        rows = self.readings(frames)
+        last = rows[-1] if rows else None
+        gpus = f" · mean of {last.gpus} GPUs" if last is not None and last.gpus > 1 else ""
+
+        def col(name: str) -> tuple[float | None, ...]:
+            return tuple(getattr(r, name) for r in rows)
+
+        def now_pct(name: str) -> str:
+            return fmt.pct(getattr(last, name) if last is not None else None)
+
+        gpu = Plot((Series("GPU busy", col("busy"), now_pct("busy")), Series("SM active", col("sm"), now_pct("sm")),
+                    Series("memory", col("mem"), now_pct("mem"))), 100.0, "0-100 %" + gpus)
+        cpu = col("worker_cpu")
+        cpu_top = max(100.0, nice(max((x for x in cpu if x is not None), default=0.0)))
+        feed = Plot((Series("data wait", col("wait_share"), now_pct("wait_share")),
+                     Series("worker CPU", cpu, now_pct("worker_cpu"))), cpu_top, f"0-{cpu_top:.0f} %")
+        rx, tx = col("rx"), col("tx")
+        top = nice(max((x for x in (*rx, *tx) if x is not None), default=0.0), floor=1e6)
+        link = Plot((Series("PCIe RX", rx, fmt.rate(last.rx if last else None)),
+                     Series("TX", tx, fmt.rate(last.tx if last else None))), top, f"0-{fmt.rate(top)}")
+        return [gpu, feed, link]
+
+
+def stages(verdicts: Sequence[Verdict]) -> list[str | None]:
+    return [vd.stage for vd in verdicts]
+
+
+def nice(x: float, floor: float = 1.0) -> float:
+    """The next 1, 2 or 5 times a power of ten at or above ``x`` (at least ``floor``): a scale that
+    stays put while the values move under it."""
+    x = max(x, floor)
+    p = 1.0
+    while p * 10 <= x:
+        p *= 10
+    while p > x:
+        p /= 10
+    for m in (1, 2, 5, 10):
+        if m * p >= x:
+            return m * p
+    return 10 * p
