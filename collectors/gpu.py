@@ -31,6 +31,7 @@ from gpuwatch.collectors.nvml_session import (
 )
 from gpuwatch.model.gpu import GpmMetrics, GpuProcess, GpuSample
 from gpuwatch.model.values import Unsupported
+from gpuwatch.untrusted import clean
 
 THROTTLE_FIELDS = (
     (74, "sw_power_cap"),  # NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP
@@ -311,7 +312,7 @@ class GpuCollector(NvmlCollector):
         name = self._names.get(local_pid)
         if name is None:
             try:
-                name = psutil.Process(local_pid).name()
+                name = clean(psutil.Process(local_pid).name(), 64)
             except (psutil.Error, OSError):
                 return "?"
             if len(self._names) > 1024:  # PIDs of exited processes: keep the cache bounded

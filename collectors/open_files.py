@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from gpuwatch.untrusted import clean
+
 O_ACCMODE = 0o3
 O_WRONLY = 0o1
 O_DIRECTORY = 0o200000
@@ -33,7 +35,7 @@ def readable_files(pid: int, keep, proc_root: str = "/proc") -> list[str]:
         flags = _flags(f"{proc_root}/{pid}/fdinfo/{fd}")
         if flags is None or flags & O_DIRECTORY or flags & O_ACCMODE == O_WRONLY:
             continue
-        out.append(path)
+        out.append(clean(path))
     return out
 
 

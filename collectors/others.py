@@ -17,6 +17,7 @@ import time
 
 import psutil
 from gpuwatch.collectors.procfs import CLK_TCK, read_stats
+from gpuwatch.untrusted import clean
 
 from gpuwatch.model.host import OtherProc
 
@@ -77,7 +78,7 @@ class OtherProcs:
                 p = psutil.Process(pid)
                 if pid == me or any(a.pid == me for a in p.parents()):  # gpuwatch and its py-spy children
                     continue
-                name = p.name()
+                name = clean(p.name(), 64)
             except psutil.Error:
                 continue
             out.append(OtherProc(pid=pid, name=name, cpu_pct=pct))

@@ -7,12 +7,14 @@ and this keeps the runtime dependency list to what the product needs.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from functools import lru_cache
 from typing import Any, Union
 
 from gpuwatch.model.values import Unsupported
+from gpuwatch.untrusted import clean
 
 SCHEMA_VERSION = 1
 """Version of the JSON frame schema (docs/SCHEMA.md). Bumped on any incompatible change."""
@@ -38,7 +40,8 @@ def to_dict(obj: Any) -> Any:
 
 
 def from_dict(cls: type, data: Any) -> Any:
-    """Rebuild a model object of type ``cls`` from :func:`to_dict` output."""
+    """Rebuild a model object of type ``cls`` from :func:`to_dict` output. Strings come back
+    cleaned (gpuwatch/untrusted.py) and numbers finite: the dict may come from a crafted file."""
     return _decode(cls, data, cls.__name__)
 
 
@@ -65,7 +68,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
     if tp is Unsupported:
         if not (isinstance(data, dict) and "unsupported" in data):
             raise DecodeError(f"{where}: expected an unsupported marker")
-        return Unsupported(str(data["unsupported"]))
+        return Unsupported(clean(str(data["unsupported"])))
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise DecodeError(f"{where}: expected an object for {tp.__name__}")
@@ -90,12 +93,14 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
         _, vt = typing.get_args(tp)
         if not isinstance(data, dict):
             raise DecodeError(f"{where}: expected an object")
-        return {k: _decode(vt, v, f"{where}.{k}") for k, v in data.items()}
+        return {clean(k): _decode(vt, v, f"{where}.{k}") for k, v in data.items()}
     if tp is float:
         if isinstance(data, bool) or not isinstance(data, (int, float)):
             if data is None:  # NaN was written as null
                 return float("nan")
             raise DecodeError(f"{where}: expected a number")
+        if isinstance(data, float) and not math.isfinite(data):  # 1e999 in the file
+            raise DecodeError(f"{where}: {data} is out of range")
         return float(data)
     if tp is int:
         if isinstance(data, bool) or not isinstance(data, int):
@@ -104,7 +109,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
     if tp is str:
         if not isinstance(data, str):
             raise DecodeError(f"{where}: expected a string")
-        return data
+        return clean(data)  # a recording is as untrusted as the job it came from
     if tp is bool:
         if not isinstance(data, bool):
             raise DecodeError(f"{where}: expected true or false")
@@ -114,7 +119,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
 
 def _decode_union(args: tuple[Any, ...], data: Any, where: str) -> Any:
     if isinstance(data, dict) and "unsupported" in data and Unsupported in args:
-        return Unsupported(str(data["unsupported"]))
+        return Unsupported(clean(str(data["unsupported"])))
     if data is None and type(None) in args:
         return None
     errors = []

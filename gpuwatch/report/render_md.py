@@ -9,6 +9,7 @@ from gpuwatch.model.values import Unsupported
 from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
+from gpuwatch.untrusted import clean, markdown, markdown_code
 
 STATUS_WORD = {PASS: "PASS", WARN: "WARN", FAIL: "FAIL", NOT_CHECKED: "not checked"}
 MAX_SEGMENTS = 40
@@ -23,7 +24,13 @@ def _cell(x: object) -> str:
         return "none"
     if isinstance(x, bool):
         return "yes" if x else "no"
-    return str(x).replace("|", "\\|").replace("\n", " ")
+    return clean(str(x)).replace("|", "\\|")
+
+
+def _job(x: object) -> str:
+    """A string the job chose (a name, a path, a frame): no Markdown of its own (links, headings,
+    emphasis, tags) survives, gpuwatch/untrusted.py."""
+    return _cell(x) if isinstance(x, (Unsupported, bool)) or x is None else markdown(str(x))
 
 
 def _title(stage: str) -> str:
@@ -41,10 +48,10 @@ def render_markdown(r: Report) -> str:
     out.append(f"# gpuwatch diagnosis: {who}")
     out.append("")
     if s.cmdline:
-        out.append("`" + s.cmdline.replace("`", "'") + "`")
+        out.append(markdown_code(s.cmdline))
         out.append("")
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.started_wall)) if s.started_wall else "n/a"
-    what = f"replay of {s.path}" if s.kind == "replay" else "live watch"
+    what = f"replay of {markdown_code(s.path or '')}" if s.kind == "replay" else "live watch"
     out.append(f"{what}, started {started}, {s.covered_s:.0f} s over {s.frames} ticks; {s.ended}.")
     if s.early:
         asked = f" of the {s.requested_s:.0f} s asked for" if s.requested_s else ""
@@ -112,7 +119,7 @@ def _evidence(r: Report) -> list[str]:
             stage = e.stage
             out += [f"**{_title(stage)}**", ""]
         val = f" median {e.value_median:.3g}," if e.value_median is not None else ""
-        out.append(f"- {e.text} (`{e.signal}`:{val} pointed here in {e.supports_share:.0%} of the ticks)")
+        out.append(f"- {_job(e.text)} (`{e.signal}`:{val} pointed here in {e.supports_share:.0%} of the ticks)")
     return out
 
 
@@ -132,7 +139,8 @@ def _stacks(r: Report) -> list[str]:
         return out + ["No stack samples (see Checks and Not checked)."]
     for h in r.stacks:
         leaf = " <- ".join(h.frames) or "(no frames)"  # leaf first, as deep as samples were told apart
-        out.append(f"- **{h.role}** {h.share:.0%} ({h.count} samples) `{h.label}` {h.detail}: `{leaf}`")
+        out.append(f"- **{_job(h.role)}** {h.share:.0%} ({h.count} samples) {markdown_code(h.label)} "
+                   f"{_job(h.detail)}: {markdown_code(leaf)}")
     return out
 
 
@@ -144,7 +152,7 @@ def _environment(r: Report) -> list[str]:
     assert isinstance(env, Environment)
     nodes = env.cpus.numa_nodes
     node_txt = ", ".join(f"node {n}: CPUs {cpulist(c)}" for n, c in nodes) if isinstance(nodes, tuple) else "n/a"
-    out.append(f"- Host `{_cell(env.hostname)}`, kernel {_cell(env.kernel)}, {env.cpus.logical_cpus} logical CPUs ({node_txt})")
+    out.append(f"- Host {markdown_code(str(env.hostname))}, kernel {_cell(env.kernel)}, {env.cpus.logical_cpus} logical CPUs ({node_txt})")
     d = env.driver
     if isinstance(d, Unsupported):
         out.append(f"- NVIDIA driver: n/a ({d.reason})")
@@ -164,7 +172,7 @@ def _environment(r: Report) -> list[str]:
         cpu = "no limit" if cg.cpu_limit_cores is None else f"{_cell(cg.cpu_limit_cores)} cores"
         mem = "no limit" if cg.memory_limit_bytes is None else (
             f"{cg.memory_limit_bytes / 2**30:.1f} GiB" if isinstance(cg.memory_limit_bytes, int) else "n/a")
-        out.append(f"- cgroup v{cg.version} `{_cell(cg.path)}`: CPU {cpu}, memory {mem}")
+        out.append(f"- cgroup v{cg.version} {markdown_code(str(cg.path))}: CPU {cpu}, memory {mem}")
     out += _gpu_table(r, env) + _storage_table(env)
     return out
 
@@ -191,7 +199,7 @@ def _storage_table(env: Environment) -> list[str]:
     out = ["", "| data | path | file system | mount | source | network | rotational | open files |",
            "|---|---|---|---|---|---|---|---|"]
     for s in env.storage:
-        out.append(f"| {s.kind} | {_cell(s.path)} | {_cell(s.fstype)} | {_cell(s.mountpoint)} | {_cell(s.source)} | "
+        out.append(f"| {s.kind} | {_job(s.path)} | {_job(s.fstype)} | {_job(s.mountpoint)} | {_job(s.source)} | "
                    f"{_cell(s.network)} | {_cell(s.rotational)} | {s.open_files} |")
     return out
 
@@ -209,5 +217,5 @@ def _gaps(r: Report) -> list[str]:
     if not by_reason:
         return out + ["Everything could be read."]
     for reason, items in by_reason.items():
-        out.append(f"- {reason}: {', '.join(items)}")
+        out.append(f"- {_cell(reason)}: {', '.join(items)}")
     return out
