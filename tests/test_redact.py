@@ -82,3 +82,58 @@ def test_the_process_tree_shows_redacted_command_lines():
     finally:
         proc.kill()
         proc.wait()
+
+
+# -- issue 22 item 2: every form of the issue, by rule --------------------------------------------
+
+@pytest.mark.parametrize(("argv", "kept"), [
+    (["t.py", "--key=K9secret"], "--key="),
+    (["t.py", "--key", "K9secret"], "--key"),
+    (["t.py", "--pw=K9secret"], "--pw="),
+    (["t.py", "--mysql-pwd=K9secret"], "--mysql-pwd="),
+    (["t.py", "--jwt", "K9secret"], "--jwt"),
+    (["curl", "-H", "X-Api-Key: K9secret"], "X-Api-Key: "),
+    (["curl", "-H", "Cookie: sid=K9secret"], "Cookie: "),
+    (["t.py", "--data", "https://h.example/x?sig=K9secret&n=1"], "&n=1"),
+    (["t.py", "--data", "https://h.example/x?a=1&token=K9secret"], "?a=1&token="),
+    (["t.py", "--data", "https://K9secret@github.com/x.git"], "@github.com/x.git"),
+    (["t.py", "--client-secret", "K9secret"], "--client-secret"),
+    (["t.py", "--db-pass=K9secret"], "--db-pass="),
+    (["t.py", "--auth", "K9secret"], "--auth"),
+    (["t.py", "--cred=K9secret"], "--cred="),
+    (["t.py", "--sig", "K9secret"], "--sig"),
+    (["t.py", "--cookie", "K9secret"], "--cookie"),
+    (["t.py", "--session=K9secret"], "--session="),
+    (["t.py", "--apiKey", "K9secret"], "--apiKey"),
+    (["env", "AWS_SECRET_ACCESS_KEY=K9secret", "python"], "AWS_SECRET_ACCESS_KEY="),
+    (["bash", "-c", "python t.py --jwt K9secret --lr 1"], "--lr 1"),
+    (["bash", "-c", "python t.py --key=K9secret && echo done"], "&& echo done"),
+])
+def test_each_secret_form_of_the_issue_is_masked(argv, kept):
+    out = redact_cmdline(argv)
+    assert "K9secret" not in out, out
+    assert MASK in out and kept in out, out
+
+
+def test_ordinary_options_near_secret_words_are_kept():
+    argv = ["t.py", "--signal", "x", "--keyframes", "3", "--sessions-dir", "/d", "--author", "me", "--passes", "2"]
+    assert shlex.split(redact_cmdline(argv)) == argv
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("ch", ["a", "-", "&", "=", ":", "/", "?", "_"])
+def test_a_long_word_is_redacted_in_linear_time_and_cut(ch):
+    # Issue 22 item 3: a 64 KB word took 33 s (quadratic backtracking).
+    # 256 KB quadratically: about 9 minutes. Linear: well under a second here; the timeout only
+    # catches the quadratic case.
+    from gpuwatch.redact import MAX_ARG, MAX_CMDLINE
+
+    word = ch * (256 * 1024)
+    out = redact_cmdline(["train.py", word, "x" + word, "a=" + word, "https://" + word, "--key=" + word])
+    assert len(out) <= MAX_CMDLINE
+    assert all(len(a) <= MAX_ARG for a in shlex.split(out))
+
+
+def test_control_characters_in_argv_come_out_written():
+    out = redact_cmdline(["t.py", "x\x1b]0;PWNED\x07\x1b[2J\n\n# INJECTED"])
+    assert "\x1b" not in out and "\n" not in out and "\\x1b" in out
