@@ -149,23 +149,42 @@ def check_pid(pid: int) -> None:
         raise UsageError(f"process {pid} has already exited (zombie)") from None
     except psutil.AccessDenied:
         raise UsageError(f"process {pid} is not yours: run gpuwatch as its owner or as root") from None
+    except (ValueError, IndexError, KeyError, TypeError) as e:  # psutil's /proc parsers on a file they cannot parse
+        raise UsageError(f"cannot read process {pid}: its /proc files cannot be parsed ({type(e).__name__}: {e})") from None
     if os.geteuid() != 0 and uids.real != os.getuid():
         raise UsageError(f"process {pid} belongs to another user (uid {uids.real}): run gpuwatch as that user or as root")
 
 
 def check_recording(path: str) -> None:
-    """Refuse a recording that is missing, a folder, unreadable or empty, before the TUI starts."""
-    if os.path.isdir(path):
-        raise UsageError(f"{path} is a folder, not a recording")
+    """Refuse a recording that is missing, a folder, a device, unreadable, empty or no recording at
+    all (read up to its first tick), before the TUI starts. A FIFO or pipe is not read here (it
+    cannot be read twice): its stream is checked as it is replayed."""
+    import stat
+
+    from gpuwatch.recording import NotARecording, Tick, read_recording
+
     try:
-        with open(path, "rb") as f:
-            empty = not f.read(1)
+        st = os.stat(path)
     except FileNotFoundError:
         raise UsageError(f"no recording at {path}") from None
     except OSError as e:
         raise UsageError(f"cannot read recording {path}: {e.strerror or e}") from None
-    if empty:
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{path} is a folder, not a recording")
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        raise UsageError(f"{path} is a device, not a recording")
+    if not stat.S_ISREG(st.st_mode):
+        return
+    if st.st_size == 0:
         raise UsageError(f"{path} is empty: no frames to replay")
+    try:
+        for item in read_recording(path):
+            if isinstance(item, Tick):
+                return
+    except NotARecording as e:
+        raise UsageError(str(e)) from None
+    except OSError as e:
+        raise UsageError(f"cannot read recording {path}: {e.strerror or e}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -199,8 +218,8 @@ def _dispatch(ns: argparse.Namespace) -> int:
     if ns.command == "diagnose":
         if ns.pid is not None:
             check_pid(ns.pid)
-        elif not os.path.isfile(ns.replay):
-            raise UsageError(f"no recording at {ns.replay}")
+        else:
+            check_recording(ns.replay)
         return commands.diagnose(ns)
     if ns.command == "compare":
         return commands.compare(ns)

@@ -11,7 +11,7 @@ from gpuwatch.assemble import WatchOptions, build_collectors
 from gpuwatch.collectors.target import Target
 from gpuwatch.engine import Watch
 from gpuwatch.headless import stream_json
-from gpuwatch.recording import Recorder, RecordingError
+from gpuwatch.recording import NotARecording, Recorder, RecordingError
 from gpuwatch.source import LiveSource, ReplaySource
 
 
@@ -78,7 +78,12 @@ def replay(ns: argparse.Namespace) -> int:
     source = ReplaySource(ns.file, speed=ns.speed if not ns.json else 0.0 if ns.speed == 1.0 else ns.speed,
                           on_bad_line=bad)
     if ns.json:
-        return _run_headless(source, None)
+        from gpuwatch.cli import UsageError
+
+        try:
+            return _run_headless(source, None)
+        except NotARecording as e:  # a FIFO or pipe: known only once read
+            raise UsageError(str(e)) from None
     from gpuwatch.tui.app import run_app
 
     return run_app(source)

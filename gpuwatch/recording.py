@@ -1,9 +1,13 @@
 """Recordings: the headless JSON stream written to a file (JSONL), and read back.
 
 Line 1 is a header; every other line is one tick, the same object ``--json`` prints. A bad line
-(truncated, not JSON, wrong schema, too long) is reported with its number and skipped, so the good
-lines of a damaged recording still replay. A recording whose name ends in ``.gz`` is read through
-gzip (JSONL compresses about 20x; a long run is easier to keep and to share).
+(truncated, not JSON, nested too deeply, a number out of range, a newer schema, too long) is
+reported with its number and skipped, so the good lines of a damaged recording still replay. A
+file that is not a recording at all (binary data, a device, a first line that is no gpuwatch
+record, a newer gpuwatch's header, no readable tick) raises :class:`NotARecording`: one line for
+the user, exit 2. Pipes and FIFOs are read as a stream, line by line, never reopened or rewound. A
+recording whose name ends in ``.gz`` (or that starts with gzip's magic bytes) is read through gzip
+(JSONL compresses about 20x; a long run is easier to keep and to share).
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import zlib
 import platform
+import stat
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
@@ -22,6 +27,7 @@ from gpuwatch import __version__
 from gpuwatch.model.codec import SCHEMA_VERSION, DecodeError, from_dict, to_dict
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
+from gpuwatch.untrusted import clean
 
 if TYPE_CHECKING:
     from gpuwatch.multirank import RankTick
@@ -142,52 +148,137 @@ class Tick:
 class BadLine:
     line: int
     reason: str
+    record: bool = True
+    """False when the line is no gpuwatch record at all (binary, not JSON): as a file's first
+    record it means the file is not a recording."""
+    newer: bool = False
+    """The line comes from a newer gpuwatch (a higher schema version)."""
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.reason}"
 
 
-def read_recording(path: str) -> Iterator[Tick | BadLine]:
-    """Yield each good tick and each bad line of a recording, in file order.
+class NotARecording(ValueError):
+    """The file as a whole is not a recording this gpuwatch can read (one line for the user)."""
 
-    Raises OSError if the file cannot be opened.
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _loads(raw: bytes) -> Any:
+    """JSON with NaN / Infinity refused (gpuwatch writes them as null; out-of-range numbers such as
+    1e999 become inf here and are refused where a frame is decoded)."""
+    return json.loads(raw, parse_constant=_no_constant)
+
+
+def _open(path: str) -> IO[bytes]:
+    """The recording as a binary stream: gzip-decoded when named ``.gz`` or starting with gzip's
+    magic bytes (checked on regular files only: a pipe cannot be rewound). A device (``/dev/zero``)
+    is refused: it never ends and holds no recording."""
+    st = os.stat(path)
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+        raise NotARecording(f"{path} is a device, not a recording")
+    if stat.S_ISDIR(st.st_mode):
+        raise NotARecording(f"{path} is a folder, not a recording")
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")
+    f = open(path, "rb")  # noqa: SIM115 - closed by the caller
+    if stat.S_ISREG(st.st_mode):
+        magic = f.read(2)
+        f.seek(0)
+        if magic == b"\x1f\x8b":
+            f.close()
+            return gzip.open(path, "rb")
+    return f
+
+
+def read_recording(path: str) -> Iterator[Tick | BadLine]:
+    """Yield each good tick and each bad line of a recording, in file order, reading it once as a
+    stream (a FIFO or a pipe works as well as a file).
+
+    Raises OSError if the file cannot be opened, NotARecording when it is not a recording: its
+    first record is not a gpuwatch record or comes from a newer gpuwatch, or no tick could be read.
     """
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
+    ticks = bad = 0
+    first: str | None = None
+    """Why the first record was refused (None: not seen yet, "" once it was good)."""
+    with _open(path) as f:
         for n, raw in enumerate(_lines(f), start=1):
-            if raw is _DAMAGED:
-                yield BadLine(n, "the compressed data ends early or is damaged; the rest is skipped")
-                return
-            if raw is None:
-                yield BadLine(n, f"longer than {MAX_LINE // (1024 * 1024)} MiB, skipped")
+            item = _record(n, raw)
+            if item is None:
                 continue
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except (ValueError, UnicodeDecodeError) as e:
-                yield BadLine(n, f"not valid JSON ({_short(e)}); truncated?")
-                continue
-            if not isinstance(rec, dict):
-                yield BadLine(n, "not a JSON object")
-                continue
-            schema = rec.get("schema")
-            if schema != SCHEMA_VERSION:
-                yield BadLine(n, f"schema version {schema!r}, this gpuwatch reads {SCHEMA_VERSION}")
-                continue
-            kind = rec.get("type")
-            if kind == "header":
-                continue
-            if kind != "tick":
-                yield BadLine(n, f"unknown record type {kind!r}")
-                continue
-            try:
-                frame = from_dict(Frame, rec.get("frame"))
-            except (DecodeError, TypeError, ValueError) as e:
-                yield BadLine(n, f"bad frame: {_short(e)}")
-                continue
-            verdict = rec.get("verdict")
-            yield Tick(n, frame, verdict if isinstance(verdict, dict) else None)
+            if first is None:
+                first = _first_refusal(n, item)
+                if first:
+                    raise NotARecording(f"{path}: {first}")
+            if isinstance(item, BadLine):
+                bad += 1
+                yield item
+                if raw is _DAMAGED:
+                    break
+            elif isinstance(item, Tick):
+                ticks += 1
+                yield item
+    if ticks == 0:
+        what = "nothing but blank lines" if first is None else (
+            f"{bad} unreadable line(s) and no tick" if bad else "only a header, no tick")
+        raise NotARecording(f"{path} holds no readable tick ({what}): not a gpuwatch recording")
+
+
+_HEADER = "header"
+
+
+def _first_refusal(n: int, item: Tick | BadLine | str) -> str:
+    """Why the first record read makes the file no recording ("" when it is fine)."""
+    if isinstance(item, BadLine) and item.newer:
+        return f"written by a newer gpuwatch ({item.reason})"
+    if isinstance(item, BadLine) and not item.record:
+        return f"line {n} is not a gpuwatch record ({item.reason})"
+    return ""
+
+
+def _record(n: int, raw: bytes | None) -> Tick | BadLine | str | None:
+    """One line: a Tick, a BadLine, ``_HEADER`` for a header, None for a blank line."""
+    if raw is _DAMAGED:
+        return BadLine(n, "the compressed data ends early or is damaged; the rest is skipped")
+    if raw is None:
+        return BadLine(n, f"longer than {MAX_LINE // (1024 * 1024)} MiB, skipped", record=False)
+    if not raw.strip():
+        return None
+    if b"\0" in raw:
+        return BadLine(n, "binary data (NUL bytes)", record=False)
+    try:
+        rec = _loads(raw)
+    except RecursionError:
+        return BadLine(n, "nested too deeply to be a gpuwatch record", record=False)
+    except (ValueError, UnicodeDecodeError) as e:
+        return BadLine(n, f"not valid JSON ({_short(e)}); truncated?", record=False)
+    if not isinstance(rec, dict) or "schema" not in rec or "type" not in rec:
+        return BadLine(n, "not a JSON object with a schema and a type", record=False)
+    schema = rec.get("schema")
+    if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA_VERSION:
+        return BadLine(n, f"schema version {schema}; this gpuwatch reads schema {SCHEMA_VERSION}: "
+                          "upgrade gpuwatch to read it", newer=True)
+    if schema != SCHEMA_VERSION:
+        return BadLine(n, f"schema version {_short_repr(schema)}, this gpuwatch reads {SCHEMA_VERSION}", record=False)
+    kind = rec.get("type")
+    if kind == "header":
+        return _HEADER
+    if kind != "tick":
+        return BadLine(n, f"unknown record type {_short_repr(kind)}")
+    try:
+        frame = from_dict(Frame, rec.get("frame"))
+    except RecursionError:
+        return BadLine(n, "bad frame: nested too deeply")
+    except (DecodeError, TypeError, ValueError) as e:
+        return BadLine(n, f"bad frame: {_short(e)}")
+    verdict = rec.get("verdict")
+    return Tick(n, frame, verdict if isinstance(verdict, dict) else None)
+
+
+def _short_repr(x: Any) -> str:
+    return _short(ValueError(repr(x)))
 
 
 _DAMAGED = b"\0damaged"
@@ -205,15 +296,19 @@ def _lines(f: IO[bytes]) -> Iterator[bytes | None]:
         if not line:
             return
         if len(line) > MAX_LINE and not line.endswith(b"\n"):
+            yield None  # first: a reader that stops here never reads an endless line to its end
             while True:  # skip the rest of the over-long line
-                rest = f.readline(MAX_LINE)
+                try:
+                    rest = f.readline(MAX_LINE)
+                except (EOFError, zlib.error, gzip.BadGzipFile):
+                    yield _DAMAGED
+                    return
                 if not rest or rest.endswith(b"\n"):
                     break
-            yield None
             continue
         yield line
 
 
 def _short(e: Exception) -> str:
-    s = str(e)
+    s = clean(str(e), 200)
     return s if len(s) <= 120 else s[:117] + "..."

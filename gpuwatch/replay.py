@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import concurrent.futures
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeVar
 
 from gpuwatch.model.frame import Frame
 from gpuwatch.recording import BadLine, Tick, read_recording
@@ -19,7 +22,7 @@ async def replay_frames(
     ``speed`` 0 means as fast as possible. Bad lines go to ``on_bad_line`` and are skipped.
     """
     prev_t: float | None = None
-    for item in read_recording(path):
+    async for item in in_thread(read_recording(path)):
         if isinstance(item, BadLine):
             if on_bad_line is not None:
                 on_bad_line(item)
@@ -30,8 +33,6 @@ async def replay_frames(
             gap = (frame.t - prev_t) / speed
             if 0 < gap < 3600:
                 await asyncio.sleep(gap)
-        else:
-            await asyncio.sleep(0)
         prev_t = frame.t
         yield frame
 
@@ -46,3 +47,57 @@ def load_frames(path: str, on_bad_line: Callable[[BadLine], None] | None = None)
         else:
             frames.append(item.frame)
     return frames
+
+
+T = TypeVar("T")
+QUEUE = 64
+"""Items read ahead of the consumer (a few frames' worth of memory)."""
+
+
+async def in_thread(items: Iterator[T], name: str = "gw-replay") -> AsyncIterator[T]:
+    """Iterate ``items`` on a daemon thread and yield them here, so that a read that blocks (a FIFO
+    whose writer is slow, a pipe) never blocks the event loop: signals and keys are still handled,
+    and a reader stuck in the kernel does not keep gpuwatch from exiting. An exception raised by
+    ``items`` is raised here."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=QUEUE)
+    stop = threading.Event()
+
+    def put(kind: str, x: Any) -> bool:
+        try:
+            fut = asyncio.run_coroutine_threadsafe(queue.put((kind, x)), loop)
+        except RuntimeError:  # the loop is closed: nobody is reading
+            return False
+        while not stop.is_set():
+            try:
+                fut.result(timeout=0.5)
+                return True
+            except concurrent.futures.TimeoutError:
+                continue
+            except (concurrent.futures.CancelledError, RuntimeError):
+                return False
+        fut.cancel()
+        return False
+
+    def run() -> None:
+        try:
+            for x in items:
+                if not put("item", x):
+                    return
+        except Exception as e:  # noqa: BLE001 - handed to the consumer, raised there
+            put("error", e)
+            return
+        put("end", None)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    try:
+        while True:
+            kind, x = await queue.get()
+            if kind == "item":
+                yield x
+            elif kind == "end":
+                return
+            else:
+                raise x
+    finally:
+        stop.set()

@@ -64,13 +64,14 @@ def test_huge_line_is_skipped_without_reading_it_whole(tmp_path):
 
 def test_bad_frame_content_names_the_field(tmp_path):
     p = tmp_path / "r.jsonl"
-    _write(p, 1)
+    _write(p, 2)
     lines = p.read_text().splitlines()
     rec = json.loads(lines[1])
     rec["frame"]["gpus"][0]["index"] = "zero"
-    p.write_text(lines[0] + "\n" + json.dumps(rec) + "\n")
-    (item,) = list(read_recording(str(p)))
+    p.write_text(lines[0] + "\n" + json.dumps(rec) + "\n" + lines[2] + "\n")
+    item, good = list(read_recording(str(p)))
     assert isinstance(item, BadLine) and "gpus[0].index" in item.reason
+    assert isinstance(good, Tick)
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

@@ -66,7 +66,7 @@ def test_record_to_a_folder_or_a_full_device(tmp_path, sleeper):
 def test_diagnose_output_to_a_missing_folder_or_a_folder(tmp_path):
     one_line_usage_error(run("diagnose", "--replay", str(DEMO), "-o", str(tmp_path / "no" / "r.md")), "no folder")
     one_line_usage_error(run("diagnose", "--replay", str(DEMO), "-o", str(tmp_path)), "it is a folder")
-    one_line_usage_error(run("diagnose", "--replay", str(tmp_path)), "no recording at")
+    one_line_usage_error(run("diagnose", "--replay", str(tmp_path)), "is a folder, not a recording")
 
 
 def _as_nobody(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
@@ -129,7 +129,7 @@ def test_replay_json_of_a_damaged_recording_names_each_bad_line_and_keeps_the_re
         ticks[2][: len(ticks[2]) // 2],  # line 4: truncated (a crash mid-write)
         "x" * (MAX_LINE + 10),           # line 5: huge, skipped unread
         ticks[3],                        # line 6: good
-        "\x00\xff garbage",              # line 7: not JSON
+        "\x00\xff garbage",              # line 7: binary
         ticks[4],                        # line 8: good
     ]
     path = tmp_path / "damaged.jsonl"
@@ -140,7 +140,7 @@ def test_replay_json_of_a_damaged_recording_names_each_bad_line_and_keeps_the_re
     assert all(e.startswith(f"gpuwatch: {path}: line ") for e in errors), errors
     assert [e.split(": ")[2] for e in errors] == ["line 3", "line 4", "line 5", "line 7"], errors
     assert "schema version 99" in errors[0] and "not valid JSON" in errors[1]
-    assert "longer than 8 MiB" in errors[2] and "not valid JSON" in errors[3]
+    assert "longer than 8 MiB" in errors[2] and "binary data" in errors[3]
     good = [json.loads(x) for x in r.stdout.splitlines()]
     want = [json.loads(ticks[i])["frame"]["seq"] for i in (0, 3, 4)]
     assert [g["frame"]["seq"] for g in good] == want

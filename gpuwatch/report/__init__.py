@@ -59,8 +59,12 @@ def _replay(ns: argparse.Namespace, usage_error: type[Exception]) -> tuple[Colle
         bad.append(b)
         print(f"gpuwatch: {ns.replay}: {b}", file=sys.stderr)
 
+    from gpuwatch.recording import NotARecording
+
     try:
         frames = load_frames(ns.replay, on_bad)
+    except NotARecording as e:
+        raise usage_error(str(e)) from None
     except OSError as e:
         raise usage_error(f"cannot read recording {ns.replay}: {e.strerror or e}") from None
     got = from_frames(frames)

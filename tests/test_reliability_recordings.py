@@ -1,0 +1,161 @@
+"""Hostile and broken recordings, end to end (issue 22 items 4-7): no traceback, no hang; a file
+that is not a recording is one line and exit 2; a FIFO or a pipe streams every tick."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+GW = [sys.executable, "-m", "gpuwatch"]
+DEMO = Path(__file__).parent / "data" / "cpu_demo.jsonl"  # a real recording: header + 62 ticks
+LINES = DEMO.read_text().splitlines()
+TICKS = len(LINES) - 1
+
+
+def run(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(GW + list(args), capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def usage_error(r: subprocess.CompletedProcess, fragment: str) -> None:
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gpuwatch: error: ") and fragment in lines[0], lines
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("command", [["replay", "{}", "--json"], ["diagnose", "--format", "json", "--replay", "{}"]])
+def test_deeply_nested_line_is_a_bad_line_not_a_recursion_error(tmp_path, command):
+    # item 4: json.loads raised RecursionError (a traceback; the TUI froze silently).
+    p = _write(tmp_path / "deep.jsonl", [LINES[0], "[" * 100_000 + "]" * 100_000, *LINES[1:4]])
+    r = run(*(a.format(p) for a in command))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "line 2: nested too deeply" in r.stderr
+
+
+@pytest.mark.parametrize("bad", ["1e999", "Infinity", "-Infinity", "NaN"])
+def test_non_finite_numbers_are_bad_lines(tmp_path, bad):
+    # item 5: 1e999 / Infinity made `replay --json` and `diagnose --format json` end in ValueError.
+    tick = LINES[2].replace('"interval":1.0', f'"interval":{bad}')
+    assert tick != LINES[2]
+    p = _write(tmp_path / "inf.jsonl", [LINES[0], LINES[1], tick, LINES[3]])
+    r = run("replay", str(p), "--json")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "line 3:" in r.stderr and len(r.stdout.splitlines()) == 2
+    for line in r.stdout.splitlines():
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in the output"))
+    d = run("diagnose", "--replay", str(p), "--format", "json")
+    assert d.returncode == 0 and "Traceback" not in d.stderr, d.stderr[-2000:]
+    json.loads(d.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the report"))
+
+
+def test_random_binary_is_not_a_recording(tmp_path):
+    # item 6: printed 758 lines of complaints and exited 0.
+    p = tmp_path / "random.jsonl"
+    p.write_bytes(os.urandom(50_000))
+    for args in (["replay", str(p), "--json"], ["replay", str(p)], ["diagnose", "--replay", str(p)]):
+        usage_error(run(*args), "is not a gpuwatch record")
+
+
+def test_a_newer_schema_names_the_version(tmp_path):
+    p = _write(tmp_path / "v2.jsonl", [ln.replace('"schema":1', '"schema":2', 1) for ln in LINES])
+    for args in (["replay", str(p), "--json"], ["diagnose", "--replay", str(p)]):
+        usage_error(run(*args), "schema version 2; this gpuwatch reads schema 1")
+
+
+def test_newer_lines_inside_a_recording_are_named_and_skipped(tmp_path):
+    p = _write(tmp_path / "mixed.jsonl", [LINES[0], LINES[1], LINES[2].replace('"schema":1', '"schema":3', 1), LINES[3]])
+    r = run("replay", str(p), "--json")
+    assert r.returncode == 0 and "line 3: schema version 3" in r.stderr and len(r.stdout.splitlines()) == 2
+
+
+@pytest.mark.parametrize(("lines", "why"), [
+    ([LINES[0]], "only a header"),
+    (["", "   ", ""], "nothing but blank lines"),
+    ([LINES[0], '{"schema":1,"type":"tick","frame":{}}'], "1 unreadable line"),
+])
+def test_a_file_without_a_readable_tick_is_not_a_recording(tmp_path, lines, why):
+    # item 6: header-only and blank-only gave exit 0 (diagnose wrote a 0-tick report).
+    p = _write(tmp_path / "none.jsonl", lines)
+    for args in (["replay", str(p), "--json"], ["replay", str(p)], ["diagnose", "--replay", str(p)]):
+        usage_error(run(*args), why)
+
+
+def _feed_fifo(path: Path, data: bytes) -> threading.Thread:
+    def feed() -> None:
+        with open(path, "wb") as f:
+            f.write(data)
+
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    return t
+
+
+def test_replay_of_a_fifo_streams_every_tick(tmp_path):
+    # item 7: hung (the up-front check read and lost the start of the stream: 2 of 62 ticks lost).
+    fifo = tmp_path / "rec.fifo"
+    os.mkfifo(fifo)
+    feeder = _feed_fifo(fifo, DEMO.read_bytes())
+    r = run("replay", str(fifo), "--json")
+    feeder.join(5)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert [json.loads(x)["frame"]["seq"] for x in r.stdout.splitlines()] == [json.loads(x)["frame"]["seq"] for x in LINES[1:]]
+
+
+def test_replay_and_diagnose_of_a_pipe_read_every_tick():
+    for args, check in ((["replay", "/dev/stdin", "--json"], lambda out: len(out.splitlines()) == TICKS),
+                        (["diagnose", "--replay", "/dev/stdin", "--format", "json"], lambda out: json.loads(out)["source"]["frames"] == TICKS)):
+        with open(DEMO, "rb") as f:
+            cat = subprocess.Popen(["cat"], stdin=f, stdout=subprocess.PIPE)
+            r = run(*args, stdin=cat.stdout)
+            cat.wait()
+        assert r.returncode == 0 and check(r.stdout), (args, r.stderr[-2000:])
+
+
+def test_a_fifo_that_is_no_recording_ends_with_one_line(tmp_path):
+    fifo = tmp_path / "junk.fifo"
+    os.mkfifo(fifo)
+    feeder = _feed_fifo(fifo, b"hello\nworld\n")
+    r = run("replay", str(fifo), "--json")
+    feeder.join(5)
+    usage_error(r, "line 1 is not a gpuwatch record")
+
+
+def test_dev_zero_is_refused_and_an_endless_pipe_of_zeros_ends():
+    # item 7: `replay /dev/zero` hung and ignored SIGTERM.
+    for args in (["replay", "/dev/zero", "--json"], ["replay", "/dev/zero"], ["diagnose", "--replay", "/dev/zero"]):
+        usage_error(run(*args, timeout=30), "/dev/zero is a device, not a recording")
+    zeros = subprocess.Popen(["cat", "/dev/zero"], stdout=subprocess.PIPE)
+    try:
+        r = run("replay", "/dev/stdin", "--json", stdin=zeros.stdout, timeout=60)
+    finally:
+        zeros.kill()
+        zeros.wait()
+    usage_error(r, "line 1 is not a gpuwatch record (longer than 8 MiB")
+
+
+def test_sigterm_ends_a_replay_blocked_on_a_silent_fifo(tmp_path):
+    # A writer that opened the FIFO and says nothing: the read blocks, on a thread of its own, so the
+    # event loop still handles SIGTERM.
+    fifo = tmp_path / "slow.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(GW + ["replay", str(fifo), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with open(fifo, "wb") as w:
+        w.write((LINES[0] + "\n" + LINES[1] + "\n").encode())
+        w.flush()
+        first = proc.stdout.readline()  # the first tick came through: the reader now waits on the FIFO
+        assert json.loads(first)["frame"]["seq"] == json.loads(LINES[1])["frame"]["seq"]
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "Traceback" not in err, err
