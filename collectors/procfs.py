@@ -12,6 +12,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from gpuwatch.untrusted import clean
+
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 """Clock ticks per second, the unit of utime/stime in /proc/PID/stat (100 on every Linux build)."""
 
@@ -44,20 +46,27 @@ def parse_stat(text: str) -> TaskStat:
     """Parse a /proc/PID/stat or /proc/PID/task/TID/stat line.
 
     The name sits in parentheses and may itself hold spaces and ``)``, so split at the last ``)``.
+    The name is the job's own choice (``prctl(PR_SET_NAME)``): it comes back cleaned
+    (gpuwatch/untrusted.py). Raises ValueError on a line that is not a stat line.
     """
-    lpar = text.index("(")
-    rpar = text.rindex(")")
+    lpar = text.find("(")
+    rpar = text.rfind(")")
+    if lpar < 0 or rpar < lpar:
+        raise ValueError("no (name) in the stat line")
     tid = int(text[:lpar])
-    name = text[lpar + 1:rpar]
+    name = clean(text[lpar + 1:rpar], 64)
     rest = text[rpar + 2:].split()
+    if len(rest) < 20:
+        raise ValueError(f"{len(rest) + 2} fields in the stat line, expected at least 22")
     # rest[0] is field 3 (state); field n is rest[n - 3]: utime 14, stime 15, starttime 22.
     return TaskStat(tid=tid, name=name, state=rest[0], cpu_ticks=int(rest[11]) + int(rest[12]),
                     starttime=int(rest[19]), ppid=int(rest[1]))
 
 
 def parse_schedstat(text: str) -> tuple[int, int, int]:
-    """``run_ns wait_ns timeslices`` of /proc/PID/schedstat (Documentation/scheduler/sched-stats.rst)."""
-    run, wait, slices = text.split()[:3]
+    """``run_ns wait_ns timeslices`` of /proc/PID/schedstat (Documentation/scheduler/sched-stats.rst).
+    Raises ValueError."""
+    run, wait, slices = text.split()[:3]  # fewer than 3: ValueError (not enough values to unpack)
     return int(run), int(wait), int(slices)
 
 
@@ -266,8 +275,10 @@ def parse_flat_keyed(text: str) -> dict[str, int]:
 
 
 def parse_cpu_max(text: str) -> tuple[int | None, int]:
-    """cgroup v2 cpu.max: ``$MAX $PERIOD`` in µs, ``max`` for no quota."""
+    """cgroup v2 cpu.max: ``$MAX $PERIOD`` in µs, ``max`` for no quota. Raises ValueError."""
     parts = text.split()
+    if not parts:
+        raise ValueError("empty cpu.max")
     quota = None if parts[0] == "max" else int(parts[0])
     period = int(parts[1]) if len(parts) > 1 else 100000
     return quota, period

@@ -10,13 +10,17 @@ from __future__ import annotations
 import json
 import os
 import re
+import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from gpuwatch.untrusted import clean
 
 DUMP_TIMEOUT_S = 2.0
 """One dump normally takes ~10 ms (measured here: 9 ms median on a torch process with 2 workers; about
@@ -25,6 +29,11 @@ reports hangs on torch processes), so it is killed."""
 
 ERROR_CHARS = 300
 """How much of py-spy's error text a DumpResult keeps."""
+
+MAX_OUTPUT = 32 * 1024 * 1024
+"""Bytes of py-spy output read at most (stdout and stderr together). A dump of 500 threads 40
+frames deep is about 5 MB; a py-spy that prints without end is killed here instead of filling
+gpuwatch's memory (one that flooded stdout drove RSS to 2.5 GB)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +78,10 @@ class DumpOutcome:
         return self.error is None
 
 
+MAX_NAME = 512
+"""Characters kept of a function, file or thread name (all chosen by the job; cleaned, gpuwatch/untrusted.py)."""
+
+
 class ParseError(ValueError):
     """py-spy printed something that is not its dump JSON."""
 
@@ -95,9 +108,9 @@ def parse_dump(text: str, pid: int) -> tuple[ThreadRecord, ...]:
         try:
             frames = tuple(
                 FrameRecord(
-                    name=str(f.get("name") or "?"),
-                    filename=str(f.get("filename") or ""),
-                    short_filename=str(f.get("short_filename") or f.get("filename") or ""),
+                    name=clean(str(f.get("name") or "?"), MAX_NAME),
+                    filename=clean(str(f.get("filename") or ""), MAX_NAME),
+                    short_filename=clean(str(f.get("short_filename") or f.get("filename") or ""), MAX_NAME),
                     line=int(f.get("line") or 0),
                 )
                 for f in t.get("frames") or ()
@@ -105,7 +118,7 @@ def parse_dump(text: str, pid: int) -> tuple[ThreadRecord, ...]:
             threads.append(ThreadRecord(
                 pid=int(t.get("pid") or pid),
                 tid=int(t.get("os_thread_id") or 0),
-                name=str(t.get("thread_name") or ""),
+                name=clean(str(t.get("thread_name") or ""), MAX_NAME),
                 active=bool(t.get("active")),
                 owns_gil=bool(t.get("owns_gil")),
                 frames=frames,
@@ -134,16 +147,17 @@ class Pyspy:
             if self._closed:
                 return DumpOutcome(pid, (), 0.0, "stack sampling stopped")
             try:
+                # A session (and process group) of its own: whatever py-spy starts is killed with it.
                 proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        stdin=subprocess.DEVNULL, env=env)
+                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True)
             except OSError as e:
                 return DumpOutcome(pid, (), 0.0, f"cannot run {self.path}: {e}")
             self._proc = proc
         try:
-            out, err = proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_and_reap(proc)
-            return DumpOutcome(pid, (), _ms(start), f"py-spy did not answer within {self.timeout:g} s; killed it")
+            out, err, problem = _read_bounded(proc, self.timeout, MAX_OUTPUT)
+            if problem is not None:
+                _kill_and_reap(proc)
+                return DumpOutcome(pid, (), _ms(start), problem)
         finally:
             with self._lock:
                 self._proc = None
@@ -163,22 +177,70 @@ class Pyspy:
             self._closed = True
             proc = self._proc
         if proc is not None:
-            # The dumping thread is inside communicate(): it sees EOF and reaps the process itself.
-            try:
-                proc.kill()
-            except OSError:
-                pass
+            # The dumping thread is reading its output: it sees EOF and reaps the process itself.
+            _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL py-spy's whole process group (py-spy and anything it started)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        try:
+            proc.kill()
+        except OSError:
+            pass
 
 
 def _kill_and_reap(proc: subprocess.Popen[bytes]) -> None:
+    _kill_group(proc)
+    for f in (proc.stdout, proc.stderr):
+        try:
+            if f is not None:
+                f.close()
+        except OSError:
+            pass
     try:
-        proc.kill()
-    except OSError:
-        pass
-    try:
-        proc.communicate(timeout=5)
+        proc.wait(timeout=5)
     except (subprocess.TimeoutExpired, OSError):
         pass  # stuck in the kernel even after SIGKILL: subprocess reaps it when the next Popen starts
+
+
+def _read_bounded(proc: subprocess.Popen[bytes], timeout: float, limit: int) -> tuple[bytes, bytes, str | None]:
+    """py-spy's stdout and stderr until it exits, at most ``timeout`` seconds and ``limit`` bytes.
+    Returns (out, err, None), or the reason it was cut off (the caller kills the group)."""
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None and proc.stderr is not None
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    bufs = {out_fd: bytearray(), err_fd: bytearray()}
+    total = 0
+    with selectors.DefaultSelector() as sel:
+        for fd in bufs:
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return b"", b"", f"py-spy did not answer within {timeout:g} s; killed it"
+            for key, _ in sel.select(left):
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    sel.unregister(key.fd)
+                    continue
+                total += len(chunk)
+                if total > limit:
+                    return b"", b"", f"py-spy printed more than {limit // (1024 * 1024)} MiB; killed it"
+                bufs[key.fd] += chunk
+    try:
+        proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return b"", b"", f"py-spy did not exit within {timeout:g} s; killed it"
+    out, err = bytes(bufs[out_fd]), bytes(bufs[err_fd])
+    proc.stdout.close()
+    proc.stderr.close()
+    return out, err, None
 
 
 def _ms(start: float) -> float:

@@ -34,6 +34,11 @@ import psutil
 from gpuwatch.collectors.procfs import read_stat
 from gpuwatch.model.procs import ROLE_LAUNCHER, ROLE_MAIN, ROLE_OTHER, ROLE_WORKER
 from gpuwatch.redact import redact_cmdline
+from gpuwatch.untrusted import clean
+
+UNPARSEABLE = (ValueError, IndexError, KeyError, TypeError)
+"""What psutil's /proc parsers raise on a stat or status file they cannot parse (a kernel with other
+fields, a file bind-mounted over by someone): caught like psutil's own errors, never a traceback."""
 
 WORKER_COMM = "pt_data_worker"
 """DataLoader workers name their thread so since PyTorch 2.5 (pytorch/pytorch#128448)."""
@@ -104,6 +109,10 @@ class TargetGone(Exception):
     """The watched process no longer exists."""
 
 
+class UnreadableProc(Exception):
+    """The job's /proc files exist but cannot be parsed (a collector reports it; nothing crashes)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Raw:
     ppid: int
@@ -118,7 +127,15 @@ class Target:
     def __init__(self, pid: int, refresh_s: float = REFRESH_S) -> None:
         self.pid = pid
         self.refresh_s = refresh_s
-        self._proc = psutil.Process(pid)  # raises NoSuchProcess / AccessDenied for the CLI to report
+        try:
+            self._proc = psutil.Process(pid)  # raises NoSuchProcess / AccessDenied for the CLI to report
+        except UNPARSEABLE as e:
+            raise psutil.Error(f"cannot parse /proc/{pid}/stat ({type(e).__name__}: {e})") from None
+        st = read_stat(pid)
+        self.starttime = st.starttime if st is not None else None
+        """Clock ticks after boot the process started: with the PID it names the process, so a PID
+        the kernel gives to a new process after the job exits is not taken for the job."""
+        self._cmdline = ""
         self._lock = threading.Lock()
         self._tree: Tree | None = None
         self._tree_t = 0.0
@@ -132,19 +149,37 @@ class Target:
     def process(self) -> psutil.Process:
         return self._proc
 
+    def reused(self) -> bool:
+        """Whether the PID now names another process (the job exited and the kernel gave its PID
+        to a new one): its start time differs from the job's."""
+        st = read_stat(self.pid)
+        return st is not None and self.starttime is not None and st.starttime != self.starttime
+
     def cmdline(self) -> str:
+        """The job's redacted command line; once the PID is reused, the job's last one (never the
+        new process's)."""
+        if self.reused():
+            return self._cmdline
         try:
-            return redact_cmdline(self._proc.cmdline())
-        except (psutil.Error, OSError):
-            return ""
+            text = redact_cmdline(self._proc.cmdline())
+        except (psutil.Error, OSError, *UNPARSEABLE):
+            return self._cmdline
+        if self.reused():  # reused while it was read
+            return self._cmdline
+        self._cmdline = text
+        return text
 
     def alive(self) -> bool:
         try:
             ok = self._proc.is_running() and self._proc.status() != psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             ok = False
-        except psutil.Error:
+        except (psutil.Error, *UNPARSEABLE):  # unknown: not taken for an exit
             ok = True
+        if ok and self.reused():
+            ok = False
+            if self.exit_reason is None:
+                self.exit_reason = f"process {self.pid} exited (its PID now belongs to another process)"
         if not ok and self.exit_reason is None:
             self.exit_reason = f"process {self.pid} exited"
         return ok
@@ -162,11 +197,16 @@ class Target:
 
     # -- walking ---------------------------------------------------------------------------
     def _walk(self) -> Tree:
+        if self.reused():
+            self.alive()
+            raise TargetGone(self.exit_reason or f"process {self.pid} exited")
         try:
             info = self._identities()
         except psutil.NoSuchProcess as e:  # also raised when the PID was reused by another process
             self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(str(e)) from e
+        except UNPARSEABLE as e:
+            raise UnreadableProc(f"/proc/{self.pid} cannot be parsed ({type(e).__name__}: {e})") from None
         if self.pid not in info:  # gone or a zombie: it has exited either way
             self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(f"process {self.pid} exited")
@@ -211,7 +251,7 @@ class Target:
             else:  # new (or a comm psutil completes from the command line): read it all
                 try:
                     raw = _read(psutil.Process(pid))
-                except psutil.Error:
+                except (psutil.Error, *UNPARSEABLE):
                     continue
                 if raw is None:
                     continue
@@ -278,9 +318,9 @@ def _read(p: psutil.Process) -> _Raw | None:
                 argv = ()
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         return None
-    except (psutil.Error, OSError):
+    except (psutil.Error, OSError, *UNPARSEABLE):
         return None
-    return _Raw(ppid, name, argv, ct)
+    return _Raw(ppid, clean(name, 64), argv, ct)
 
 
 def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None]) -> dict[int, str]:
@@ -398,7 +438,7 @@ def _read_rank(pid: int) -> int | None:
     """RANK or LOCAL_RANK from the process's environment, where it is readable."""
     try:
         env = psutil.Process(pid).environ()
-    except (psutil.Error, OSError):
+    except (psutil.Error, OSError, *UNPARSEABLE):
         return None
     for var in RANK_VARS:
         v = env.get(var)

@@ -358,3 +358,64 @@ def test_relaxed_pace_slows_main_dumps_and_thins_worker_dumps_and_full_pace_rest
     assert sum(n.role == "worker" for _ in range(16) for n in c.plan(t)) == 4  # one every 4 s
     c.set_pace(*FULL)
     assert sum(n.role == "main" for n in c.plan(t)) == 2
+
+
+# -- issue 22 item 11: a py-spy that forks and hangs, or floods its output ------------------------
+
+def _fake_pyspy(tmp_path, body: str):
+    p = tmp_path / "py-spy"
+    p.write_text(f"#!{sys.executable}\nimport os, sys, time\n{body}\n")
+    p.chmod(0o755)
+    return str(p)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` ends within 10 s (it was SIGKILLed: its parent's reaping is what waits)."""
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+@pytest.mark.parametrize("parent", ["time.sleep(600)", "print('[]')"], ids=["parent hangs", "child holds the pipes"])
+def test_a_pyspy_that_forks_and_hangs_is_killed_with_its_child(tmp_path, parent):
+    # The child writes its PID and holds the pipes: before, it was left orphaned and each dump
+    # waited on it with no reason shown.
+    pidfile = tmp_path / "child.pid"
+    spy = _fake_pyspy(tmp_path, f"""
+if os.fork() == 0:
+    open({str(pidfile)!r}, "w").write(str(os.getpid()))
+    time.sleep(600)
+{parent}
+""")
+    res = Pyspy(spy, timeout=1.0).dump(os.getpid())
+    assert not res.ok and "did not answer within 1 s; killed it" in res.error
+    assert _gone(int(pidfile.read_text())), "py-spy's child was left running"
+    assert no_pyspy_children()
+
+
+def test_a_pyspy_that_floods_stdout_is_cut_off_at_the_bound(tmp_path, monkeypatch):
+    import resource
+
+    import gpuwatch.collectors.pyspy as pyspy_mod
+
+    monkeypatch.setattr(pyspy_mod, "MAX_OUTPUT", 4 * 1024 * 1024)
+    spy = _fake_pyspy(tmp_path, """
+chunk = b"x" * 65536
+while True:
+    sys.stdout.buffer.write(chunk)
+""")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    res = Pyspy(spy, timeout=30).dump(os.getpid())
+    assert not res.ok and res.error == "py-spy printed more than 4 MiB; killed it"
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 64 * 1024, f"RSS peak grew {grown_kib} KiB"
+    assert no_pyspy_children()
