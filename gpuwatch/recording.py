@@ -161,6 +161,11 @@ class BadLine:
 class NotARecording(ValueError):
     """The file as a whole is not a recording this gpuwatch can read (one line for the user)."""
 
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path = path
+        self.why = why
+
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
@@ -178,9 +183,9 @@ def _open(path: str) -> IO[bytes]:
     is refused: it never ends and holds no recording."""
     st = os.stat(path)
     if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
-        raise NotARecording(f"{path} is a device, not a recording")
+        raise NotARecording(path, "a device, not a recording")
     if stat.S_ISDIR(st.st_mode):
-        raise NotARecording(f"{path} is a folder, not a recording")
+        raise NotARecording(path, "a folder, not a recording")
     if path.endswith(".gz"):
         return gzip.open(path, "rb")
     f = open(path, "rb")  # noqa: SIM115 - closed by the caller
@@ -211,7 +216,7 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
             if first is None:
                 first = _first_refusal(n, item)
                 if first:
-                    raise NotARecording(f"{path}: {first}")
+                    raise NotARecording(path, first)
             if isinstance(item, BadLine):
                 bad += 1
                 yield item
@@ -223,7 +228,7 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
     if ticks == 0:
         what = "nothing but blank lines" if first is None else (
             f"{bad} unreadable line(s) and no tick" if bad else "only a header, no tick")
-        raise NotARecording(f"{path} holds no readable tick ({what}): not a gpuwatch recording")
+        raise NotARecording(path, f"no readable tick ({what}): not a gpuwatch recording")
 
 
 _HEADER = "header"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from gpuwatch.compare.fmt import clean
 from gpuwatch.model.codec import DecodeError, from_dict
 from gpuwatch.model.values import Unsupported
+from gpuwatch.recording import NotARecording
 from gpuwatch.replay import load_frames
 from gpuwatch.report.build import build_report
 from gpuwatch.report.figures import Figures
@@ -103,6 +104,8 @@ def _recording(path: str) -> Side:
     bad: list[object] = []
     try:
         frames = load_frames(path, bad.append)
+    except NotARecording as e:  # binary, a newer schema, no readable tick
+        raise Unreadable(f"{path} holds no frames: neither a recording nor a report ({e.why})") from None
     except OSError as e:
         raise Unreadable(f"cannot read {path}: {e.strerror or e}") from None
     if not frames:
