@@ -240,3 +240,13 @@ def test_strings_from_the_job_cannot_break_out(tmp_path):
     assert [t for t, _ in page.tags if t in ("img",)] == []
     assert [a for t, a in page.tags if t == "script"] == [{"type": "application/json", "id": "gpuwatch-series"}]
     assert json.loads(page.json_text)  # still valid JSON
+
+
+def test_at_a_glance_means_match_the_charts(switch_page):
+    page = parse(switch_page)
+    keys = [a["data-key"] for tag, a in page.tags if tag == "tr" and "data-key" in a]
+    assert keys[:3] == ["gpu_busy", "sm_active", "data_wait"] and "speedup_left" in keys
+    busy = [v for _, v in values_of(page.charts["gpu"], "gpu_busy")]
+    mean = sum(busy) / len(busy)
+    row = re.search(r'<tr data-key="gpu_busy">.*?<td>([\d.]+) %</td><td>(\d+)</td></tr>', switch_page)
+    assert row and float(row[1]) == pytest.approx(mean, abs=0.1) and int(row[2]) == len(busy)

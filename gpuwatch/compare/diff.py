@@ -7,10 +7,8 @@ from dataclasses import dataclass
 
 from gpuwatch.diagnosis.thresholds import COMPARE_SAME_POINTS, COMPARE_SAME_SHARE
 from gpuwatch.model.verdict import GPU_BOUND, PIPELINE, STAGE_TITLES
-from gpuwatch.report.figures import Figures, Mean
+from gpuwatch.report.figures import HIGHER, LOWER, MEASURES, NEUTRAL, Figures, Mean
 
-HIGHER, LOWER, NEUTRAL = 1, -1, 0
-"""Which way a measure moves when the job gets better."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,20 +77,6 @@ def _stage_better(stage: str) -> int:
     """Less time held back by a pipeline stage is better, more time GPU-bound is better; idle and
     unknown time are neither."""
     return LOWER if stage in PIPELINE else HIGHER if stage == GPU_BOUND else NEUTRAL
-
-
-MEASURES = (
-    ("GPU", "gpu_busy", "GPU busy (NVML utilization)", "%", HIGHER),
-    ("GPU", "sm_active", "SM active (GPM)", "%", HIGHER),
-    ("input", "data_wait", "main thread waiting for data", "%", LOWER),
-    ("input", "worker_cpu", "DataLoader workers' CPU", "% of a core", NEUTRAL),
-    ("input", "workers", "DataLoader workers", "", NEUTRAL),
-    ("PCIe", "pcie_rx", "host to device", "B/s", NEUTRAL),
-    ("PCIe", "pcie_tx", "device to host", "B/s", NEUTRAL),
-    ("host", "host_cpu", "host CPU busy", "%", NEUTRAL),
-    ("host", "cpu_pressure", "CPU pressure (some, avg10)", "%", LOWER),
-    ("host", "io_pressure", "I/O pressure (some, avg10)", "%", LOWER),
-)
 
 
 def _measure_rows(b: Figures, a: Figures) -> tuple[Row, ...]:

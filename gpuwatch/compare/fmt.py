@@ -3,21 +3,7 @@
 from __future__ import annotations
 
 from gpuwatch.compare.diff import Row
-from gpuwatch.report.svg import rate
-
-
-def value(v: float | None, unit: str) -> str:
-    if v is None:
-        return "not estimated" if unit == "x" else "not measured"
-    if unit == "B/s":
-        return rate(v, 1)
-    if unit == "x":
-        return f"{v:.2f}x"
-    if unit == "s":
-        return f"{v:.1f} s"
-    if unit == "":
-        return f"{v:.1f}"
-    return f"{v:.1f} {unit}"
+from gpuwatch.report.units import rate
 
 
 def change(r: Row) -> str:

@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from html import escape
 
 from gpuwatch.compare.diff import Comparison
-from gpuwatch.compare.fmt import change, clean, value
+from gpuwatch.compare.fmt import change, clean
 from gpuwatch.report.render_html import STYLE, charts
 from gpuwatch.report.series import Tick
 from gpuwatch.report.svg import nice
+from gpuwatch.report.units import value
 
 VERDICT_CLASS = {"better": "pass", "worse": "fail", "same": "not_checked", "changed": "warn",
                  "not comparable": "not_checked"}

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gpuwatch.compare.diff import Comparison
-from gpuwatch.compare.fmt import change, clean, value
+from gpuwatch.compare.fmt import change, clean
+from gpuwatch.report.units import value
 
 
 def render_text(c: Comparison) -> str:

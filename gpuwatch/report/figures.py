@@ -9,6 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+HIGHER, LOWER, NEUTRAL = 1, -1, 0
+"""Which way a measure moves when the job gets better."""
+
+MEASURES = (
+    ("GPU", "gpu_busy", "GPU busy (NVML utilization)", "%", HIGHER),
+    ("GPU", "sm_active", "SM active (GPM)", "%", HIGHER),
+    ("input", "data_wait", "main thread waiting for data", "%", LOWER),
+    ("input", "worker_cpu", "DataLoader workers' CPU", "% of a core", NEUTRAL),
+    ("input", "workers", "DataLoader workers", "", NEUTRAL),
+    ("PCIe", "pcie_rx", "host to device", "B/s", NEUTRAL),
+    ("PCIe", "pcie_tx", "device to host", "B/s", NEUTRAL),
+    ("host", "host_cpu", "host CPU busy", "%", NEUTRAL),
+    ("host", "cpu_pressure", "CPU pressure (some, avg10)", "%", LOWER),
+    ("host", "io_pressure", "I/O pressure (some, avg10)", "%", LOWER),
+)
+"""(group, Figures field, label, unit, better) of each mean: what compare and the HTML report show."""
+
 
 @dataclass(frozen=True, slots=True)
 class Mean:

@@ -15,10 +15,12 @@ from html import escape
 
 from gpuwatch.model.codec import to_dict
 from gpuwatch.model.verdict import STAGE_TITLES
+from gpuwatch.report.figures import MEASURES
 from gpuwatch.report.model import STATUSES, Report
 from gpuwatch.report.render_md import render_markdown
 from gpuwatch.report.series import DATA_WAIT_WINDOW_S, WORKER_STATES, Tick
-from gpuwatch.report.svg import Axis, Line, band_chart, line_chart, rate, stacked_bars
+from gpuwatch.report.svg import Axis, Line, band_chart, line_chart, stacked_bars
+from gpuwatch.report.units import rate, value
 
 STAGE_COLOURS = {
     "io": "#8c564b", "decode": "#ff7f0e", "h2d": "#9467bd", "gpu_memory": "#e377c2", "launch": "#bcbd22",
@@ -54,7 +56,7 @@ def render_html(r: Report, series: Sequence[Tick]) -> str:
                f"{escape(s.ended)}.</p>")
     out.append(f'<p class="verdict"><b>{escape(m.title)}</b> held the verdict {m.share:.0%} of the time '
                f"(mean confidence {m.confidence:.2f}). {escape(m.sentence)}</p>")
-    out += _remedies(r) + ["<h2>Over time</h2>"] + charts(series, r.source.covered_s) + _checks(r)
+    out += _glance(r) + _remedies(r) + ["<h2>Over time</h2>"] + charts(series, r.source.covered_s) + _checks(r)
     out.append("<h2>Full report</h2><details><summary>The Markdown report (the same as "
                "<code>--format md</code>)</summary>")
     out.append(f"<pre>{escape(render_markdown(r))}</pre></details>")
@@ -106,6 +108,27 @@ def series_json(series: Sequence[Tick]) -> str:
     data = json.dumps([to_dict(x) for x in series], separators=(",", ":"), allow_nan=False)
     data = data.replace("<", "\\u003c")  # nothing inside can close the element
     return f'<script type="application/json" id="gpuwatch-series">{data}</script>'
+
+
+def _glance(r: Report) -> list[str]:
+    """The run's means (the figures ``gpuwatch compare`` sets side by side)."""
+    f = r.figures
+    if f is None:
+        return []
+    out = ['<h2>At a glance</h2><table id="glance"><tr><th></th><th>measure</th><th>mean over the run</th>'
+           "<th>ticks read</th></tr>"]
+    for group, key, label, unit, _ in MEASURES:
+        m = getattr(f, key)
+        out.append(f'<tr data-key="{key}"><td>{escape(group)}</td><td>{escape(label)}</td>'
+                   f"<td>{escape(value(m.value, unit))}</td><td>{m.ticks}</td></tr>")
+    stall = f"{f.stall_share:.0%} of the ticks" + (f", every {f.stall_period_s:.1f} s" if f.stall_period_s else "")
+    out.append(f'<tr data-key="stall_share"><td>stalls</td><td>time with a periodic GPU stall</td>'
+               f"<td>{escape(stall)}</td><td>{f.ticks}</td></tr>")
+    if f.speedup_left is not None:
+        title = STAGE_TITLES.get(f.speedup_left.stage, f.speedup_left.stage)
+        out.append(f'<tr data-key="speedup_left"><td>speed-up left</td><td>fixing {escape(title)}</td>'
+                   f"<td>{escape(value(f.speedup_left.factor, 'x'))}</td><td></td></tr>")
+    return out + ["</table>"]
 
 
 def _remedies(r: Report) -> list[str]:

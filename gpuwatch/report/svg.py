@@ -154,14 +154,6 @@ def _legend(items: Sequence[tuple[str, str]]) -> str:
     return '<g class="legend">' + "".join(parts) + "</g>"
 
 
-def rate(bps: float, digits: int = 0) -> str:
-    """Bytes per second in the largest unit that keeps a number of at least 1 (kB = 1000 B)."""
-    for k, u in ((1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s")):
-        if bps >= k:
-            return f"{bps / k:.{digits}f} {u}"
-    return f"{bps:.0f} B/s"
-
-
 def nice(v: float) -> float:
     """A round axis top at or above ``v``: 1, 2, 5 times a power of ten."""
     if v <= 0:
