@@ -27,6 +27,7 @@ from gpuwatch.prom_families import CLOCK_EVENT_REASONS, COUNTER, FAMILIES, LEVEL
 from gpuwatch.prom_totals import Totals, thread_kinds
 from gpuwatch.ranks import SIGNAL_WINDOW_S, gpus_of, rank_pids, rank_signals, ranks_of
 from gpuwatch.straggler import find_straggler
+from gpuwatch.untrusted import label
 
 PERCENT = 0.01
 MHZ = 1e6
@@ -275,4 +276,4 @@ def _scale(v: object, k: float) -> object:
 
 
 def _label(v: object) -> str:
-    return "" if v is None else str(v)
+    return "" if v is None else label(str(v))

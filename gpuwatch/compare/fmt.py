@@ -1,4 +1,4 @@
-"""Numbers and untrusted strings as the compare renderers write them."""
+"""Changes between two runs as the compare renderers write them."""
 
 from __future__ import annotations
 
@@ -19,9 +19,3 @@ def change(r: Row) -> str:
     if r.unit == "s":
         return f"{d:+.1f} s"
     return f"{d:+.1f}"
-
-
-def clean(s: str) -> str:
-    """A string from the job (its command line) with control characters shown as "?": it must not
-    act on the terminal or the document it is written into."""
-    return "".join(c if c.isprintable() else "?" for c in s)

@@ -9,7 +9,6 @@ import os
 import zlib
 from dataclasses import dataclass, replace
 
-from gpuwatch.compare.fmt import clean
 from gpuwatch.model.codec import DecodeError, from_dict
 from gpuwatch.model.values import Unsupported
 from gpuwatch.recording import NotARecording
@@ -18,6 +17,7 @@ from gpuwatch.report.build import build_report
 from gpuwatch.report.figures import Figures
 from gpuwatch.report.gather import from_frames
 from gpuwatch.report.series import Tick, run_series
+from gpuwatch.untrusted import clean
 
 MAX_REPORT = 64 * 1024 * 1024
 """A JSON report is read whole; one larger than this is not a report gpuwatch wrote."""

@@ -8,11 +8,12 @@ from collections.abc import Sequence
 from html import escape
 
 from gpuwatch.compare.diff import Comparison
-from gpuwatch.compare.fmt import change, clean
+from gpuwatch.compare.fmt import change
 from gpuwatch.report.render_html import STYLE, charts
 from gpuwatch.report.series import Tick
 from gpuwatch.report.svg import nice
 from gpuwatch.report.units import value
+from gpuwatch.untrusted import html
 
 VERDICT_CLASS = {"better": "pass", "worse": "fail", "same": "not_checked", "changed": "warn",
                  "not comparable": "not_checked"}
@@ -21,22 +22,22 @@ VERDICT_CLASS = {"better": "pass", "worse": "fail", "same": "not_checked", "chan
 def render_html(c: Comparison, before: Sequence[Tick] | None, after: Sequence[Tick] | None) -> str:
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">', "<title>gpuwatch compare</title>",
            f"<style>{STYLE}</style></head><body>", "<h1>gpuwatch compare</h1>", "<ul>",
-           f"<li><b>Before</b>: <code>{escape(clean(c.before_path))}</code>: {c.before.ticks} ticks over "
+           f"<li><b>Before</b>: <code>{html(c.before_path)}</code>: {c.before.ticks} ticks over "
            f"{c.before.covered_s:.0f} s</li>",
-           f"<li><b>After</b>: <code>{escape(clean(c.after_path))}</code>: {c.after.ticks} ticks over "
+           f"<li><b>After</b>: <code>{html(c.after_path)}</code>: {c.after.ticks} ticks over "
            f"{c.after.covered_s:.0f} s</li>", "</ul>"]
     if c.notes:
-        out += ["<h2>Notes</h2>", "<ul>"] + [f"<li>{escape(clean(n))}</li>" for n in c.notes] + ["</ul>"]
+        out += ["<h2>Notes</h2>", "<ul>"] + [f"<li>{html(n)}</li>" for n in c.notes] + ["</ul>"]
     out += ['<h2>Side by side</h2><table id="compare"><tr><th></th><th>measure</th><th>before</th><th>after</th>'
             "<th>change</th><th></th></tr>"]
     for r in c.rows:
-        out.append(f'<tr data-key="{escape(r.key)}"><td>{escape(r.group)}</td><td>{escape(clean(r.label))}</td>'
+        out.append(f'<tr data-key="{escape(r.key)}"><td>{escape(r.group)}</td><td>{html(r.label)}</td>'
                    f"<td>{escape(value(r.before, r.unit))}</td><td>{escape(value(r.after, r.unit))}</td>"
                    f'<td>{escape(change(r))}</td><td class="{VERDICT_CLASS[r.verdict]}">{escape(r.verdict)}</td></tr>')
     out.append("</table>")
     sp = c.rows[-1]
     if sp.note:
-        out.append(f"<p>Speed-up left: {escape(clean(sp.note))}.</p>")
+        out.append(f"<p>Speed-up left: {html(sp.note)}.</p>")
     if before and after:
         tops = {"worker_cpu": nice(_top(before, after, "worker_cpu")),
                 "pcie": nice(max(_top(before, after, "pcie_rx"), _top(before, after, "pcie_tx")))}

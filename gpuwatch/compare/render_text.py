@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from gpuwatch.compare.diff import Comparison
-from gpuwatch.compare.fmt import change, clean
+from gpuwatch.compare.fmt import change
 from gpuwatch.report.units import value
+from gpuwatch.untrusted import clean
 
 
 def render_text(c: Comparison) -> str:

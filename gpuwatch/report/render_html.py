@@ -3,7 +3,7 @@ fetched at view time, no JavaScript) with the verdict, the remedies, the checks 
 time; the full Markdown report is inside it too. The per-tick series are also embedded as inert
 JSON (``<script type="application/json" id="gpuwatch-series">``) for tools.
 
-Every string from the job (command line, stack frames) is HTML-escaped.
+Every string from the job (command line, stack frames) goes through gpuwatch.untrusted.html.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from html import escape
 
 from gpuwatch.model.codec import to_dict
 from gpuwatch.model.verdict import STAGE_TITLES
@@ -21,6 +20,7 @@ from gpuwatch.report.render_md import render_markdown
 from gpuwatch.report.series import DATA_WAIT_WINDOW_S, WORKER_STATES, Tick
 from gpuwatch.report.svg import Axis, Line, band_chart, line_chart, stacked_bars
 from gpuwatch.report.units import rate, value
+from gpuwatch.untrusted import html
 
 STAGE_COLOURS = {
     "io": "#8c564b", "decode": "#ff7f0e", "h2d": "#9467bd", "gpu_memory": "#e377c2", "launch": "#bcbd22",
@@ -47,19 +47,19 @@ def render_html(r: Report, series: Sequence[Tick]) -> str:
     what = f"replay of {s.path}" if s.kind == "replay" else "live watch"
     out = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>gpuwatch diagnosis: {escape(who)}</title>", f"<style>{STYLE}</style></head><body>",
-        f"<h1>gpuwatch diagnosis: {escape(who)}</h1>",
+        f"<title>gpuwatch diagnosis: {html(who)}</title>", f"<style>{STYLE}</style></head><body>",
+        f"<h1>gpuwatch diagnosis: {html(who)}</h1>",
     ]
     if s.cmdline:
-        out.append(f"<p><code>{escape(s.cmdline)}</code></p>")
-    out.append(f"<p>{escape(what)}, started {escape(started)}, {s.covered_s:.0f} s over {s.frames} ticks; "
-               f"{escape(s.ended)}.</p>")
-    out.append(f'<p class="verdict"><b>{escape(m.title)}</b> held the verdict {m.share:.0%} of the time '
-               f"(mean confidence {m.confidence:.2f}). {escape(m.sentence)}</p>")
+        out.append(f"<p><code>{html(s.cmdline)}</code></p>")
+    out.append(f"<p>{html(what)}, started {html(started)}, {s.covered_s:.0f} s over {s.frames} ticks; "
+               f"{html(s.ended)}.</p>")
+    out.append(f'<p class="verdict"><b>{html(m.title)}</b> held the verdict {m.share:.0%} of the time '
+               f"(mean confidence {m.confidence:.2f}). {html(m.sentence)}</p>")
     out += _glance(r) + _remedies(r) + ["<h2>Over time</h2>"] + charts(series, r.source.covered_s) + _checks(r)
     out.append("<h2>Full report</h2><details><summary>The Markdown report (the same as "
                "<code>--format md</code>)</summary>")
-    out.append(f"<pre>{escape(render_markdown(r))}</pre></details>")
+    out.append(f"<pre>{html(render_markdown(r))}</pre></details>")
     out.append(series_json(series))
     out.append("</body></html>")
     return "\n".join(out) + "\n"
@@ -119,15 +119,15 @@ def _glance(r: Report) -> list[str]:
            "<th>ticks read</th></tr>"]
     for group, key, label, unit, _ in MEASURES:
         m = getattr(f, key)
-        out.append(f'<tr data-key="{key}"><td>{escape(group)}</td><td>{escape(label)}</td>'
-                   f"<td>{escape(value(m.value, unit))}</td><td>{m.ticks}</td></tr>")
+        out.append(f'<tr data-key="{key}"><td>{html(group)}</td><td>{html(label)}</td>'
+                   f"<td>{html(value(m.value, unit))}</td><td>{m.ticks}</td></tr>")
     stall = f"{f.stall_share:.0%} of the ticks" + (f", every {f.stall_period_s:.1f} s" if f.stall_period_s else "")
     out.append(f'<tr data-key="stall_share"><td>stalls</td><td>time with a periodic GPU stall</td>'
-               f"<td>{escape(stall)}</td><td>{f.ticks}</td></tr>")
+               f"<td>{html(stall)}</td><td>{f.ticks}</td></tr>")
     if f.speedup_left is not None:
         title = STAGE_TITLES.get(f.speedup_left.stage, f.speedup_left.stage)
-        out.append(f'<tr data-key="speedup_left"><td>speed-up left</td><td>fixing {escape(title)}</td>'
-                   f"<td>{escape(value(f.speedup_left.factor, 'x'))}</td><td></td></tr>")
+        out.append(f'<tr data-key="speedup_left"><td>speed-up left</td><td>fixing {html(title)}</td>'
+                   f"<td>{html(value(f.speedup_left.factor, 'x'))}</td><td></td></tr>")
     return out + ["</table>"]
 
 
@@ -137,7 +137,7 @@ def _remedies(r: Report) -> list[str]:
     out = ["<h2>What to do</h2>", "<ol>"]
     for x in r.remedies:
         est = f" <i>(up to {x.speedup_run:.2f}x over the run)</i>" if x.speedup_run else ""
-        out.append(f"<li>{escape(x.text)}{est}</li>")
+        out.append(f"<li>{html(x.text)}{est}</li>")
     return out + ["</ol>"]
 
 
@@ -146,6 +146,6 @@ def _checks(r: Report) -> list[str]:
     for status in STATUSES:
         for c in r.checks:
             if c.status == status:
-                out.append(f'<tr><td class="{status}">{escape(status.replace("_", " "))}</td>'
-                           f"<td>{escape(c.title)}</td><td>{escape(c.reason)}</td></tr>")
+                out.append(f'<tr><td class="{status}">{html(status.replace("_", " "))}</td>'
+                           f"<td>{html(c.title)}</td><td>{html(c.reason)}</td></tr>")
     return out + ["</table>"]
