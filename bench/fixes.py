@@ -38,6 +38,7 @@ PAIRS = (
     ("imagefolder_few", "imagefolder_gpu", "input made free (upper bound)"),
     ("imagefolder_epochs", "imagefolder_gpu", "input made free (upper bound)"),
     ("tokenize", "tokenize_workers", "more workers (2 -> 12)"),
+    ("lightning", "lightning_persistent", "persistent_workers=True"),
     ("h2d", "h2d_pinned", "pinned memory + non_blocking"),
 )
 """(before, after, the fix): scenario names of bench/scenarios/__init__.py."""

@@ -44,7 +44,9 @@ SCENARIOS = (
              ("--workers", "14", "--persistent")),
     Scenario("imagefolder_gpu", "imagefolder", ("gpu_bound",), ("cpu", "cuda"), ("--synthetic",),
              cpu_stages=("cpu_compute",)),
-    Scenario("lightning", "lightning_job", ("gpu_bound",), ("cpu", "cuda"), cpu_stages=("cpu_compute",)),
+    Scenario("lightning", "lightning_job", ("decode",), ("cpu", "cuda")),
+    Scenario("lightning_persistent", "lightning_job", ("gpu_bound",), ("cpu", "cuda"), ("--persistent",),
+             cpu_stages=("cpu_compute",)),
     Scenario("tokenize", "text_tokens", ("decode",), ("cpu", "cuda")),
     Scenario("tokenize_workers", "text_tokens", ("gpu_bound",), ("cuda",), ("--workers", "12", "--fixed")),
     Scenario("checkpoint", "checkpoint", ("gpu_bound",), ("cpu", "cuda"), cpu_stages=("cpu_compute",)),
@@ -55,10 +57,12 @@ stages come from its markers.
 
 The FIELD scenarios come in before/after pairs for the speed-up table (bench/fixes.py):
 imagefolder_few -> imagefolder_persistent (more workers), imagefolder_epochs ->
-imagefolder_persistent (persistent workers), imagefolder_* -> imagefolder_gpu (no input cost: what
+imagefolder_persistent (persistent workers), lightning -> lightning_persistent (persistent
+workers), imagefolder_* -> imagefolder_gpu (no input cost: what
 the estimate's "if the stage were fixed" means), tokenize -> tokenize_workers (more workers)."""
 
 FIELD = ("imagefolder_few", "imagefolder_epochs", "imagefolder_persistent", "imagefolder_gpu", "lightning",
+         "lightning_persistent",
          "tokenize", "tokenize_workers", "checkpoint")
 
 BY_NAME = {s.name: s for s in SCENARIOS}
