@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 
 from gpuwatch.diagnosis.gpu_stages import sm_per_gr
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.stages import CPU_COMPUTE, OFF_PIPELINE, StageResult, scorers
+from gpuwatch.diagnosis.scorers import SCORERS
+from gpuwatch.diagnosis.stages import CPU_COMPUTE, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import OUTSIDE_SHARE, RELAX, RX_SIGNIFICANT, TAKEOVER, TINY_KERNEL_RATIO
 from gpuwatch.diagnosis.transfer_stage import GPU_SIDE
 from gpuwatch.model import stacks as lb
@@ -60,7 +61,7 @@ def decide(s: Signals, current: str | None = None, challenge: bool = True) -> De
     """Score every stage and pick one. ``current`` is the stage in force (its thresholds eased);
     ``challenge`` tightens the others' (the switch test) or, when False, leaves them nominal (the
     verdict's evidence, which should show the thresholds as documented)."""
-    table = scorers()
+    table = SCORERS
     sticky = current if current in table else None
     other = -RELAX if challenge and sticky is not None else 0.0
     held = replace(s, stacks=s.sticky_stacks) if s.sticky_stacks is not None and s.sticky_stacks.available else s

@@ -1,4 +1,4 @@
-"""What a stage scorer returns, and the table of scorers.
+"""What a stage scorer returns (the table of scorers is in scorers.py).
 
 Each scorer looks at one window's :class:`Signals` and says whether its stage fires (its gates
 all hold), whether it deserves a warning, how strong the supporting evidence is, and which share
@@ -7,7 +7,7 @@ of the main thread's time backs it (used to rank host-side stages, as the stage 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gpuwatch.diagnosis.evidence import Checks
@@ -41,24 +41,3 @@ def result(c: Checks, fires: bool, warn: bool, weight: float | None, sub: str = 
         stage=c.stage, fires=fires, warn=warn or fires, strength=c.strength,
         weight=weight or 0.0, evidence=tuple(c.items), sub=sub, facts=facts,
     )
-
-
-Scorer = Callable[..., StageResult]
-
-
-def scorers() -> dict[str, Scorer]:
-    """Stage name -> scorer(signals, relax). Imported late: the scorer modules import this one."""
-    from gpuwatch.diagnosis import gpu_stages, input_stages, system_stages, transfer_stage
-    from gpuwatch.model import verdict as v
-
-    return {
-        v.IDLE: system_stages.idle,
-        v.CONTENTION: system_stages.contention,
-        v.IO: input_stages.io,
-        v.DECODE: input_stages.decode,
-        v.H2D: transfer_stage.h2d,
-        v.GPU_MEMORY: gpu_stages.gpu_memory,
-        v.LAUNCH: gpu_stages.launch,
-        v.GPU_BOUND: gpu_stages.gpu_bound,
-        CPU_COMPUTE: system_stages.cpu_compute,
-    }

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from textual.screen import Screen
 
+from gpuwatch.multirank import RankTick
 from gpuwatch.tui.panels.header import HeaderBar
 from gpuwatch.tui.view import View
 
-if TYPE_CHECKING:
-    from gpuwatch.tui.app import GpuwatchApp
+
+class WatchApp(Protocol):
+    """What screens read from the app (gpuwatch/tui/app.py), named here so screens need not import it."""
+
+    view: View | None
+    paused: bool
+    recording_path: str | None
+    ended: str | None
+    self_cpu: float | None
+    rank_tick: RankTick | None
+
+    @property
+    def shown_rank(self) -> int | None: ...
 
 
 class WatchScreen(Screen):
@@ -25,7 +37,7 @@ class WatchScreen(Screen):
         self.on_screen_resume()
 
     @property
-    def watch_app(self) -> GpuwatchApp:
+    def watch_app(self) -> WatchApp:
         return self.app  # type: ignore[return-value]
 
     def show(self, view: View) -> None:
