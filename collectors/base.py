@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 import time
-from typing import ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 from gpuwatch.model.values import Unsupported
 
@@ -36,6 +36,23 @@ class Collector(abc.ABC):
 
     def close(self) -> None:
         """Release what ``probe``/``sample`` acquired (handles, subprocesses)."""
+
+
+@runtime_checkable
+class Paced(Protocol):
+    """A collector whose sampling rate follows the verdict (gpuwatch/pace.py): the stack collector."""
+
+    def set_pace(self, main: float, workers: float | None = None) -> None:
+        """Scale the rates: ``main`` for the training processes, ``workers`` for their workers."""
+
+
+@runtime_checkable
+class Merges(Protocol):
+    """A collector whose samples two ticks may fall between: the engine merges a sample that no frame
+    has shown yet into the next one instead of dropping it (gpuwatch/engine.py)."""
+
+    def merge(self, older: object, newer: object) -> object:
+        """One sample holding both."""
 
 
 FIRST_WINDOW_S = 0.3

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from gpuwatch.collectors.base import Collector
+from gpuwatch.collectors.base import Collector, Merges, Paced
 from gpuwatch.collectors.target import Target
 from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.values import PENDING, Unsupported, known
@@ -111,9 +111,8 @@ class Watch:
     def set_pace(self, main: float, workers: float | None = None) -> None:
         """Pass a sampling pace (gpuwatch/pace.py) to the collectors that adapt to one."""
         for c in self.collectors:
-            setter = getattr(c, "set_pace", None)
-            if setter is not None:
-                setter(main, workers)
+            if isinstance(c, Paced):
+                c.set_pace(main, workers)
 
     def prestart(self) -> None:
         """Start every collector's probe and first sample now, on its own thread, before an event
@@ -146,14 +145,13 @@ class Watch:
             await asyncio.sleep(0.02)
 
     def _store(self, c: Collector, value: object) -> None:
-        """Keep ``value`` as the field's latest. A collector with ``merge`` (the stack collector) does
+        """Keep ``value`` as the field's latest. A collector that :class:`Merges` (the stack collector) does
         not lose a sample that no frame has shown yet: its samples end at a phase of their own,
         and two can land between two ticks (seen on the H200: every sample that held a worker dump
         finished just after a tick and was replaced before the next, so the frames never had one)."""
         prev = self._latest.get(c.field)
-        merge = getattr(c, "merge", None)
-        if merge is not None and c.field not in self._shown and known(prev) and known(value):
-            value = merge(prev, value)
+        if isinstance(c, Merges) and c.field not in self._shown and known(prev) and known(value):
+            value = c.merge(prev, value)
         self._latest[c.field] = value
         self._shown.discard(c.field)
 
