@@ -19,6 +19,12 @@ class WatchOptions:
     stack_rate: float | None = None
     """py-spy dumps per second of each main process; None: the collector's default; 0: off."""
 
+    @classmethod
+    def from_args(cls, ns: object) -> WatchOptions:
+        """From the command line's options (``--interval``, ``--gpu``, ``--stack-rate``, ``--no-stacks``)."""
+        rate = 0.0 if getattr(ns, "no_stacks", False) else getattr(ns, "stack_rate", None)
+        return cls(interval=getattr(ns, "interval", 1.0), gpus=getattr(ns, "gpu", None), stack_rate=rate)
+
 
 class _Missing(Collector):
     def __init__(self, field: str, reason: str) -> None:

@@ -6,18 +6,13 @@ Bad input gets one line on stderr and exit code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import signal
 import sys
 from collections.abc import Sequence
 
-EXIT_USAGE = 2
+from gpuwatch.errors import EXIT_USAGE, UsageError
+
 SUBCOMMANDS = ("watch", "replay", "diagnose", "compare", "demo")
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit 2."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -226,24 +221,3 @@ def _dispatch(ns: argparse.Namespace) -> int:
     if ns.command == "demo":
         return commands.demo(ns)
     raise UsageError(f"unknown command {ns.command}")
-
-
-def install_signal_handlers(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> list[int]:
-    """SIGTERM, SIGHUP (an SSH drop) and SIGINT (Ctrl-C) end the watch cleanly by setting ``stop``.
-    Returns the list that the signals received are added to.
-
-    SIGINT too: asyncio's own Ctrl-C handler cancels the main task, and on Python < 3.12 a cancel
-    that meets a finishing ``asyncio.wait_for`` is lost, so the watch went on (seen in CI under
-    load: no exit within 20 s of SIGINT, while SIGTERM's path ended in time)."""
-    got: list[int] = []
-
-    def on(sig: int) -> None:
-        got.append(sig)
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        try:
-            loop.add_signal_handler(sig, on, sig)
-        except (NotImplementedError, RuntimeError):
-            pass
-    return got

@@ -79,14 +79,10 @@ def _tail(path: str, lines: int = 15) -> str:
         return ""
 
 
-def _watch_ns(ns: argparse.Namespace) -> argparse.Namespace:
-    """The options live_source reads, with the watch defaults (the demo has no watch flags)."""
-    return argparse.Namespace(interval=1.0, gpu=None, stack_rate=None, no_stacks=False,
-                              duration=getattr(ns, "duration", None))
-
-
 def run_demo(ns: argparse.Namespace) -> int:
-    from gpuwatch.commands import _run_headless, live_source
+    from gpuwatch.assemble import WatchOptions
+    from gpuwatch.headless import run_headless
+    from gpuwatch.source import live_source
 
     log = tempfile.NamedTemporaryFile(prefix="gpuwatch-demo-", suffix=".log", delete=False)  # noqa: SIM115
     proc = start_job(demo_command(getattr(ns, "cpu", False)), log)
@@ -99,9 +95,9 @@ def run_demo(ns: argparse.Namespace) -> int:
             print(f"gpuwatch: the demo job exited at once (code {proc.returncode}); its output:\n"
                   f"{_tail(log.name)}", file=sys.stderr)
             return 1
-        source = live_source(proc.pid, _watch_ns(ns), ns.duration)
+        source = live_source(proc.pid, WatchOptions(), ns.duration)  # the watch defaults: the demo has no watch flags
         if ns.json:
-            return _run_headless(source, None)
+            return run_headless(source, None)
         from gpuwatch.tui.app import run_app
 
         return run_app(source)

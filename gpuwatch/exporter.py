@@ -1,7 +1,7 @@
 """Prometheus metrics for the latest frame and verdict (``gpuwatch --pid P --prometheus [HOST:]PORT``).
 
 A custom collector over the latest tick, on a registry of its own (never the global one), served
-by prometheus_client's HTTP server thread. ``on_tick`` only stores references (it runs on the event
+by prometheus_client's HTTP server thread. Taking a tick only stores references (it runs on the event
 loop) and adds each new sample to the running totals behind the counters (gpuwatch/prom_totals.py);
 the metrics are built when Prometheus scrapes, on the server's thread. A value that could not be read
 is left out, never written as 0; once the job exits, its processes' series are left out too. The
@@ -18,11 +18,13 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from gpuwatch.engine import FIELDS
+from gpuwatch.errors import UsageError
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.procs import ROLE_MAIN, ProcInfo
 from gpuwatch.model.values import known
 from gpuwatch.model.verdict import STAGES, Verdict
-from gpuwatch.multirank import MultiRank, RankTick
+from gpuwatch.multirank import RankTick
+from gpuwatch.pipeline import Tick
 from gpuwatch.prom_families import CLOCK_EVENT_REASONS, COUNTER, FAMILIES, LEVELS
 from gpuwatch.prom_totals import Totals, thread_kinds
 from gpuwatch.ranks import SIGNAL_WINDOW_S, gpus_of, rank_pids, rank_signals, ranks_of
@@ -53,15 +55,13 @@ class _Families:
 
 
 class Exporter:
-    """Serves the latest frame and verdict; call it once per tick as ``on_tick(frame, verdict)``."""
+    """Serves the latest tick: a sink of the tick pipeline (gpuwatch/pipeline.py), called once per tick."""
 
     def __init__(self, host: str, port: int) -> None:
         self._lock = threading.Lock()
         self._frames: deque[Frame] = deque(maxlen=KEEP_FRAMES)
         self._verdict: Verdict | None = None
         self._ranks: RankTick | None = None
-        self._own_ranks: MultiRank | None = MultiRank(history=KEEP_FRAMES)
-        """Per-rank analyses of its own, until a caller feeds :meth:`on_ranks` (then dropped)."""
         self._count = 0
         self._totals = Totals()
         self.registry = CollectorRegistry(auto_describe=False)
@@ -72,23 +72,14 @@ class Exporter:
     def port(self) -> int:
         return self._server.server_port
 
-    def __call__(self, frame: Frame, verdict: Verdict | None) -> None:
-        own = self._own_ranks.update(frame) if self._own_ranks is not None else None
+    def __call__(self, tick: Tick) -> None:
+        frame = tick.frame
         with self._lock:
-            if self._own_ranks is not None:
-                self._ranks = own
             self._frames.append(frame)
-            self._verdict = verdict
+            self._verdict = tick.verdict
+            self._ranks = tick.ranks
             self._count += 1
             self._totals.add(frame)
-
-    def on_ranks(self, tick: RankTick | None) -> None:
-        """This tick's per-rank verdicts and straggler (:class:`gpuwatch.multirank.MultiRank`; None
-        for a frame with fewer than two ranks), called before ``__call__`` of the same tick, so the
-        exporter need not judge the ranks a second time."""
-        with self._lock:
-            self._own_ranks = None
-            self._ranks = tick
 
     def close(self) -> None:
         self._server.shutdown()
@@ -117,12 +108,10 @@ class Exporter:
 
 
 def start_exporter(host: str = "127.0.0.1", port: int = 9402) -> Exporter:
-    """Serve metrics on ``host:port`` (port 0: any free port, see ``.port``); returns the on_tick callback."""
+    """Serve metrics on ``host:port`` (port 0: any free port, see ``.port``); returns the tick sink."""
     try:
         return Exporter(host, port)
     except OSError as e:
-        from gpuwatch.cli import UsageError
-
         raise UsageError(f"cannot serve Prometheus metrics on {host}:{port}: {e.strerror or e}") from None
 
 
@@ -237,8 +226,8 @@ def _host(out: _Families, h, totals: Totals) -> None:
 
 
 def _ranks(out: _Families, frames: list[Frame], tick: RankTick | None) -> None:
-    """Per-rank GPUs and wait shares; the straggler from the tick when the caller feeds
-    :meth:`Exporter.on_ranks` (the same one the JSON stream and the TUI show), else from the frames."""
+    """Per-rank GPUs and wait shares, and the straggler: from the tick's ranks (the same ones the JSON
+    stream and the TUI show) when the job has two or more, else from the frames (a world of one)."""
     frame = frames[-1]
     ranks = ranks_of(frame)
     if known(frame.gpus):

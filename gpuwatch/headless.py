@@ -3,85 +3,67 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from typing import TextIO
 
 from gpuwatch.analysis import Analysis
 from gpuwatch.multirank import MultiRank
+from gpuwatch.pipeline import Pipeline, Sink, Source, Tick
 from gpuwatch.recording import Recorder, RecordingError, dumps, tick_record
+from gpuwatch.signals import install_signal_handlers
 
 
 async def stream_json(
-    source,
+    source: Source,
     out: TextIO | None = None,
     recorder: Recorder | None = None,
     stop: asyncio.Event | None = None,
     analysis: Analysis | None = None,
-    on_tick=None,
+    on_tick: Sink | None = None,
     ranks: MultiRank | None = None,
 ) -> int:
     """Print every tick of ``source`` as JSON until it ends or ``stop`` is set. Returns 0.
 
-    ``on_tick(frame, verdict)`` is called after each tick; if it also has an ``on_ranks`` method (the
-    Prometheus exporter does), that gets each tick's :class:`gpuwatch.multirank.RankTick` first (None: fewer than two ranks)."""
+    Each tick goes to ``recorder`` (if any), then to ``out``, then to ``on_tick`` (the Prometheus
+    exporter, when serving)."""
     out = out or sys.stdout
-    analysis = analysis or Analysis()
-    ranks = ranks or MultiRank()
-    on_ranks = getattr(on_tick, "on_ranks", None)
-    follow = getattr(source, "follow", None)  # a live source adapts its sampling to the verdicts
-    agen = source.frames()
-    try:
-        async for frame in _until(agen, stop):
-            verdict = analysis.update(frame)
-            if follow is not None:
-                follow(analysis.verdicts, analysis.frames)
-            tick = ranks.update(frame)
-            if recorder is not None and recorder.active:
-                try:
-                    recorder.write(frame, verdict, *(() if tick is None else (tick,)))
-                except RecordingError as e:
-                    print(f"gpuwatch: {e}; watching continues", file=sys.stderr)
-            if out is not None:
-                out.write(dumps(tick_record(frame, verdict, tick)) + "\n")
-                out.flush()
-            if on_ranks is not None:
-                on_ranks(tick)
-            if on_tick is not None:
-                on_tick(frame, verdict)
-    finally:
-        await agen.aclose()
+
+    def record(tick: Tick) -> None:
+        if recorder is not None and recorder.active:
+            try:
+                recorder.write(tick.frame, tick.verdict, tick.ranks)
+            except RecordingError as e:
+                print(f"gpuwatch: {e}; watching continues", file=sys.stderr)
+
+    def emit(tick: Tick) -> None:
+        out.write(dumps(tick_record(tick.frame, tick.verdict, tick.ranks)) + "\n")
+        out.flush()
+
+    await Pipeline(source, analysis, ranks, sinks=(record, emit, on_tick)).run(stop)
     return 0
 
 
-async def _until(agen, stop: asyncio.Event | None):
-    """Iterate ``agen`` but end early once ``stop`` is set."""
-    if stop is None:
-        async for x in agen:
-            yield x
-        return
-    while not stop.is_set():
-        nxt = asyncio.ensure_future(agen.__anext__())
-        waiter = asyncio.ensure_future(stop.wait())
+def run_headless(source: Source, recorder: Recorder | None, prometheus: tuple[str, int] | None = None) -> int:
+    """``--json``: stream until the source ends or a signal arrives; returns the exit code."""
+
+    async def go() -> int:
+        stop = asyncio.Event()
+        got = install_signal_handlers(asyncio.get_running_loop(), stop.set)
+        exporter = None
+        if prometheus is not None:
+            from gpuwatch.exporter import start_exporter
+
+            exporter = start_exporter(*prometheus)
         try:
-            done, _ = await asyncio.wait({nxt, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # Ctrl-C: stop the pending step so ``agen`` can be closed
-            waiter.cancel()
-            nxt.cancel()
-            try:
-                await nxt
-            except (asyncio.CancelledError, StopAsyncIteration):
-                pass
-            raise
-        if nxt in done:
-            waiter.cancel()
-            try:
-                yield nxt.result()
-            except StopAsyncIteration:
-                return
-        else:
-            nxt.cancel()
-            try:
-                await nxt
-            except (asyncio.CancelledError, StopAsyncIteration):
-                pass
-            return
+            rc = await stream_json(source, recorder=recorder, stop=stop, on_tick=exporter)
+        finally:
+            if exporter is not None:
+                exporter.close()  # stop serving metrics
+        return 130 if signal.SIGINT in got else rc  # Ctrl-C: 128 + 2, as shells report it
+
+    try:
+        return asyncio.run(go())
+    finally:
+        if recorder is not None:
+            recorder.close()

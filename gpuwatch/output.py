@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 import sys
 
+from gpuwatch.errors import UsageError
 
-def check_writable(path: str, usage_error: type[Exception]) -> None:
+
+def check_writable(path: str) -> None:
     """Refuse an output path we could not write, before spending minutes watching."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise usage_error(f"cannot write {path}: no folder {folder}")
+        raise UsageError(f"cannot write {path}: no folder {folder}")
     if os.path.isdir(path):
-        raise usage_error(f"cannot write {path}: it is a folder")
+        raise UsageError(f"cannot write {path}: it is a folder")
     if not os.access(path if os.path.exists(path) else folder, os.W_OK):
-        raise usage_error(f"cannot write {path}: permission denied")
+        raise UsageError(f"cannot write {path}: permission denied")
 
 
 def write_text(text: str, path: str | None, what: str = "report") -> int:

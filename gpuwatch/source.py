@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
+from gpuwatch.assemble import WatchOptions, build_collectors
+from gpuwatch.collectors.target import Target
 from gpuwatch.engine import Watch
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
@@ -28,6 +30,12 @@ class LiveSource:
     def follow(self, verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> None:
         """Adapt the sampling to the verdicts and frames so far (gpuwatch/pace.py)."""
         self.watch.set_pace(*stack_pace(verdicts, frames))
+
+
+def live_source(pid: int, opts: WatchOptions, duration: float | None) -> LiveSource:
+    """A live watch of ``pid`` and its process tree with every collector (gpuwatch/assemble.py)."""
+    target = Target(pid)
+    return LiveSource(Watch(target, build_collectors(target, opts), interval=opts.interval), duration)
 
 
 @dataclass

@@ -23,6 +23,8 @@ from gpuwatch.prom_families import FAMILIES as METRICS
 from gpuwatch.prom_families import LEVELS
 from gpuwatch.model import GpmMetrics, Unsupported
 from gpuwatch.model.verdict import DECODE, IO, LEVEL_BOTTLENECK, LEVEL_OK, LEVEL_WARNING, PIPELINE, STAGES, Verdict
+from gpuwatch.multirank import MultiRank
+from gpuwatch.pipeline import Tick
 from tests.test_ranks import ddp_frame
 
 pytestmark = pytest.mark.timeout(120)
@@ -70,11 +72,23 @@ def names(metrics):
     return {n for n, _ in metrics}
 
 
+class Fed:
+    """The exporter as the tick pipeline feeds it (gpuwatch/pipeline.py): each frame with the given
+    verdict and the ranks that MultiRank finds in it."""
+
+    def __init__(self, exporter) -> None:
+        self.exporter, self.ranks = exporter, MultiRank()
+        self.port = exporter.port
+
+    def __call__(self, frame, v) -> None:
+        self.exporter(Tick(frame, v, self.ranks.update(frame)))
+
+
 @pytest.fixture
 def exporter():
     e = start_exporter("127.0.0.1", 0)
     try:
-        yield e
+        yield Fed(e)
     finally:
         e.close()
 

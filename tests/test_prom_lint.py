@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gpuwatch.analysis import Analysis
 from gpuwatch.exporter import start_exporter
 from gpuwatch.multirank import MultiRank
+from gpuwatch.pipeline import Tick
 from gpuwatch.prom_families import COUNTER, FAMILIES, GAUGE
 from gpuwatch.replay import load_frames
 
@@ -59,16 +60,14 @@ def scrape_text(port: int) -> str:
 
 
 def replay_scrapes(path: Path) -> list[str]:
-    """Feed the recording as the TUI and --json do (per-rank ticks first), scrape halfway and at the end."""
+    """Feed the recording as the tick pipeline does (gpuwatch/pipeline.py), scrape halfway and at the end."""
     frames = load_frames(str(path))
     analysis, ranks = Analysis(), MultiRank()
     e = start_exporter("127.0.0.1", 0)
     try:
         texts = []
         for i, f in enumerate(frames, start=1):
-            v = analysis.update(f)
-            e.on_ranks(ranks.update(f))
-            e(f, v)
+            e(Tick(f, analysis.update(f), ranks.update(f)))
             if i in (len(frames) // 2, len(frames)):
                 texts.append(scrape_text(e.port))
         return texts

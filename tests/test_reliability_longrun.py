@@ -91,9 +91,9 @@ def test_a_day_of_frames_replays_in_bounded_memory(tmp_path):
     checkpoints = (full, n // 2, n)
     analysis = Analysis()
 
-    def on_tick(frame, verdict) -> None:
-        if frame.seq in checkpoints:
-            marks[frame.seq] = rss()
+    def on_tick(tick) -> None:
+        if tick.frame.seq in checkpoints:
+            marks[tick.frame.seq] = rss()
 
     sink = _Sink()
     bad = []

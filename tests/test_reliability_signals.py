@@ -299,13 +299,13 @@ class _CancelDeaf:
 
 
 def test_ctrl_c_ends_a_headless_watch_even_when_a_cancel_is_lost(capsys):
-    from gpuwatch.commands import _run_headless
+    from gpuwatch.headless import run_headless
 
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     started = time.monotonic()
     timer.start()
     try:
-        rc = _run_headless(_CancelDeaf(), None)
+        rc = run_headless(_CancelDeaf(), None)
     finally:
         timer.cancel()
     took = time.monotonic() - started

@@ -165,7 +165,7 @@ async def test_no_color_is_respected(monkeypatch):
 
 async def test_on_tick_gets_every_frame_even_when_drawing_lags():
     seen = []
-    app = make_app(ListSource(synthetic_frames(50)), on_tick=lambda f, v: seen.append(f.seq))
+    app = make_app(ListSource(synthetic_frames(50)), on_tick=lambda tick: seen.append(tick.frame.seq))
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         assert seen == list(range(1, 51))
@@ -207,7 +207,7 @@ async def test_brackets_in_stack_frames_print_in_the_tables():
 async def test_a_failing_recording_is_reported_and_watching_goes_on(tmp_path, monkeypatch):
     from gpuwatch.recording import Recorder, RecordingError
 
-    def full(self, frame, verdict):
+    def full(self, frame, verdict, ranks=None):
         raise RecordingError(f"recording stopped: No space left on device ({self.path})")
 
     monkeypatch.setattr(Recorder, "write", full)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -25,7 +24,9 @@ from gpuwatch.analysis import Analysis
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
 from gpuwatch.multirank import MultiRank, RankTick
+from gpuwatch.pipeline import Pipeline, Sink, Source, Tick
 from gpuwatch.recording import Recorder, RecordingError
+from gpuwatch.signals import install_signal_handlers
 from gpuwatch.threadname import name_this_thread
 from gpuwatch.tui.record import open_recording
 from gpuwatch.tui.screens.base import WatchScreen
@@ -82,11 +83,11 @@ class GpuwatchApp(App[int]):
 
     def __init__(
         self,
-        source: Any,
+        source: Source,
         recorder: Recorder | None = None,
         *,
         analysis: Analysis | None = None,
-        on_tick: Callable[[Frame, Verdict], None] | None = None,
+        on_tick: Sink | None = None,
         self_cpu: Callable[[], float | None] | None = None,
         record_dir: str = ".",
         handle_signals: bool = False,
@@ -129,15 +130,8 @@ class GpuwatchApp(App[int]):
 
     def on_mount(self) -> None:
         self._event_loop = asyncio.get_running_loop()
-        if self.handle_signals:
-            loop = asyncio.get_running_loop()
-            # An SSH drop or `kill` ends it cleanly; SIGINT too, rather than asyncio's cancel of the
-            # main task, which Python < 3.12 can lose (gpuwatch/cli.py, install_signal_handlers).
-            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-                try:
-                    loop.add_signal_handler(sig, self.exit)
-                except (NotImplementedError, RuntimeError):
-                    pass
+        if self.handle_signals:  # an SSH drop, `kill` or Ctrl-C ends it cleanly (gpuwatch/signals.py)
+            install_signal_handlers(self._event_loop, self.exit)
         self._measure_self()
         self.set_interval(SELF_CPU_INTERVAL, self._measure_self)
         # Frames start coming now, while the main screen composes (a quarter of a second on the
@@ -151,26 +145,16 @@ class GpuwatchApp(App[int]):
 
     @work(exclusive=True, group="frames", exit_on_error=False, description="Reading frames")
     async def consume(self) -> None:
-        """Pull frames, analyse and record each, and ask for a redraw (coalesced)."""
-        frames = self.source.frames()
-        follow = getattr(self.source, "follow", None)  # a live source adapts its sampling to the verdicts
+        """Run the tick pipeline: record each tick and ask for a redraw (coalesced)."""
+        ticks = Pipeline(self.source, self.analysis, self.ranks, sinks=(self.on_tick,)).ticks()
         last: Frame | None = None
         try:
-            async for frame in frames:
-                last = frame
-                verdict = self.analysis.update(frame)
-                if follow is not None:
-                    follow(self.analysis.verdicts, self.analysis.frames)
-                tick = self.ranks.update(frame)
-                if (tick is None) != (self.rank_tick is None):
+            async for tick in ticks:
+                last = tick.frame
+                if (tick.ranks is None) != (self.rank_tick is None):
                     self.refresh_bindings()  # the Rank key shows only for multi-rank jobs
-                self._latest, self.rank_tick = (frame, verdict), tick
-                await self._record(frame, verdict, tick)
-                on_ranks = getattr(self.on_tick, "on_ranks", None)
-                if on_ranks is not None:
-                    on_ranks(tick)
-                if self.on_tick is not None:
-                    self.on_tick(frame, verdict)
+                self._latest, self.rank_tick = (tick.frame, tick.verdict), tick.ranks
+                await self._record(tick)
                 self.post_message(self.FrameReady())
         except (OSError, ValueError) as e:  # an unreadable recording, a source that broke
             self.notify(f"Frames stopped: {e}", severity="error", timeout=10)
@@ -178,21 +162,20 @@ class GpuwatchApp(App[int]):
         else:
             if last is not None and not last.target.alive:
                 self.ended = f"target exited: {last.target.exit_reason or 'gone'}"  # stay: show what happened
-            elif getattr(self.source, "live", True):
+            elif self.source.live:
                 self.exit(0)  # a live watch ran its --duration: done, as in --json mode
             else:
                 self.ended = "replay ended"  # stay on the last frame
         finally:
-            await frames.aclose()
+            await ticks.aclose()
         self.post_message(self.FrameReady())
 
-    async def _record(self, frame: Frame, verdict: Verdict, tick: RankTick | None = None) -> None:
+    async def _record(self, tick: Tick) -> None:
         rec = self._recorder
         if rec is None:
             return
         try:
-            args = (frame, verdict) if tick is None else (frame, verdict, tick)
-            await asyncio.get_running_loop().run_in_executor(self._io, rec.write, *args)
+            await asyncio.get_running_loop().run_in_executor(self._io, rec.write, tick.frame, tick.verdict, tick.ranks)
         except RecordingError as e:
             if self._recorder is rec:
                 self._recorder = None
@@ -378,19 +361,18 @@ def _own_cpu_meter() -> Callable[[], float | None]:
     return measure
 
 
-def run_app(source: Any, recorder: Recorder | None = None, prometheus: tuple[str, int] | None = None) -> int:
+def run_app(source: Source, recorder: Recorder | None = None, prometheus: tuple[str, int] | None = None) -> int:
     """Run the TUI on ``source`` until the user quits. Returns the exit code."""
-    on_tick = None
+    exporter = None
     if prometheus is not None:
         from gpuwatch.exporter import start_exporter
 
-        on_tick = start_exporter(*prometheus)
-    app = GpuwatchApp(source, recorder=recorder, on_tick=on_tick, handle_signals=True)
+        exporter = start_exporter(*prometheus)
+    app = GpuwatchApp(source, recorder=recorder, on_tick=exporter, handle_signals=True)
     try:
         app.run()
     finally:
         app.close_recorder()
-        close = getattr(on_tick, "close", None)
-        if close is not None:
-            close()  # stop serving metrics
+        if exporter is not None:
+            exporter.close()  # stop serving metrics
     return app.return_code or 0

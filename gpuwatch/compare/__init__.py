@@ -11,18 +11,19 @@ import argparse
 
 from gpuwatch.compare.diff import compare
 from gpuwatch.compare.load import Unreadable, load_side
+from gpuwatch.errors import UsageError
 from gpuwatch.output import check_writable, write_text
 
 
-def run_compare(ns: argparse.Namespace, usage_error: type[Exception]) -> int:
+def run_compare(ns: argparse.Namespace) -> int:
     """Entry point (arguments checked by cli.py). Returns the exit code; bad input raises
-    ``usage_error`` with one line."""
+    :class:`~gpuwatch.errors.UsageError` with one line."""
     if ns.output:
-        check_writable(ns.output, usage_error)
+        check_writable(ns.output)
     try:
         before, after = load_side(ns.before), load_side(ns.after)
     except Unreadable as e:
-        raise usage_error(str(e)) from None
+        raise UsageError(str(e)) from None
     c = compare(before.figures, after.figures, ns.before, ns.after, (before.bad_lines, after.bad_lines))
     if ns.format == "json":
         from gpuwatch.compare.render_json import render_json

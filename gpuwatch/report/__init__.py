@@ -13,7 +13,9 @@ import asyncio
 import os
 import sys
 
+from gpuwatch.assemble import WatchOptions
 from gpuwatch.collectors.environment import Environment, probe_environment
+from gpuwatch.errors import UsageError
 from gpuwatch.model.values import Maybe, Unsupported
 from gpuwatch.output import check_writable, write_text
 from gpuwatch.report.build import build_report
@@ -31,14 +33,12 @@ NOT_RECORDED = Unsupported(
 
 def run_diagnose(ns: argparse.Namespace) -> int:
     """Entry point of ``gpuwatch diagnose`` (arguments already checked by cli.py). Returns the exit code."""
-    from gpuwatch.cli import UsageError
-
     if ns.output:
-        check_writable(ns.output, UsageError)
+        check_writable(ns.output)
     if ns.replay:
-        got, report = _replay(ns, UsageError)
+        got, report = _replay(ns)
     else:
-        got, env = asyncio.run(_live(ns, UsageError))
+        got, env = asyncio.run(_live(ns))
         report = build_report(got, env, "live", pid=ns.pid, requested_s=ns.duration)
     if ns.format == "html":
         from gpuwatch.report.render_html import render_html
@@ -50,7 +50,7 @@ def run_diagnose(ns: argparse.Namespace) -> int:
     return write_text(text, ns.output)
 
 
-def _replay(ns: argparse.Namespace, usage_error: type[Exception]) -> tuple[Collected, Report]:
+def _replay(ns: argparse.Namespace) -> tuple[Collected, Report]:
     from gpuwatch.replay import load_frames
 
     bad = []
@@ -64,9 +64,9 @@ def _replay(ns: argparse.Namespace, usage_error: type[Exception]) -> tuple[Colle
     try:
         frames = load_frames(ns.replay, on_bad)
     except NotARecording as e:
-        raise usage_error(str(e)) from None
+        raise UsageError(str(e)) from None
     except OSError as e:
-        raise usage_error(f"cannot read recording {ns.replay}: {e.strerror or e}") from None
+        raise UsageError(f"cannot read recording {ns.replay}: {e.strerror or e}") from None
     got = from_frames(frames)
     return got, build_report(got, NOT_RECORDED, "replay", path=ns.replay, bad_lines=len(bad))
 
@@ -78,18 +78,18 @@ def _probe(pid: int) -> Maybe[Environment]:
         return Unsupported(f"the environment probe failed: {type(e).__name__}: {e}")
 
 
-async def _live(ns: argparse.Namespace, usage_error: type[Exception]) -> tuple[Collected, Maybe[Environment]]:
+async def _live(ns: argparse.Namespace) -> tuple[Collected, Maybe[Environment]]:
     import psutil
 
-    from gpuwatch.commands import live_source
+    from gpuwatch.source import live_source
 
     loop = asyncio.get_running_loop()
     env_job = loop.run_in_executor(None, _probe, ns.pid)  # blocking reads: never on the event loop
     try:
-        source = live_source(ns.pid, ns, ns.duration)
+        source = live_source(ns.pid, WatchOptions.from_args(ns), ns.duration)
     except psutil.Error as e:
         await env_job
-        raise usage_error(f"cannot watch PID {ns.pid}: {e}") from None
+        raise UsageError(f"cannot watch PID {ns.pid}: {e}") from None
     progress = Progress(sys.stderr, ns.duration, f"gpuwatch: diagnosing PID {ns.pid}")
     try:
         got = await watch_live(source, progress.tick)

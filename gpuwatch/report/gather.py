@@ -9,14 +9,15 @@ an even sample of the whole run for the checks and stack counts.
 from __future__ import annotations
 
 import asyncio
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpuwatch.analysis import Analysis
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
+from gpuwatch.pipeline import Pipeline, Source, Tick
 from gpuwatch.report.sections import Mark
+from gpuwatch.signals import stopping_on_signals
 
 MAX_KEPT = 3600
 """Full frames kept: one hour at the default 1 s tick, a few tens of MB."""
@@ -66,47 +67,27 @@ def from_frames(frames: list[Frame], analysis: Analysis | None = None) -> Collec
 
 
 async def watch_live(
-    source, on_tick: Callable[[Frame, Verdict, float], None] | None = None, analysis: Analysis | None = None
+    source: Source, on_tick: Callable[[Frame, Verdict, float], None] | None = None, analysis: Analysis | None = None
 ) -> Collected:
-    """Run ``source`` (a LiveSource) to its end, the job's exit, or Ctrl-C / SIGTERM / SIGHUP.
+    """Run ``source`` (a LiveSource) through the tick pipeline to its end, the job's exit, or
+    Ctrl-C / SIGTERM / SIGHUP.
 
     ``on_tick(frame, verdict, elapsed_s)`` is called for each tick (the progress bar)."""
-    analysis = analysis or Analysis()
     out = Collected()
+
+    def collect(tick: Tick) -> None:
+        out.add(tick.frame, tick.verdict)
+        if on_tick is not None:
+            on_tick(tick.frame, tick.verdict, out.covered_s)
+
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    error: Exception | None = None
+    with stopping_on_signals(asyncio.get_running_loop(), stop.set):
         try:
-            loop.add_signal_handler(sig, stop.set)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-            pass
-
-    async def consume() -> None:
-        agen = source.frames()
-        try:
-            async for frame in agen:
-                verdict = analysis.update(frame)
-                out.add(frame, verdict)
-                if on_tick is not None:
-                    on_tick(frame, verdict, out.covered_s)
-        finally:
-            await agen.aclose()
-
-    task = asyncio.create_task(consume())
-    waiter = asyncio.create_task(stop.wait())
-    try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-        if not task.done():
-            task.cancel()
-        await asyncio.gather(task, waiter, return_exceptions=True)
-        for sig in installed:
-            loop.remove_signal_handler(sig)
-    error = task.exception() if task.done() and not task.cancelled() else None
-    if error is not None:  # a bug or a lost source: still report on the ticks seen so far
+            await Pipeline(source, analysis, sinks=(collect,)).run(stop)
+        except Exception as e:  # noqa: BLE001 - a bug or a lost source: still report on the ticks seen so far
+            error = e
+    if error is not None:
         out.ended, out.early = f"watching stopped on an error ({type(error).__name__}: {error})", True
     elif stop.is_set():
         out.ended, out.early = "stopped early (interrupted)", True
