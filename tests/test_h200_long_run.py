@@ -1,4 +1,4 @@
-"""The 2-minute healthy run on the H200 (bench/device_run3.sh, 2026-12-02, commit 185a5f2).
+"""The 2-minute healthy run on the H200 (bench/results/scripts/device_run3.sh, 2026-12-02, commit 185a5f2).
 
 bench/results/2026-12-02-h200/run3/acc_long/healthy.jsonl.gz is the real recording that
 ``bench.accuracy --device cuda --scenarios healthy --duration 130`` made of bench/scenarios/healthy.py
