@@ -7,8 +7,7 @@ utilization since a cursor, and GPM metrics over exactly the tick. Most of these
 5-50 us on an H200 (h200-signatures.md). ``nvmlDeviceGetPcieThroughput`` is never called: it
 blocks ~21 ms per call there.
 
-Two reads cost ~2 ms of CPU each on the H200 (bench/RESULTS.md, run 8: a fifth of all collectors'
-CPU): the memory-utilization sample buffer and per-process utilization. Both are cursor reads, so
+Two reads cost ~2 ms of CPU each on the H200 (a fifth of all collectors' CPU; bench.collector_cost): the memory-utilization sample buffer and per-process utilization. Both are cursor reads, so
 reading them less often loses no sample, only time resolution; each is read every tick only where
 the diagnosis needs it then (see ``_util_mem`` and ``_processes``), else every SLOW_TTL_S.
 """

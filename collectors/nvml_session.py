@@ -145,7 +145,7 @@ class NvmlSession:
         """Held around every NVML call (one lock for every session in the process): the GPU and PCIe collectors run on their own threads, and on
         the H200 (driver 580.159.04) an nvmlGpmSampleGet on one thread while the other was inside
         nvmlDeviceGetCurrPcieLinkWidth crashed gpuwatch with SIGSEGV (1 start in 4 of the switch
-        scenario, faulthandler trace in bench/RESULTS.md). NVML calls take microseconds; serialising
+        scenario, faulthandler trace in bench/results/HISTORY.md). NVML calls take microseconds; serialising
         them costs nothing measurable."""
         self._probed = False
         self._problem: Unsupported | None = None

@@ -32,7 +32,7 @@ from gpuwatch.model.values import Unsupported
 #   Parsing and labelling one dump here: 0.1 ms CPU.
 #   This collector at the defaults below, watching a job with 8 workers for 30 s: 2.5 dumps/s,
 #   0.84 s of CPU in 30 s = 2.8 % of one core, children included (11.2 ms per dump all-in: py-spy,
-#   starting it, the process-tree walk). At 1 worker dump/s it was 3.3 %.
+#   starting it, the process-tree walk); at 1 worker dump/s, 3.3 %.
 # Cost to the job: a nonblocking dump never stops it; it only competes for a CPU. On the H200
 # (h200-signatures.md, "What observing costs") 25 nonblocking dumps/s (5 Hz, main + 4 workers) left
 # the steps of a 3.1 ms/step bf16 job inside the no-observer range (1733 vs 1699-1738 in 6 s), so

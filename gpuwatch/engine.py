@@ -26,10 +26,10 @@ STOP_WAIT_S = 2.0
 THREADS = {"gpus": "nvml", "pcie": "nvml", "procs": "proc", "host": "proc", "disk": "proc", "stacks": "stacks"}
 """The thread each collector's reads run on. Collectors that share a thread run back to back
 instead of side by side: on the H200, with a thread each, the /proc readers and the PCIe collector
-cost 3 to 9 times their CPU measured alone (bench/RESULTS.md, run 17: procs 0.70 % of a core
-against 0.24, PCIe 0.35 against 0.04), most likely because six threads woke together each tick
-and handed the GIL to each other at every system call (each /proc read releases it), on cold
-caches; on three threads (run 18) they cost 1.5-1.7 % of a core in all, against 2.9. The NVML pair
+cost 3 to 9 times their CPU measured alone (procs 0.70 % of a core against 0.24, PCIe 0.35 against
+0.04), most likely because six threads woke together each tick and handed the GIL to each other at
+every system call (each /proc read releases it), on cold caches; on these three threads they cost
+1.5-1.7 % of a core in all, against 2.9 (bench/results/HISTORY.md, runs 17-18). The NVML pair
 shares one lock anyway (collectors/nvml_session.py), the /proc readers cannot hang on one another's
 account in any way they could not alone, and the stack collector keeps its own thread (it sleeps
 between the dumps it spreads over a tick)."""

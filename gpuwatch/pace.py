@@ -29,11 +29,11 @@ RELAX_CONFIDENCE = 0.6
 host-side stage is named and the GPU is not starved: the stage and the busy checks in
 :func:`stack_pace` see to that. The confidence only keeps out a GPU-bound verdict that rests on
 thin evidence: two or more of the discounts in diagnosis/compose.py (no GPM, a GPU assumed to be the
-job's, SMs under 80 % active, ...) bring it to 0.54 or less. It was 0.8 ("high"): on the H200
-benchmark job (80-88 % busy, SMs 74 % active) that flipped the pace every few ticks, as busy
-crossed the 85 % "saturated" line and the verdict went 0.68 <-> 0.82 (device run 11: the TUI sampled
-at full pace about 40 % of the time, 1.4 % of a core in py-spy instead of 0.8). The healthy H200
-runs read 0.82 to 0.95."""
+job's, SMs under 80 % active, ...) bring it to 0.54 or less. Not higher: a healthy job that is busy
+80-88 % with SMs 74 % active (the H200 benchmark job) reads 0.68 to 0.82 as busy crosses the 85 %
+"saturated" line, and a cut at 0.8 flips the pace every few ticks (measured: full pace about 40 % of
+the time, 1.4 % of a core in py-spy instead of 0.8; bench/results/HISTORY.md). The healthy H200
+jobs read 0.82 to 0.95."""
 
 
 class Pace(NamedTuple):
@@ -51,8 +51,8 @@ under the 20 % that names an input stage (at eight it took two samples as well: 
 dump every 16 s instead of every 2 s: a saturated GPU means the input pipeline keeps up, so no
 stage the verdict could name rests on worker stacks; they only keep the processes table's hottest
 frames and the threads panel's worker line (two or so samples in its 30-frame window) from going
-blank. Each dump is a py-spy process (~7.5 ms of CPU on the H200, run 13: 0.8 % of a core at 1.06
-dumps/s) plus ~3 ms of parsing and labelling here. The main rate was 1 dump/s up to run 13."""
+blank. Each dump is a py-spy process (~7.5 ms of CPU on the H200: 0.8 % of a core at 1.06 dumps/s)
+plus ~3 ms of parsing and labelling here."""
 FULL = Pace(1.0, 1.0)
 STEADY_DROP = 0.05
 """How far busy may fall below the lowest of the previous RELAX_AFTER ticks and still count as the

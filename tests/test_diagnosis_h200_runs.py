@@ -1,6 +1,6 @@
 """The diagnosis on whole H200 runs of the switching job, replayed: every phase named, and soon.
 
-Recordings (real, ``bench.accuracy --scenarios switch --phase 25`` on one H200, see bench/RESULTS.md):
+Recordings (real, ``bench.accuracy --scenarios switch --phase 25`` on one H200, see bench/results/HISTORY.md):
 - run 9 (2026-12-03 04:2x UTC): pageable copies ran at 14 % of the link, copy engine 15-16 %;
 - run 11 (2026-12-03 07:15 UTC, another host): pageable copies at 8-10 % of the link, copy
   engine 10-12 %; the diagnosis of that day called the h2d phase launch-bound (its main thread

@@ -178,7 +178,7 @@ def test_util_is_the_mean_of_new_samples_and_the_cursor_advances(fake, session, 
 
 
 def test_beside_gpm_memory_utilization_is_read_every_slow_ttl_as_the_mean_since_the_last_read(fake, session, clock):
-    # The capture's own timing: each buffer read cost the H200 ~2 ms (bench/RESULTS.md, run 8).
+    # The capture's own timing: each buffer read cost the H200 ~2 ms (bench/results/HISTORY.md, run 8).
     fake.goto("matmul_bf16", 0)
     c = collector(session, clock)
     first = c.sample()[0]

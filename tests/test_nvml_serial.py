@@ -1,6 +1,6 @@
 """NVML calls never overlap across threads: on the H200 (driver 580.159.04) nvmlGpmSampleGet on the
 GPU collector's thread while the PCIe collector's thread was inside nvmlDeviceGetCurrPcieLinkWidth
-crashed gpuwatch with SIGSEGV (bench/RESULTS.md). The fake NVML replays the real H200 capture; here
+crashed gpuwatch with SIGSEGV (bench/results/HISTORY.md, run 6). The fake NVML replays the real H200 capture; here
 every one of its calls notes how many threads are inside NVML at once."""
 
 from __future__ import annotations
