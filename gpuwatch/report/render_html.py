@@ -78,7 +78,7 @@ def charts(series: Sequence[Tick], span: float, tops: dict[str, float] | None = 
     titles = {k: v for k, v in STAGE_TITLES.items()}
     out = [
         band_chart("stage", "The verdict's stage (stalls shaded)", axis, col("stage"), STAGE_COLOURS, titles),
-        line_chart("gpu", "GPU busy and SM active (percent)", axis,
+        line_chart("gpu", "GPU busy and SM active (percent, mean over the job's GPUs)", axis,
                    [Line("gpu_busy", "GPU busy (NVML)", col("gpu_busy")),
                     Line("sm_active", "SM active (GPM)", col("sm_active"))], PERCENT, 100.0),
         line_chart("data_wait", f"Main thread waiting for data (percent of stack samples, last {DATA_WAIT_WINDOW_S:g} s)",
@@ -88,7 +88,7 @@ def charts(series: Sequence[Tick], span: float, tops: dict[str, float] | None = 
                    [Line("worker_cpu", "worker CPU", col("worker_cpu"))], PERCENT, tops.get("worker_cpu")),
         stacked_bars("workers", "DataLoader workers by process state", axis,
                      [(k, k) for k, _ in WORKER_STATES] + [("other", "other")], col("workers")),
-        line_chart("pcie", "PCIe traffic (bytes per second)", axis,
+        line_chart("pcie", "PCIe traffic (bytes per second, summed over the job's GPUs)", axis,
                    [Line("pcie_rx", "host to device", col("pcie_rx")),
                     Line("pcie_tx", "device to host", col("pcie_tx"))], rate, tops.get("pcie")),
         line_chart("host", "Host CPU and pressure (percent; PSI some avg10)", axis,
