@@ -80,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     _watch_options(w, pid_required=True)
     w.add_argument("--json", action="store_true", help="stream one JSON object per tick instead of the TUI")
     w.add_argument("--duration", type=_positive("--duration", 0.1, 10**7), default=None, help="stop after S seconds")
-    w.add_argument("--record", metavar="FILE", default=None, help="write every frame to FILE (JSONL)")
+    w.add_argument("--record", metavar="FILE", default=None,
+                   help="write every frame to FILE (JSONL); an existing FILE is refused unless --force")
+    w.add_argument("--force", action="store_true", help="let --record overwrite an existing file")
     w.add_argument("--prometheus", type=_listen, default=None, metavar="[HOST:]PORT",
                    help="serve metrics for Prometheus (binds 127.0.0.1 unless HOST is given)")
 
@@ -96,13 +98,17 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--duration", type=_positive("--duration", 1, 86400), default=60.0)
     d.add_argument("--format", choices=("md", "json", "html"), default="md",
                    help="md (default), json for tools, html: one self-contained file with charts")
-    d.add_argument("-o", "--output", metavar="FILE", default=None)
+    d.add_argument("-o", "--output", metavar="FILE", default=None,
+                   help="write the report to FILE (an existing FILE is refused unless --force)")
+    d.add_argument("--force", action="store_true", help="let -o overwrite an existing file")
 
     c = sub.add_parser("compare", help="what changed between two runs (recordings or JSON reports)")
     c.add_argument("before", metavar="BEFORE", help="recording or `diagnose --format json` report of the run before")
     c.add_argument("after", metavar="AFTER", help="the same, after the fix")
     c.add_argument("--format", choices=("text", "md", "json", "html"), default="text")
-    c.add_argument("-o", "--output", metavar="FILE", default=None)
+    c.add_argument("-o", "--output", metavar="FILE", default=None,
+                   help="write to FILE (an existing FILE is refused unless --force)")
+    c.add_argument("--force", action="store_true", help="let -o overwrite an existing file")
 
     m = sub.add_parser("demo", help="start a small bundled training job and watch it")
     m.add_argument("--json", action="store_true")

@@ -12,11 +12,13 @@ from gpuwatch.recording import NotARecording, Recorder, RecordingError
 from gpuwatch.source import ReplaySource, live_source
 
 
-def _open_recorder(path: str | None) -> Recorder | None:
+def _open_recorder(path: str | None, force: bool = False) -> Recorder | None:
     if not path:
         return None
     try:
-        return Recorder(path)
+        return Recorder(path, force=force)
+    except FileExistsError:
+        raise UsageError(f"{path} exists: give --force to overwrite it, or another name") from None
     except OSError as e:
         raise UsageError(f"cannot write recording {path}: {e.strerror or e}") from None
     except RecordingError as e:  # opened, but the header did not fit (a full disk, /dev/full)
@@ -25,7 +27,7 @@ def _open_recorder(path: str | None) -> Recorder | None:
 
 def watch(ns: argparse.Namespace) -> int:
     source = live_source(ns.pid, WatchOptions.from_args(ns), ns.duration)
-    recorder = _open_recorder(ns.record)
+    recorder = _open_recorder(ns.record, getattr(ns, "force", False))
     source.watch.prestart()  # collectors take their first readings while the TUI starts
     if ns.json:
         return run_headless(source, recorder, ns.prometheus)

@@ -1,37 +1,119 @@
-"""Writing a finished document (a report, a comparison) to stdout or to ``-o FILE``."""
+"""Writing a finished document (a report, a comparison) to stdout or to ``-o FILE``.
+
+Nothing is destroyed: ``-o`` refuses the file being read and, without ``--force``, any existing
+file; a file is written to a temporary file beside it and renamed over, so a full disk or a kill
+leaves either the old file or the whole new one, never a partial one. When neither the file nor
+stdout can take the text, it is kept in a temporary file and the user is told where.
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
+import tempfile
+from collections.abc import Sequence
 
 from gpuwatch.errors import UsageError
 
 
-def check_writable(path: str) -> None:
-    """Refuse an output path we could not write, before spending minutes watching."""
+def check_writable(path: str, force: bool = False, inputs: Sequence[str | None] = ()) -> None:
+    """Refuse an output path we could not or should not write, before spending minutes watching:
+    no folder, a folder, not writable, one of the ``inputs`` being read (even with ``force``), or an
+    existing file without ``force``."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"cannot write {path}: no folder {folder}")
     if os.path.isdir(path):
         raise UsageError(f"cannot write {path}: it is a folder")
+    for src in inputs:
+        if src and _same_file(path, src):
+            raise UsageError(f"cannot write {path}: it is the file being read")
     if not os.access(path if os.path.exists(path) else folder, os.W_OK):
         raise UsageError(f"cannot write {path}: permission denied")
+    if not force and _is_regular(path):
+        raise UsageError(f"{path} exists: give --force to overwrite it, or another name")
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def write_text(text: str, path: str | None, what: str = "report") -> int:
     """``text`` to ``path``, or to stdout without one. Returns the exit code: 1 when the file could
-    not be written (the text then goes to stdout, so the watched minutes are not lost)."""
+    not be written (the text then goes to stdout, so the watched minutes are not lost); 2 when
+    stdout is closed or cannot take it (the text is then kept in a temporary file, said on stderr)."""
     if not path:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return 0
+        return _to_stdout(text, what)
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        _replace(path, text)
     except OSError as e:
-        sys.stdout.write(text)
         print(f"gpuwatch: error: cannot write {path}: {e.strerror or e}; the {what} went to stdout", file=sys.stderr)
-        return 1
+        rc = _to_stdout(text, what)
+        return rc if rc else 1
     print(f"gpuwatch: {what} written to {path}", file=sys.stderr)
     return 0
+
+
+def _replace(path: str, text: str) -> None:
+    """Write ``path`` whole or not at all: a temporary file beside it, renamed over it. A path that
+    is not a regular file (``/dev/stdout``, a FIFO) is written directly."""
+    if os.path.exists(path) and not _is_regular(path):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as open() would have made it (mkstemp makes 0600)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _to_stdout(text: str, what: str) -> int:
+    out = sys.stdout
+    try:
+        if out is None:
+            raise OSError("stdout is closed")
+        out.write(text)
+        out.flush()
+        return 0
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): cli.py ends quietly, as Unix tools do
+    except (OSError, ValueError) as e:  # ENOSPC (/dev/full), EBADF, a closed file object
+        why = getattr(e, "strerror", None) or str(e)
+        kept = _keep(text, what)
+        print(f"gpuwatch: error: cannot write the {what} to stdout: {why}; {kept}", file=sys.stderr)
+        return 2
+
+
+def _keep(text: str, what: str) -> str:
+    """Save ``text`` in a temporary file; say where (or that it is lost)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f"gpuwatch-{what}-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return f"it was saved to {tmp}"
+    except OSError as e:
+        return f"it could not be saved either ({e.strerror or e})"

@@ -12,6 +12,7 @@ recording whose name ends in ``.gz`` (or that starts with gzip's magic bytes) is
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import os
@@ -68,11 +69,15 @@ class RecordingError(Exception):
 
 class Recorder:
     """Appends ticks to a JSONL file. Every line is flushed whole, so the file is valid up to
-    its last line even if gpuwatch is killed or the disk fills up."""
+    its last line even if gpuwatch is killed or the disk fills up.
 
-    def __init__(self, path: str, note: str = "") -> None:
+    Never destroys data: an existing file is refused (FileExistsError) unless ``force``. A FIFO
+    is written only when something reads it (else OSError, instead of blocking for good); a
+    character device (``/dev/null``, a terminal) is written as it is."""
+
+    def __init__(self, path: str, note: str = "", force: bool = False) -> None:
         self.path = path
-        self._f: IO[str] | None = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._f: IO[str] | None = _open_for_recording(path, force)
         self.lines = 0
         self.error: str | None = None
         self._write(dumps(header_record(note)))
@@ -80,6 +85,17 @@ class Recorder:
     @property
     def active(self) -> bool:
         return self._f is not None
+
+    @property
+    def ticks(self) -> int:
+        """Ticks written so far (the header is not one)."""
+        return max(0, self.lines - 1)
+
+    def summary(self) -> str:
+        """Where the recording is and what it holds, for the user once watching ends."""
+        where = os.path.abspath(self.path)
+        stopped = f"; it stopped early: {self.error}" if self.error else ""
+        return f"recording {where}: {self.ticks} tick{'s' if self.ticks != 1 else ''}{stopped}"
 
     def write(self, frame: Frame, verdict: Verdict | None, ranks: RankTick | None = None) -> None:
         if self._f is not None:
@@ -106,7 +122,8 @@ class Recorder:
         except OSError:
             pass
         try:
-            _truncate_to_last_newline(self.path)
+            if os.path.isfile(self.path):  # not a FIFO or a device: nothing to cut there
+                _truncate_to_last_newline(self.path)
         except OSError:
             pass
 
@@ -117,6 +134,31 @@ class Recorder:
                 f.close()
             except OSError:
                 pass
+
+
+def _open_for_recording(path: str, force: bool) -> IO[str]:
+    """``path`` opened for writing a recording: created new (O_EXCL: no race with another writer),
+    or truncated only when ``force``. Raises FileExistsError, OSError."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISFIFO(st.st_mode):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO when no one reads the FIFO
+        except OSError as e:
+            if e.errno == errno.ENXIO:
+                raise OSError(e.errno, "a FIFO with no reader (start the reader first)") from None
+            raise
+        os.set_blocking(fd, True)
+    elif st is not None and not stat.S_ISREG(st.st_mode):
+        fd = os.open(path, os.O_WRONLY)  # /dev/null, a terminal: nothing there to lose
+    elif st is not None and not force:
+        raise FileExistsError(errno.EEXIST, "the file exists (give --force to overwrite it, or another name)")
+    else:
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
+        fd = os.open(path, flags, 0o666)
+    return os.fdopen(fd, "w", encoding="utf-8")
 
 
 def _truncate_to_last_newline(path: str) -> None:

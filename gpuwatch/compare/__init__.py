@@ -19,7 +19,7 @@ def run_compare(ns: argparse.Namespace) -> int:
     """Entry point (arguments checked by cli.py). Returns the exit code; bad input raises
     :class:`~gpuwatch.errors.UsageError` with one line."""
     if ns.output:
-        check_writable(ns.output)
+        check_writable(ns.output, getattr(ns, "force", False), (ns.before, ns.after))
     try:
         before, after = load_side(ns.before), load_side(ns.after)
     except Unreadable as e:

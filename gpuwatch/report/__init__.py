@@ -34,7 +34,7 @@ NOT_RECORDED = Unsupported(
 def run_diagnose(ns: argparse.Namespace) -> int:
     """Entry point of ``gpuwatch diagnose`` (arguments already checked by cli.py). Returns the exit code."""
     if ns.output:
-        check_writable(ns.output)
+        check_writable(ns.output, getattr(ns, "force", False), (ns.replay,))
     if ns.replay:
         got, report = _replay(ns)
     else:
