@@ -5,8 +5,10 @@ and with the fix ("after"). Each reports its own steps/s in its end marker. This
 sets beside the measured gain the speed-up gpuwatch estimated while watching "before":
 
 - ``estimate (now)``: the recording of "before" replayed through today's diagnosis
-  (``gpuwatch.analysis.Analysis``), the median ``speedup`` over the ticks after the warm-up whose
-  verdict names the scenario's stage (refreshable after a change of the diagnosis, no GPU run);
+  (``gpuwatch.analysis.Analysis``), the median ``speedup`` over the ticks after the warm-up that
+  carry one, whatever stage they name (what the user was shown), with the stage most of them named
+  and how many of the scored ticks named the scenario's true stage (refreshable after a change of
+  the diagnosis, no GPU run);
 - ``estimate (then)``: the same median over the verdicts gpuwatch printed during the run.
 
 gpuwatch's speed-up is "the most the job could gain if the stage were fixed", so it is compared
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections import Counter
 import sys
 from pathlib import Path
 
@@ -69,7 +72,7 @@ def _median(values: list[float]) -> float | None:
 
 
 def estimates(recording: Path, markers: list[dict], stage: str, warmup: float = WARMUP_S) -> dict:
-    """Median speed-up on scored ticks naming ``stage``: replayed now, and as printed then."""
+    """Median speed-up on scored ticks (and how many named ``stage``): replayed now, and as printed then."""
     from gpuwatch.analysis import Analysis
     from gpuwatch.model.codec import to_dict
     from gpuwatch.replay import load_frames
@@ -90,12 +93,14 @@ def estimates(recording: Path, markers: list[dict], stage: str, warmup: float = 
                 then.append((verdict_stage(rec["verdict"]), rec["verdict"].get("speedup")))
 
     def pick(pairs, ws):
-        keep = _scored(markers, ws, warmup)
-        named = [x for (st, x), k in zip(pairs, keep) if k and st == stage]
-        return _median([x for x in named if isinstance(x, (int, float))]), len(named), sum(keep)
+        kept = [(st, x) for (st, x), k in zip(pairs, _scored(markers, ws, warmup)) if k]
+        named = Counter(st for st, x in kept if isinstance(x, (int, float))).most_common(1)
+        return (_median([x for _, x in kept if isinstance(x, (int, float))]), named[0][0] if named else None,
+                sum(st == stage for st, _ in kept), len(kept))
 
-    (e_now, n_now, scored), (e_then, n_then, _) = pick(now, walls), pick(then, then_walls)
-    return {"now": e_now, "now_ticks": n_now, "then": e_then, "then_ticks": n_then, "scored": scored}
+    (e_now, st_now, n_now, scored), (e_then, st_then, n_then, _) = pick(now, walls), pick(then, then_walls)
+    return {"now": e_now, "now_stage": st_now, "now_right": n_now, "then": e_then, "then_stage": st_then,
+            "then_right": n_then, "scored": scored}
 
 
 def _recording(d: Path, name: str) -> Path | None:
@@ -122,15 +127,15 @@ def table(d: Path) -> tuple[list[dict], str]:
         rows.append({"before": before, "after": after, "fix": fix, "truth": truth, "steps_per_s_before": sb,
                      "steps_per_s_after": sa, "measured": measured, **{f"estimate_{k}": v for k, v in est.items()},
                      "ratio": ratio})
-    lines = ["| before -> after | fix | steps/s before -> after | measured | estimate now (ticks) "
-             "| estimate then | estimate / measured |", "|---|---|---|---|---|---|---|"]
+    lines = ["| before -> after | fix | steps/s before -> after | measured | estimate now (stage; right ticks) "
+             "| estimate then (stage) | estimate / measured |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         f = (lambda x, p=2: "-" if x is None else f"{x:.{p}f}")
         lines.append(
             f"| {r['before']} -> {r['after']} | {r['fix']} | {f(r['steps_per_s_before'])} -> "
             f"{f(r['steps_per_s_after'])} | {f(r['measured'])}x | {f(r.get('estimate_now'), 1)}x "
-            f"({r.get('estimate_now_ticks', 0)}/{r.get('estimate_scored', 0)}) | {f(r.get('estimate_then'), 1)}x "
-            f"| {f(r['ratio'])} |")
+            f"({r.get('estimate_now_stage') or '-'}; {r.get('estimate_now_right', 0)}/{r.get('estimate_scored', 0)}) "
+            f"| {f(r.get('estimate_then'), 1)}x ({r.get('estimate_then_stage') or '-'}) | {f(r['ratio'])} |")
     return rows, "\n".join(lines) + "\n"
 
 
