@@ -15,6 +15,7 @@ from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 
 from gpuwatch.analysis import HISTORY_FRAMES, Analysis
+from gpuwatch.diagnosis.stack_counts import count, stack_samples, threads
 from gpuwatch.diagnosis.window import recent, unique_samples
 from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.gpu import GpuSample
@@ -192,11 +193,8 @@ def rank_signals(frames: Sequence[Frame], rank: int, window_s: float = SIGNAL_WI
     """What rank ``rank``'s main thread did over the last ``window_s`` seconds of ``frames``, and its
     DataLoader workers' CPU."""
     window = recent(frames, window_s)
-    labels: Counter[str] = Counter()
-    for sample in unique_samples(window, "stacks"):
-        for th in sample.threads:
-            if th.rank == rank and th.role == ROLE_MAIN_THREAD:
-                labels[COLLECTIVE if is_collective_wait(th) else th.label] += 1
+    mains = threads(stack_samples(window), lambda th: th.rank == rank and th.role == ROLE_MAIN_THREAD)
+    labels = count(mains, lambda th: COLLECTIVE if is_collective_wait(th) else th.label)
     n = sum(labels.values())
     worker_cpu = []
     for procs in unique_samples(window, "procs"):

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuwatch.diagnosis.stack_counts import count, shares, threads
+from gpuwatch.diagnosis.stack_counts import stack_samples as counted_samples
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.stacks import StackSample, ThreadStack
+
+__all__ = ["STACK_WINDOW", "HotFrame", "hot_frames", "label_shares", "stack_samples", "threads"]
 
 STACK_WINDOW = 30
 """Frames whose stack samples the stacks views count: 30 s at the default 1 s tick, long enough
@@ -25,26 +29,12 @@ class HotFrame:
 
 def stack_samples(frames: Sequence[Frame], window: int = STACK_WINDOW) -> list[StackSample]:
     """The distinct stack samples of the last ``window`` frames (a stalled collector repeats one)."""
-    out: list[StackSample] = []
-    seen: set[float] = set()
-    for f in frames[-window:]:
-        s = f.stacks
-        if isinstance(s, StackSample) and s.t not in seen:
-            seen.add(s.t)
-            out.append(s)
-    return out
-
-
-def threads(samples: Iterable[StackSample], keep: Callable[[ThreadStack], bool]) -> list[ThreadStack]:
-    return [t for s in samples for t in s.threads if keep(t)]
+    return counted_samples(frames[-window:])
 
 
 def hot_frames(stacks: Sequence[ThreadStack], limit: int = 10) -> list[HotFrame]:
-    """The frames seen most, by own (leaf) count, then total count.
-
-    Counted here rather than with ``gpuwatch.shares.hot_frames``: that one counts leaf frames of one
-    role only, and these views also show %Total (the frame anywhere in the stack) and mix roles.
-    """
+    """The frames seen most, by own (leaf) count, then total count (the frame anywhere in the
+    stack, once per sample), as py-spy top shows them."""
     own: Counter[str] = Counter()
     total: Counter[str] = Counter()
     for t in stacks:
@@ -58,8 +48,4 @@ def hot_frames(stacks: Sequence[ThreadStack], limit: int = 10) -> list[HotFrame]
 
 def label_shares(stacks: Sequence[ThreadStack]) -> list[tuple[str, float]]:
     """Each activity label's share of the samples, largest first."""
-    if not stacks:
-        return []
-    counts = Counter(t.label for t in stacks)
-    n = len(stacks)
-    return [(label, c / n) for label, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return shares(count(stacks))  # type: ignore[return-value]

@@ -1,8 +1,8 @@
 """Label counts from the labelled py-spy samples: what the main thread, workers and pin thread do.
 
-Counted here from ``StackSample.threads`` rather than through gpuwatch.shares: the diagnosis needs
-only per-role label counts over its own window (a few lines), and owning them keeps the verdict's
-window and its stack window the same thing.
+Each sample once (gpuwatch/diagnosis/stack_counts.py), counted per role over the verdict's own
+window, widened per role until it holds enough samples: so the verdict's window and its stack
+window are the same thing.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gpuwatch.diagnosis.stack_counts import each_sample
 from gpuwatch.diagnosis.thresholds import MIN_STACK_SAMPLES, MIN_WORKER_SAMPLES, moderate_cut
 from gpuwatch.diagnosis.window import latest_reason
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.stacks import StackSample, ThreadStack
-from gpuwatch.model.values import known
 
 ACTIVE_LABELS = (lb.DISPATCH, lb.SYNC, lb.BACKWARD, lb.OPTIMIZER)
 """The main thread doing the training step itself (launch-bound: dispatch work, or spinning in a sync)."""
@@ -92,13 +92,7 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
     if not frames:
         return StackSignals(available=False, reason="no frames")
     now = frames[-1].t
-    samples: list[tuple[float, StackSample]] = []
-    seen: set[float] = set()
-    for f in reversed(frames):
-        s = f.stacks
-        if known(s) and s.t not in seen:
-            seen.add(s.t)
-            samples.append((f.t, s))
+    samples = [(f.t, s) for f, s in each_sample(reversed(frames))]  # newest first
     if not samples:
         return StackSignals(available=False, reason=latest_reason(frames, "stacks") or "no stack sample")
     out = StackSignals(available=True, span_s=max(0.0, samples[0][1].t - samples[-1][1].t))

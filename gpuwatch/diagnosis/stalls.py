@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from statistics import median
 
+from gpuwatch.diagnosis.stack_counts import each_sample
 from gpuwatch.diagnosis.thresholds import (
     STALL_BUSY_LEVEL as BUSY_LEVEL,
     STALL_IDLE_RATIO as IDLE_RATIO,
@@ -97,12 +98,7 @@ def _coincides(frames: Sequence[Frame], runs: list[tuple[float, float]]) -> str 
     stalled: Counter = Counter()
     steady: Counter = Counter()
     n_stalled = n_steady = 0
-    seen: set[float] = set()
-    for f in frames:
-        s = f.stacks
-        if not known(s) or s.t in seen:
-            continue
-        seen.add(s.t)
+    for f, s in each_sample(frames):
         end = s.t + (f.wall - f.t)  # the frame's clock offset maps monotonic time to unix time
         start = end - max(f.interval, 0.2)
         hit = any(a <= end and b >= start for a, b in runs)

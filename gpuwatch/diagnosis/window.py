@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from statistics import median
 
+from gpuwatch.diagnosis.stack_counts import each_sample
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.values import known
 
@@ -34,24 +35,7 @@ def since(frames: Sequence[Frame], start: float | None, seconds: float, at_least
 
 def unique_samples(frames: Iterable[Frame], field: str) -> list[object]:
     """Each known sample of ``field`` once, oldest first (deduplicated by the sample's ``t``)."""
-    seen: set[float] = set()
-    out = []
-    for f in frames:
-        value = getattr(f, field)
-        if not known(value):
-            continue
-        t = _stamp(value)
-        if t in seen:
-            continue
-        seen.add(t)
-        out.append(value)
-    return out
-
-
-def _stamp(value: object) -> float:
-    if isinstance(value, tuple):  # per-GPU tuples: the first item's time stands for the tuple
-        return getattr(value[0], "t", id(value)) if value else id(value)
-    return getattr(value, "t", id(value))
+    return [value for _, value in each_sample(frames, field)]
 
 
 def latest_reason(frames: Sequence[Frame], field: str) -> str | None:

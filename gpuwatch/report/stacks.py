@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from gpuwatch.diagnosis.stack_counts import ROLES, count, stack_samples, threads
 from gpuwatch.model.frame import Frame
-from gpuwatch.model.stacks import StackSample
+from gpuwatch.model.stacks import ThreadStack
 from gpuwatch.report.model import HotStack
-from gpuwatch.shares import ROLES
 
 STACK_DEPTH = 6
 """Leaf-first frames that make two samples "the same stack": deep enough to name the caller of the
@@ -23,22 +22,17 @@ def hot_stacks(frames: Sequence[Frame], depth: int = STACK_DEPTH, top: int = TOP
     """Most frequent stacks per role (main thread, workers, pin thread; helper threads such as
     queue feeders are left out, as in the live shares). A stack sample repeated in several frames
     (the stack collector ran slower than the tick) is counted once."""
-    counts: dict[str, Counter] = defaultdict(Counter)
+    def key(th: ThreadStack) -> tuple:
+        return th.label, th.detail, tuple(_LINE.sub("", x) for x in th.frames[:depth])
+
+    samples = stack_samples(frames)
     shown: dict[tuple, tuple[str, ...]] = {}
-    seen: set[float] = set()
-    for f in frames:
-        s = f.stacks
-        if not isinstance(s, StackSample) or s.t in seen:
-            continue
-        seen.add(s.t)
-        for th in s.threads:
-            if th.role in ROLES:
-                key = (th.label, th.detail, tuple(_LINE.sub("", x) for x in th.frames[:depth]))
-                counts[th.role][key] += 1
-                shown.setdefault(key, th.frames[:depth])
+    for th in threads(samples, lambda t: t.role in ROLES):
+        shown.setdefault(key(th), th.frames[:depth])
     out = []
-    for role in sorted(counts, key=ROLES.index):
-        total = sum(counts[role].values())
-        for key, n in counts[role].most_common(top):
-            out.append(HotStack(role=role, count=n, share=n / total, label=key[0], detail=key[1], frames=shown[key]))
+    for role in ROLES:
+        counts = count(threads(samples, lambda t: t.role == role), key)
+        total = sum(counts.values())
+        for k, n in counts.most_common(top):
+            out.append(HotStack(role=role, count=n, share=n / total, label=k[0], detail=k[1], frames=shown[k]))
     return tuple(out)
