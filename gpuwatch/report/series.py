@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuwatch.diagnosis.stack_counts import stack_samples
 from gpuwatch.diagnosis.thresholds import WINDOW_S
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.frame import Frame
@@ -122,12 +123,8 @@ def worker_states(f: Frame) -> dict[str, int] | None:
 
 
 def _stack_samples(frames: Sequence[Frame]) -> list[StackSample]:
-    """Each stack sample once (a slow collector's sample repeats across frames)."""
-    seen: dict[float, StackSample] = {}
-    for f in frames:
-        if known(f.stacks):
-            seen.setdefault(f.stacks.t, f.stacks)
-    return sorted(seen.values(), key=lambda s: s.t)
+    """Each stack sample once (a slow collector's sample repeats across frames), oldest first."""
+    return sorted(stack_samples(frames), key=lambda s: s.t)
 
 
 def _pcie(f: Frame, indexes: set[int] | None) -> tuple[float | None, float | None]:
