@@ -119,6 +119,8 @@ def test_series_read_the_gpu_and_the_rolling_data_wait_once_per_frame():
     assert [s.label for s in plots[0].series] == ["GPU busy", "SM active", "memory"]
     assert [s.label for s in plots[1].series] == ["data wait", "worker CPU"]
     assert [s.label for s in plots[2].series] == ["PCIe RX", "TX"]
+    no_gpu = series.plots(synthetic_frames(5, gpus=False))  # nothing to plot for the GPU: it goes last
+    assert [p.series[0].label for p in no_gpu] == ["data wait", "GPU busy", "PCIe RX"]
 
 
 async def test_the_main_screen_chart_fills_the_width_and_shows_more_plots_when_taller():

@@ -45,8 +45,8 @@ class GpuwatchApp(App[int]):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     """Below 120 columns the GPU panel stacks over the processes and metrics go two per line."""
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall"), (50, "-very-tall")]
-    """From 34 lines on, panels get borders and plots two lines; from 50 lines, plots three lines
-    (ten metrics of three lines fit beside the pipeline with room to spare)."""
+    """From 34 lines on, panels get borders and the time charts three plots; from 50 lines, taller
+    plots (tui/gpuwatch.tcss, #charts)."""
 
     BINDINGS = [
         Binding("p", "toggle_pause", "Pause", tooltip="Freeze the display; collecting and recording go on.",

@@ -117,7 +117,7 @@ class ChartSeries:
 
     def plots(self, frames: Sequence[Frame]) -> list[Plot]:
         """GPU (busy, SM, memory), input (data wait, worker CPU), PCIe (RX, TX), in that order of
-        importance: a short terminal shows the first ones."""
+        importance (a short terminal shows the first ones), those with readings first."""
         rows = self.readings(frames)
         last = rows[-1] if rows else None
         gpus = f" · mean of {last.gpus} GPUs" if last is not None and last.gpus > 1 else ""
@@ -138,7 +138,10 @@ class ChartSeries:
         top = nice(max((x for x in (*rx, *tx) if x is not None), default=0.0), floor=1e6)
         link = Plot((Series("PCIe RX", rx, fmt.rate(last.rx if last else None)),
                      Series("TX", tx, fmt.rate(last.tx if last else None))), top, f"0-{fmt.rate(top)}")
-        return [gpu, feed, link]
+        plots = [gpu, feed, link]
+        # a plot with nothing to draw (no GPU readable: no NVML, a CPU-only job) gives its place to
+        # the next, so a short screen shows data wait and worker CPU instead of an empty GPU plot
+        return sorted(plots, key=lambda p: not any(x is not None for s in p.series for x in s.values))
 
 
 def stages(verdicts: Sequence[Verdict]) -> list[str | None]:

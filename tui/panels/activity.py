@@ -32,9 +32,17 @@ class ActivityPanel(Plain):
         if self.display:
             self._draw(view)
 
+    _drawn: tuple | None = None
+    """The stack samples (by time) and the reason drawn last: a frame without a new stack sample
+    (most frames, at the relaxed pace) changes nothing here."""
+
     def _draw(self, view: View) -> None:
         reason = fmt.reason(view.frame.stacks)
         samples = stack_samples(view.frames)
+        key = (reason, tuple(s.t for s in samples))
+        if key == self._drawn:
+            return
+        self._drawn = key
         lines = []
         for role, title in ROLES:
             mine = threads(samples, lambda t, r=role: t.role == r and (t.active or r != "other"))

@@ -1,4 +1,4 @@
-"""The GPU panel: one block of metric rows per GPU the job uses, or why there is none."""
+"""The GPU panel: one block of metric rows (label, bar, value) per GPU the job uses, or why there is none."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ from gpuwatch.tui.gpu_metrics import METRICS, gpu_of, reading
 from gpuwatch.tui.panels.metric_row import MetricRow
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.view import View
+
+SCALE_FRAMES = 60
+"""Frames whose values scale a bar without a natural full scale (PCIe on a link of unknown width).
+The rows draw no history: the time charts above them do."""
 
 
 class GpuPanel(Vertical):
@@ -34,7 +38,7 @@ class GpuPanel(Vertical):
         yield Plain("", classes="na-note")
         with Grid(classes="gpu-metrics"):
             for m in METRICS:
-                yield MetricRow(m.label, m.about, id=f"m-{m.key}")
+                yield MetricRow(m.label, m.about, id=f"m-{m.key}", with_plot=False)
 
     def on_mount(self) -> None:
         self._ready = True
@@ -55,7 +59,7 @@ class GpuPanel(Vertical):
             return
         title.update(_title(gpu))
         title.set_class(gpu.lost is not None, "-bottleneck")
-        columns = self._history(view.frames[-self.app.size.width:])  # enough for the widest plot
+        columns = self._history(view.frames[-SCALE_FRAMES:])
         reasons: dict[str, list[str]] = {}
         for m, values in zip(METRICS, columns):
             value = m.read(gpu, pcie)

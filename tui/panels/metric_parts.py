@@ -27,13 +27,17 @@ def metric_parts(
     na: bool,
     width: int,
     height: int,
+    with_plot: bool = True,
 ) -> list[list[Part]]:
     """``height`` lines (at least one) for a row ``width`` cells wide; rows taller than one line get
-    a taller plot, the label on the middle line."""
+    a taller plot, the label on the middle line. Without the plot the bar takes the room."""
     height = max(1, height)
-    bar_w = max(4, min(24, (width - label_w - VALUE_W) // 3))
+    if with_plot:
+        bar_w = max(4, min(24, (width - label_w - VALUE_W) // 3))
+    else:
+        bar_w = max(4, width - label_w - VALUE_W - 2)
     left_w = label_w + bar_w + 1 + VALUE_W + 1
-    plot_w = max(0, width - left_w)
+    plot_w = max(0, width - left_w) if with_plot else 0
     rows = plot(values, plot_w, height, top)
     label_line = (height - 1) // 2
     lines = []

@@ -13,7 +13,8 @@ LABEL_W = 9
 
 
 class MetricRow(PartsWidget):
-    """Draws ``label ▕████▍   ▏ value  ▁▂▃▅▇`` (:func:`metric_parts`); taller rows get a taller plot."""
+    """Draws ``label ▕████▍   ▏ value  ▁▂▃▅▇`` (:func:`metric_parts`); taller rows get a taller plot.
+    Without the plot: ``label ▕██████████▍      ▏ value``."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "metric-row--label",
@@ -27,8 +28,12 @@ class MetricRow(PartsWidget):
     MetricRow { height: 1; width: 1fr; }
     """
 
-    def __init__(self, label: str, about: str, id: str | None = None, label_width: int = LABEL_W) -> None:
+    def __init__(self, label: str, about: str, id: str | None = None, label_width: int = LABEL_W,
+                 with_plot: bool = True) -> None:
         super().__init__(id=id)
+        self.with_plot = with_plot
+        """False: a wider bar and no plot (where a time chart holds the history); the values still
+        scale a bar that has no natural full scale."""
         self.label = label
         self.label_width = label_width
         self.about = about
@@ -70,4 +75,4 @@ class MetricRow(PartsWidget):
     def _parts(self) -> list[list[Part]]:
         na = self.na_reason is not None
         return metric_parts(self.label, self.label_width, self.value_text, self.fraction, self.values,
-                            self.top, na, self.size.width, self.size.height)
+                            self.top, na, self.size.width, self.size.height, self.with_plot)
