@@ -4,6 +4,7 @@ figures are checked against numbers read straight from the recordings' JSON line
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -21,13 +22,18 @@ CPU_ONLY = str(ROOT / "tests" / "data" / "report" / "cpu_train_w2.jsonl")
 
 
 def raw_ticks(path: str) -> list[dict]:
-    return [r for r in map(json.loads, Path(path).read_text().splitlines()) if r.get("type") == "tick"]
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return [r for r in map(json.loads, f.read().splitlines()) if r.get("type") == "tick"]
 
 
 def mean_gpu_busy(path: str) -> float:
-    """NVML utilization of the job's GPU, straight from the recorded JSON."""
-    vals = [g["util_gpu"] for r in raw_ticks(path) for g in r["frame"]["gpus"]
-            if g["used_by_target"] and isinstance(g["util_gpu"], (int, float))]
+    """NVML utilization of the GPUs the job used in the run, straight from the recorded JSON."""
+    ticks = raw_ticks(path)
+    used = {g["index"] for r in ticks if isinstance(r["frame"]["gpus"], list) for g in r["frame"]["gpus"]
+            if g["used_by_target"]}
+    vals = [g["util_gpu"] for r in ticks if isinstance(r["frame"]["gpus"], list) for g in r["frame"]["gpus"]
+            if g["index"] in used and isinstance(g["util_gpu"], (int, float))]
     return sum(vals) / len(vals)
 
 
@@ -68,9 +74,9 @@ def test_the_fix_shows_as_disk_time_gone_and_the_gpu_busy(io_vs_healthy):
     # the stage shares of each side add up to the whole run
     assert sum(r.before for r in c.rows if r.group == "stage time") == pytest.approx(100.0, abs=0.1)
     assert sum(r.after for r in c.rows if r.group == "stage time") == pytest.approx(100.0, abs=0.1)
-    # one GPU model, but two different commands: said once, and the figures still compared
+    # one GPU model, but two different programs (two scenarios): said once, and the figures still compared
     assert not any("different GPUs" in n for n in c.notes)
-    assert any("different commands" in n for n in c.notes)
+    assert any("different programs" in n and "io_bound" in n and "healthy" in n for n in c.notes)
 
 
 def test_a_json_report_compares_like_its_recording(tmp_path, capsys, io_vs_healthy):
@@ -218,3 +224,29 @@ def test_a_crafted_report_cannot_act_on_the_terminal_or_the_page(tmp_path, capsy
             rows = [line for line in out.splitlines() if line.startswith("| ")]
             assert all(line.count("|") - line.count("\\|") == rows[0].count("|") for line in rows)
             assert "\n# INJECTED" not in out
+
+
+FIELD = ROOT / "tests" / "data" / "h200"
+
+
+@pytest.mark.parametrize("before, after, fix, stage", [
+    ("field_tokenize", "field_tokenize_workers", "--workers 12 --fixed", "decode"),
+    ("field_lightning", "field_lightning_persistent", "--persistent", None),
+])
+def test_a_real_fix_on_the_h200_shows_as_a_fix(before, after, fix, stage):
+    """Issue 20's field jobs on an H200 (tests/data/h200/README.md): the same job before and after
+    its fix (12 DataLoader workers instead of 2; persistent workers in Lightning)."""
+    b, a = (load_side(str(FIELD / f"{n}.jsonl.gz")) for n in (before, after))
+    c = compare(b.figures, a.figures)
+    assert row(c, "stage.gpu_bound").after > 80 and row(c, "stage.gpu_bound").verdict == "better"
+    for key in ("gpu_busy", "sm_active"):
+        assert row(c, key).verdict == "better" and row(c, key).after > row(c, key).before + 15
+    assert row(c, "data_wait").verdict == "better"
+    assert row(c, "speedup_left").verdict == "better"
+    if stage:
+        assert row(c, f"stage.{stage}").before > 50 and row(c, f"stage.{stage}").verdict == "better"
+    # the same program with the fix's arguments added, said as such
+    assert [n for n in c.notes if "program" in n] == [f"The runs are the same program with other arguments: after has {fix}."]
+    # GPU busy, straight from the recordings' JSON
+    assert row(c, "gpu_busy").before == pytest.approx(mean_gpu_busy(str(FIELD / f"{before}.jsonl.gz")), abs=1e-3)
+    assert row(c, "gpu_busy").after == pytest.approx(mean_gpu_busy(str(FIELD / f"{after}.jsonl.gz")), abs=1e-3)

@@ -130,12 +130,46 @@ def _notes(b: Figures, a: Figures, rows: tuple[Row, ...]) -> tuple[str, ...]:
         notes.append(f"The runs used different GPUs (before: {_gpus(b)}; after: {_gpus(a)}): GPU and PCIe "
                      "figures compare different hardware.")
     if b.cmdline and a.cmdline and b.cmdline != a.cmdline:
-        notes.append("The runs are different commands, so they may be different jobs "
-                     f"(before: {_short(b.cmdline)}; after: {_short(a.cmdline)}).")
+        notes.append(command_note(b.cmdline, a.cmdline))
     for r in rows:
         if r.group in ("GPU", "input", "PCIe", "host") and r.note:
             notes.append(f"{r.label}: {r.note}.")
     return tuple(notes)
+
+
+def command_note(before: str, after: str) -> str:
+    """How two command lines differ: the same program with other arguments (the usual shape of a
+    fix: ``--workers 12``), or another program (then they may be different jobs)."""
+    tb, ta = before.split(), after.split()
+    pb, pa = _program(tb), _program(ta)
+    if pb != pa:
+        return (f"The runs are different programs, so they may be different jobs (before: {_short(' '.join(pb))}; "
+                f"after: {_short(' '.join(pa))}).")
+    gone, new = _only(tb[len(pb):], ta[len(pa):]), _only(ta[len(pa):], tb[len(pb):])
+    said = [f"before had {_short(' '.join(gone))}" if gone else "", f"after has {_short(' '.join(new))}" if new else ""]
+    if not gone and not new:
+        return f"The runs are the same program with its arguments in another order ({_short(after)})."
+    return f"The runs are the same program with other arguments: {'; '.join(x for x in said if x)}."
+
+
+def _program(tokens: list[str]) -> list[str]:
+    """The words before the first ``--option``: the interpreter and script, or ``python -m module``."""
+    for i, t in enumerate(tokens):
+        if t.startswith("--"):
+            return tokens[:i]
+    return tokens
+
+
+def _only(xs: list[str], ys: list[str]) -> list[str]:
+    """The words of ``xs`` that ``ys`` does not have (as many times as it lacks them), in order."""
+    rest = list(ys)
+    out = []
+    for x in xs:
+        if x in rest:
+            rest.remove(x)
+        else:
+            out.append(x)
+    return out
 
 
 def _gpus(f: Figures) -> str:

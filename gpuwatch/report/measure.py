@@ -11,7 +11,7 @@ from gpuwatch.model.verdict import PIPELINE
 from gpuwatch.report.figures import Figures, Mean, SpeedupLeft
 from gpuwatch.report.model import Remedy
 from gpuwatch.report.sections import Mark, stage_shares
-from gpuwatch.report.series import Tick, job_gpus
+from gpuwatch.report.series import Tick, job_gpus, run_gpus
 
 
 def run_figures(marks: Sequence[Mark], series: Sequence[Tick], frames: Sequence[Frame],
@@ -61,8 +61,9 @@ def speedup_left(remedies: Sequence[Remedy]) -> SpeedupLeft | None:
 
 
 def _gpu_names(frames: Sequence[Frame]) -> tuple[str, ...]:
+    used = run_gpus(frames)
     for f in reversed(frames):
-        gpus = job_gpus(f)
+        gpus = job_gpus(f, used)
         if gpus:
             return tuple(g.name for g in gpus)
     return ()

@@ -77,7 +77,7 @@ def charts(series: Sequence[Tick], span: float, tops: dict[str, float] | None = 
     col = lambda name: [getattr(x, name) for x in series]  # noqa: E731
     titles = {k: v for k, v in STAGE_TITLES.items()}
     out = [
-        band_chart("stage", "The verdict's stage (stalls shaded)", axis, col("stage"), STAGE_COLOURS, titles),
+        band_chart("stage", "The verdict's stage", axis, col("stage"), STAGE_COLOURS, titles),
         line_chart("gpu", "GPU busy and SM active (percent, mean over the job's GPUs)", axis,
                    [Line("gpu_busy", "GPU busy (NVML)", col("gpu_busy")),
                     Line("sm_active", "SM active (GPM)", col("sm_active"))], PERCENT, 100.0),
@@ -99,8 +99,8 @@ def charts(series: Sequence[Tick], span: float, tops: dict[str, float] | None = 
     ]
     stalls = sum(axis.stalls)
     if stalls:
-        out.append(f"<p>Shaded: the {stalls} tick{'s' if stalls != 1 else ''} where the GPU idled periodically "
-                   "(a stall).</p>")
+        out.append(f"<p>The dark strip along the top of each chart marks the {stalls} tick{'s' if stalls != 1 else ''} "
+                   "whose verdict saw the GPU idle periodically (a stall).</p>")
     return out
 
 

@@ -1,8 +1,9 @@
 """Per-tick series of a watched run, for the HTML report's charts and the figures ``compare`` reads.
 
 One value per kept frame (``Collected.frames``), ``None`` where the collector could not read it,
-never a made-up 0. The GPU values cover the GPUs the job uses (every GPU listed when NVML names
-none of them as the job's). Pure: frames and verdicts in, numbers out.
+never a made-up 0. The GPU values cover the GPUs the job used at any time in the run, in every tick
+(the ticks before the job opened its GPU show that GPU idle), or every GPU listed when NVML never
+named one as the job's. Pure: frames and verdicts in, numbers out.
 """
 
 from __future__ import annotations
@@ -66,9 +67,10 @@ def run_series(frames: Sequence[Frame], verdicts: Sequence[Verdict]) -> tuple[Ti
         return ()
     t0 = frames[0].t
     stacks = _stack_samples(frames)
+    used = run_gpus(frames)
     out = []
     for f, v in zip(frames, verdicts):
-        gpus = job_gpus(f)
+        gpus = job_gpus(f, used)
         rx, tx = _pcie(f, {g.index for g in gpus} if gpus is not None else None)
         psi = f.host.psi if known(f.host) and known(f.host.psi) else None
         out.append(Tick(
@@ -92,12 +94,16 @@ def run_series(frames: Sequence[Frame], verdicts: Sequence[Verdict]) -> tuple[Ti
     return tuple(out)
 
 
-def job_gpus(f: Frame) -> tuple[GpuSample, ...] | None:
-    """The GPUs the job uses (all listed when none is marked as the job's); None without NVML."""
+def run_gpus(frames: Sequence[Frame]) -> frozenset[int]:
+    """Indexes of the GPUs NVML named as the job's in any frame."""
+    return frozenset(g.index for f in frames if known(f.gpus) for g in f.gpus if g.used_by_target)
+
+
+def job_gpus(f: Frame, used: frozenset[int]) -> tuple[GpuSample, ...] | None:
+    """This frame's samples of the ``used`` GPUs (all of them when ``used`` is empty); None without NVML."""
     if not known(f.gpus):
         return None
-    used = tuple(g for g in f.gpus if g.used_by_target)
-    return used or tuple(f.gpus)
+    return tuple(g for g in f.gpus if g.index in used) if used else tuple(f.gpus)
 
 
 def data_wait(stacks: Sequence[StackSample], t: float) -> float | None:

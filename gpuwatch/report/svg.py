@@ -18,8 +18,9 @@ WIDTH, HEIGHT = 900, 180
 LEFT, RIGHT, TOP, BOTTOM = 64, 12, 22, 26
 """Plot box margins: the legend above, y labels on the left, time labels below."""
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
-STALL_FILL = "#f4b4b4"
-"""Ticks whose verdict carried a periodic GPU stall are shaded in this colour on every chart."""
+STALL_FILL = "#222222"
+STALL_STRIP = 6
+"""Ticks whose verdict carried a periodic GPU stall get a strip this high along the top of every chart."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +57,13 @@ def _frame(chart: str, title: str, axis: Axis, y_max: float, y_fmt, body: list[s
            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
            f'aria-label="{escape(title)}" data-chart="{chart}" data-x-max="{axis.span:.6g}" data-y-max="{y_max:.6g}" '
            f'data-box="{x0} {y0} {w} {h}">']
-    for i, stalled in enumerate(axis.stalls):  # stalls first, under everything else
+    for i, stalled in enumerate(axis.stalls):  # a strip along the top: marked without hiding the lines
         if stalled:
             out.append(f'<rect class="stall" data-t="{axis.t[i]:.6g}" x="{_x(axis, axis.t[i]):.1f}" y="{y0}" '
-                       f'width="{max(1.0, w * axis.tick_s / axis.span):.1f}" height="{h}" fill="{STALL_FILL}"/>')
+                       f'width="{max(1.0, w * axis.tick_s / axis.span):.1f}" height="{STALL_STRIP}" fill="{STALL_FILL}"/>')
+    if any(axis.stalls):
+        out.append(f'<text x="{x0 + w}" y="{y0 - 6}" text-anchor="end" fill="{STALL_FILL}">'
+                   "dark strip: a periodic GPU stall</text>")
     out.append(f'<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="none" stroke="#999"/>')
     if y_max > 0:
         for frac in (0.0, 0.5, 1.0):
