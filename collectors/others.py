@@ -66,9 +66,11 @@ class OtherProcs:
                     rows.append((pct, st.tid))
         self._ticks, self._t = seen, now
         rows.sort(reverse=True)
-        return self._named(rows)
+        return self._named(rows, job)
 
-    def _named(self, rows: list[tuple[float, int]]) -> tuple[OtherProc, ...]:
+    def _named(self, rows: list[tuple[float, int]], job: set[int]) -> tuple[OtherProc, ...]:
+        """Names for the top rows, skipping gpuwatch's own tree and any descendant of the job: a
+        worker, pin or compile process started since the job's tree was last walked is the job's."""
         me = os.getpid()
         out = []
         for pct, pid in rows:
@@ -76,7 +78,8 @@ class OtherProcs:
                 break
             try:
                 p = psutil.Process(pid)
-                if pid == me or any(a.pid == me for a in p.parents()):  # gpuwatch and its py-spy children
+                parents = p.parents()
+                if pid == me or any(a.pid == me or a.pid in job for a in parents):
                     continue
                 name = clean(p.name(), 64)
             except psutil.Error:

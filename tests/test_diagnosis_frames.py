@@ -58,6 +58,8 @@ class Knobs:
     main_at: Callable[[float, float], dict[str, float]] | None = None
     """Label distribution for the tick spanning (start, end) unix seconds, overriding main_labels."""
     main_detail: dict[str, str] = field(default_factory=dict)
+    main_frames: tuple[str, ...] = ("f (train.py:1)",)
+    """The main thread's frames, leaf first (e.g. a ``validate (train.py:80)`` caller)."""
     main_cpu: float = 1.0
     workers: int = 4
     worker_cpu: float = 0.02
@@ -65,6 +67,9 @@ class Knobs:
     worker_detail: dict[str, str] = field(default_factory=dict)
     worker_d: bool = False
     worker_read_bps: float = 0.0
+    main_write_bps: float = 0.0
+    iowait: float = 0.0
+    """Host iowait, percent."""
     pin: bool = False
     pin_cpu: float = 0.05
     pin_labels: dict[str, float] = field(default_factory=lambda: {lb.PIN_IDLE: 1.0})
@@ -153,7 +158,7 @@ def _procs(k: Knobs, t: float, rng: random.Random, noise: float) -> ProcsSample:
     if k.pin:
         threads.append(ThreadCpu(k.pid + 50, "pt_data_pin", _jit(rng, k.pin_cpu, noise) * 100, "S"))
     main = ProcInfo(k.pid, 1, "main", k.rank, None, "python", "python train.py",
-                    _jit(rng, k.main_cpu + 0.1, noise) * 100, state, 2 << 30, 40, 0.0, 0.0, k.main_run_delay,
+                    _jit(rng, k.main_cpu + 0.1, noise) * 100, state, 2 << 30, 40, 0.0, k.main_write_bps, k.main_run_delay,
                     tuple(threads), tuple(range(k.usable)))
     workers = []
     for i in range(k.workers):
@@ -172,7 +177,8 @@ def _host(k: Knobs, t: float, rng: random.Random, noise: float) -> HostSample:
     cg = CgroupCpu(2, k.cg_quota if k.cg_quota is not None else Unsupported("no quota (max)"), k.cg_throttled,
                    int(k.cg_throttled * 10))
     return HostSample(
-        t=t, cpu_count=k.cpu_count, cpu_pct=_jit(rng, cpu, noise, 100), steal_pct=k.steal, iowait_pct=0.0,
+        t=t, cpu_count=k.cpu_count, cpu_pct=_jit(rng, cpu, noise, 100), steal_pct=_jit(rng, k.steal, noise),
+        iowait_pct=k.iowait,
         load1=1.0, mem_total=64 << 30, mem_available=32 << 30, swap_used=0, swap_in_bps=0.0, swap_out_bps=0.0,
         psi=Psi(k.psi_cpu, k.psi_io, 0.0, k.psi_mem, 0.0), cgroup=cg,
         top_others=tuple(OtherProc(pid, name, c * 100) for name, pid, c in k.others),
@@ -199,7 +205,7 @@ def _stacks(k: Knobs, t: float, wall: float, rng: random.Random, i: int):
     for _ in range(k.main_rate):
         label = _pick(rng, dist)
         threads.append(ThreadStack(k.pid, k.pid, lb.ROLE_MAIN_THREAD, k.rank, "MainThread", label,
-                                   k.main_detail.get(label, ""), label != lb.DATA_WAIT, True, ("f (train.py:1)",)))
+                                   k.main_detail.get(label, ""), label != lb.DATA_WAIT, True, k.main_frames))
         if k.pin:
             pl = _pick(rng, k.pin_labels)
             threads.append(ThreadStack(k.pid, k.pid + 50, lb.ROLE_PIN, k.rank, "pt_data_pin", pl, "",

@@ -43,6 +43,12 @@ TICKS = 10
 INPUT_STAGES = (IO, DECODE)
 
 
+def _input_unmeasured(verdict: dict) -> bool:
+    """The verdict for an input wait with neither computing workers nor a storage sign (rank 1's
+    workers sleep in __getitem__: no reads, no D state, so no storage to blame)."""
+    return verdict["stage"] == "unknown" and verdict["sentence"].startswith("Input-bound")
+
+
 # -- pure (SYNTHETIC frames from tests/test_ranks.py) ------------------------------------------------
 
 def test_tick_record_carries_every_rank_and_the_straggler():
@@ -119,8 +125,9 @@ def test_live_stream_names_rank_1_input_bound_and_the_straggler(quiet_host):
     if steal >= STEAL and by_rank[1]["stage"] == "contention":
         pytest.skip(f"the hypervisor stole {steal:.0%} of the CPUs (a contention cause from {STEAL:.0%}): "
                     f"rank 1's ground truth is not only input ({by_rank[1]['sentence']})")
-    # rank 1's workers sleep in __getitem__: input-bound with idle workers (the diagnosis says io)
-    assert by_rank[1]["stage"] in INPUT_STAGES, by_rank[1]["sentence"]
+    # rank 1's workers sleep in __getitem__: input-bound, with no storage sign to blame (no reads, no
+    # D state), so the verdict says the input is slow for a reason it does not measure
+    assert by_rank[1]["stage"] in INPUT_STAGES or _input_unmeasured(by_rank[1]), by_rank[1]["sentence"]
     assert by_rank[0]["stage"] not in INPUT_STAGES, by_rank[0]["sentence"]
     assert last["straggler"] is not None and last["straggler"]["rank"] == 1, last["straggler"]
     assert last["straggler"]["cause"] == "input"
@@ -145,7 +152,9 @@ async def test_rank_key_switches_the_view_and_the_header_names_the_straggler():
         text = screen_text(app)
         rank1 = app.ranks.by_rank[1]
         assert app.selected_rank == 1 and "Rank 1 of 2" in text
-        assert app.view.verdict is rank1.latest and app.view.verdict.stage in INPUT_STAGES
+        shown = app.view.verdict
+        assert shown is rank1.latest
+        assert shown.stage in INPUT_STAGES or _input_unmeasured({"stage": shown.stage, "sentence": shown.sentence})
         assert f"[1 {STAGE_TITLES[rank1.latest.stage]}]" in text  # the ranks line marks the rank on show
         assert app.view.frame.target.pid == rank1.frames[-1].target.pid != whole
         assert {p.rank for p in app.view.frame.procs.processes} == {1}  # the processes table: rank 1 only

@@ -16,10 +16,12 @@ from dataclasses import replace
 
 from gpuwatch.diagnosis.compose import compose
 from gpuwatch.diagnosis.decide import decide
-from gpuwatch.diagnosis.signals import extract
+from gpuwatch.diagnosis.phases import phases, recurring_wait
+from gpuwatch.diagnosis.signals import Epochs, extract
 from gpuwatch.diagnosis.stability import DiagnosisState, step
 from gpuwatch.diagnosis.stalls import find_stall
-from gpuwatch.diagnosis.thresholds import SHORT_S, STALL_WINDOW_S, WINDOW_S
+from gpuwatch.diagnosis.thresholds import PHASE_WINDOW_S, SHORT_S, STALL_WINDOW_S, WINDOW_S
+from gpuwatch.diagnosis.timeline import timeline
 from gpuwatch.diagnosis.window import recent, since
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import LEVEL_OK, PIPELINE, UNKNOWN, Verdict
@@ -50,10 +52,12 @@ def _diagnose(
     if state is not None and state.last_t is not None and frames[-1].t < state.last_t:
         current = None  # time went backwards: a replay restarted, start over
     held = since(pool, state.regime_start, WINDOW_S, SHORT_S) if current is not None else None
-    candidate = decide(extract(short, pool, rank, held), current)
+    minute = timeline(recent(frames, PHASE_WINDOW_S), rank)
+    epochs = Epochs(phases(minute), recurring_wait(minute, phases(minute)), minute)
+    candidate = decide(extract(short, pool, rank, held, epochs), current)
     new_state = step(state if current is not None else None, candidate.stage, frames[-1].t, short[0].t)
     window = since(pool, new_state.regime_start, WINDOW_S, SHORT_S)
-    signals = extract(window, pool, rank, window)
+    signals = extract(window, pool, rank, window, epochs)
     final = decide(signals, new_state.stage, challenge=False)
     stall = find_stall(recent(frames, STALL_WINDOW_S), signals.gpu.indexes) if signals.gpu.present else None
     verdict = compose(new_state.stage, final, signals, stall, candidate.stage, rank)

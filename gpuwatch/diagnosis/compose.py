@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from gpuwatch.diagnosis.decide import HOST_SIDE, Decision
 from gpuwatch.diagnosis.remedies import remedies
-from gpuwatch.diagnosis.sentence import sentence
+from gpuwatch.diagnosis.sentence import epochs, sentence
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import speedup
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult
 from gpuwatch.diagnosis.thresholds import MAX_CONFIDENCE, MIN_STACK_SAMPLES, SM_HEALTHY
 from gpuwatch.model.verdict import (
+    CHECKPOINT,
     CONTENTION,
+    DECODE,
+    IO,
     GPU_BOUND,
     GPU_MEMORY,
     H2D,
@@ -22,6 +25,7 @@ from gpuwatch.model.verdict import (
     PIPELINE,
     STAGES,
     UNKNOWN,
+    Evidence,
     Stall,
     Verdict,
 )
@@ -70,6 +74,18 @@ def confidence(stage: str, r: StageResult | None, s: Signals, d: Decision) -> fl
     return round(min(MAX_CONFIDENCE, base * q), 2)
 
 
+def phase_evidence(s: Signals) -> tuple[Evidence, ...]:
+    """The epoch structure as rows of the input stages' drill-downs (the Disk drill-down also holds
+    checkpoint saves): facts, no threshold."""
+    out = []
+    for p in s.phases:
+        text = epochs((p,)).removeprefix(" Epochs: ").rstrip(".")
+        value = p.share if p.share is not None else float(p.count)
+        for stage in ((IO,) if p.kind == CHECKPOINT else (IO, DECODE)):
+            out.append(Evidence(stage, f"epoch_{p.kind}", value, None, "", True, text))
+    return tuple(out)
+
+
 def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate: str,
             rank: int | None) -> Verdict:
     r = d.results.get(stage)
@@ -78,7 +94,7 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
     secondary = () if shown == IDLE else tuple(x for x in d.secondary() if x != shown)
     levels = tuple((p, LEVEL_BOTTLENECK if p == shown else LEVEL_WARNING if p in secondary else LEVEL_OK)
                    for p in PIPELINE)
-    evidence = tuple(e for res in d.results.values() for e in res.evidence)
+    evidence = tuple(e for res in d.results.values() for e in res.evidence) + phase_evidence(s)
     return Verdict(
         t=s.t,
         stage=shown,
@@ -92,4 +108,5 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         stall=stall,
         rank=rank,
         candidate=candidate if candidate in STAGES else UNKNOWN,
+        phases=s.phases,
     )

@@ -1,7 +1,7 @@
 """Which stage one window points to: every scorer, then the stage precedence (docs/THRESHOLDS.md).
 
 Order:
-1. idle (not training) and contention (causes first: they inflate every other stage);
+1. idle (not training); contention when it costs the job most (see _contention_costs_more);
 2. GPU-side transfer signatures (NVML util reads 100 % on a pinned copy with the SMs idle);
 3. a saturated GPU (>= 90 % kernel-active): memory/layout-bound, else healthy;
 4. otherwise the host-side stages that fire, ranked by the share of the main thread's time behind
@@ -20,11 +20,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from gpuwatch.diagnosis.evidence import adjusted
 from gpuwatch.diagnosis.gpu_stages import sm_per_gr
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.scorers import SCORERS
-from gpuwatch.diagnosis.stages import CPU_COMPUTE, OFF_PIPELINE, StageResult
-from gpuwatch.diagnosis.thresholds import OUTSIDE_SHARE, RELAX, RX_SIGNIFICANT, TAKEOVER, TINY_KERNEL_RATIO
+from gpuwatch.diagnosis.speedup import speedup
+from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
+from gpuwatch.diagnosis.thresholds import (
+    CONTENTION_CAUSE,
+    COST_MARGIN,
+    OUTSIDE_SHARE,
+    RELAX,
+    RX_SIGNIFICANT,
+    TAKEOVER,
+    TINY_KERNEL_RATIO,
+)
 from gpuwatch.diagnosis.transfer_stage import GPU_SIDE
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
@@ -42,6 +52,12 @@ from gpuwatch.model.verdict import (
 
 HOST_SIDE = (IO, DECODE, H2D, LAUNCH)
 """Stages of a starved GPU, in the order ties are broken (the pipeline's order)."""
+RESOURCE = {DECODE: "cpu", LAUNCH: "cpu", H2D: "cpu", CPU_COMPUTE: "cpu", IO: "storage",
+            GPU_BOUND: "gpu", GPU_MEMORY: "gpu"}
+"""What each stage is bound by. H2D counts as CPU: its host-side forms (pageable staging, the pin
+thread) burn CPU, and the GPU-side ones are ruled on first."""
+CAUSE_RESOURCE = {"cgroup": "cpu", "neighbours": "cpu", "steal": "cpu", "tenant": "gpu", "throttle": "gpu"}
+"""What each contention cause takes away (memory pressure and link replays slow everything alike)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,18 +88,59 @@ def decide(s: Signals, current: str | None = None, challenge: bool = True) -> De
 def _pick(s: Signals, r: Mapping[str, StageResult], sticky: str | None) -> str:
     if r[IDLE].fires:
         return IDLE
-    if r[CONTENTION].fires:
+    other = _pick_pipeline(s, r, sticky)
+    if r[CONTENTION].fires and _contention_costs_more(s, r, other, sticky):
         return CONTENTION
+    return other
+
+
+def _contention_costs_more(s: Signals, r: Mapping[str, StageResult], other: str, sticky: str | None) -> bool:
+    """Rank by cost (time share x estimated loss), not precedence: an outside cause wins when it
+    takes a large share of the very resource the other stage is bound by (it inflates that stage:
+    a throttled cgroup makes decode slow), or when its estimated loss is the larger. A few percent
+    of steal or a neighbour's CPU never displaces a stage with a much larger estimated gain."""
+    res = r[CONTENTION]
+    need = RESOURCE.get(other)
+    values = dict(res.facts.get("values") or {})
+    cut = adjusted(CONTENTION_CAUSE, ">=", RELAX if sticky == CONTENTION else -RELAX if sticky == other else 0.0)
+    if need is not None and any(CAUSE_RESOURCE.get(c) == need and (v or 0.0) >= cut for c, v in values.items()):
+        return True
+    theirs = speedup(other, r.get(other), s) if other in r else None
+    if theirs is None:
+        return True  # the other stage promises no gain (healthy, unknown): the outside cause is the cost
+    delay = res.facts.get("delay")
+    if isinstance(delay, float) and delay > 0 and theirs > 1:
+        # Time the job's threads spent runnable, queued for a CPU, is not the other stage's (a
+        # main thread "loading inline" 100 % of the time but queued 70 % of it waits on the CPU,
+        # not the disk): only the rest of its share counts for it.
+        share = (1 - 1 / theirs) * (1 - min(delay, 1.0))
+        theirs = 1 / (1 - share)
+    mine = speedup(CONTENTION, res, s) or 1.0
+    if sticky == CONTENTION:
+        return theirs <= mine * COST_MARGIN
+    if sticky == other:
+        return mine > theirs * COST_MARGIN
+    return mine >= theirs
+
+
+def _pick_pipeline(s: Signals, r: Mapping[str, StageResult], sticky: str | None) -> str:
+    """The stage of the job's own pipeline (everything but idle and contention)."""
     host = [x for x in HOST_SIDE if r[x].fires and (s.gpu.present or x in (IO, DECODE))]
     if s.gpu.present:
         if r[H2D].fires and r[H2D].sub in GPU_SIDE:
             return H2D
         if r[GPU_MEMORY].fires and r[GPU_MEMORY].facts.get("saturated"):
             return GPU_MEMORY
-        if r[GPU_BOUND].fires and r[GPU_BOUND].facts.get("saturated") and sticky not in host:
+        # Waits and saves that recur with the epochs are judged over the minute: a saturated
+        # window between two of them does not make the job GPU-bound.
+        recurring = (IO in host and r[IO].facts.get("recurring")) or (
+            s.recurring_wait is not None and any(r[x].fires for x in (IO, DECODE, INPUT_UNMEASURED)))
+        if r[GPU_BOUND].fires and r[GPU_BOUND].facts.get("saturated") and sticky not in host and not recurring:
             return GPU_BOUND
     if host:
         return _rank(host, r, sticky, s)
+    if r[INPUT_UNMEASURED].fires:
+        return INPUT_UNMEASURED
     # Busy 70-90 % with no host-side cause: the GPU's own work is still the best explanation.
     for stage in (GPU_MEMORY, GPU_BOUND):
         if r[stage].fires:

@@ -82,10 +82,13 @@ class Checks:
     support: list[bool] = field(default_factory=list)
 
     def check(self, signal: str, value: float | None, threshold: float, op: str, what: str,
-              unit: str = "%", kind: str = SUP) -> bool | None:
+              unit: str = "%", kind: str = SUP, band: float | None = None) -> bool | None:
         """Compare and record; True/False, or None when the value is unknown. Each threshold's
-        basis is in docs/THRESHOLDS.md; the text says the cut in words with its number."""
+        basis is in docs/THRESHOLDS.md; the text says the cut in words with its number. ``band``:
+        the hysteresis band of a required item where it is not the default (a share's own noise)."""
         th = adjusted(threshold, op, self.relax, unit) if kind == REQ else threshold
+        if kind == REQ and band is not None:
+            th = threshold - self.relax * band if op in (">=", ">") else threshold + self.relax * band
         said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0)
         if value is None:
             self._add(Evidence(self.stage, signal, None, th, op, False, f"{what}: not measured ({said})"))

@@ -32,7 +32,9 @@ class JobSignals:
     workers: float = 0.0
     """DataLoader workers per main process (mean over the window)."""
     worker_cpu: float | None = None
-    """Mean CPU of one worker."""
+    """Mean CPU of one worker (while the main thread waits for data, where that is known: signals.py)."""
+    worker_cpu_mean: float | None = None
+    """Mean CPU of one worker over the whole window, where worker_cpu holds the aligned reading."""
     workers_cpu: float | None = None
     """All workers together."""
     worker_d: float | None = None
@@ -148,7 +150,8 @@ def host_signals(frames: Sequence[Frame], job_cpu: float | None) -> HostSignals:
     if not ticks:
         return HostSignals(seen=False, reason=latest_reason(frames, "host") or "no host sample")
     last = ticks[-1]
-    others = [_others_cpu(h, job_cpu) for h in ticks]
+    churn = _churn_by_host_tick(frames)
+    others = [_others_cpu(h, job_cpu, churn.get(h.t, False)) for h in ticks]
     return HostSignals(
         seen=True,
         cpu_count=last.cpu_count,
@@ -166,10 +169,29 @@ def host_signals(frames: Sequence[Frame], job_cpu: float | None) -> HostSignals:
     )
 
 
-def _others_cpu(h: HostSample, job_cpu: float | None) -> float:
-    """Cores used outside the job: the listed top processes, or the host total minus the job."""
+def _churn_by_host_tick(frames: Sequence[Frame]) -> dict[float, bool]:
+    """Host sample time -> the job's processes changed since the frame before (workers started or
+    exited). A process that exited within the tick took CPU the host counts but no procs sample
+    lists: the host total minus the job's listed CPU is then partly the job's own."""
+    out: dict[float, bool] = {}
+    prev: frozenset[int] | None = None
+    for f in frames:
+        pids = frozenset(p.pid for p in f.procs.processes) if known(f.procs) else None
+        if known(f.host):
+            out[f.host.t] = out.get(f.host.t, False) or (pids is None or prev is None or pids != prev)
+        prev = pids if pids is not None else prev
+    return out
+
+
+def _others_cpu(h: HostSample, job_cpu: float | None, churn: bool = False) -> float:
+    """Cores used outside the job: the listed top processes, or the host total minus the job.
+
+    Only processes seen outside the job count while the job's own processes come and go
+    (workers re-created each epoch, pin threads, compile workers): the unlisted rest is then the
+    job's short-lived processes as much as anyone's, and no outside cause is named without a
+    process seen outside."""
     listed = sum(o.cpu_pct for o in h.top_others) / 100
-    if job_cpu is None:
+    if job_cpu is None or churn:
         return listed
     rest = h.cpu_pct / 100 * h.cpu_count - job_cpu
     return min(max(listed, rest), float(h.cpu_count))  # never more cores than the machine has

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, fmt, yes
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.stages import StageResult, result
+from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult, result
 from gpuwatch.diagnosis.thresholds import (
     BUSY_SATURATED,
     BUSY_STARVED,
@@ -16,11 +16,13 @@ from gpuwatch.diagnosis.thresholds import (
     CPU_SATURATED,
     DISK_BUSY,
     IDLE_WORKERS,
+    HYSTERESIS_ABS,
     IOWAIT,
     MIN_WORKER_SAMPLES,
     PSI_IO,
     READS_BPS,
     RUN_DELAY,
+    SHARE_SE_BANDS,
     WAIT_HIGH,
     WORKER_BUSY_SHARE,
     WORKER_CPU_BUSY,
@@ -29,13 +31,21 @@ from gpuwatch.diagnosis.thresholds import (
     WORKER_IO_SHARE,
 )
 from gpuwatch.model import stacks as lb
-from gpuwatch.model.verdict import DECODE, IO
+from gpuwatch.diagnosis.phases import find, periodic
+from gpuwatch.model.verdict import CHECKPOINT, DECODE, IO
 
+
+
+def _wait_words(s: Signals) -> str:
+    if s.recurring_wait is not None:
+        return "main thread waiting for a batch (over the last minute: the waits recur with the epochs)"
+    return "main thread waiting for a batch"
 
 
 def gpu_gate(c: Checks, s: Signals, threshold: float = BUSY_SATURATED) -> bool:
-    """The GPU is not saturated (true without a GPU; an unreadable GPU does not block)."""
-    if not s.gpu.present:
+    """The GPU is not saturated (true without a GPU; an unreadable GPU does not block). Waits that
+    recur with the epochs are judged over the minute: the GPU idles in them, whatever it does now."""
+    if not s.gpu.present or s.recurring_wait is not None:
         return True
     ok = c.check("gpu_active", s.gpu.compute_busy, threshold, "<", "GPU kernel-active time", kind=REQ)
     return ok is not False
@@ -44,12 +54,30 @@ def gpu_gate(c: Checks, s: Signals, threshold: float = BUSY_SATURATED) -> bool:
 def mode(s: Signals) -> str:
     """Which wait the main thread shows most: "workers", "inline" (num_workers=0) or "checkpoint"."""
     st = s.stacks
-    wait = st.wait or 0.0
+    wait = s.input_wait or 0.0
     inline = st.share(lb.INLINE_LOAD) or 0.0
-    ckpt = st.share(lb.CHECKPOINT) or 0.0
+    ckpt = checkpoint_share(s) or 0.0
     if ckpt > max(wait, inline):
         return "checkpoint"
     return "inline" if inline > wait else "workers"
+
+
+def share_band(cut: float, n: int) -> float:
+    """Hysteresis for a share read from ``n`` samples: SHARE_SE_BANDS standard errors of a share at
+    the cut, at least the usual HYSTERESIS_ABS (a share that wanders by its own noise must not
+    cross back and forth)."""
+    se = (cut * (1 - cut) / n) ** 0.5 if n > 0 else cut
+    return max(HYSTERESIS_ABS, SHARE_SE_BANDS * se)
+
+
+def checkpoint_share(s: Signals) -> float | None:
+    """The main thread's share of time saving checkpoints. Saves that recur (seen twice in the last
+    minute) are judged over that minute: a save every few seconds puts 0 or 1 of them in an 8 s
+    window, so the window's share jumps across any cut while the minute's holds steady."""
+    p = find(s.phases, CHECKPOINT)
+    if periodic(p):
+        return p.share  # type: ignore[union-attr]
+    return s.stacks.share(lb.CHECKPOINT)
 
 
 def workers_computing(s: Signals) -> bool:
@@ -72,39 +100,79 @@ def workers_computing(s: Signals) -> bool:
     return st.n_worker >= MIN_WORKER_SAMPLES and (st.wshare(lb.W_BUSY) or 0.0) >= WORKER_BUSY_SHARE
 
 
+READ_WORDS = ("read", "open", "load", "recv", "fetch", "download", "get_object", "imread")
+"""A worker off the CPU inside ``__getitem__`` is labelled "io" whether it reads, sleeps or waits on
+a lock (stack_labels.py); only a hot function named for reading (``read_uncached``,
+``ImageFile.load``, ``socket.recv_into``, ``np.load``...) makes such a sample a read."""
+
+
+def reads_in_stacks(s: Signals) -> float | None:
+    """Share of worker samples off the CPU in a read (W_IO whose hot function reads)."""
+    st = s.stacks
+    if not st.n_worker:
+        return None
+    details = st.details.get((lb.ROLE_WORKER, lb.W_IO))
+    if not details:
+        return 0.0
+    n = sum(k for d, k in details.items() if any(w in d.lower() for w in READ_WORDS))
+    return min(1.0, n / st.n_worker)
+
+
 def storage_bound(s: Signals) -> bool:
-    """The workers' own samples say reads, or the host says storage (D state, PSI io, disk busy)."""
-    return (s.stacks.wshare(lb.W_IO) or 0.0) >= WORKER_IO_SHARE or storage_signs(s)
+    """Positive evidence of storage (issue: no cause without it): worker samples in reads, workers
+    in D state, I/O pressure, iowait, storage reads by the job, or the data's disk busy."""
+    return bool(storage_evidence(s))
+
+
+def storage_evidence(s: Signals, inline: bool = False) -> list[str]:
+    """The storage signs seen, in words (empty: none)."""
+    job, host, disk = s.job, s.host, s.disk
+    seen = []
+    if (reads_in_stacks(s) or 0.0) >= WORKER_IO_SHARE:
+        seen.append("worker stacks in reads")
+    if (job.worker_d or 0.0) >= WORKER_D_SHARE:
+        seen.append("workers in D state")
+    if (host.psi_io or 0.0) >= PSI_IO:
+        seen.append("I/O pressure")
+    if (host.iowait or 0.0) >= IOWAIT:
+        seen.append("iowait")
+    reads = disk.read_bps if inline else job.worker_read_bps
+    if (reads or 0.0) >= READS_BPS:
+        seen.append("storage reads")
+    if (disk.data_busy or 0.0) >= DISK_BUSY:
+        seen.append("disk busy")
+    return seen
 
 
 def storage_signs(s: Signals) -> bool:
-    """Any of the disk stage's signs: workers in D, I/O pressure, the data's disk busy."""
-    return ((s.job.worker_d or 0.0) >= WORKER_D_SHARE or (s.host.psi_io or 0.0) >= PSI_IO
-            or (s.disk.data_busy or 0.0) >= DISK_BUSY)
+    """Storage signs the host or the kernel gives (no stacks needed)."""
+    return bool([x for x in storage_evidence(s) if x != "worker stacks in reads"])
 
 
 def workers_waiting(s: Signals) -> bool:
-    """The workers wait on something that is not the CPU: storage, the network, a sleep."""
-    job, st = s.job, s.stacks
+    """The workers wait on storage: positive storage evidence, and they do not compute."""
+    job = s.job
     if job.workers <= 0:
         return False
-    storage = storage_bound(s)
     if job.worker_cpu is not None and job.worker_cpu >= WORKER_CPU_BUSY:
         return False
-    if (s.cpu_short or (job.worker_run_delay or 0.0) >= RUN_DELAY) and not storage:
-        return False  # workers queued for a CPU, with no sign of storage: they want to compute
-    if job.worker_cpu is not None and job.worker_cpu < WORKER_CPU_IO:
-        # Idle workers (waiting for an index) are ahead of the consumer, not reading; only
-        # enough worker samples may say so, and storage signs overrule them.
-        idle = st.n_worker >= MIN_WORKER_SAMPLES and (st.wshare(lb.W_IDLE) or 0.0) >= IDLE_WORKERS
-        return not idle or storage
-    return storage
+    return storage_bound(s)
+
+
+def workers_stalled(s: Signals) -> bool:
+    """The workers neither compute nor show any storage sign: they wait on something gpuwatch does
+    not measure (a sleep, a lock, a remote service without socket frames), or are not there."""
+    job, st = s.job, s.stacks
+    if job.workers <= 0 or storage_bound(s) or workers_computing(s):
+        return False
+    idle = st.n_worker >= MIN_WORKER_SAMPLES and (st.wshare(lb.W_IDLE) or 0.0) >= IDLE_WORKERS
+    return not idle
 
 
 def _facts(s: Signals) -> dict[str, object]:
     st, job, disk = s.stacks, s.job, s.disk
     return dict(
-        wait=st.wait, inline=st.share(lb.INLINE_LOAD), checkpoint=st.share(lb.CHECKPOINT),
+        wait=s.input_wait, inline=st.share(lb.INLINE_LOAD), checkpoint=st.share(lb.CHECKPOINT),
         workers=job.workers, worker_cpu=job.worker_cpu, usable=job.usable_cpus,
         cpu_short=s.cpu_short, worker_detail=st.top(lb.ROLE_WORKER, lb.W_BUSY),
         io_detail=st.top(lb.ROLE_WORKER, lb.W_IO), main_detail=st.top(lb.ROLE_MAIN_THREAD, lb.INLINE_LOAD),
@@ -112,6 +180,8 @@ def _facts(s: Signals) -> dict[str, object]:
         worker_d=job.worker_d, respawns=job.worker_respawns, disk_busy=disk.data_busy,
         device=disk.busy_device, location=disk.data, network=disk.network, read_bps=disk.read_bps,
         worker_read_bps=job.worker_read_bps, host_cpu=s.host.cpu, psi_io=s.host.psi_io,
+        iowait=s.host.iowait, worker_cpu_mean=job.worker_cpu_mean, aligned_ticks=s.aligned.ticks,
+        storage=tuple(storage_evidence(s)), starting=s.aligned.starting, no_workers=s.aligned.no_workers,
     )
 
 
@@ -126,9 +196,9 @@ def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
         if s.disk.network:
             c.note("network_fs", f"data on a network file system ({s.disk.data.fstype})", True)
         # Shown, not scored: page-cache hits read nothing from storage, so a low rate proves little.
-        c.check("worker_reads", job.worker_read_bps, READS_BPS, ">=", "storage reads of the workers", unit="B/s",
-                kind=INFO)
-        c.check("iowait", host.iowait, IOWAIT, ">=", "host CPU time in iowait", kind=INFO)
+        c.check("worker_reads", job.worker_read_bps, READS_BPS, ">=", "storage reads of the workers", unit="B/s")
+        c.check("iowait", host.iowait, IOWAIT, ">=", "host CPU time in iowait")
+        c.check("reads_in_stacks", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "worker samples in a read", kind=INFO)
     else:
         c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, ">=", "worker samples decoding or transforming")
         c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, ">=", "CPU per DataLoader worker", unit="cores")
@@ -153,7 +223,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         fires = gate and yes(load) and cpu is not False
         return result(c, fires, (st.share(lb.INLINE_LOAD) or 0) >= st.moderate, st.share(lb.INLINE_LOAD),
                       "inline", **_facts(s))
-    wait = c.check("data_wait", st.wait, WAIT_HIGH, ">=", "main thread waiting for a batch", kind=REQ)
+    wait = c.check("data_wait", s.input_wait, WAIT_HIGH, ">=", _wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
     computing = workers_computing(s) or ipc
@@ -161,8 +231,8 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
            computing, kind=INFO)
     fires = gate and yes(wait) and job.workers > 0 and computing
     sub = "ipc" if ipc and not workers_computing(s) else "workers"
-    warn = (st.wait or 0.0) >= st.moderate and computing
-    return result(c, fires, warn, st.wait, sub, **_facts(s))
+    warn = (s.input_wait or 0.0) >= st.moderate and computing
+    return result(c, fires, warn, s.input_wait, sub, **_facts(s))
 
 
 def io(s: Signals, relax: float = 0.0) -> StageResult:
@@ -173,25 +243,35 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
     gate = gpu_gate(c, s)
     m = mode(s)
     if m == "checkpoint":
-        ck = c.check("checkpoint", st.share(lb.CHECKPOINT), CHECKPOINT_SHARE, ">=",
-                     "main thread saving a checkpoint", kind=REQ)
-        return result(c, gate and yes(ck), (st.share(lb.CHECKPOINT) or 0) >= st.moderate,
-                      st.share(lb.CHECKPOINT), "checkpoint", **_facts(s))
+        share = checkpoint_share(s)
+        recurring = periodic(find(s.phases, CHECKPOINT))
+        ck = c.check("checkpoint", share, CHECKPOINT_SHARE, ">=",
+                     "main thread saving checkpoints" + (" (over the last minute)" if recurring else ""), kind=REQ,
+                     band=share_band(CHECKPOINT_SHARE, s.epoch_samples if recurring else st.n_main))
+        # Recurring saves are judged over the minute, the GPU's idle time during them included.
+        return result(c, (gate or recurring) and yes(ck), (share or 0) >= st.moderate, share, "checkpoint",
+                      **{**_facts(s), "checkpoint": share, "recurring": recurring})
     if m == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), WAIT_HIGH, ">=",
                        "main thread loading data itself (num_workers=0)", kind=REQ)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU", unit="cores", kind=REQ)
         _worker_checks(c, s, io_side=True)
-        fires = gate and yes(load) and yes(cpu)
+        c.check("job_reads", s.disk.read_bps, READS_BPS, ">=", "storage reads of the job", unit="B/s")
+        seen = storage_evidence(s, inline=True)
+        c.note("storage_seen", f"storage signs: {', '.join(seen)}" if seen else "no storage sign (no reads, D state, "
+               "I/O pressure or iowait)", bool(seen), kind=REQ)
+        fires = gate and yes(load) and yes(cpu) and bool(seen)
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
-    wait = c.check("data_wait", st.wait, WAIT_HIGH, ">=", "main thread waiting for a batch", kind=REQ)
+    wait = c.check("data_wait", s.input_wait, WAIT_HIGH, ">=", _wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=True)
     waiting = workers_waiting(s)
-    c.note("workers_waiting", "the workers wait on storage (not the CPU)" if waiting
-           else "the workers are not waiting on storage", waiting, kind=INFO)
+    seen = storage_evidence(s)
+    c.note("workers_waiting", f"the workers wait on storage ({', '.join(seen)})" if waiting
+           else "no storage sign (no reads, D state, I/O pressure or iowait)" if not seen
+           else "the workers compute, so storage is not what they wait on", waiting, kind=REQ)
     fires = gate and yes(wait) and waiting
-    warn = (st.wait or 0.0) >= st.moderate and waiting
-    return result(c, fires, warn, st.wait, "workers", **_facts(s))
+    warn = (s.input_wait or 0.0) >= st.moderate and waiting
+    return result(c, fires, warn, s.input_wait, "workers", **_facts(s))
 
 
 def _without_stacks(c: Checks, s: Signals, computing: bool) -> StageResult:
@@ -209,12 +289,30 @@ def _without_stacks(c: Checks, s: Signals, computing: bool) -> StageResult:
     if computing:
         sign = workers_computing(s)
     else:
-        # By elimination: the GPU starves, the main thread does not compute, the workers do not
-        # compute either: they wait on something (storage, network, a sleep). Storage signs make
-        # it stronger; with none of them the strength, hence the confidence, stays low.
-        quiet = job.worker_cpu is not None and job.worker_cpu < WORKER_CPU_IO
-        quiet_main = s.gpu.present and job.main_thread_cpu is not None and job.main_thread_cpu < WORKER_CPU_IO
-        sign = workers_waiting(s) and (quiet and (quiet_main or not s.gpu.present) or storage_signs(s))
+        # The GPU starves and the workers do not compute: storage only with a storage sign the
+        # kernel gives (quiet workers alone may sleep or wait on a lock).
+        sign = workers_waiting(s) and storage_signs(s)
     fires = gate and job.workers > 0 and sign
     idle = 1.0 - s.gpu.compute_busy if s.gpu.present and s.gpu.compute_busy is not None else None
     return result(c, fires, fires, idle, "no_stacks", **_facts(s))
+
+
+def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
+    """The main thread waits for data, yet neither decode (workers computing) nor storage (a sign of
+    reads) is seen: say that, and what is seen (new workers starting; idle-looking workers)."""
+    c = Checks(INPUT_UNMEASURED, relax)
+    st, job = s.stacks, s.job
+    if not st.available:
+        return result(c, False, False, None)
+    gate = gpu_gate(c, s)
+    if mode(s) == "inline":
+        load = c.check("inline_load", st.share(lb.INLINE_LOAD), WAIT_HIGH, ">=",
+                       "main thread loading data itself (num_workers=0)", kind=REQ)
+        cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU", unit="cores", kind=REQ)
+        fires = gate and yes(load) and yes(cpu) and not storage_evidence(s, inline=True)
+        return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
+    wait = c.check("data_wait", s.input_wait, WAIT_HIGH, ">=", _wait_words(s), kind=REQ)
+    a = s.aligned
+    starting = a.usable and (a.starting + a.no_workers) * 2 >= a.ticks
+    fires = gate and yes(wait) and (starting or workers_stalled(s))
+    return result(c, fires, fires, s.input_wait, "starting" if starting else "workers", **_facts(s))

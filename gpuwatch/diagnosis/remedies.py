@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from gpuwatch.diagnosis.evidence import fmt
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.stages import CPU_COMPUTE, OFF_PIPELINE, StageResult
+from gpuwatch.diagnosis.phases import find
+from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     DISK_BUSY,
     PAGEABLE_GAIN,
@@ -17,7 +18,7 @@ from gpuwatch.diagnosis.thresholds import (
     SM_HEALTHY,
     TENSOR_LOW,
 )
-from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH
+from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN
 
 NUMA = ("Keep the trainer and its workers on the CPU socket the GPU hangs off (nvidia-smi topo -m "
         "names it): numactl --cpunodebind=N --membind=N")
@@ -29,6 +30,10 @@ def remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
     make = {IO: _io, DECODE: _decode, H2D: _h2d, GPU_MEMORY: _gpu_memory, LAUNCH: _launch,
             CONTENTION: _contention, GPU_BOUND: _gpu_bound, IDLE: _idle, CPU_COMPUTE: _cpu_compute}.get(stage)
     out = make(f, sub, s) if make else _unknown(stage, s)
+    if stage in (IO, DECODE, INPUT_UNMEASURED) and find(s.phases, RESPAWN) is not None:
+        p = find(s.phases, RESPAWN)
+        out.append(f"persistent_workers=True: the DataLoader's workers were re-created {p.count} time(s) in the "  # type: ignore[union-attr]
+                   "last minute, and each new set builds its first batches from scratch")
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
 
 

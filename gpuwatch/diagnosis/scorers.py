@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpuwatch.diagnosis import gpu_stages, input_stages, system_stages, transfer_stage
-from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult
+from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, StageResult
 from gpuwatch.model import verdict as v
 
 Scorer = Callable[..., StageResult]
@@ -24,4 +24,5 @@ SCORERS: dict[str, Scorer] = {
     v.LAUNCH: gpu_stages.launch,
     v.GPU_BOUND: gpu_stages.gpu_bound,
     CPU_COMPUTE: system_stages.cpu_compute,
+    INPUT_UNMEASURED: input_stages.input_unmeasured,
 }

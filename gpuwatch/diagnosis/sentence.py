@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpuwatch.diagnosis.evidence import fmt
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.stages import CPU_COMPUTE, OFF_PIPELINE, StageResult
+from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import SM_HEALTHY
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
+    CHECKPOINT,
     CONTENTION,
     DECODE,
     GPU_BOUND,
@@ -16,6 +19,10 @@ from gpuwatch.model.verdict import (
     IDLE,
     IO,
     LAUNCH,
+    EPOCH_START,
+    RESPAWN,
+    VALIDATION,
+    Phase,
     Stall,
 )
 
@@ -29,20 +36,48 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
     sub = r.sub if r is not None else ""
     make = {IO: _io, DECODE: _decode, H2D: _h2d, GPU_MEMORY: _gpu_memory, LAUNCH: _launch,
             CONTENTION: _contention, GPU_BOUND: _gpu_bound, IDLE: _idle, CPU_COMPUTE: _cpu_compute,
-            OFF_PIPELINE: _off_pipeline}.get(stage, _unknown)
+            OFF_PIPELINE: _off_pipeline, INPUT_UNMEASURED: _input_unmeasured}.get(stage, _unknown)
     text = make(f, sub, s)
     if r is not None and not r.fires and stage not in (OFF_PIPELINE,) and make is not _unknown:
         text += " (the latest readings are weaker; holding this verdict until another stage clearly wins)"
     if stall is not None:
         during = f", during {stall.coincides_with}" if stall.coincides_with else ""
         text += f" The GPU also idles ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
-    return text
+    return text + epochs(s.phases)
+
+
+def epochs(phases: Sequence[Phase]) -> str:
+    """The job's epoch structure as one sentence ("" when none was seen)."""
+    said = []
+    for p in phases:
+        every = f" every ~{p.period_s:.1f} s" if p.period_s is not None else ""
+        each = f"~{p.each_s:.1f} s" if p.each_s is not None else ""
+        if p.kind == RESPAWN:
+            said.append(f"the DataLoader workers are re-created{every} ({p.count} times in {p.span_s:.0f} s: "
+                        "persistent_workers=False)")
+        elif p.kind == EPOCH_START:
+            said.append(f"each new set of workers makes the main thread wait {each} for its first batches "
+                        f"({fmt(p.share)} of the time)")
+        elif p.kind == VALIDATION:
+            said.append(f"validation passes take {fmt(p.share)} of the time ({each}{every})")
+        elif p.kind == CHECKPOINT:
+            said.append(f"checkpoint saves take {fmt(p.share)} of the time ({each}{every})")
+    if not said:
+        return ""
+    text = "; ".join(said)
+    return f" Epochs: {text[0].upper()}{text[1:]}."
 
 
 def _workers(f: dict, verb: str, verb_one: str) -> str:
     """``2 DataLoader workers compute`` / ``1 DataLoader worker computes``."""
     n = f.get("workers", 0)
     return f"1 DataLoader worker {verb_one}" if n == 1 else f"{n:.0f} DataLoader workers {verb}"
+
+
+def _while(f: dict) -> str:
+    """Said where the workers' readings are those of the ticks the main thread waited in."""
+    mean = f.get("worker_cpu_mean")
+    return f" while it waits, {fmt(mean, 'cores')} on average" if f.get("aligned_ticks") and mean is not None else ""
 
 
 def _busy(s: Signals) -> str:
@@ -58,9 +93,13 @@ def _io(f: dict, sub: str, s: Signals) -> str:
     if sub == "inline":
         return (f"Input-bound on storage: with num_workers=0 the main thread loads data itself "
                 f"{fmt(f.get('inline'))} of the time, mostly waiting on reads.{where}")
-    parts = [f"{fmt(f.get('worker_cpu'), 'cores')} CPU each"]
+    parts = [f"{fmt(f.get('worker_cpu'), 'cores')} CPU each{_while(f)}"]
+    if f.get("worker_read_bps"):
+        parts.append(f"reading {fmt(f.get('worker_read_bps'), 'B/s')}")
     if (f.get("worker_d") or 0) > 0:
         parts.append(f"{fmt(f.get('worker_d'))} in D state")
+    if (f.get("psi_io") or 0) > 0:
+        parts.append(f"I/O pressure {fmt(f.get('psi_io'))}")
     if f.get("disk_busy") is not None:
         parts.append(f"disk {f.get('device') or ''} {fmt(f.get('disk_busy'))} busy".replace("  ", " "))
     if sub == "no_stacks":
@@ -88,7 +127,7 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
                 f"no stacks to confirm the data wait.{full}")
     return (f"Input-bound on CPU decode/augmentation: the main thread waits for data {fmt(f.get('wait'))} of "
             f"the time while the {_workers(f, 'compute', 'computes')} "
-            f"({fmt(f.get('worker_cpu'), 'cores')} CPU each"
+            f"({fmt(f.get('worker_cpu'), 'cores')} CPU each{_while(f)}"
             f"{', in ' + str(f['worker_detail']) if f.get('worker_detail') else ''}).{full}")
 
 
@@ -212,6 +251,23 @@ def _off_pipeline(f: dict, sub: str, s: Signals) -> str:
     return (f"The GPU has work only {_busy(s)} of the time, but the main thread is outside every training "
             f"frame {fmt(s.stacks.share(lb.OTHER))} of the time{_in(detail)}: the job's own code, not a "
             "pipeline stage, holds the GPU back.")
+
+
+def _input_unmeasured(f: dict, sub: str, s: Signals) -> str:
+    if sub == "inline":
+        return (f"Input-bound for a reason gpuwatch does not measure: with num_workers=0 the main thread loads "
+                f"data {fmt(f.get('inline'))} of the time, using only {fmt(s.job.main_thread_cpu, 'cores')} CPU and "
+                "with no storage sign (no reads, D state, I/O pressure or iowait): it may sleep, wait on a lock or "
+                "on the network.")
+    if sub == "starting":
+        return (f"Input-bound on starting workers: the main thread waits for data {fmt(f.get('wait'))} of the time, "
+                "mostly while the DataLoader starts a new set of workers (or has none yet), before they deliver "
+                "their first batches.")
+    return (f"Input-bound for a reason gpuwatch does not measure: the main thread waits for data "
+            f"{fmt(f.get('wait'))} of the time while the {_workers(f, 'neither compute', 'neither computes')} "
+            f"({fmt(f.get('worker_cpu'), 'cores')} CPU each) nor show a storage sign (reads "
+            f"{fmt(f.get('worker_read_bps'), 'B/s')}, no D state, I/O pressure or iowait): they may sleep, wait on "
+            "a lock or on a remote service.")
 
 
 def _unknown(f: dict, sub: str, s: Signals) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from gpuwatch.diagnosis.aligned import Aligned, aligned
 
 from gpuwatch.diagnosis.gpu_signals import GpuSignals, gpu_signals
 from gpuwatch.diagnosis.host_signals import (
@@ -15,8 +17,25 @@ from gpuwatch.diagnosis.host_signals import (
     job_signals,
 )
 from gpuwatch.diagnosis.stack_signals import StackSignals, stack_signals
-from gpuwatch.diagnosis.thresholds import JOB_CPU_SATURATED, STICKY_STACK_FACTOR
+from gpuwatch.diagnosis.thresholds import JOB_CPU_SATURATED, MIN_WORKER_SAMPLES, STICKY_STACK_FACTOR
+from gpuwatch.diagnosis.timeline import Tick, timeline
 from gpuwatch.model.frame import Frame
+from gpuwatch.model.verdict import Phase
+
+
+@dataclass(frozen=True, slots=True)
+class Epochs:
+    """The last minute, for the epoch structure (diagnosis/__init__.py computes it once a tick)."""
+
+    phases: tuple[Phase, ...] = ()
+    recurring_wait: float | None = None
+    """The minute's data-wait share, for a job whose waits recur with its epochs (phases.py)."""
+    ticks: Sequence[Tick] = ()
+
+    @property
+    def samples(self) -> int:
+        """Main-thread stack samples in the minute."""
+        return sum(t.n_main for t in self.ticks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +52,23 @@ class Signals:
     stacks: StackSignals
     sticky_stacks: StackSignals | None = None
     """The same counts over STICKY_STACK_FACTOR times the samples, for the stage in force."""
+    aligned: Aligned = Aligned()
+    """The workers' readings in the ticks where the main thread waited for data (aligned.py).
+    Where there are enough of them, ``job`` and ``stacks`` already carry them in place of the
+    window's means; ``job.worker_cpu_mean`` keeps the mean."""
+    phases: tuple[Phase, ...] = ()
+    """The epoch structure over the last minute (phases.py)."""
+    recurring_wait: float | None = None
+    """Set for a job whose data waits recur with its epochs: the minute's wait share, which the
+    input stages judge instead of the window's (see input_wait)."""
+    epoch_samples: int = 0
+    """Main-thread stack samples the phases' shares were read from."""
 
+    @property
+    def input_wait(self) -> float | None:
+        """The main thread's data-wait share the input stages judge: over whole epochs for a job
+        whose waits recur with them, else over the window."""
+        return self.recurring_wait if self.recurring_wait is not None else self.wait
     # -- the few derived readings several stages share -------------------------------------------
     @property
     def wait(self) -> float | None:
@@ -47,7 +82,7 @@ class Signals:
 
 
 def extract(frames: Sequence[Frame], pool: Sequence[Frame], rank: int | None,
-            held_pool: Sequence[Frame] | None = None) -> Signals:
+            held_pool: Sequence[Frame] | None = None, epochs: Epochs = Epochs()) -> Signals:
     """Signals over ``frames`` (the decision's window, oldest first). Stack counts cover the same
     span and widen back through ``pool`` (a longer history ending at the same frame) only as far
     as needed for enough main-thread samples. The stage in force gets wider counts, reaching back
@@ -55,6 +90,16 @@ def extract(frames: Sequence[Frame], pool: Sequence[Frame], rank: int | None,
     last = frames[-1]
     span = last.t - frames[0].t + 1e-6
     job = job_signals(frames, rank)
+    stacks = stack_signals(pool or frames, span, rank)
+    sticky = stack_signals(held_pool or pool or frames, span, rank, STICKY_STACK_FACTOR)
+    if epochs.recurring_wait is not None:
+        during = aligned(epochs.ticks)  # the workers during the epochs' waits, not only this window's
+    else:
+        during = aligned(timeline(frames, rank))
+        if not during.usable and pool:
+            during = aligned(timeline(pool, rank))
+    if during.usable:
+        job, stacks, sticky = _during_wait(during, job, stacks, sticky)
     return Signals(
         t=last.t,
         frames=len(frames),
@@ -65,6 +110,24 @@ def extract(frames: Sequence[Frame], pool: Sequence[Frame], rank: int | None,
         job=job,
         host=host_signals(frames, job.job_cpu),
         disk=disk_signals(frames),
-        stacks=stack_signals(pool or frames, span, rank),
-        sticky_stacks=stack_signals(held_pool or pool or frames, span, rank, STICKY_STACK_FACTOR),
+        stacks=stacks,
+        sticky_stacks=sticky,
+        aligned=during,
+        phases=epochs.phases,
+        recurring_wait=epochs.recurring_wait if stacks.available else None,
+        epoch_samples=epochs.samples,
     )
+
+
+def _during_wait(a: Aligned, job: JobSignals, stacks: StackSignals, sticky: StackSignals):
+    """The workers' readings of the waiting ticks in place of the window's (stacks: where enough
+    worker samples fell in those ticks)."""
+    job = replace(job, worker_cpu_mean=job.worker_cpu,
+                  worker_cpu=a.worker_cpu if a.worker_cpu is not None else job.worker_cpu,
+                  workers_cpu=a.workers_cpu if a.workers_cpu is not None else job.workers_cpu,
+                  worker_d=a.worker_d if a.worker_d is not None else job.worker_d,
+                  worker_read_bps=a.worker_read_bps if a.worker_read_bps is not None else job.worker_read_bps)
+    if sum(a.worker_labels.values()) >= MIN_WORKER_SAMPLES:
+        stacks = replace(stacks, worker=a.worker_labels)
+        sticky = replace(sticky, worker=a.worker_labels) if sticky.available else sticky
+    return job, stacks, sticky

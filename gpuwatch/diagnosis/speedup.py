@@ -1,6 +1,6 @@
 """The most the job could speed up if the named stage were fixed (an upper bound, Amdahl-style).
 
-- Input-bound (io, decode, pin thread, copies on the main thread): the step loses the share ``w``
+- Input-bound (io, decode, input slow for a reason not measured, pin thread, copies on the main thread): the step loses the share ``w``
   of its time waiting, so removing the wait gives at most 1 / (1 - w) (the TensorFlow profiler's input %
   read the same way). Without stacks, the GPU's idle share stands in: 1 / busy.
 - Launch-bound: the GPU has work only ``busy`` of the time; at best it always has: 1 / busy.
@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.stages import StageResult
+from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PAGEABLE_GAIN
 from gpuwatch.model.verdict import CONTENTION, DECODE, H2D, IO, LAUNCH
 
@@ -35,7 +35,10 @@ def speedup(stage: str, r: StageResult | None, s: Signals) -> float | None:
         return None
     f = r.facts
     x: float | None = None
-    if stage in (IO, DECODE):
+    if stage == INPUT_UNMEASURED:
+        # The wait is measured even where its cause is not: removing it gives at most this.
+        x = _amdahl(f.get("inline") if r.sub == "inline" else f.get("wait"))  # type: ignore[arg-type]
+    elif stage in (IO, DECODE):
         share = {"inline": f.get("inline"), "checkpoint": f.get("checkpoint")}.get(r.sub, f.get("wait"))
         x = _inverse(s.gpu.compute_busy) if r.sub == "no_stacks" else _amdahl(share)  # type: ignore[arg-type]
     elif stage == H2D:

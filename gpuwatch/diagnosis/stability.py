@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpuwatch.diagnosis.stages import OFF_PIPELINE
+from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, OFF_PIPELINE
 from gpuwatch.diagnosis.thresholds import WEAK_TICKS
 from gpuwatch.model.verdict import UNKNOWN
 
-WEAK = (UNKNOWN, OFF_PIPELINE)
+WEAK = (UNKNOWN, OFF_PIPELINE, INPUT_UNMEASURED)
 """Candidates that say "no stage is proved" rather than naming one."""
 
 

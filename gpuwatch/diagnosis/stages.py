@@ -19,6 +19,10 @@ CPU_COMPUTE = CPU_BOUND
 existed said "unknown" with a non-zero confidence; replay recomputes them as ``cpu_bound``."""
 OFF_PIPELINE = "off_pipeline"
 """Internal: the GPU starves while the main thread is mostly outside every training frame."""
+INPUT_UNMEASURED = "input_unmeasured"
+"""Internal: the main thread waits for data, but neither computing workers (decode) nor any storage
+sign (io) is seen: the input is slow for a reason not measured, or new workers are starting.
+Shown as unknown, with a sentence that says so (no cause without positive evidence)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -272,3 +272,40 @@ about that much noise, and NVML's utilization is reported in whole percent."""
 COMPARE_SAME_SHARE = 0.05
 """Other measures (bytes per second, CPU, counts, speed-up) within 5 % of the larger value read
 "same": run-to-run spread of an unchanged job watched twice is of that order."""
+
+
+# -- time-aligned evidence and epoch structure (aligned.py, phases.py) --------------------------
+ALIGNED_WAIT = 0.50
+"""A tick counts as "the main thread waits for data" when most of its main-thread samples (two of
+two at the default 2 dumps/s) are in the data wait: then the tick's worker readings describe the
+workers during the wait, not a mix of waiting and training."""
+ALIGNED_MIN_TICKS = 2
+"""Waiting ticks needed before the readings taken during the wait replace the window's means: one
+tick is a single procs sample (one second of CPU), two agree or not."""
+PHASE_WINDOW_S = 60.0
+"""The epoch structure is read over the last minute: a short epoch (the field's ImageNet script ran
+~15 batches, a few seconds) repeats several times in it, so its period and share are measured,
+while a job that changed its behaviour a minute ago is no longer described by its old phases."""
+PHASE_MIN_SHARE = 0.02
+"""A phase taking under 2 % of the minute (about one tick) is not worth a sentence; re-created
+workers are named whatever their share (the fact itself carries the remedy)."""
+CHECKPOINT_WRITE_BPS = 1e7
+"""A main process writing >= 10 MB/s in a tick with no stack sample counts as saving: a training
+loop's own writes (logs, metrics) run at kB/s, and the smallest model checkpoints are MBs."""
+
+# -- ranking by cost (decide.py) ----------------------------------------------------------------
+COST_MARGIN = 1.5
+"""A challenger displaces the stage in force only with an estimated gain 1.5x as large. Gains come
+from shares: at a share of 0.5 one standard error of a dozen stack samples (+-0.15) moves
+1 / (1 - share) from 1.5x to 2.9x, about a factor of 1.4 either way."""
+CONTENTION_CAUSE = 0.20
+"""An outside cause taking >= 20 % (TF's "high" share: of CPU time for steal, quota throttling or
+run-queue waits; of the GPU's time for a tenant or throttling) slows every stage that needs that
+resource, so it outranks a stage bound by the same resource whatever that stage's own estimate;
+under it, contention wins only where its estimated loss is the larger."""
+SHARE_SE_BANDS = 2.0
+"""Hysteresis of a recurring phase's share (checkpoint saves over the last minute): two standard
+errors of a share at its cut, sqrt(p(1-p)/n) over the n main-thread samples it is read from. At the
+20 % cut: +-0.20 over 16 samples (8 s), +-0.07 over 120 (a minute at 2 Hz). A steady share then
+stays on one side: a save every 3 s taking 20 % flipped the verdict on 8 of 26 frames with the
+fixed +-0.05 band."""

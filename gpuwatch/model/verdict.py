@@ -64,6 +64,33 @@ class Stall:
     coincides_with: str | None
 
 
+RESPAWN = "respawn"
+EPOCH_START = "epoch_start"
+VALIDATION = "validation"
+CHECKPOINT = "checkpoint"
+PHASE_KINDS = (RESPAWN, EPOCH_START, VALIDATION, CHECKPOINT)
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """A recurring part of the job's time outside steady training steps (its epoch structure)."""
+
+    kind: str
+    """respawn (DataLoader workers replaced by new ones: persistent_workers=False), epoch_start (the
+    main thread waiting for the first batches after new workers start), validation (the main thread
+    in an eval/no_grad pass), checkpoint (the main thread saving: torch.save, or a write burst)."""
+    count: int
+    """Times it started within ``span_s``."""
+    share: float | None
+    """Share of ``span_s`` it took (None for respawn, an instant)."""
+    period_s: float | None
+    """Median seconds between two starts (None under two starts)."""
+    each_s: float | None
+    """Mean seconds one occurrence lasts (None for respawn)."""
+    span_s: float
+    """The stretch of the recent past it was judged over."""
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     t: float
@@ -82,6 +109,9 @@ class Verdict:
     rank: int | None = None
     candidate: str | None = None
     """The stage the latest window points to, before the stability rule (for debugging)."""
+    phases: tuple[Phase, ...] = ()
+    """The job's epoch structure seen over the last minute (worker re-creation, first-batch waits,
+    validation passes, checkpoint saves); empty when none was seen."""
 
     def level(self, stage: str) -> str:
         return dict(self.levels).get(stage, LEVEL_OK)

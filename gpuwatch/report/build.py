@@ -50,4 +50,5 @@ def build_report(
         not_checked=collect_gaps(got.frames, environment),
         figures=run_figures(got.marks, run_series(got.frames, got.verdicts), got.frames, remedies, covered,
                             source.cmdline),
+        epochs=got.verdicts[-1].phases if got.verdicts else (),
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gpuwatch.collectors.environment import Environment
 from gpuwatch.model.values import Maybe
+from gpuwatch.model.verdict import Phase
 from gpuwatch.report.figures import Figures
 
 REPORT_SCHEMA = 1
@@ -171,3 +172,6 @@ class Report:
     not_checked: tuple[Gap, ...]
     figures: Figures | None = None
     """The run's headline figures (what ``gpuwatch compare`` reads); None in reports from before them."""
+    epochs: tuple[Phase, ...] = ()
+    """The job's epoch structure over the last minute of the run (worker re-creation, first-batch
+    waits, validation passes, checkpoint saves); empty in reports from before it or when none was seen."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from gpuwatch.collectors.environment import Environment
+from gpuwatch.diagnosis.sentence import epochs
 from gpuwatch.model.values import Unsupported
 from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
@@ -61,7 +62,7 @@ def render_markdown(r: Report) -> str:
     out += ["", "## Verdict", ""]
     m = r.summary
     out.append(f"**{m.title}** held the verdict {m.share:.0%} of the time (mean confidence {m.confidence:.2f}). {m.sentence}")
-    out += _checks(r) + _remedies(r) + _timeline(r) + _evidence(r) + _stall(r) + _stacks(r)
+    out += _checks(r) + _remedies(r) + _timeline(r) + _evidence(r) + _stall(r) + _epochs(r) + _stacks(r)
     out += _environment(r) + _gaps(r)
     return "\n".join(out).rstrip() + "\n"
 
@@ -131,6 +132,14 @@ def _stall(r: Report) -> list[str]:
     with_ = f", coinciding with {st.coincides_with}" if st.coincides_with else ""
     return out + [f"The GPU idled about {st.idle_s:.1f} s every {st.period_s:.1f} s{with_} "
                   f"(seen in {st.seen_share:.0%} of the ticks)."]
+
+
+def _epochs(r: Report) -> list[str]:
+    out = ["", "## Epoch structure", ""]
+    if not r.epochs:
+        return out + ["No worker re-creation, first-batch wait, validation pass or checkpoint save was seen in the "
+                      "last minute of the run."]
+    return out + [epochs(r.epochs).strip()]
 
 
 def _stacks(r: Report) -> list[str]:

@@ -11,6 +11,11 @@ Trains a tiny MLP on a synthetic dataset whose ``__getitem__`` can be made slow 
   almost no CPU, for tests that only need the process tree);
 - ``--slow none``: items are free (the training step dominates).
 
+``--val-batches N`` adds a validation pass after each epoch (``validate``, under ``torch.no_grad``
+with the model in eval mode, on its own loader of N batches with the same workers settings), and
+``--checkpoint-every S`` saves the model plus ``--checkpoint-mb`` of padding with ``torch.save``
+every S seconds (to a temporary file), as real training scripts do.
+
 ``--busy-workers K`` makes only workers ``0..K-1`` slow, so one job has both busy and idle workers.
 The job writes ``--ready-file`` once the first batch has arrived (the workers exist by then), runs
 for ``--duration`` seconds (a safety net: it always ends on its own) and exits 0.
@@ -118,13 +123,28 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads of the main process")
     ap.add_argument("--duration", type=float, default=60.0, help="seconds before the job ends on its own")
     ap.add_argument("--ready-file", default=None)
+    ap.add_argument("--val-batches", type=int, default=0, help="validation batches after each epoch (0: none)")
+    ap.add_argument("--checkpoint-every", type=float, default=0.0, help="seconds between torch.save calls (0: none)")
+    ap.add_argument("--checkpoint-mb", type=int, default=64, help="padding saved with each checkpoint")
     return ap.parse_args(argv)
+
+
+@torch.no_grad()
+def validate(model: nn.Module, loader: DataLoader) -> float:
+    """One pass over the validation loader in eval mode (what the main thread runs between epochs)."""
+    model.eval()
+    total = 0.0
+    for x, y in loader:
+        total += float(nn.functional.cross_entropy(model(x), y))
+    model.train()
+    return total
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parse(argv)
     torch.set_num_threads(a.threads)
     own_dir = None
+    ckpt = os.path.join(tempfile.gettempdir(), f"cpu_train_{os.getpid()}.pt")
     files: list[str] = []
     if a.slow == "read":
         folder = a.data_dir or tempfile.mkdtemp(prefix="cpu_train_data_")
@@ -139,7 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         loader = DataLoader(ds, batch_size=a.batch_size, num_workers=a.workers, pin_memory=a.pin_memory, **kw)
         model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 2))
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        val_loader = None
+        if a.val_batches > 0:
+            val_ds = SlowDataset(a.val_batches * a.batch_size, a.slow, a.item_ms, a.busy_workers, files)
+            val_loader = DataLoader(val_ds, batch_size=a.batch_size, num_workers=a.workers, **kw)
+        padding = torch.zeros(a.checkpoint_mb * (1 << 18)) if a.checkpoint_every > 0 else None
         end = time.monotonic() + a.duration
+        next_save = time.monotonic() + a.checkpoint_every
         ready = False
         epoch = 0
         while time.monotonic() < end:
@@ -148,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
+                if padding is not None and time.monotonic() >= next_save:
+                    torch.save({"model": model.state_dict(), "padding": padding}, ckpt)
+                    next_save = time.monotonic() + a.checkpoint_every
                 if not ready and a.ready_file:
                     with open(a.ready_file + ".tmp", "w") as f:
                         f.write(f"{os.getpid()}\n")
@@ -156,11 +185,15 @@ def main(argv: list[str] | None = None) -> int:
                 if time.monotonic() >= end:
                     break
             epoch += 1
+            if val_loader is not None and time.monotonic() < end:
+                validate(model, val_loader)
         print(f"cpu_train: {epoch} epochs", file=sys.stderr)
         return 0
     finally:
         if own_dir:
             shutil.rmtree(own_dir, ignore_errors=True)
+        if a.checkpoint_every > 0 and os.path.exists(ckpt):
+            os.unlink(ckpt)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,60 @@
+"""What the workers do while the main thread waits for data: readings of the same ticks.
+
+A loader that decodes flat out only at the start of each epoch, then idles while the main thread
+trains on prefetched batches, averages 0.4 core a worker over a window: under the disk stage's 0.5-core
+"not computing" line, though every worker ran a full core exactly while the main thread waited.
+Here only the ticks whose stack samples show the main thread waiting count, each with its own
+procs sample (same frame, same ~1 s), so CPU, D states, reads and worker stack labels are taken
+at the instants of the wait.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gpuwatch.diagnosis.thresholds import ALIGNED_MIN_TICKS, ALIGNED_WAIT
+from gpuwatch.diagnosis.timeline import Tick
+from gpuwatch.diagnosis.window import mean, med
+
+
+@dataclass(frozen=True, slots=True)
+class Aligned:
+    ticks: int = 0
+    """Ticks in which the main thread waited for data most of its samples (with a procs sample)."""
+    worker_cpu: float | None = None
+    """Mean CPU of one worker in those ticks (median over the ticks)."""
+    workers_cpu: float | None = None
+    worker_d: float | None = None
+    worker_read_bps: float | None = None
+    worker_labels: Counter = field(default_factory=Counter)
+    """Worker stack labels sampled in those ticks."""
+    no_workers: int = 0
+    """Of those ticks, the ones with no live worker (the loader between two sets of workers)."""
+    starting: int = 0
+    """Of those ticks, the ones whose main samples sat in the DataLoader's worker start-up."""
+
+    @property
+    def usable(self) -> bool:
+        return self.ticks >= ALIGNED_MIN_TICKS
+
+
+def aligned(ticks: Sequence[Tick]) -> Aligned:
+    waiting = [t for t in ticks if t.procs and t.stacks and (t.wait or 0.0) >= ALIGNED_WAIT]
+    if not waiting:
+        return Aligned()
+    with_workers = [t for t in waiting if t.worker_cpu]
+    labels: Counter = Counter()
+    for t in waiting:
+        labels.update(t.worker_labels)
+    return Aligned(
+        ticks=len(waiting),
+        worker_cpu=med(sum(t.worker_cpu) / len(t.worker_cpu) for t in with_workers),
+        workers_cpu=med(sum(t.worker_cpu) for t in with_workers),
+        worker_d=mean(t.worker_d for t in with_workers),
+        worker_read_bps=med(t.worker_read_bps for t in with_workers),
+        worker_labels=labels,
+        no_workers=len(waiting) - len(with_workers),
+        starting=sum(1 for t in waiting if t.starting),
+    )

@@ -1,0 +1,160 @@
+"""The job's epoch structure over the last minute: worker re-creation, first-batch waits,
+validation passes and checkpoint saves, each with its count, share of the time and period.
+
+- respawn: the DataLoader's workers were all replaced by new processes (no PID in common with
+  the last set seen): ``persistent_workers=False`` re-creates them for every pass over a loader
+  (PyTorch DataLoader internals), and a validation loader brings its own.
+- epoch_start: after new workers appear (or while the main thread sits in the DataLoader's
+  worker start-up), the ticks in which the main thread waits for data most of its samples: the
+  wait for the first batches, which a fresh set of workers must build from scratch.
+- validation: ticks in which most main-thread samples are inside an evaluation pass
+  (timeline.VALIDATION_WORDS).
+- checkpoint: main-thread samples in torch.save & co. (stack_labels.CHECKPOINTS); where no stack
+  sample covers a tick, a write burst of the main process (CHECKPOINT_WRITE_BPS) stands in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import median
+
+from gpuwatch.diagnosis.thresholds import ALIGNED_WAIT, CHECKPOINT_WRITE_BPS, PHASE_MIN_SHARE
+from gpuwatch.diagnosis.timeline import Tick
+from gpuwatch.model import stacks as lb
+from gpuwatch.model.verdict import CHECKPOINT, EPOCH_START, RESPAWN, VALIDATION, Phase
+
+
+def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
+    if len(ticks) < 2:
+        return ()
+    span = sum(t.dt for t in ticks[1:])
+    if span <= 0:
+        return ()
+    out: list[Phase] = []
+    starts = _respawns(ticks)
+    if starts:
+        out.append(Phase(RESPAWN, len(starts), None, _period([ticks[i].t for i in starts]), None, span))
+    runs = _epoch_starts(ticks, starts)
+    if _steady_wait(ticks, runs):
+        runs = []  # it waits as much mid-epoch: the first batches are no special cost, just the input
+    out += _from_runs(EPOCH_START, ticks, runs, span)
+    out += _from_runs(VALIDATION, ticks, _runs(ticks, _in_validation), span)
+    ckpt = _runs(ticks, _saving)
+    share = _checkpoint_share(ticks, span)
+    out += _from_runs(CHECKPOINT, ticks, ckpt, span, share)
+    return tuple(p for p in out if p.kind == RESPAWN or (p.share or 0.0) >= PHASE_MIN_SHARE)
+
+
+def find(ps: Sequence[Phase], kind: str) -> Phase | None:
+    return next((p for p in ps if p.kind == kind), None)
+
+
+def periodic(p: Phase | None) -> bool:
+    """Seen at least twice: a recurring part of the job, not a one-off."""
+    return p is not None and p.count >= 2
+
+
+def _respawns(ticks: Sequence[Tick]) -> list[int]:
+    """Indexes of ticks where a new set of workers replaced the last set seen."""
+    out, last = [], frozenset()
+    for i, t in enumerate(ticks):
+        if not t.workers:
+            continue
+        if last and not (t.workers & last):
+            out.append(i)
+        last = t.workers
+    return out
+
+
+def _epoch_starts(ticks: Sequence[Tick], respawns: list[int]) -> list[tuple[int, int]]:
+    """(first, last) tick of each first-batch wait: from a respawn (or a tick in the workers'
+    start-up) on, while the main thread waits most of its samples."""
+    begins = sorted(set(respawns) | {i for i, t in enumerate(ticks) if t.starting})
+    out: list[tuple[int, int]] = []
+    for k, b in enumerate(begins):
+        if out and b <= out[-1][1] + 1:
+            continue
+        stop = begins[k + 1] if k + 1 < len(begins) else len(ticks)  # the next start ends this one
+        # The tick before the new workers show may already be the wait (they start mid-tick).
+        first = b - 1 if b > 0 and _waiting(ticks[b - 1]) and not ticks[b - 1].workers else b
+        j = first
+        while j < stop and (_waiting(ticks[j]) or (j == b and ticks[j].starting)):
+            j += 1
+        if j > first:
+            out.append((first, j - 1))
+    return out
+
+
+def _steady_wait(ticks: Sequence[Tick], runs: list[tuple[int, int]]) -> bool:
+    """The main thread waits in most sampled ticks outside the first-batch waits too."""
+    inside = {k for a, b in runs for k in range(a, b + 1)}
+    rest = [t for k, t in enumerate(ticks) if k not in inside and t.stacks]
+    return bool(rest) and sum(_waiting(t) for t in rest) * 2 >= len(rest)
+
+
+def _waiting(t: Tick) -> bool:
+    return t.stacks and (t.wait or 0.0) >= ALIGNED_WAIT
+
+
+def _in_validation(t: Tick) -> bool:
+    return t.stacks and t.validation * 2 >= t.n_main > 0
+
+
+def _saving(t: Tick) -> bool:
+    if t.stacks:
+        return t.main[lb.CHECKPOINT] > 0
+    return (t.main_write_bps or 0.0) >= CHECKPOINT_WRITE_BPS
+
+
+def _checkpoint_share(ticks: Sequence[Tick], span: float) -> float:
+    """Seconds saving: each tick's share of main samples in a save (or the whole tick of a write
+    burst where no stack sample covers it), over the span."""
+    total = 0.0
+    for t in ticks[1:]:
+        if t.stacks:
+            total += t.dt * (t.share(lb.CHECKPOINT) or 0.0)
+        elif (t.main_write_bps or 0.0) >= CHECKPOINT_WRITE_BPS:
+            total += t.dt
+    return total / span
+
+
+def _runs(ticks: Sequence[Tick], inside) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for i, t in enumerate(ticks):
+        if not inside(t):
+            continue
+        if out and out[-1][1] == i - 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
+
+
+def _from_runs(kind: str, ticks: Sequence[Tick], runs: list[tuple[int, int]], span: float,
+               share: float | None = None) -> list[Phase]:
+    if not runs:
+        return []
+    secs = [sum(ticks[k].dt for k in range(a, b + 1)) for a, b in runs]
+    if share is None:
+        share = sum(secs) / span
+    return [Phase(kind, len(runs), min(1.0, share), _period([ticks[a].t for a, _ in runs]),
+                  min(sum(secs) / len(secs), share * span / len(runs)) if kind == CHECKPOINT else sum(secs) / len(secs),
+                  span)]
+
+
+def _period(times: list[float]) -> float | None:
+    if len(times) < 2:
+        return None
+    return float(median(b - a for a, b in zip(times, times[1:])))
+
+
+def recurring_wait(ticks: Sequence[Tick], ps: Sequence[Phase]) -> float | None:
+    """The main thread's data-wait share over the minute, for a job whose waits recur with its
+    epochs (first-batch waits seen twice or more); None otherwise. Such a job alternates a few
+    seconds of waiting with a few of training: any short window sees one or the other, while the
+    cost to the job is the wait's share of whole epochs."""
+    if not periodic(find(ps, EPOCH_START)):
+        return None
+    sampled = [t for t in ticks[1:] if t.stacks]
+    span = sum(t.dt for t in sampled)
+    return sum(t.dt * (t.wait or 0.0) for t in sampled) / span if span > 0 else None

@@ -1,0 +1,130 @@
+"""The job tick by tick: for each frame, what the main thread did and which workers were alive.
+
+Window means mix busy and idle phases (a loader whose workers decode flat out while the main
+thread waits, then idle while it trains, averages 0.4 core a worker). Judging by tick keeps the
+readings of one instant together: the procs sample and the stack sample of one frame cover the
+same ~1 s, so the workers' CPU and states in a tick where the main thread waited are what the
+workers did *while* it waited. Both the aligned evidence (aligned.py) and the epoch structure
+(phases.py) read this timeline.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gpuwatch.diagnosis.host_signals import D_STATES
+from gpuwatch.model import stacks as lb
+from gpuwatch.model.frame import Frame
+from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
+from gpuwatch.model.values import known
+
+VALIDATION_WORDS = re.compile(
+    r"(^|[._ ])(val|valid|validate|validation|validation_step|eval|evaluate|evaluation|evaluation_loop|"
+    r"_evaluation_loop|test_step|_run_evaluation)([ (._]|$)|EvaluationLoop|evaluation_loop\.py|"
+    r"^decorate_context \(torch/utils/_contextlib\.py", re.IGNORECASE)
+"""A main-thread frame of an evaluation pass: a function named for validation/evaluation (the
+user's ``validate``/``evaluate``, Lightning's ``_EvaluationLoop``, ``validation_step``), or the
+``torch.no_grad`` decorator's wrapper (torch/utils/_contextlib.py). A ``with torch.no_grad():`` block
+leaves no frame, so a pass written that way is seen only through a function named for it."""
+STARTING = "workers starting"
+"""stack_labels.py's detail for a main thread inside the DataLoader iterator's start or shutdown."""
+WAIT_LABELS = (lb.DATA_WAIT, lb.DATA_IPC)
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    t: float
+    dt: float
+    workers: frozenset[int] = frozenset()
+    worker_cpu: tuple[float, ...] = ()
+    """CPU (cores) of each live worker over the tick."""
+    worker_d: float | None = None
+    """Share of the live workers with a thread in D state at the sample."""
+    worker_read_bps: float | None = None
+    main_write_bps: float | None = None
+    main: Counter = field(default_factory=Counter)
+    """Main-thread stack labels sampled in this tick."""
+    worker_labels: Counter = field(default_factory=Counter)
+    starting: int = 0
+    """Main-thread samples inside the DataLoader's worker start/shutdown."""
+    validation: int = 0
+    """Main-thread samples inside an evaluation pass."""
+    procs: bool = False
+    """A new procs sample of the job came in this tick (CPU and states are this tick's own)."""
+    stacks: bool = False
+
+    @property
+    def n_main(self) -> int:
+        return sum(self.main.values())
+
+    @property
+    def wait(self) -> float | None:
+        n = self.n_main
+        return sum(self.main[x] for x in WAIT_LABELS) / n if n else None
+
+    def share(self, label: str) -> float | None:
+        n = self.n_main
+        return self.main[label] / n if n else None
+
+
+def timeline(frames: Sequence[Frame], rank: int | None) -> list[Tick]:
+    """One Tick per frame that brought a new procs or stack sample, oldest first."""
+    out: list[Tick] = []
+    seen_p: set[float] = set()
+    seen_s: set[float] = set()
+    prev_t: float | None = None
+    for f in frames:
+        p = f.procs if known(f.procs) and f.procs.t not in seen_p else None
+        s = f.stacks if known(f.stacks) and f.stacks.t not in seen_s else None
+        if p is None and s is None:
+            continue
+        dt = f.t - prev_t if prev_t is not None else f.interval
+        prev_t = f.t
+        tick = Tick(t=f.t, dt=max(dt, 1e-3))
+        if p is not None:
+            seen_p.add(p.t)
+        if known(f.procs):  # a repeated procs sample still says which workers live (not counted twice: new)
+            tick = _with_procs(tick, f.procs, rank, new=p is not None)
+        if s is not None:
+            seen_s.add(s.t)
+            tick = _with_stacks(tick, s, rank)
+        out.append(tick)
+    return out
+
+
+def _with_procs(tick: Tick, p, rank: int | None, new: bool) -> Tick:
+    mains = [x for x in p.processes if x.role == ROLE_MAIN and (rank is None or x.rank == rank)]
+    pids = {m.pid for m in mains}
+    workers = [w for w in p.processes if w.role == ROLE_WORKER
+               and (w.main_pid in pids or (w.main_pid is None and len(mains) == 1))]
+    d = None
+    if workers:
+        d = sum(any(st in D_STATES for st in [w.state, *(t.state for t in w.threads)]) for w in workers) / len(workers)
+    reads = [w.read_bps for w in workers if known(w.read_bps)]
+    writes = [m.write_bps for m in mains if known(m.write_bps)]
+    return Tick(t=tick.t, dt=tick.dt, workers=frozenset(w.pid for w in workers),
+                worker_cpu=tuple(w.cpu_pct / 100 for w in workers), worker_d=d,
+                worker_read_bps=float(sum(reads)) if reads else None,
+                main_write_bps=float(sum(writes)) if writes else None, procs=bool(mains) and new)
+
+
+def _with_stacks(tick: Tick, s, rank: int | None) -> Tick:
+    main: Counter = Counter()
+    workers: Counter = Counter()
+    starting = validation = 0
+    for th in s.threads:
+        if rank is not None and th.rank is not None and th.rank != rank:
+            continue
+        if th.role == lb.ROLE_MAIN_THREAD:
+            main[th.label] += 1
+            starting += STARTING in (th.detail or "")
+            validation += any(VALIDATION_WORDS.search(fr) for fr in th.frames)
+        elif th.role == lb.ROLE_WORKER:
+            workers[th.label] += 1
+    return Tick(t=tick.t, dt=tick.dt, workers=tick.workers, worker_cpu=tick.worker_cpu, worker_d=tick.worker_d,
+                worker_read_bps=tick.worker_read_bps, main_write_bps=tick.main_write_bps, main=main,
+                worker_labels=workers, starting=starting, validation=validation, procs=tick.procs,
+                stacks=bool(main))
