@@ -6,9 +6,9 @@ scenario printed (``field_markers.json``; its end marker holds what the job meas
 steps/s, epochs, validation passes, its own wait and save shares). Scored as bench/accuracy.py
 scores a live run: ticks from 8 s after the start marker to the end marker.
 
-The tests marked ``FIELD_LOGIC`` pin the field failures of issue 20 (items 1-5, owned by the
-field-logic change): they fail on the diagnosis they were recorded with and are strict xfails
-until that change lands; whoever lands it removes the marks.
+The tests under "the field failures" pin those of issue 20 (items 1-5): each failed on the
+diagnosis these runs were recorded with (storage at 0 B/s of reads, no epoch structure named, the
+checkpoint job flipping).
 """
 
 from __future__ import annotations
@@ -27,9 +27,6 @@ from gpuwatch.replay import load_frames
 
 DATA = Path(__file__).parent / "data" / "h200"
 MARKERS = json.loads((DATA / "field_markers.json").read_text())
-FIELD_LOGIC = pytest.mark.xfail(strict=True, reason=(
-    "issue 20 items 1-5 (field-logic): on the diagnosis of 2026-12-03 these jobs read 'storage' with 0 B/s "
-    "of reads, name no epoch structure, and the checkpoint job flips; remove this mark with that change"))
 
 
 def _replay(name: str):
@@ -92,14 +89,12 @@ def test_the_tokenising_job_reads_decode():
 
 # -- the field failures (issue 20 items 1-5) ------------------------------------------------------
 
-@FIELD_LOGIC
 @pytest.mark.parametrize("name", ["imagefolder_epochs", "lightning"])
 def test_no_storage_verdict_without_reads(name):
     r = _run(name)
     assert "io" not in r["score"]["verdicts"], r["score"]["verdicts"]
 
 
-@FIELD_LOGIC
 def test_the_torchvision_job_reads_decode_with_its_epoch_structure():
     """14 workers decode JPEGs (one batch each per 15-batch epoch): the main thread waits while a
     few of them decode; restarted every epoch and validation pass (12 starts in 31 s)."""
@@ -112,17 +107,22 @@ def test_the_torchvision_job_reads_decode_with_its_epoch_structure():
     assert "persistent_workers" in r["last"].sentence
 
 
-@FIELD_LOGIC
 def test_the_lightning_job_names_its_restarted_workers():
     """Lightning's default persistent_workers=False with 0.7 s epochs: input-bound by the loaders'
     start-up (the job measured 18 % of its time fetching batches, 1.29x faster with persistent workers)."""
     r = _run("lightning")
-    assert r["score"]["accuracy"] >= 0.5, r["score"]["verdicts"]
+    # What is seen: the main thread waits inside the DataLoader's worker start-up and shutdown
+    # (_shutdown_workers joining the old set) while the workers barely compute (0.25 core at most)
+    # and read nothing: named as such (shown as unknown: no pipeline stage is proved), or decode.
+    said = [v for _, v in r["scored"]]
+    right = [v.stage == "decode" or v.sentence.startswith("Input-bound on starting workers") for v in said]
+    assert sum(right) >= 0.5 * len(right), Counter(v.sentence[:40] for v in said)
+    assert r["last"].speedup is not None and r["last"].speedup <= 2.0  # the job measured 1.29x with persistent workers
     respawn = _phase(r["last"], "respawn")
     assert respawn is not None and respawn.count >= 20, respawn
+    assert "persistent_workers=True" in " ".join(r["last"].remedies)
 
 
-@FIELD_LOGIC
 def test_the_checkpoint_job_holds_one_verdict_and_names_its_saves():
     """1.03 GiB saved every 3 s of training, 2.1 s a save: 41 % of the time (the job's own clock)."""
     r = _run("checkpoint")

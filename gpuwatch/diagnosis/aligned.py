@@ -26,6 +26,10 @@ class Aligned:
     worker_cpu: float | None = None
     """Mean CPU of one worker in those ticks (median over the ticks)."""
     workers_cpu: float | None = None
+    worker_cpu_top: float | None = None
+    """CPU of the busiest worker in those ticks (median over the ticks): the one building the batch
+    the main thread waits for. Batches come back in order, so with many workers and short epochs
+    most workers idle (done, or not yet asked) while that one runs flat out: their mean hides it."""
     worker_d: float | None = None
     worker_read_bps: float | None = None
     worker_labels: Counter = field(default_factory=Counter)
@@ -52,6 +56,7 @@ def aligned(ticks: Sequence[Tick]) -> Aligned:
         ticks=len(waiting),
         worker_cpu=med(sum(t.worker_cpu) / len(t.worker_cpu) for t in with_workers),
         workers_cpu=med(sum(t.worker_cpu) for t in with_workers),
+        worker_cpu_top=med(max(t.worker_cpu) for t in with_workers),
         worker_d=mean(t.worker_d for t in with_workers),
         worker_read_bps=med(t.worker_read_bps for t in with_workers),
         worker_labels=labels,

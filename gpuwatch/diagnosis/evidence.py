@@ -84,10 +84,11 @@ class Checks:
     def check(self, signal: str, value: float | None, threshold: float, op: str, what: str,
               unit: str = "%", kind: str = SUP, band: float | None = None) -> bool | None:
         """Compare and record; True/False, or None when the value is unknown. Each threshold's
-        basis is in docs/THRESHOLDS.md; the text says the cut in words with its number. ``band``:
-        the hysteresis band of a required item where it is not the default (a share's own noise)."""
+        basis is in docs/THRESHOLDS.md; the text says the cut in words with its number. ``band``: how
+        far a required item of the stage in force may fall before it lets go, where that is wider
+        than the usual band (a share's own noise); a challenger still meets the usual band."""
         th = adjusted(threshold, op, self.relax, unit) if kind == REQ else threshold
-        if kind == REQ and band is not None:
+        if kind == REQ and band is not None and self.relax > 0:  # the stage in force holds to its wider band
             th = threshold - self.relax * band if op in (">=", ">") else threshold + self.relax * band
         said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0)
         if value is None:

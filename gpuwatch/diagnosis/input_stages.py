@@ -88,6 +88,8 @@ def workers_computing(s: Signals) -> bool:
     a small host that alone fills the run queue (measured: the CPU io scenario on 2 cores, workers
     at 0.4 core each in reads with PSI io 46 % and 13 % run delay)."""
     job = s.job
+    if s.aligned.usable and (s.aligned.worker_cpu_top or 0.0) >= WORKER_CPU_BUSY:
+        return True  # the worker building the awaited batch runs flat out while the main thread waits
     queued = s.cpu_short or (job.worker_run_delay or 0.0) >= RUN_DELAY
     if job.worker_cpu is not None:
         if job.worker_cpu >= WORKER_CPU_BUSY:
@@ -181,6 +183,7 @@ def _facts(s: Signals) -> dict[str, object]:
         device=disk.busy_device, location=disk.data, network=disk.network, read_bps=disk.read_bps,
         worker_read_bps=job.worker_read_bps, host_cpu=s.host.cpu, psi_io=s.host.psi_io,
         iowait=s.host.iowait, worker_cpu_mean=job.worker_cpu_mean, aligned_ticks=s.aligned.ticks,
+        worker_cpu_top=s.aligned.worker_cpu_top if s.aligned.usable else None,
         storage=tuple(storage_evidence(s)), starting=s.aligned.starting, no_workers=s.aligned.no_workers,
     )
 

@@ -76,8 +76,11 @@ def _workers(f: dict, verb: str, verb_one: str) -> str:
 
 def _while(f: dict) -> str:
     """Said where the workers' readings are those of the ticks the main thread waited in."""
-    mean = f.get("worker_cpu_mean")
-    return f" while it waits, {fmt(mean, 'cores')} on average" if f.get("aligned_ticks") and mean is not None else ""
+    mean, top = f.get("worker_cpu_mean"), f.get("worker_cpu_top")
+    if not f.get("aligned_ticks") or mean is None:
+        return ""
+    busiest = f", the busiest {fmt(top, 'cores')}" if top is not None and top >= (f.get("worker_cpu") or 0) + 0.1 else ""
+    return f" while it waits{busiest}; {fmt(mean, 'cores')} on average"
 
 
 def _busy(s: Signals) -> str:
