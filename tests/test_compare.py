@@ -130,9 +130,15 @@ def test_unreadable_inputs_get_one_line_and_exit_2(tmp_path, capsys, content, sa
     assert len(err.strip().splitlines()) == 1 and says in err
 
 
-def test_a_folder_is_refused(tmp_path, capsys):
+def test_a_folder_or_a_pipe_is_refused(tmp_path, capsys):
+    import os
+
     rc, _, err = run(capsys, HEALTHY, str(tmp_path))
     assert rc == 2 and "is a folder" in err
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    rc, _, err = run(capsys, str(fifo), HEALTHY)  # refused before opening: no hang waiting for a writer
+    assert rc == 2 and "is a pipe or a device" in err
 
 
 def test_html_side_by_side_with_charts_on_one_scale(tmp_path, capsys, io_vs_healthy):

@@ -10,7 +10,6 @@ from gpuwatch.model.verdict import GPU_BOUND, PIPELINE, STAGE_TITLES
 from gpuwatch.report.figures import HIGHER, LOWER, MEASURES, NEUTRAL, Figures, Mean
 
 
-
 @dataclass(frozen=True, slots=True)
 class Row:
     group: str

@@ -41,6 +41,8 @@ class Side:
 def load_side(path: str) -> Side:
     if os.path.isdir(path):
         raise Unreadable(f"{path} is a folder, not a recording or a report")
+    if os.path.exists(path) and not os.path.isfile(path):  # each side is read twice (sniffed, then parsed)
+        raise Unreadable(f"{path} is a pipe or a device: compare reads files (a .gz recording is read as it is)")
     try:
         first = _first_line(path)
     except FileNotFoundError:
