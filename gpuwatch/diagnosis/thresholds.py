@@ -96,8 +96,8 @@ COPY_SHARE = 0.06
 runs beside. H200: pinned H2D reads util 100 / GR 0; pageable copies read 14-17 % (runs of
 2026-12-02) and 10-12 % on another host where they ran at 8-10 % of the link (device run 11);
 every other scenario 0 % (4 % at most, on the tick a phase switched). 6 % is about the geometric
-middle of 4 and 10. It was 10 %: device run 11's pageable phase sat on that line and was called
-launch-bound (its busy main thread is the CPU staging the copies)."""
+middle of 4 and 10. Not 10 %: pageable copies at 10-12 % sit on that line, and a tick under it is
+read as launch-bound (the busy main thread is the CPU staging the copies)."""
 RX_SATURATED = 0.70
 """RX >= 70 % of the link's capacity fills the link. H200: pinned copies reached 56.5 GiB/s = 0.94
 of gen5 x16."""
