@@ -56,13 +56,6 @@ class Follows(Protocol):
     def follow(self, verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> None: ...
 
 
-@runtime_checkable
-class Closes(Protocol):
-    """A sink that holds something to release at the end (the exporter's HTTP server)."""
-
-    def close(self) -> None: ...
-
-
 Sink = Callable[[Tick], object]
 """Takes every tick, on the event loop, in order; must not block."""
 
