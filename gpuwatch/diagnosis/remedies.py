@@ -28,7 +28,8 @@ def remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
     f = dict(r.facts) if r is not None else {}
     sub = r.sub if r is not None else ""
     make = {IO: _io, DECODE: _decode, H2D: _h2d, GPU_MEMORY: _gpu_memory, LAUNCH: _launch,
-            CONTENTION: _contention, GPU_BOUND: _gpu_bound, IDLE: _idle, CPU_COMPUTE: _cpu_compute}.get(stage)
+            CONTENTION: _contention, GPU_BOUND: _gpu_bound, IDLE: _idle, CPU_COMPUTE: _cpu_compute,
+            INPUT_UNMEASURED: _input_unmeasured}.get(stage)
     out = make(f, sub, s) if make else _unknown(stage, s)
     if stage in (IO, DECODE, INPUT_UNMEASURED) and find(s.phases, RESPAWN) is not None:
         p = find(s.phases, RESPAWN)
@@ -222,6 +223,16 @@ def _idle(f: dict, sub: str, s: Signals) -> list[str]:
 def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
     return ["The model itself is the work: train on a GPU, or make the CPU step cheaper (torch.compile, "
             "channels_last, torch.set_num_threads to the usable cores)"]
+
+
+def _input_unmeasured(f: dict, sub: str, s: Signals) -> list[str]:
+    if sub == "starting":
+        return ["persistent_workers=True keeps the workers (and their warm state) from one pass over the loader "
+                "to the next; a larger prefetch_factor lets the first batches queue up sooner"]
+    who = "the main thread" if sub == "inline" else "a DataLoader worker"
+    return [f"Look at where {who} waits: py-spy dump --pid <its pid> (a sleep, a lock, a remote call; gpuwatch "
+            "sees no CPU work and no storage sign)",
+            "More DataLoader workers overlap waits that are not CPU work (network or service latency)"]
 
 
 def _unknown(stage: str, s: Signals) -> list[str]:

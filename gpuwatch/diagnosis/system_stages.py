@@ -68,6 +68,8 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
     usable = job.usable_cpus or h.cpu_count
     others = h.others_cpu / usable if h.others_cpu is not None and usable else None
     delay = max((x for x in (job.main_run_delay, job.worker_run_delay) if x is not None), default=None)
+    # A process's run delay sums its threads' waits, so it can pass 1; a share of the time cannot.
+    delay = min(delay, 1.0) if delay is not None else None
     oth = c.check("others_cpu", others, OTHERS_CPU_SHARE, ">=", "CPUs used by processes outside the job", kind=REQ)
     queued = [c.check("run_delay", delay, RUN_DELAY, ">=", "time the job's threads waited for a CPU", kind=REQ),
               c.check("psi_cpu", h.psi_cpu, PSI_CPU, ">=", "CPU pressure (PSI cpu some)", kind=REQ),
