@@ -47,8 +47,8 @@ class Page(HTMLParser):
         elif self._chart is not None and tag == "path" and "data-series" in a:
             self._chart["paths"][a["data-series"]] = a["d"]
         elif self._chart is not None and tag == "rect":
-            if a.get("class") == "band":
-                self._chart["band"].append((float(a["data-t"]), a["data-state"]))
+            if a.get("class") == "band":  # a run of ticks with one stage: one entry per tick
+                self._chart["band"] += [(float(a["data-t"]), a["data-state"])] * int(a["data-ticks"])
             elif a.get("class") == "bar":
                 self._chart["bars"].append((float(a["data-t"]), a["data-series"], int(a["data-count"])))
             elif a.get("class") == "stall":

@@ -104,14 +104,23 @@ def line_chart(chart: str, title: str, axis: Axis, lines: Sequence[Line], y_fmt,
 
 def band_chart(chart: str, title: str, axis: Axis, states: Sequence[str], colours: dict[str, str],
                labels: dict[str, str]) -> str:
-    """One coloured cell per tick: the verdict's stage over time."""
+    """The verdict's stage over time: one coloured cell per run of ticks with the same stage
+    (``data-t`` its first tick, ``data-ticks`` how many)."""
     x0, y0, w, h = _box()
     body = []
-    cell = max(1.0, w * axis.tick_s / axis.span) if axis.span > 0 else w
-    for t, s in zip(axis.t, states):
-        body.append(f'<rect class="band" data-t="{t:.6g}" data-state="{escape(s)}" x="{_x(axis, t):.2f}" '
-                    f'y="{y0 + h * 0.3:.1f}" width="{cell:.2f}" height="{h * 0.6:.1f}" '
-                    f'fill="{colours.get(s, "#cccccc")}"><title>{t:.0f} s: {escape(labels.get(s, s))}</title></rect>')
+    tick_w = w * axis.tick_s / axis.span if axis.span > 0 else w
+    i = 0
+    while i < len(states):
+        j = i
+        while j + 1 < len(states) and states[j + 1] == states[i]:
+            j += 1
+        s, t, end = states[i], axis.t[i], axis.t[j]
+        width = max(1.0, _x(axis, end) - _x(axis, t) + tick_w)
+        body.append(f'<rect class="band" data-t="{t:.6g}" data-ticks="{j - i + 1}" data-state="{escape(s)}" '
+                    f'x="{_x(axis, t):.2f}" y="{y0 + h * 0.3:.1f}" width="{width:.2f}" height="{h * 0.6:.1f}" '
+                    f'fill="{colours.get(s, "#cccccc")}"><title>{t:.0f}-{end + axis.tick_s:.0f} s: '
+                    f"{escape(labels.get(s, s))}</title></rect>")
+        i = j + 1
     seen = list(dict.fromkeys(states))
     body.append(_legend([(labels.get(s, s), colours.get(s, "#cccccc")) for s in seen]))
     return _frame(chart, title, axis, 0.0, str, body)
