@@ -176,6 +176,7 @@ def test_html_with_a_report_on_one_side_charts_the_recording_only(tmp_path, caps
 
 
 def test_speed_up_left_is_not_a_small_stage_standing_for_an_unestimated_big_one():
+    from gpuwatch.report.figures import SpeedupLeft
     from gpuwatch.report.measure import speedup_left
     from gpuwatch.report.model import Remedy
 
@@ -183,10 +184,16 @@ def test_speed_up_left_is_not_a_small_stage_standing_for_an_unestimated_big_one(
     pcie = Remedy("pin memory", "h2d", None, 0.84, None, None)
     decode = Remedy("more workers", "decode", None, 0.9, 8.0, 6.9)
     assert speedup_left([launch, pcie]) == speedup_left([pcie, launch])
-    left = speedup_left([launch, pcie])
-    assert left.stage == "h2d" and left.factor is None
-    assert speedup_left([launch, decode]).factor == 6.9
-    assert speedup_left([launch]).factor == 1.11
+    left = speedup_left([launch, pcie])  # 84 % of the run not estimated: at most 1 / 0.16
+    assert (left.stage, left.factor, left.upper_bound) == ("h2d", 6.25, True)
+    assert speedup_left([launch, decode]) == SpeedupLeft("decode", 6.9, False)
+    assert speedup_left([launch]) == SpeedupLeft("launch", 1.11, False)
+    # a few ticks of a stage without an estimate: the bound says little is left
+    blip = Remedy("graphs", "launch", None, 0.03, None, None)
+    assert speedup_left([blip]) == SpeedupLeft("launch", 1.03, True)
+    assert speedup_left([blip, Remedy("more workers", "decode", None, 0.2, 2.0, 1.11)]).upper_bound is False
+    # a remedy of a stage outside the pipeline (the epoch structure) counts when it comes with an estimate
+    assert speedup_left([Remedy("persistent workers", "unknown", None, 0.6, 1.5, 1.26)]).factor == 1.26
     assert speedup_left([Remedy("fix the link", None, "pcie_link", 0.0, None, None)]) is None
 
 

@@ -24,6 +24,8 @@ class Row:
     better: int
     """HIGHER, LOWER or NEUTRAL."""
     note: str = ""
+    ceiling: tuple[bool, bool] = (False, False)
+    """Whether the value before / after is a ceiling ("at most"), not an estimate."""
 
     @property
     def change(self) -> float | None:
@@ -96,21 +98,25 @@ def _stall_rows(b: Figures, a: Figures) -> tuple[Row, ...]:
 
 
 def _speedup_row(b: Figures, a: Figures) -> Row:
-    """The estimated whole-run speed-up still on the table: 1.0 (nothing left) where no remedy came
-    with an estimate and the run was mostly GPU-bound, else not known."""
-    def left(f: Figures) -> tuple[float | None, str]:
+    """The whole-run speed-up still on the table: 1.0 (nothing left) where no remedy came with an
+    estimate and the run was mostly GPU-bound. Where a side holds only a ceiling (a stage nobody
+    estimated), the change is shown but not judged better or worse."""
+    def left(f: Figures) -> tuple[float | None, str, bool]:
         if f.speedup_left is not None:
-            title = STAGE_TITLES.get(f.speedup_left.stage, f.speedup_left.stage)
-            if f.speedup_left.factor is None:
-                return None, f"{title} not estimated"
-            return f.speedup_left.factor, title
+            sl = f.speedup_left
+            title = STAGE_TITLES.get(sl.stage, sl.stage)
+            if sl.factor is None:
+                return None, f"{title} not estimated", False
+            if sl.upper_bound:
+                return sl.factor, f"{title}, not estimated: at most {sl.factor:.2f}x if its time went to zero", True
+            return sl.factor, title, False
         top = f.stage_shares[0][0] if f.stage_shares else None
-        return (1.0, "nothing to fix") if top == GPU_BOUND else (None, "not estimated")
+        return (1.0, "nothing to fix", False) if top == GPU_BOUND else (None, "not estimated", False)
 
-    vb, wb = left(b)
-    va, wa = left(a)
-    return Row("speed-up left", "speedup_left", "estimated speed-up left", "x", vb, va, LOWER,
-               f"before: {wb}; after: {wa}")
+    vb, wb, bound_b = left(b)
+    va, wa, bound_a = left(a)
+    return Row("speed-up left", "speedup_left", "estimated speed-up left", "x", vb, va,
+               NEUTRAL if bound_b or bound_a else LOWER, f"before: {wb}; after: {wa}", (bound_b, bound_a))
 
 
 def _missing(mb: Mean, ma: Mean) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuwatch.compare.diff import Row
-from gpuwatch.report.units import rate
+from gpuwatch.report.units import rate, value
 
 
 def change(r: Row) -> str:
@@ -19,3 +19,9 @@ def change(r: Row) -> str:
     if r.unit == "s":
         return f"{d:+.1f} s"
     return f"{d:+.1f}"
+
+
+def cells(r: Row) -> tuple[str, str]:
+    """The before and after values as written ("at most 6.33x" for a ceiling)."""
+    return tuple(("at most " if ceiling else "") + value(v, r.unit)  # type: ignore[return-value]
+                 for v, ceiling in zip((r.before, r.after), r.ceiling))

@@ -8,11 +8,10 @@ from collections.abc import Sequence
 from html import escape
 
 from gpuwatch.compare.diff import Comparison
-from gpuwatch.compare.fmt import change
+from gpuwatch.compare.fmt import cells, change
 from gpuwatch.report.render_html import STYLE, charts
 from gpuwatch.report.series import Tick
 from gpuwatch.report.svg import nice
-from gpuwatch.report.units import value
 from gpuwatch.untrusted import html
 
 VERDICT_CLASS = {"better": "pass", "worse": "fail", "same": "not_checked", "changed": "warn",
@@ -32,7 +31,7 @@ def render_html(c: Comparison, before: Sequence[Tick] | None, after: Sequence[Ti
             "<th>change</th><th></th></tr>"]
     for r in c.rows:
         out.append(f'<tr data-key="{escape(r.key)}"><td>{escape(r.group)}</td><td>{html(r.label)}</td>'
-                   f"<td>{escape(value(r.before, r.unit))}</td><td>{escape(value(r.after, r.unit))}</td>"
+                   f"<td>{escape(cells(r)[0])}</td><td>{escape(cells(r)[1])}</td>"
                    f'<td>{escape(change(r))}</td><td class="{VERDICT_CLASS[r.verdict]}">{escape(r.verdict)}</td></tr>')
     out.append("</table>")
     sp = c.rows[-1]

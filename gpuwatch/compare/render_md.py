@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from gpuwatch.compare.diff import Comparison
-from gpuwatch.compare.fmt import change
-from gpuwatch.report.units import value
+from gpuwatch.compare.fmt import cells, change
 from gpuwatch.untrusted import markdown, markdown_code
 
 
@@ -21,7 +20,7 @@ def render_markdown(c: Comparison) -> str:
         out += ["## Notes", ""] + [f"- {markdown(n)}" for n in c.notes] + [""]
     out += ["## Side by side", "", "| | measure | before | after | change | |", "|---|---|--:|--:|--:|---|"]
     for r in c.rows:
-        out.append(f"| {r.group} | {markdown(r.label)} | {value(r.before, r.unit)} | {value(r.after, r.unit)} | "
+        out.append(f"| {r.group} | {markdown(r.label)} | {cells(r)[0]} | {cells(r)[1]} | "
                    f"{change(r)} | {r.verdict} |")
     sp = c.rows[-1]
     if sp.note:

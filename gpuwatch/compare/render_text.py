@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from gpuwatch.compare.diff import Comparison
-from gpuwatch.compare.fmt import change
-from gpuwatch.report.units import value
+from gpuwatch.compare.fmt import cells, change
 from gpuwatch.untrusted import clean
 
 
@@ -21,12 +20,12 @@ def render_text(c: Comparison) -> str:
         if r.group != group:
             group = r.group
             table.append((f"{group}:", "", "", "", ""))
-        table.append((f"  {clean(r.label)}", value(r.before, r.unit), value(r.after, r.unit), change(r), r.verdict))
+        table.append((f"  {clean(r.label)}", *cells(r), change(r), r.verdict))
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     lines.append("")
     for row in table:
-        cells = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in (1, 2, 3)] + [row[4]]
-        lines.append("  ".join(cells).rstrip())
+        parts = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in (1, 2, 3)] + [row[4]]
+        lines.append("  ".join(parts).rstrip())
     sp = c.rows[-1]
     if sp.note:
         lines += ["", f"speed-up left: {clean(sp.note)}"]

@@ -39,8 +39,12 @@ class Mean:
 class SpeedupLeft:
     stage: str
     factor: float | None
-    """Whole-run speed-up (x times) if this stage were fixed: the report's largest remedy estimate;
-    None when a stage without an estimate held more of the run (then ``stage`` is that one)."""
+    """Whole-run speed-up (x times) if this stage were fixed: the report's remedy estimate, or, for a
+    stage without one, the most removing its time could give (``upper_bound``); None in reports
+    written before the bound."""
+    upper_bound: bool = False
+    """True when ``factor`` is Amdahl's ceiling ``1 / (1 - share)`` of a stage the verdicts did not
+    estimate, not an estimate."""
 
 
 @dataclass(frozen=True, slots=True)

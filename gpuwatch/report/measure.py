@@ -7,7 +7,7 @@ from statistics import median
 
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.values import known
-from gpuwatch.model.verdict import PIPELINE
+from gpuwatch.model.verdict import GPU_BOUND, IDLE, PIPELINE
 from gpuwatch.report.figures import Figures, Mean, SpeedupLeft
 from gpuwatch.report.model import Remedy
 from gpuwatch.report.sections import Mark, stage_shares
@@ -41,23 +41,29 @@ def run_figures(marks: Sequence[Mark], series: Sequence[Tick], frames: Sequence[
 
 
 def speedup_left(remedies: Sequence[Remedy]) -> SpeedupLeft | None:
-    """The largest whole-run estimate among the remedies of pipeline stages; but when a stage
-    without an estimate held more of the run than that one, that stage, not estimated: a small
-    estimated stage must not stand for what is left when most of the run is not estimated."""
+    """What fixing one stage could still give over the whole run: the largest of the remedies'
+    estimates (``speedup_run``) and, for each pipeline stage that came without one, Amdahl's
+    ceiling ``1 / (1 - share)`` (its time gone entirely), marked as a bound. So a small estimated
+    stage never stands for a large one nobody estimated, and a stage of a few ticks without an
+    estimate cannot hide that little is left."""
     stages: dict[str, tuple[float, float | None]] = {}
     for r in remedies:
-        if r.stage in PIPELINE:
-            share, factor = stages.get(r.stage, (r.share, None))
-            if r.speedup_run is not None:
-                factor = max(factor or 0.0, r.speedup_run)
-            stages[r.stage] = (max(share, r.share), factor)
-    est = [(f, sh, st) for st, (sh, f) in stages.items() if f is not None]
-    unest = [(sh, st) for st, (sh, f) in stages.items() if f is None]
-    best = max(est, default=None)
-    top = max(unest, default=None)
-    if top is not None and (best is None or top[0] > best[1]):
-        return SpeedupLeft(top[1], None)
-    return SpeedupLeft(best[2], round(best[0], 2)) if best is not None else None
+        if r.stage is None or r.stage in (GPU_BOUND, IDLE):
+            continue
+        share, factor = stages.get(r.stage, (r.share, None))
+        if r.speedup_run is not None:
+            factor = max(factor or 0.0, r.speedup_run)
+        stages[r.stage] = (max(share, r.share), factor)
+    options = []
+    for stage, (share, factor) in stages.items():
+        if factor is not None:
+            options.append((factor, False, stage))
+        elif stage in PIPELINE:
+            options.append((1.0 / (1.0 - share) if share < 1.0 else float("inf"), True, stage))
+    if not options:
+        return None
+    factor, bound, stage = max(options, key=lambda o: (o[0], not o[1]))
+    return SpeedupLeft(stage, round(factor, 2) if factor != float("inf") else None, bound)
 
 
 def _gpu_names(frames: Sequence[Frame]) -> tuple[str, ...]:
