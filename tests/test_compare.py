@@ -60,7 +60,7 @@ def row(c, key):
 
 def test_the_fix_shows_as_disk_time_gone_and_the_gpu_busy(io_vs_healthy):
     c = io_vs_healthy
-    assert row(c, "stage.io").before > 90 and row(c, "stage.io").after == 0 and row(c, "stage.io").verdict == "better"
+    assert row(c, "stage.io").before > 50 and row(c, "stage.io").after == 0 and row(c, "stage.io").verdict == "better"
     assert row(c, "stage.gpu_bound").after > 80 and row(c, "stage.gpu_bound").verdict == "better"
     busy = row(c, "gpu_busy")
     assert busy.before == pytest.approx(mean_gpu_busy(IO), abs=1e-3)
@@ -94,10 +94,12 @@ def test_a_json_report_compares_like_its_recording(tmp_path, capsys, io_vs_healt
     assert got["stage.io"]["verdict"] == "better"
 
 
-def test_text_and_markdown(capsys):
+def test_text_and_markdown(capsys, io_vs_healthy):
     rc, out, _ = run(capsys, IO, HEALTHY)
     assert rc == 0
-    assert "GPU busy (NVML utilization)" in out and "Disk" in out and "10.00x" in out
+    assert "GPU busy (NVML utilization)" in out and "Disk" in out
+    left = row(io_vs_healthy, "speedup_left")
+    assert f"{left.before:.2f}x" in out and f"{left.after:.2f}x" in out
     rc, md, _ = run(capsys, IO, HEALTHY, "--format", "md")
     assert rc == 0 and md.startswith("# gpuwatch compare")
     table = [line for line in md.splitlines() if line.startswith("| ")]
