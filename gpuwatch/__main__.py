@@ -1,5 +1,9 @@
-import sys
+from gpuwatch.stopping import guard_startup
 
-from gpuwatch.cli import main
+guard_startup()  # `python -m gpuwatch`: clean from its first instruction (gpuwatch/signals.py)
+
+import sys  # noqa: E402
+
+from gpuwatch.cli import main  # noqa: E402
 
 sys.exit(main())

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 from gpuwatch.collectors.base import Collector
 from gpuwatch.collectors.target import Target
+from gpuwatch.errors import UsageError
 from gpuwatch.model.values import Unsupported
+from gpuwatch.untrusted import clean
 
 
 @dataclass
@@ -46,10 +48,33 @@ def _load(module: str, cls: str, field: str):
         return lambda *a, **k: _Missing(field, reason)
 
 
+def check_gpu_indexes(session: object, gpus: Sequence[int] | None) -> None:
+    """Refuse ``--gpu`` indexes this host does not have, naming the GPUs it has (UsageError).
+    Without NVML nothing can be checked: the GPU panel says why it is empty."""
+    if not gpus or not hasattr(session, "probe") or session.probe() is not None:
+        return
+    n = session.count
+    bad = [g for g in gpus if not 0 <= g < n]
+    if not bad:
+        return
+    if n == 0:
+        raise UsageError(f"--gpu {bad[0]}: this host has no GPU that NVML sees (check nvidia-smi -L)")
+    names = []
+    for i in range(n):
+        try:
+            name = session.call(i, "nvmlDeviceGetName")
+            name = name.decode() if isinstance(name, bytes) else str(name)
+        except Exception:  # noqa: BLE001 - a name that cannot be read only leaves the index
+            name = ""
+        names.append(f"{i} {clean(name, 64)}".strip())
+    raise UsageError(f"--gpu {bad[0]}: no such GPU; this host has {n} GPU(s) (nvidia-smi order): {', '.join(names)}")
+
+
 def build_collectors(target: Target, opts: WatchOptions) -> list[Collector]:
     out: list[Collector] = []
     session_cls = _load("nvml_session", "NvmlSession", "gpus")
     session = session_cls()
+    check_gpu_indexes(session, opts.gpus)
     out.append(_load("gpu", "GpuCollector", "gpus")(target, session, gpus=opts.gpus, interval=opts.interval))
     out.append(_load("pcie", "PcieCollector", "pcie")(target, session, gpus=opts.gpus, interval=opts.interval))
     out.append(_load("disk", "DiskCollector", "disk")(target, interval=opts.interval))

@@ -5,12 +5,19 @@ Bad input gets one line on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
 
-from gpuwatch.errors import EXIT_USAGE, UsageError
+if os.path.basename(sys.argv[0]) == "gpuwatch":  # the console script: clean from its first instruction
+    from gpuwatch.stopping import guard_startup
+
+    guard_startup()
+
+import argparse  # noqa: E402 - after the signal guard
+from collections.abc import Sequence  # noqa: E402
+
+from gpuwatch.errors import EXIT_USAGE, UsageError  # noqa: E402
+from gpuwatch.stopping import Stopped, exit_code, finish, raising_stop  # noqa: E402
 
 SUBCOMMANDS = ("watch", "replay", "diagnose", "compare", "demo")
 
@@ -154,6 +161,32 @@ def check_pid(pid: int) -> None:
         raise UsageError(f"cannot read process {pid}: its /proc files cannot be parsed ({type(e).__name__}: {e})") from None
     if os.geteuid() != 0 and uids.real != os.getuid():
         raise UsageError(f"process {pid} belongs to another user (uid {uids.real}): run gpuwatch as that user or as root")
+    if _kernel_thread(pid):
+        raise UsageError(f"process {pid} ({_comm(pid)}) is a kernel thread, not a Python process: "
+                         "give the PID of the training process (or its launcher)")
+
+
+PF_KTHREAD = 0x00200000
+"""The per-process flag of a kernel thread (include/linux/sched.h), field 9 of /proc/PID/stat."""
+
+
+def _kernel_thread(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        return bool(int(text[text.rindex(")") + 2:].split()[6]) & PF_KTHREAD)
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def _comm(pid: int) -> str:
+    from gpuwatch.untrusted import clean
+
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return clean(f.read().strip(), 64)
+    except OSError:
+        return "?"
 
 
 def check_recording(path: str) -> None:
@@ -190,9 +223,16 @@ def check_recording(path: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    with raising_stop():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str]) -> int:
     try:
         ns = parse_args(argv)
         return _dispatch(ns)
+    except Stopped as e:  # a stop signal before or after the watch's event loop: as clean as during it
+        return finish(exit_code(e.signum))
     except UsageError as e:
         print(f"gpuwatch: error: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -77,8 +77,12 @@ class Watch:
             # may still say "no sample yet"): the screen fills within about a second of attaching.
             await self._first_round(start + min(self.interval, FIRST_FRAME_S))
             next_tick = self.clock()
+            end = None if duration is None else start + duration
             while True:
-                await asyncio.sleep(max(0.0, next_tick - self.clock()))
+                # --duration wins over --interval: the last frame comes at the end of the duration
+                # (a 60 s interval with a 0.5 s duration ran 61 s).
+                wake = next_tick if end is None else min(next_tick, end)
+                await asyncio.sleep(max(0.0, wake - self.clock()))
                 next_tick += self.interval
                 now = self.clock()
                 if now > next_tick:  # we fell behind (suspended laptop, overloaded host): skip ticks

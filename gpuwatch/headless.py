@@ -11,7 +11,7 @@ from gpuwatch.analysis import Analysis
 from gpuwatch.multirank import MultiRank
 from gpuwatch.pipeline import Pipeline, Sink, Source, Tick
 from gpuwatch.recording import Recorder, RecordingError, dumps, tick_record
-from gpuwatch.signals import install_signal_handlers
+from gpuwatch.signals import install_signal_handlers, rearm
 
 
 async def stream_json(
@@ -65,5 +65,7 @@ def run_headless(source: Source, recorder: Recorder | None, prometheus: tuple[st
     try:
         return asyncio.run(go())
     finally:
+        rearm()  # the loop reset the signals to their defaults as it closed
         if recorder is not None:
             recorder.close()
+            print(f"gpuwatch: {recorder.summary()}", file=sys.stderr)

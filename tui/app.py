@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -26,7 +27,7 @@ from gpuwatch.model.verdict import Verdict
 from gpuwatch.multirank import MultiRank, RankTick
 from gpuwatch.pipeline import Pipeline, Sink, Source, Tick
 from gpuwatch.recording import Recorder, RecordingError
-from gpuwatch.signals import install_signal_handlers
+from gpuwatch.signals import install_signal_handlers, rearm
 from gpuwatch.threadname import name_this_thread
 from gpuwatch.tui.record import open_recording
 from gpuwatch.tui.screens.base import WatchScreen
@@ -104,6 +105,8 @@ class GpuwatchApp(App[int]):
         self.handle_signals = handle_signals
         self.view: View | None = None
         self._recorder = recorder
+        self.recordings: list[Recorder] = [recorder] if recorder is not None else []
+        """Every recording made in this session (``--record`` and ``r``), said on quit."""
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gw-record", initializer=name_this_thread,
                                       initargs=("gw-record",))
         """Recording I/O, in order, off the event loop."""
@@ -269,7 +272,7 @@ class GpuwatchApp(App[int]):
             self._recorder = None
             self.recording_path = None
             await loop.run_in_executor(self._io, rec.close)
-            self.notify(f"Recording stopped: {max(0, rec.lines - 1)} frames in {rec.path}")
+            self.notify(f"Recording stopped: {rec.ticks} ticks in {rec.path}")
             return
         try:
             rec = await loop.run_in_executor(self._io, open_recording, self.record_dir)
@@ -280,6 +283,7 @@ class GpuwatchApp(App[int]):
             self.notify(f"Cannot record: {e}", severity="error", timeout=10)
             return
         self._recorder = rec
+        self.recordings.append(rec)
         self.recording_path = rec.path
         self.notify(f"Recording to {rec.path}")
 
@@ -372,7 +376,10 @@ def run_app(source: Source, recorder: Recorder | None = None, prometheus: tuple[
     try:
         app.run()
     finally:
+        rearm()  # the app's loop reset the signals to their defaults as it closed
         app.close_recorder()
         if exporter is not None:
             exporter.close()  # stop serving metrics
+        for rec in app.recordings:  # the terminal is back: say where each recording is
+            print(f"gpuwatch: {rec.summary()}", file=sys.stderr)
     return app.return_code or 0

@@ -24,6 +24,7 @@ from gpuwatch.report.model import Report
 from gpuwatch.report.progress import Progress
 from gpuwatch.report.render_json import render_json
 from gpuwatch.report.render_md import render_markdown
+from gpuwatch.signals import rearm
 
 NOT_RECORDED = Unsupported(
     "a recording holds frames only; the environment (driver, NUMA, cgroup, ptrace, storage) is "
@@ -38,7 +39,10 @@ def run_diagnose(ns: argparse.Namespace) -> int:
     if ns.replay:
         got, report = _replay(ns)
     else:
-        got, env = asyncio.run(_live(ns))
+        try:
+            got, env = asyncio.run(_live(ns))
+        finally:
+            rearm()  # the loop reset the signals to their defaults as it closed
         report = build_report(got, env, "live", pid=ns.pid, requested_s=ns.duration)
     if ns.format == "html":
         from gpuwatch.report.render_html import render_html
