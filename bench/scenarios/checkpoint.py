@@ -96,7 +96,7 @@ class CheckpointJob:
         total = max(1e-9, time.perf_counter() - t_start)
         self.result = {"steps_per_s": round(meter.steps / total, 3), "saves": saves, "file_bytes": sizes,
                        "save_s": round(saving / max(1, saves), 3), "save_share": round(saving / total, 3),
-                       "train_s": round(total, 1)}
+                       "train_s": round(total, 1), "dir": self.dir}
 
     def close(self) -> None:
         try:

@@ -165,6 +165,7 @@ class ImageFolderJob:
             "steps_per_s": round(meter.steps / total, 3), "epochs": epochs, "val_passes": val_passes,
             "wait_share": round(waited / total, 3), "epoch_start_wait_s": round(starts / max(1, epochs), 3),
             "val_share": round(in_val / total, 3), "train_s": round(total, 1),
+            "data_dir": self.data.path, "data_kept": self.data.keep,
         }
 
     def _validate(self, loader: DataLoader) -> None:

@@ -2,7 +2,7 @@
 # Twenty-second H200 run (issue 20): the Lightning job as Lightning runs it by default
 # (persistent_workers=False: run 21 found it input-bound by its workers' start-up, not GPU-bound as
 # it was labelled) and with its fix (persistent workers), each watched by gpuwatch --json --record.
-# Usage on the device (carry .whl):  COMMIT=<sha> bash bench/device_run22.sh
+# Usage on the device (carry .whl):  COMMIT=<sha> bash bench/results/scripts/device_run22.sh
 set -u
 source bench/device_setup.sh || exit 1  # also sets R and step
 step "Lightning before and after persistent workers, 30 s each"

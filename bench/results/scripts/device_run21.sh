@@ -3,7 +3,7 @@
 # tokenizers, Lightning, a 1 GiB checkpoint every 3 s) and the before/after pairs of each fix, each
 # watched by gpuwatch --json --record (bench/accuracy.py); then estimate vs measured (bench/fixes.py)
 # and the recordings replayed through the diagnosis of this commit (bench/rescore.py).
-# Usage on the device (carry .whl):  COMMIT=<sha> bash bench/device_run21.sh
+# Usage on the device (carry .whl):  COMMIT=<sha> bash bench/results/scripts/device_run21.sh
 set -u
 source bench/device_setup.sh || exit 1  # also sets R and step
 step "packages the scenarios need (the device image's own; nothing carried for them)"
