@@ -26,6 +26,10 @@ def _open_recorder(path: str | None, force: bool = False) -> Recorder | None:
 
 
 def watch(ns: argparse.Namespace) -> int:
+    if ns.json and sys.stdout is None:  # before any collector starts
+        from gpuwatch.headless import STDOUT_CLOSED
+
+        raise UsageError(STDOUT_CLOSED)
     source = live_source(ns.pid, WatchOptions.from_args(ns), ns.duration)
     recorder = _open_recorder(ns.record, getattr(ns, "force", False))
     source.watch.prestart()  # collectors take their first readings while the TUI starts

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from typing import TextIO
 
 from gpuwatch.analysis import Analysis
+from gpuwatch.errors import UsageError
 from gpuwatch.multirank import MultiRank
 from gpuwatch.pipeline import Pipeline, Sink, Source, Tick
 from gpuwatch.recording import Recorder, RecordingError, dumps, tick_record
@@ -28,6 +30,8 @@ async def stream_json(
     Each tick goes to ``recorder`` (if any), then to ``out``, then to ``on_tick`` (the Prometheus
     exporter, when serving)."""
     out = out or sys.stdout
+    if out is None:
+        raise UsageError(STDOUT_CLOSED)
 
     def record(tick: Tick) -> None:
         if recorder is not None and recorder.active:
@@ -37,11 +41,30 @@ async def stream_json(
                 print(f"gpuwatch: {e}; watching continues", file=sys.stderr)
 
     def emit(tick: Tick) -> None:
-        out.write(dumps(tick_record(tick.frame, tick.verdict, tick.ranks)) + "\n")
-        out.flush()
+        try:
+            out.write(dumps(tick_record(tick.frame, tick.verdict, tick.ranks)) + "\n")
+            out.flush()
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): a quiet end, cli.py
+        except (OSError, ValueError) as e:  # a full disk (/dev/full), a closed descriptor
+            _drop_stdout()
+            raise UsageError(f"cannot write the JSON stream to stdout: {getattr(e, 'strerror', None) or e}; "
+                             "watching stopped") from None
 
     await Pipeline(source, analysis, ranks, sinks=(record, emit, on_tick)).run(stop)
     return 0
+
+
+STDOUT_CLOSED = "stdout is closed: --json has nowhere to write (redirect it, e.g. > run.jsonl)"
+
+
+def _drop_stdout() -> None:
+    """Let the rest of the run (and interpreter shutdown) write stdout into nothing, instead of
+    failing again on the buffered remainder ("Exception ignored ... No space left on device")."""
+    try:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    except OSError:
+        pass
 
 
 def run_headless(source: Source, recorder: Recorder | None, prometheus: tuple[str, int] | None = None) -> int:

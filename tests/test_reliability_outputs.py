@@ -91,3 +91,16 @@ def test_quitting_the_tui_says_where_the_recording_is(tmp_path, sleeper):
     ticks = len(rec.read_text().splitlines()) - 1
     assert tui.proc.returncode == 0 and ticks >= 2
     assert f"gpuwatch: recording {rec}: {ticks} ticks" in tui.text, tui.text[-500:]
+
+
+@pytest.mark.parametrize("command", ["watch", "replay"])
+def test_json_stream_to_a_closed_or_full_stdout_is_one_line_exit_2(sleeper, command):
+    # item 9: `--json >/dev/full` ended in an OSError traceback, a closed stdout in AttributeError.
+    argv = (["--pid", str(sleeper), "--json", "--duration", "3"] if command == "watch"
+            else ["replay", str(DEMO), "--json"])
+    closed = subprocess.run(GW + argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=60,
+                            preexec_fn=lambda: os.close(1))
+    one_line(closed, 2, "stdout is closed: --json has nowhere to write")
+    with open("/dev/full", "w") as full:
+        to_full = subprocess.run(GW + argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    one_line(to_full, 2, "cannot write the JSON stream to stdout: No space left on device; watching stopped")
