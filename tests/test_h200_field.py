@@ -113,10 +113,9 @@ def test_the_lightning_job_names_its_restarted_workers():
     r = _run("lightning")
     # What is seen: the main thread waits inside the DataLoader's worker start-up and shutdown
     # (_shutdown_workers joining the old set) while the workers barely compute (0.25 core at most)
-    # and read nothing: named as such (shown as unknown: no pipeline stage is proved), or decode.
-    said = [v for _, v in r["scored"]]
-    right = [v.stage == "decode" or v.sentence.startswith("Input-bound on starting workers") for v in said]
-    assert sum(right) >= 0.5 * len(right), Counter(v.sentence[:40] for v in said)
+    # and read nothing: the decode stage's "starting workers" form, said as such.
+    assert r["score"]["accuracy"] >= 0.5, r["score"]["verdicts"]
+    assert r["last"].sentence.startswith("Input-bound on starting workers"), r["last"].sentence
     assert r["last"].speedup is not None and r["last"].speedup <= 2.0  # the job measured 1.29x with persistent workers
     respawn = _phase(r["last"], "respawn")
     assert respawn is not None and respawn.count >= 20, respawn

@@ -229,11 +229,14 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     wait = c.check("data_wait", s.input_wait, WAIT_HIGH, ">=", _wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
-    computing = workers_computing(s) or ipc
-    c.note("workers_computing", "the workers are computing" if computing else "the workers are not computing",
-           computing, kind=INFO)
+    starting = workers_starting(s) and not storage_bound(s)
+    computing = workers_computing(s) or ipc or starting
+    c.note("workers_computing", "the workers are computing" if computing and not starting
+           else "the main thread waits while the DataLoader starts or stops its workers" if starting
+           else "the workers are not computing", computing, kind=INFO)
     fires = gate and yes(wait) and job.workers > 0 and computing
-    sub = "ipc" if ipc and not workers_computing(s) else "workers"
+    sub = "ipc" if ipc and not workers_computing(s) else "starting" if starting and not workers_computing(s) \
+        else "workers"
     warn = (s.input_wait or 0.0) >= st.moderate and computing
     return result(c, fires, warn, s.input_wait, sub, **_facts(s))
 
@@ -315,7 +318,14 @@ def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
         fires = gate and yes(load) and yes(cpu) and not storage_evidence(s, inline=True)
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
     wait = c.check("data_wait", s.input_wait, WAIT_HIGH, ">=", _wait_words(s), kind=REQ)
+    fires = gate and yes(wait) and not workers_starting(s) and workers_stalled(s)
+    return result(c, fires, fires, s.input_wait, "workers", **_facts(s))
+
+
+def workers_starting(s: Signals) -> bool:
+    """Most ticks the main thread waited in, it sat in the DataLoader's worker start-up or shutdown
+    (its stack in ``_MultiProcessingDataLoaderIter.__init__``/``_shutdown_workers``), or no worker was
+    alive: the loader's own worker lifecycle (persistent_workers=False) is what it waits on, CPU
+    work on the input side (forking, re-initialising, joining), so it counts with decode."""
     a = s.aligned
-    starting = a.usable and (a.starting + a.no_workers) * 2 >= a.ticks
-    fires = gate and yes(wait) and (starting or workers_stalled(s))
-    return result(c, fires, fires, s.input_wait, "starting" if starting else "workers", **_facts(s))
+    return a.usable and (a.starting + a.no_workers) * 2 >= a.ticks

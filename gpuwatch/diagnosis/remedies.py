@@ -93,6 +93,9 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         n = max(1, min(int(usable or 2) - 1, 8))
         out.append(f"Decode in DataLoader workers: num_workers={n}, persistent_workers=True, pin_memory=True "
                    "(num_workers=0 decodes on the main thread, between training steps)")
+    elif sub == "starting":
+        out.append("persistent_workers=True keeps the workers (and their warm state) from one pass over the loader "
+                   "to the next, so no epoch or validation pass starts or stops a set of workers")
     elif sub == "ipc":
         out.append("Receiving batches from the workers is the cost: return uint8 tensors (4x less than float32), "
                    "normalise on the GPU, and avoid collate_fn outputs made of many small tensors")
@@ -226,9 +229,6 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _input_unmeasured(f: dict, sub: str, s: Signals) -> list[str]:
-    if sub == "starting":
-        return ["persistent_workers=True keeps the workers (and their warm state) from one pass over the loader "
-                "to the next; a larger prefetch_factor lets the first batches queue up sooner"]
     who = "the main thread" if sub == "inline" else "a DataLoader worker"
     return [f"Look at where {who} waits: py-spy dump --pid <its pid> (a sleep, a lock, a remote call; gpuwatch "
             "sees no CPU work and no storage sign)",

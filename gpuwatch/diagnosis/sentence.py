@@ -118,6 +118,10 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
     if sub == "inline":
         return (f"Input-bound on CPU decode: with num_workers=0 the main thread loads and decodes data itself "
                 f"{fmt(f.get('inline'))} of the time{_in(f.get('main_detail'))}.")
+    if sub == "starting":
+        return (f"Input-bound on starting workers: the main thread waits for data {fmt(f.get('wait'))} of the time, "
+                "mostly while the DataLoader starts or stops a set of workers (or has none yet), before they "
+                "deliver their first batches.")
     if sub == "ipc":
         return (f"Input-bound on batch transfer: the main thread spends {fmt(f.get('wait'))} of its time "
                 "receiving batches from the workers (shared-memory IPC and unpickling).")
@@ -262,10 +266,6 @@ def _input_unmeasured(f: dict, sub: str, s: Signals) -> str:
                 f"data {fmt(f.get('inline'))} of the time, using only {fmt(s.job.main_thread_cpu, 'cores')} CPU and "
                 "with no storage sign (no reads, D state, I/O pressure or iowait): it may sleep, wait on a lock or "
                 "on the network.")
-    if sub == "starting":
-        return (f"Input-bound on starting workers: the main thread waits for data {fmt(f.get('wait'))} of the time, "
-                "mostly while the DataLoader starts a new set of workers (or has none yet), before they deliver "
-                "their first batches.")
     return (f"Input-bound for a reason gpuwatch does not measure: the main thread waits for data "
             f"{fmt(f.get('wait'))} of the time while the {_workers(f, 'neither compute', 'neither computes')} "
             f"({fmt(f.get('worker_cpu'), 'cores')} CPU each) nor show a storage sign (reads "
