@@ -13,9 +13,10 @@ Variants (``--workers``, ``--persistent``): the field job of issue 20 is many wo
 ``persistent_workers=False`` (workers are started again for every epoch and every validation pass,
 so every epoch begins with a wait for the first batches); the fixes are persistent workers and,
 for a job with few workers, more workers. CUDA: ResNet-18, batch 256, 15 batches an epoch, 3 val
-batches. One worker decodes and augments ~200-300 images/s, so even 14 workers feed a few thousand
-images/s while an H200 trains ResNet-18 at well over 10,000 images/s: every variant is input-bound
-by construction (``decode``), and ``--synthetic`` (the same loop on batches already on the device,
+batches. One worker decodes and augments ~130 images/s on the H200's host (run 21: 2 workers fed
+261 images/s while the main thread waited 74 % of the time), so 14 workers feed at most ~1,800
+images/s while the H200 trains ResNet-18 at 12,400 images/s (``--synthetic``, run 21): every
+variant is input-bound by construction (``decode``), and ``--synthetic`` (the same loop on batches already on the device,
 no loader) measures what the GPU could do. CPU: a small CNN (ResNet-18 would be the limit on two
 cores), batch 16, 6 batches an epoch, 2 val batches, 1 worker.
 
