@@ -241,8 +241,8 @@ def parse_mountinfo(text: str) -> list[Mount]:
         try:
             sep = parts.index("-", 6)
             major, minor = parts[2].split(":")
-            out.append(Mount(int(major), int(minor), _unescape(parts[3]), _unescape(parts[4]),
-                             parts[sep + 1], _unescape(parts[sep + 2]),
+            out.append(Mount(int(major), int(minor), clean(_unescape(parts[3])), clean(_unescape(parts[4])),
+                             clean(parts[sep + 1], 64), clean(_unescape(parts[sep + 2])),
                              tuple(parts[sep + 3].split(",")) if len(parts) > sep + 3 else ()))
         except (ValueError, IndexError):
             continue

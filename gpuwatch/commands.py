@@ -8,7 +8,7 @@ import sys
 from gpuwatch.assemble import WatchOptions
 from gpuwatch.errors import UsageError
 from gpuwatch.headless import run_headless
-from gpuwatch.recording import NotARecording, Recorder, RecordingError
+from gpuwatch.recording import BadLineReport, NotARecording, Recorder, RecordingError
 from gpuwatch.source import ReplaySource, live_source
 
 
@@ -41,19 +41,20 @@ def watch(ns: argparse.Namespace) -> int:
 
 
 def replay(ns: argparse.Namespace) -> int:
-    def bad(b) -> None:
-        print(f"gpuwatch: {ns.file}: {b}", file=sys.stderr)
-
+    bad = BadLineReport(ns.file)
     source = ReplaySource(ns.file, speed=ns.speed if not ns.json else 0.0 if ns.speed == 1.0 else ns.speed,
                           on_bad_line=bad)
-    if ns.json:
-        try:
-            return run_headless(source, None)
-        except NotARecording as e:  # a FIFO or pipe: known only once read
-            raise UsageError(str(e)) from None
-    from gpuwatch.tui.app import run_app
+    try:
+        if ns.json:
+            try:
+                return run_headless(source, None)
+            except NotARecording as e:  # a FIFO or pipe: known only once read
+                raise UsageError(str(e)) from None
+        from gpuwatch.tui.app import run_app
 
-    return run_app(source)
+        return run_app(source)
+    finally:
+        bad.close()
 
 
 def diagnose(ns: argparse.Namespace) -> int:

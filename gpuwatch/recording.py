@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import stat
+import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -80,6 +81,7 @@ class Recorder:
         self._f: IO[str] | None = _open_for_recording(path, force)
         self.lines = 0
         self.error: str | None = None
+        self._why = ""
         self._write(dumps(header_record(note)))
 
     @property
@@ -94,7 +96,7 @@ class Recorder:
     def summary(self) -> str:
         """Where the recording is and what it holds, for the user once watching ends."""
         where = os.path.abspath(self.path)
-        stopped = f"; it stopped early: {self.error}" if self.error else ""
+        stopped = f" (stopped early: {self._why})" if self._why else ""
         return f"recording {where}: {self.ticks} tick{'s' if self.ticks != 1 else ''}{stopped}"
 
     def write(self, frame: Frame, verdict: Verdict | None, ranks: RankTick | None = None) -> None:
@@ -108,7 +110,8 @@ class Recorder:
             self._f.flush()
             self.lines += 1
         except OSError as e:
-            self.error = f"recording stopped: {e.strerror or e} ({self.path})"
+            self._why = str(e.strerror or e)
+            self.error = f"recording stopped: {self._why} ({self.path})"
             self._abort()
             raise RecordingError(self.error) from e
 
@@ -217,6 +220,28 @@ def _loads(raw: bytes) -> Any:
     """JSON with NaN / Infinity refused (gpuwatch writes them as null; out-of-range numbers such as
     1e999 become inf here and are refused where a frame is decoded)."""
     return json.loads(raw, parse_constant=_no_constant)
+
+
+class BadLineReport:
+    """Says a recording's bad lines on stderr: the first :data:`LIMIT` one by one, then only their
+    number at the end (a large damaged file must not bury the terminal in millions of lines)."""
+
+    LIMIT = 20
+
+    def __init__(self, path: str) -> None:
+        self.path = clean(path)
+        self.count = 0
+
+    def __call__(self, b: BadLine) -> None:
+        self.count += 1
+        if self.count <= self.LIMIT:
+            print(f"gpuwatch: {self.path}: {b}", file=sys.stderr)
+        elif self.count == self.LIMIT + 1:
+            print(f"gpuwatch: {self.path}: more bad lines; their number follows at the end", file=sys.stderr)
+
+    def close(self) -> None:
+        if self.count > self.LIMIT:
+            print(f"gpuwatch: {self.path}: {self.count} bad lines in all, skipped", file=sys.stderr)
 
 
 def _open(path: str) -> IO[bytes]:

@@ -173,8 +173,10 @@ def test_disk_full_while_recording_stops_the_recording_and_watching_goes_on(tmp_
                 "--record", str(rec))
         assert r.returncode == 0, r.stderr
         err = r.stderr.strip().splitlines()
-        assert len(err) == 1 and "recording stopped: No space left on device" in err[0], r.stderr
+        assert len(err) == 2 and "recording stopped: No space left on device" in err[0], r.stderr
         assert "watching continues" in err[0]
+        # on the way out: where the recording is and what it holds (issue 23 item 6)
+        assert err[1].startswith("gpuwatch: recording ") and err[1].endswith("(stopped early: No space left on device)")
         printed = r.stdout.splitlines()
         raw = rec.read_bytes()
         assert raw.endswith(b"\n")  # no partial last line

@@ -159,3 +159,15 @@ def test_sigterm_ends_a_replay_blocked_on_a_silent_fifo(tmp_path):
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and "Traceback" not in err, err
+
+
+def test_many_bad_lines_are_said_up_to_a_limit_then_counted(tmp_path):
+    from gpuwatch.recording import BadLineReport
+
+    p = _write(tmp_path / "noisy.jsonl", [LINES[0], *(["{not json"] * 500), *LINES[1:4]])
+    for args in (["replay", str(p), "--json"], ["diagnose", "--replay", str(p)]):
+        r = run(*args)
+        assert r.returncode == 0 and "Traceback" not in r.stderr
+        lines = [ln for ln in r.stderr.splitlines() if ln.startswith(f"gpuwatch: {p}: ")]
+        assert len(lines) == BadLineReport.LIMIT + 2, lines[-3:]
+        assert lines[-1] == f"gpuwatch: {p}: 500 bad lines in all, skipped"

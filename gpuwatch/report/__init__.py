@@ -57,22 +57,19 @@ def run_diagnose(ns: argparse.Namespace) -> int:
 def _replay(ns: argparse.Namespace) -> tuple[Collected, Report]:
     from gpuwatch.replay import load_frames
 
-    bad = []
+    from gpuwatch.recording import BadLineReport, NotARecording
 
-    def on_bad(b) -> None:
-        bad.append(b)
-        print(f"gpuwatch: {ns.replay}: {b}", file=sys.stderr)
-
-    from gpuwatch.recording import NotARecording
-
+    bad = BadLineReport(ns.replay)
     try:
-        frames = load_frames(ns.replay, on_bad)
+        frames = load_frames(ns.replay, bad)
     except NotARecording as e:
         raise UsageError(str(e)) from None
     except OSError as e:
         raise UsageError(f"cannot read recording {ns.replay}: {e.strerror or e}") from None
+    finally:
+        bad.close()
     got = from_frames(frames)
-    return got, build_report(got, NOT_RECORDED, "replay", path=ns.replay, bad_lines=len(bad))
+    return got, build_report(got, NOT_RECORDED, "replay", path=ns.replay, bad_lines=bad.count)
 
 
 def _probe(pid: int) -> Maybe[Environment]:
