@@ -14,7 +14,9 @@ Time moves only when a test says so: ``advance()`` / ``goto(workload, offset)``.
 Scenario switches: ``scenario=`` "no_library", "driver_not_loaded", "version_mismatch",
 "no_permission", "no_gpu"; ``not_supported(key)``; ``lose_gpu(i)``; ``set(key, ...)`` /
 ``set_field(id, ...)`` to override one value (synthetic values belong in the test that sets them).
-``gpus=N`` replays the captured GPU on N devices; the copies have no compute processes.
+``gpus=N`` replays the captured GPU on N devices; the copies have no compute processes, unless
+``gpu_pids`` names one PID per GPU: each GPU then runs the captured process under that PID (one
+rank per GPU, as a DDP job places them).
 
 A key the capture lacks raises NVMLError_NoData and is listed in ``gaps``. The real capture
 holds every call the collectors make except ``nvmlDeviceGetMemoryInfo`` v2 (it recorded v1).
@@ -78,7 +80,7 @@ class FakeNvml:
     """Module-like replay of a capture. See the module docstring."""
 
     def __init__(self, capture: str | Path | dict = CAPTURE, *, gpus: int = 1, workload_pid: int | None = None,
-                 scenario: str | None = None) -> None:
+                 scenario: str | None = None, gpu_pids: list[int] | None = None) -> None:
         self.doc = capture if isinstance(capture, dict) else load_capture(capture)
         self.ticks = self.doc["ticks"]
         self.static = self.doc.get("static", {})
@@ -86,6 +88,8 @@ class FakeNvml:
         self.scenario = scenario
         captured = self.doc.get("pids", {}).get("workload")
         self._pid_remap = {captured: workload_pid} if captured is not None and workload_pid is not None else {}
+        self._captured_pid = captured
+        self._gpu_pids = list(gpu_pids or [])
         self.tick = 0
         self.initialized = False
         self.calls: Counter[str] = Counter()
@@ -164,7 +168,7 @@ class FakeNvml:
             return self._overrides[(key, gpu)]
         if (key, gpu) in self._unsupported or (key, None) in self._unsupported:
             return {"err": "NVMLError_NotSupported"}
-        if gpu > 0 and key in ("compute_procs", "proc_util"):
+        if gpu > 0 and key in ("compute_procs", "proc_util") and gpu >= len(self._gpu_pids):
             return {"v": []}  # copies of the captured GPU run nothing of ours
         r = self.ticks[tick]["calls"].get(key, self.static.get(key))
         return r
@@ -181,7 +185,9 @@ class FakeNvml:
             v = f"{v}-copy{gpu}"
         return v
 
-    def _pid(self, pid: int) -> int:
+    def _pid(self, pid: int, gpu: int = 0) -> int:
+        if gpu < len(self._gpu_pids) and pid == self._captured_pid:
+            return self._gpu_pids[gpu]
         return self._pid_remap.get(pid, pid)
 
     def _buffered(self, gpu: int, key: str, entries_of) -> list:
@@ -294,7 +300,7 @@ class FakeNvml:
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: _Handle) -> list:
         g = self._enter("nvmlDeviceGetComputeRunningProcesses", h)
-        return [SimpleNamespace(pid=self._pid(pid), usedGpuMemory=mem, gpuInstanceId=0xFFFFFFFF,
+        return [SimpleNamespace(pid=self._pid(pid, g), usedGpuMemory=mem, gpuInstanceId=0xFFFFFFFF,
                                 computeInstanceId=0xFFFFFFFF) for pid, mem in self._value(g, "compute_procs")]
 
     def nvmlDeviceGetFieldValues(self, h: _Handle, ids: list) -> Any:
@@ -349,7 +355,7 @@ class FakeNvml:
             raise pynvml.NVMLError_NotFound()
         out = []
         for pid, ts, sm, mem, enc, dec in new:
-            out.append(pynvml.c_nvmlProcessUtilizationSample_t(self._pid(pid), ts, sm, mem, enc, dec))
+            out.append(pynvml.c_nvmlProcessUtilizationSample_t(self._pid(pid, g), ts, sm, mem, enc, dec))
         return out
 
     # -- GPM -------------------------------------------------------------------------------------

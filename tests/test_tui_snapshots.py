@@ -68,6 +68,17 @@ def test_main_screen(snap_compare, recording, size):
     assert snap_compare(recording_app(recording), terminal_size=SIZES[size], run_before=all_frames_drawn)
 
 
+SCALE = Path(__file__).resolve().parent / "data" / "scale_8gpu_8ranks.jsonl.gz"
+
+
+@pytest.mark.skipif(not SCALE.exists(), reason=f"no recording at {SCALE}")
+@pytest.mark.parametrize("size", SIZES)
+def test_scale_main_screen(snap_compare, size):
+    """8 GPUs, 8 ranks, 64 workers (bench/scale.py's real recording; tests/test_tui_scale.py)."""
+    app = make_app(ReplaySource(str(SCALE), speed=0), analysis=Analysis())
+    assert snap_compare(app, terminal_size=SIZES[size], run_before=all_frames_drawn)
+
+
 @pytest.mark.parametrize("stage", PIPELINE)
 @pytest.mark.parametrize("recording", RECORDINGS)
 def test_stage_drill_down(snap_compare, recording, stage):

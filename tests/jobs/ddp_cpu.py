@@ -37,6 +37,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 
 WORLD_SIZE = 2
+"""Ranks by default (``--ranks`` sets another number; under torchrun its WORLD_SIZE)."""
 STOP_CHECK_EVERY = 20
 """Steps between the ranks' all-reduce of the stop flag."""
 
@@ -66,13 +67,17 @@ def train(rank: int, opts: argparse.Namespace, mode: str) -> None:
     """The body of one rank: DDP over gloo, its own DataLoader workers, until told to stop."""
     torch.set_num_threads(1)
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    dist.init_process_group("gloo", rank=rank, world_size=WORLD_SIZE, timeout=datetime.timedelta(seconds=60))
+    world = int(os.environ.get("WORLD_SIZE", opts.ranks))
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
     try:
         model = DistributedDataParallel(_model(not opts.no_buffers))
         opt = torch.optim.SGD(model.parameters(), lr=1e-3)
         delay = opts.delay if rank == opts.slow_rank else 0.0
+        # fork: workers start as copies of the rank; the default here is spawn (the ranks are spawned),
+        # where each worker imports torch afresh
+        context = "fork" if opts.fork_workers and opts.workers > 0 else None
         loader = DataLoader(Items(delay), batch_size=opts.batch, num_workers=opts.workers,
-                            persistent_workers=opts.workers > 0)
+                            persistent_workers=opts.workers > 0, multiprocessing_context=context)
         deadline = time.monotonic() + opts.seconds
         it = iter(loader)
         step = 0
@@ -82,10 +87,12 @@ def train(rank: int, opts: argparse.Namespace, mode: str) -> None:
             opt.zero_grad()
             loss.backward()
             opt.step()
+            if opts.step_sleep:
+                time.sleep(opts.step_sleep)  # stands for the step's GPU time (a GPU-bound rank waits)
             step += 1
             if step == 1:
                 workers = [w.pid for w in getattr(it, "_workers", [])]
-                info = {"rank": rank, "pid": os.getpid(), "workers": workers, "world_size": WORLD_SIZE, "mode": mode}
+                info = {"rank": rank, "pid": os.getpid(), "workers": workers, "world_size": world, "mode": mode}
                 # One write(2) per line: both ranks share stdout, and print() may split a line in two
                 # writes that interleave with the other rank's (seen: two READY lines run together).
                 os.write(sys.stdout.fileno(), ("READY " + json.dumps(info) + "\n").encode())
@@ -123,6 +130,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--slow-rank", type=int, default=None, help="this rank's input pipeline is slow")
     p.add_argument("--delay", type=float, default=0.05, help="seconds of sleep per item on the slow rank")
     p.add_argument("--workers", type=int, default=2, help="DataLoader workers per rank")
+    p.add_argument("--ranks", type=int, default=WORLD_SIZE, help="ranks when started without torchrun")
+    p.add_argument("--fork-workers", action="store_true",
+                   help="start DataLoader workers with fork (cheap with many workers) instead of the default")
+    p.add_argument("--step-sleep", type=float, default=0.0,
+                   help="seconds each step sleeps after its update: the GPU time of a GPU-bound job, spent "
+                        "waiting (keeps many ranks on a small CPU machine light)")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seconds", type=float, default=60.0, help="stop after this long")
     p.add_argument("--no-buffers", action="store_true",
@@ -133,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(_free_port()))
-    mp.spawn(_spawned, args=(opts,), nprocs=WORLD_SIZE, join=True)
+    mp.spawn(_spawned, args=(opts,), nprocs=opts.ranks, join=True)
 
 
 if __name__ == "__main__":

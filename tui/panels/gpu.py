@@ -10,10 +10,14 @@ from gpuwatch.model.gpu import GpuSample
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.gpu_metrics import METRICS, gpu_of, reading
+from gpuwatch.tui.panels.gpu_list import FOLD_AT, GpuList
 from gpuwatch.tui.panels.metric_row import MetricRow
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.view import View
 
+NARROW_W = 120
+"""Below this terminal width the GPU area is the full width (tui/app.py's breakpoint): the list puts
+two GPUs on a line."""
 SCALE_FRAMES = 60
 """Frames whose values scale a bar without a natural full scale (PCIe on a link of unknown width).
 The rows draw no history: the time charts above them do."""
@@ -100,12 +104,15 @@ def _title(g: GpuSample) -> str:
 
 
 class GpuArea(VerticalScroll):
-    """Holds a GpuPanel per GPU in the frame; says why when the GPU field is unsupported."""
+    """Holds a GpuPanel per GPU in the frame, or a GpuList of them all when there are FOLD_AT or
+    more; says why when the GPU field is unsupported."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._panels: dict[int, GpuPanel] = {}
         """The GPU panels by GPU index (kept here: not a DOM query a tick)."""
+        self._list: GpuList | None = None
+        """The one-line-per-GPU list, shown instead of the panels from FOLD_AT GPUs on."""
 
     def compose(self) -> ComposeResult:
         yield Plain("GPU: waiting for the first sample", classes="gpu-notice")
@@ -118,6 +125,7 @@ class GpuArea(VerticalScroll):
             notice.display = True
             notice.set_class(True, "-disabled")
             self._keep(set())
+            self._drop_list()
             return
         notice.set_class(False, "-disabled")
         if not gpus:
@@ -126,6 +134,14 @@ class GpuArea(VerticalScroll):
         else:
             notice.display = False
         wanted = {g.index for g in gpus}
+        if len(wanted) >= FOLD_AT:  # a panel each would not fit: one line each
+            self._keep(set())
+            if self._list is None:
+                self._list = GpuList()
+                self.mount(self._list)
+            self._list.show(view.frame, two_a_line=self.app.size.width < NARROW_W)
+            return
+        self._drop_list()
         self._keep(wanted)
         for index in sorted(wanted):
             panel = self._panels.get(index)
@@ -135,6 +151,11 @@ class GpuArea(VerticalScroll):
                 self.mount(panel)
             else:
                 panel.show(view)
+
+    def _drop_list(self) -> None:
+        if self._list is not None:
+            self._list.remove()
+            self._list = None
 
     def _keep(self, indexes: set[int]) -> None:
         for index in [i for i in self._panels if i not in indexes]:

@@ -15,7 +15,8 @@ from gpuwatch.tui.panels.host import HostStrip
 from gpuwatch.tui.panels.job_charts import JobCharts
 from gpuwatch.tui.panels.pipeline import PipelinePanel
 from gpuwatch.tui.panels.processes import ProcessPanel
-from gpuwatch.tui.panels.ranks import RankBar
+from gpuwatch.tui.panels.rank_table import RankTable
+from gpuwatch.tui.panels.ranks import GROUP_FROM, RankBar
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.view import View
 
@@ -47,6 +48,7 @@ class MainScreen(WatchScreen):
         with Horizontal(id="body"):
             yield GpuArea(id="gpus")
             with Vertical(id="side"):
+                yield RankTable(min_ranks=GROUP_FROM, id="rank-table")
                 yield ProcessPanel(id="processes")
                 yield ActivityPanel(id="activity")
         yield HostStrip("Host: waiting for the first sample", id="host")
@@ -60,6 +62,7 @@ class MainScreen(WatchScreen):
         self.query_one(HeaderBar).show(view)
         app = self.watch_app
         self.query_one(RankBar).show(app.rank_tick, app.shown_rank)
+        self.query_one(RankTable).show(app.rank_tick, app.shown_rank)
         self.pipeline.show(view.verdict)
         self.query_one(JobCharts).show(view)
         self.query_one(GpuArea).show(view)
