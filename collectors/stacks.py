@@ -1,8 +1,10 @@
 """The stack collector: py-spy dumps of the training processes and their DataLoader workers, each
 thread labelled (data wait, backward, busy decoding, ...), several dumps per tick.
 
-Each tick dumps every main process ``rate_hz`` times and its workers round-robin, least recently
-dumped first, spread evenly over the tick. Dumps are ``--nonblocking``: py-spy reads the target's
+Each tick dumps every main process ``rate_hz`` times, spread evenly over the tick, and its workers
+round-robin, least recently dumped first, each right after one of its main's dumps: the two
+samples are taken together, so the diagnosis sees what a worker does while the main thread is in
+the state its dump shows (waiting for a batch, or training). Dumps are ``--nonblocking``: py-spy reads the target's
 memory without stopping it (a blocking dump ptrace-stops every thread, which costs a torch process
 with many threads milliseconds per dump; signals.md §4.4).
 """
@@ -140,10 +142,12 @@ class StackCollector(Collector):
         start = time.monotonic()
         threads: list[ThreadStack] = []
         dumps: list[DumpResult] = []
+        paced = [k for k, node in enumerate(plan) if not _follows(plan, k)]
         for k, node in enumerate(plan):
-            due = start + k * self.interval / len(plan)
-            if self._stop.wait(max(0.0, due - time.monotonic())):
-                break
+            if not _follows(plan, k):  # a worker right after its main is dumped at once: taken together
+                due = start + paced.index(k) * self.interval / len(paced)
+                if self._stop.wait(max(0.0, due - time.monotonic())):
+                    break
             if time.monotonic() - start > self.interval:
                 break  # slow dumps put us behind: the rest waits for the next tick
             out = self._dump(node.pid, dumps)
@@ -182,25 +186,29 @@ class StackCollector(Collector):
         with_workers = [m for m in mains if tree.workers(m.pid)]
         want = len(mains) * self.rate_hz + len(with_workers) * self.worker_rate_hz
         budget = min(1.0, self.max_dumps_per_s / want) if want > 0 else 0.0
-        slots: list[tuple[float, int, Node]] = []
+        slots: list[tuple[float, int, int, Node]] = []  # (due in the tick, main's index, 0 main / 1 worker, node)
         for j, m in enumerate(mains):
             for k, n in _take(self._main_credit, m.pid, self.rate_hz * self.interval * budget * self.pace):
-                slots.append((k / n, j, m))
+                slots.append((k / n, j, 0, m))
             workers = tree.workers(m.pid)
             if not workers:
                 self._worker_credit.pop(m.pid, None)
                 continue
             due = list(_take(self._worker_credit, m.pid, self.worker_rate_hz * self.interval * budget * self.worker_pace))
             oldest = sorted(workers, key=lambda w: (self._last_planned.get(w.pid, 0), w.pid))
+            main_at = sorted(t for t, jj, _, node in slots if jj == j and node is m)
             for (k, n), w in zip(due, oldest):  # least recently picked first; never twice in a tick
-                slots.append(((k + 0.5) / n, j, w))
+                # Right after one of its main's dumps (the latest due by then), so the worker's stack
+                # shows what it does while the main thread is in the state its own dump shows.
+                at = (k + 0.5) / n
+                slots.append((max((t for t in main_at if t <= at), default=at), j, 1, w))
                 self._last_planned[w.pid] = self._plans
         live = set(tree.pids())
         for d in (self._main_credit, self._worker_credit, self._last_planned):
             for pid in [p for p in d if p not in live]:
                 del d[pid]
-        slots.sort(key=lambda s: (s[0], s[1]))
-        return [node for _, _, node in slots]
+        slots.sort(key=lambda s: (s[0], s[1], s[2]))
+        return [node for _, _, _, node in slots]
 
     def _ensure_spy(self) -> Unsupported | None:
         if self._spy is None:
@@ -257,6 +265,12 @@ def thread_state(pid: int, tid: int) -> str | None:
         return None
     tail = raw[raw.rfind(b")") + 2:]  # the name may hold spaces and parentheses
     return tail[:1].decode("ascii", "replace") or None
+
+
+def _follows(plan: Sequence[Node], k: int) -> bool:
+    """A worker dump planned right after a dump of its own main process."""
+    node = plan[k]
+    return k > 0 and node.role == "worker" and plan[k - 1].role == "main" and plan[k - 1].pid == node.main_pid
 
 
 def _take(credits: dict[int, float], pid: int, add: float) -> Sequence[tuple[int, int]]:

@@ -330,6 +330,19 @@ def test_default_schedule_covers_every_worker_round_robin():
     assert worker_dumps == Counter({1000 + w + 1: 1 for w in range(8)})  # each worker once in 16 s
 
 
+def test_worker_dumps_are_taken_together_with_a_dump_of_their_main():
+    """Issue 20 item 2: a worker's stack is read right after one of its main's (no wait between the
+    two), so what the worker does is known at the instant the main thread waits, or trains."""
+    from gpuwatch.collectors.stacks import _follows
+
+    c = StackCollector(Target(os.getpid()))
+    t = tree(2, 4)
+    plans = [c.plan(t) for _ in range(16)]
+    paired = [(p, k) for p in plans for k, n in enumerate(p) if n.role == "worker"]
+    assert len(paired) >= 8
+    assert all(_follows(p, k) for p, k in paired)
+
+
 def test_many_ranks_share_the_budget():
     c = StackCollector(Target(os.getpid()))
     t = tree(8, 2)
