@@ -5,6 +5,7 @@ exception, never a hang, and every string it returns is clean (gpuwatch/untruste
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +23,10 @@ PYSPY = json.loads((Path(__file__).parent / "data" / "pyspy" / "cpu-stacks.json"
 REAL_STAT = b"4242 (python3) S 1 4242 4242 0 -1 4194560 2571 0 0 0 18 5 0 0 20 0 1 0 1234567 25436160 2481 18446744073709551615 1 1 0 0 0 0 0 16781312 2 0 0 0 17 1 0 0 0 0 0"
 
 REAL_DUMPS = [d["output"] for j in PYSPY["jobs"] for d in j["dumps"] if isinstance(d.get("output"), list)][:20]
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=int(os.environ.get("GPUWATCH_FUZZ_EXAMPLES", "150")), deadline=None, derandomize=True,
+                    database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+"""Derandomized, so CI runs the same examples every time (a failure is reproducible, never flaky);
+GPUWATCH_FUZZ_EXAMPLES=5000 explores further by hand."""
 
 
 def _strings(x):

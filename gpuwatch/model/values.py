@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar, Union
 
+from gpuwatch.untrusted import clean, is_clean
+
 T = TypeVar("T")
 
 
@@ -13,6 +15,12 @@ class Unsupported:
     """A value that could not be read, with the reason (and, where known, the fix)."""
 
     reason: str
+
+    def __post_init__(self) -> None:
+        # Reasons quote errors, and an error can quote the job (a path, a name, py-spy's stderr):
+        # cleaned like every string from the job (gpuwatch/untrusted.py).
+        if not is_clean(self.reason):
+            object.__setattr__(self, "reason", clean(self.reason))
 
     def __str__(self) -> str:
         return "N/A"
