@@ -92,10 +92,27 @@ def parse_tick(line: str) -> Tick | None:
     return Tick(float(wall), verdict_stage(verdict), verdict.get("confidence"), verdict.get("candidate"))
 
 
+def truth_markers(markers: list[dict]) -> list[dict]:
+    """The markers with each stage as the job really ran it: a scenario with ``by_share`` whose end
+    marker measured its share at or above the cut gets that stage (same for live runs and rescoring,
+    so recordings made before the rule are scored by it too)."""
+    end = next((m for m in markers if m.get("event") == "end"), None)
+    scenario = BY_NAME.get(str(end.get("scenario"))) if end else None
+    rule = scenario.by_share if scenario else None
+    if rule is None:
+        return markers
+    key, cut, stage = rule
+    share = end.get(key)
+    if not isinstance(share, (int, float)) or share < cut:
+        return markers
+    return [{**m, "stage": stage, "stage_at_start": m["stage"]} if "stage" in m else m for m in markers]
+
+
 def segments(markers: list[dict]) -> list[tuple[str, float, float]]:
-    """(stage, start, end) for each stage marker; the end is the next marker (or the end event)."""
+    """(stage, start, end) for each stage marker (the stage the job really ran, ``truth_markers``);
+    the end is the next marker (or the end event)."""
     out: list[tuple[str, float, float]] = []
-    for m in sorted(markers, key=lambda m: m["t"]):
+    for m in sorted(truth_markers(markers), key=lambda m: m["t"]):
         if out and out[-1][2] == float("inf"):
             out[-1] = (out[-1][0], out[-1][1], float(m["t"]))
         if "stage" in m:

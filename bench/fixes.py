@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.accuracy import WARMUP_S, verdict_stage  # noqa: E402
+from bench.accuracy import WARMUP_S, truth_markers, verdict_stage  # noqa: E402
 
 PAIRS = (
     ("imagefolder_few", "imagefolder_persistent", "more workers (2 -> 14)"),
@@ -120,7 +120,7 @@ def table(d: Path) -> tuple[list[dict], str]:
         b, a = by[before], by[after]
         sb, sa = steps_per_s(b), steps_per_s(a)
         measured = round(sa / sb, 2) if sb and sa else None
-        truth = next((m["stage"] for m in b.get("markers_seen", []) if "stage" in m), None)
+        truth = next((m["stage"] for m in truth_markers(b.get("markers_seen", [])) if "stage" in m), None)
         rec = _recording(d, before)
         est = estimates(rec, b["markers_seen"], truth) if rec and truth else {}
         ratio = round(est["now"] / measured, 2) if est.get("now") and measured else None

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.accuracy import Tick, score, verdict_stage
+from bench.accuracy import Tick, score, truth_markers, verdict_stage
 from gpuwatch.analysis import Analysis
 from gpuwatch.model.codec import to_dict
 from gpuwatch.model.values import known
@@ -43,7 +43,7 @@ def _run(name: str) -> dict:
     end = next(m for m in markers if m.get("event") == "end")
     scored = [(f, v) for f, v in zip(frames, verdicts) if start + 8.0 <= f.wall < end["t"]]
     return {"score": score(markers, ticks), "scored": scored, "end": end, "last": scored[-1][1],
-            "truth": next(m["stage"] for m in markers if "stage" in m)}
+            "truth": next(m["stage"] for m in truth_markers(markers) if "stage" in m)}
 
 
 def _phase(verdict, kind: str):
@@ -131,3 +131,12 @@ def test_the_checkpoint_job_holds_one_verdict_and_names_its_saves():
     ckpt = _phase(r["last"], "checkpoint")
     assert ckpt is not None and 0.3 <= ckpt.share <= 0.55, ckpt
     assert ckpt.period_s is not None and 3.5 <= ckpt.period_s <= 7.0, ckpt
+
+
+def test_the_checkpoint_jobs_truth_is_its_save_share():
+    """41 % of the job's time in saves by its own clock: saving checkpoints is what it does (truth
+    ``io``, the scenario's ``by_share`` rule), and the verdict names it on the scored ticks."""
+    r = _run("checkpoint")
+    assert r["truth"] == "io" and r["end"]["save_share"] >= 0.20
+    assert r["score"]["accuracy"] >= 0.9, r["score"]["verdicts"]
+    assert "checkpoint" in r["last"].sentence.lower(), r["last"].sentence

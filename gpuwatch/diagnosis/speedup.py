@@ -5,6 +5,10 @@
   read the same way). Without stacks, the GPU's idle share stands in: 1 / busy.
 - Launch-bound: the GPU has work only ``busy`` of the time; at best it always has: 1 / busy.
 - Pageable copies: pinned copies ran 8.6x faster on the H200, so the copy share shrinks by that.
+  The copy share is the main thread's samples in copies where stacks show them; from the GPU alone
+  it is the copy engine's busy share times that ratio (the engine moves each staged chunk at pinned
+  speed, so its busy time is what the copy would take pinned; a pageable copy, staged through a
+  bounce buffer by the CPU, blocks the job about 8.6x as long). The larger of the two counts.
 - Contention: the share taken by the outside cause (another tenant's SM time, throttled time,
   cgroup throttling, run-queue delay, steal) comes back: 1 / (1 - share).
 - GPU-bound, memory-bound (may be inherent), idle, unknown: no pipeline gain to promise (None).
@@ -30,6 +34,19 @@ def _inverse(busy: float | None) -> float | None:
     return None if busy is None else 1 / max(busy, 1 / MAX_SPEEDUP)
 
 
+def pageable_share(f: dict) -> float | None:
+    """Share of the job's time in pageable host-to-device copies (see the module's note).
+
+    py-spy without native frames shows a ``.to(device)`` only as the Python line that calls it, so
+    the stack share can read 0 while the job copies all the time (the H200 pageable job: 0 % of
+    samples, copy engine busy 12 %, 93-95 % of its step in the copy by its own clock).
+    """
+    copy = f.get("copy_frac")
+    gpu_side = None if copy is None else min(1.0, copy * PAGEABLE_GAIN)
+    shares = [x for x in (f.get("h2d_share"), gpu_side) if x is not None]
+    return max(shares) if shares else None
+
+
 def speedup(stage: str, r: StageResult | None, s: Signals) -> float | None:
     if r is None or not r.fires:
         return None
@@ -45,9 +62,7 @@ def speedup(stage: str, r: StageResult | None, s: Signals) -> float | None:
         if r.sub == "pin_thread":
             x = _amdahl(f.get("wait"))  # type: ignore[arg-type]
         elif r.sub == "pageable":
-            # The CPU-side staging copy is what costs (the GPU sees only its short DMA), so only the
-            # main thread's copy share says how much: without stacks, no number.
-            x = _amdahl(f.get("h2d_share"), PAGEABLE_GAIN)  # type: ignore[arg-type]
+            x = _amdahl(pageable_share(f), PAGEABLE_GAIN)
         elif r.sub == "main_copy":
             x = _amdahl(f.get("h2d_share"))  # type: ignore[arg-type]
     elif stage == LAUNCH:
