@@ -41,8 +41,9 @@ async def stream_json(
                 print(f"gpuwatch: {e}; watching continues", file=sys.stderr)
 
     def emit(tick: Tick) -> None:
+        line = dumps(tick_record(tick.frame, tick.verdict, tick.ranks)) + "\n"
         try:
-            out.write(dumps(tick_record(tick.frame, tick.verdict, tick.ranks)) + "\n")
+            out.write(line)
             out.flush()
         except BrokenPipeError:
             raise  # the reader went away (`| head`): a quiet end, cli.py

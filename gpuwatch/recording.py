@@ -34,6 +34,10 @@ from gpuwatch.untrusted import clean
 if TYPE_CHECKING:
     from gpuwatch.multirank import RankTick
 
+MAX_WALL = 1e11
+"""A frame's wall-clock time (Unix seconds) beyond this (the year 5138) is no time a watch ran at."""
+MAX_INTERVAL = 3600.0
+"""A frame's interval beyond an hour is no interval gpuwatch ever used (--interval allows 60 s)."""
 MAX_LINE = 8 * 1024 * 1024
 """A line longer than this is rejected unread (a frame is a few kB)."""
 
@@ -345,6 +349,8 @@ def _record(n: int, raw: bytes | None) -> Tick | BadLine | str | None:
         return BadLine(n, "bad frame: nested too deeply")
     except (DecodeError, TypeError, ValueError) as e:
         return BadLine(n, f"bad frame: {_short(e)}")
+    if not (0 <= frame.wall < MAX_WALL and 0 < frame.interval <= MAX_INTERVAL):
+        return BadLine(n, f"bad frame: its time ({frame.wall:g}) or interval ({frame.interval:g}) is out of range")
     verdict = rec.get("verdict")
     return Tick(n, frame, verdict if isinstance(verdict, dict) else None)
 

@@ -94,3 +94,15 @@ def test_bad_frames_name_the_problem(mutate, message):
     mutate(d)
     with pytest.raises(DecodeError, match=message):
         from_dict(Frame, d)
+
+
+def test_non_finite_numbers_are_written_as_null_and_huge_ones_refused_on_read():
+    import math
+
+    from gpuwatch.model.codec import DecodeError, from_dict, to_dict
+
+    assert to_dict([math.inf, -math.inf, math.nan, 1.5]) == [None, None, None, 1.5]
+    f = to_dict(full_frame())
+    f["interval"] = 1e308  # finite, but the first sum or rate over it would overflow
+    with pytest.raises(DecodeError, match="interval: 1e\\+308 is out of range"):
+        from_dict(Frame, f)

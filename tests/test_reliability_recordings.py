@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,7 +45,7 @@ def test_deeply_nested_line_is_a_bad_line_not_a_recursion_error(tmp_path, comman
     assert "line 2: nested too deeply" in r.stderr
 
 
-@pytest.mark.parametrize("bad", ["1e999", "Infinity", "-Infinity", "NaN"])
+@pytest.mark.parametrize("bad", ["1e999", "Infinity", "-Infinity", "NaN", "1e308", "-1e300"])
 def test_non_finite_numbers_are_bad_lines(tmp_path, bad):
     # item 5: 1e999 / Infinity made `replay --json` and `diagnose --format json` end in ValueError.
     tick = LINES[2].replace('"interval":1.0', f'"interval":{bad}')
@@ -171,3 +172,29 @@ def test_many_bad_lines_are_said_up_to_a_limit_then_counted(tmp_path):
         lines = [ln for ln in r.stderr.splitlines() if ln.startswith(f"gpuwatch: {p}: ")]
         assert len(lines) == BadLineReport.LIMIT + 2, lines[-3:]
         assert lines[-1] == f"gpuwatch: {p}: 500 bad lines in all, skipped"
+
+
+@pytest.mark.parametrize("value", ["1e17", "-1e17"])
+def test_extreme_but_finite_numbers_everywhere_end_cleanly(tmp_path, capsys, value):
+    # Found past the issue's list: every number of a frame at 1e308 made `diagnose --format json`
+    # end in ValueError (inf after a sum) and `--format html` in OverflowError (a year past 9999).
+    # Numbers beyond 1e18, a time past the year 5138 or an interval over an hour are bad lines;
+    # anything inside those bounds (here every measured number, times kept) reads and reports.
+    import re
+
+    pattern = re.compile(r'(?<=[\[,])("(?!wall|t"|interval)[a-z_0-9]+":)?(-?\d+\.\d+(e[-+]?\d+)?)')
+    p = _write(tmp_path / "extreme.jsonl", [LINES[0], *(pattern.sub(lambda m: (m.group(1) or "") + value, ln) for ln in LINES[1:])])
+    from gpuwatch.cli import main
+
+    for args in (["replay", str(p), "--json"], *(["diagnose", "--replay", str(p), "--format", f] for f in ("json", "md", "html"))):
+        assert main(args) == 0, args  # in-process: an exception would fail the test with its traceback
+        out = capsys.readouterr().out
+        assert out and "Infinity" not in out and "NaN" not in out
+
+
+def test_a_frame_time_or_interval_out_of_range_is_a_bad_line(tmp_path):
+    lines = [LINES[0], LINES[1], re.sub(r'"wall":[0-9.]+', '"wall":1e17', LINES[2], count=1),
+             LINES[3].replace('"interval":1.0', '"interval":86400.0', 1), LINES[4]]
+    r = run("replay", str(_write(tmp_path / "t.jsonl", lines)), "--json")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 2
+    assert "line 3: bad frame: its time" in r.stderr and "line 4: bad frame: its time" in r.stderr

@@ -20,6 +20,11 @@ SCHEMA_VERSION = 1
 """Version of the JSON frame schema (docs/SCHEMA.md). Bumped on any incompatible change."""
 
 
+MAX_FLOAT = 1e18
+"""The largest magnitude a decoded number may have (an exabyte, 30 years in nanoseconds): a crafted
+1e308 would overflow to infinity in the first sum or rate computed from it."""
+
+
 class DecodeError(ValueError):
     """A dict did not match the dataclass it was decoded as."""
 
@@ -34,7 +39,7 @@ def to_dict(obj: Any) -> Any:
         return [to_dict(x) for x in obj]
     if isinstance(obj, dict):
         return {str(k): to_dict(v) for k, v in obj.items()}
-    if isinstance(obj, float) and obj != obj:  # NaN is not JSON
+    if isinstance(obj, float) and not math.isfinite(obj):  # NaN and infinities are not JSON
         return None
     return obj
 
@@ -99,7 +104,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
             if data is None:  # NaN was written as null
                 return float("nan")
             raise DecodeError(f"{where}: expected a number")
-        if isinstance(data, float) and not math.isfinite(data):  # 1e999 in the file
+        if isinstance(data, float) and not -MAX_FLOAT <= data <= MAX_FLOAT:  # 1e999 (inf), 1e308 in the file
             raise DecodeError(f"{where}: {data} is out of range")
         return float(data)
     if tp is int:
