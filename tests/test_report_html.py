@@ -258,3 +258,63 @@ def test_at_a_glance_means_match_the_charts(switch_page):
     mean = sum(busy) / len(busy)
     row = re.search(r'<tr data-key="gpu_busy">.*?<td>([\d.]+) %</td><td>(\d+)</td></tr>', switch_page)
     assert row and float(row[1]) == pytest.approx(mean, abs=0.1) and int(row[2]) == len(busy)
+
+
+class PreText(HTMLParser):
+    """The text of each <pre> and the rows of the hottest-stacks table, as a browser shows them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre: list[str] = []
+        self.stack_rows: list[list[str]] = []
+        self._in_pre = self._in_stacks = False
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "pre":
+            self._in_pre = True
+            self.pre.append("")
+        elif tag == "table" and a.get("id") == "stacks":
+            self._in_stacks = True
+        elif self._in_stacks and tag == "tr" and "data-role" in a:
+            self.stack_rows.append([a["data-role"]])
+        elif self._in_stacks and tag == "td":
+            self._cell = []
+        elif self._cell is not None and tag == "br":
+            self._cell.append("\n")
+
+    def handle_endtag(self, tag):
+        if tag == "pre":
+            self._in_pre = False
+        elif tag == "table":
+            self._in_stacks = False
+        elif tag == "td" and self._cell is not None:
+            self.stack_rows[-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._in_pre:
+            self.pre[-1] += data
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_full_report_is_the_markdown_whole_and_hottest_stacks_are_shown(tmp_path):
+    # trial finding 8: the <pre> held literal "\n" (each line escaped as a string from the job) and
+    # was cut at 4 kB; the hottest stacks appeared nowhere in the HTML.
+    rec = ROOT / "tests" / "data" / "cpu_demo.jsonl"
+    out, md_out, js_out = tmp_path / "r.html", tmp_path / "r.md", tmp_path / "r.json"
+    for fmt, path in (("html", out), ("md", md_out), ("json", js_out)):
+        assert main(["diagnose", "--replay", str(rec), "--format", fmt, "-o", str(path)]) == 0
+    page = PreText()
+    page.feed(out.read_text(encoding="utf-8"))
+    md = md_out.read_text(encoding="utf-8")
+    assert len(md) > 4096 and "\\n" not in md
+    assert page.pre == [md.rstrip("\n")]
+    stacks = json.loads(js_out.read_text())["stacks"]
+    assert stacks and len(page.stack_rows) == len(stacks)
+    for row, h in zip(page.stack_rows, stacks):
+        role, thread, share, samples, doing, frames = row
+        assert role == h["role"] and thread and h["label"] in doing and share == f"{h['share']:.0%}" and samples == str(h["count"])
+        assert frames.split("\n") == [("← " if i else "") + f for i, f in enumerate(h["frames"])]

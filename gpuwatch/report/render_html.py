@@ -57,9 +57,10 @@ def render_html(r: Report, series: Sequence[Tick]) -> str:
     out.append(f'<p class="verdict"><b>{html(m.title)}</b> held the verdict {m.share:.0%} of the time '
                f"(mean confidence {m.confidence:.2f}). {html(m.sentence)}</p>")
     out += _glance(r) + _remedies(r) + ["<h2>Over time</h2>"] + charts(series, r.source.covered_s) + _checks(r)
+    out += _stacks(r)
     out.append("<h2>Full report</h2><details><summary>The Markdown report (the same as "
                "<code>--format md</code>)</summary>")
-    out.append(f"<pre>{html(render_markdown(r))}</pre></details>")
+    out.append(f"<pre>{_block(render_markdown(r))}</pre></details>")
     out.append(series_json(series))
     out.append("</body></html>")
     return "\n".join(out) + "\n"
@@ -140,6 +141,30 @@ def _remedies(r: Report) -> list[str]:
         est = f" <i>(up to {x.speedup_run:.2f}x over the run)</i>" if x.speedup_run else ""
         out.append(f"<li>{html(x.text)}{est}</li>")
     return out + ["</ol>"]
+
+
+def _block(text: str) -> str:
+    """gpuwatch's own multi-line text (the Markdown report, whose strings from the job were made
+    harmless as they went in) for a <pre>: its newlines kept, each line cleaned and escaped whole."""
+    return "\n".join(html(line, max(len(line), 1)) for line in text.rstrip("\n").split("\n"))
+
+
+ROLE_WORDS = {"main": "main thread", "worker": "DataLoader worker", "pin": "pin-memory thread"}
+
+
+def _stacks(r: Report) -> list[str]:
+    """The hottest stacks per thread role, leaf first, one frame a line."""
+    out = ["<h2>Hottest stacks</h2>"]
+    if not r.stacks:
+        return out + ["<p>No stack samples (see the checks).</p>"]
+    out.append('<table id="stacks"><tr><th>thread</th><th>share of its samples</th><th>samples</th>'
+               "<th>doing</th><th>stack (innermost first)</th></tr>")
+    for h in r.stacks:
+        frames = "<br>".join(("← " if i else "") + html(f) for i, f in enumerate(h.frames)) or "(no frames)"
+        out.append(f'<tr data-role="{html(h.role)}"><td>{html(ROLE_WORDS.get(h.role, h.role))}</td>'
+                   f"<td>{h.share:.0%}</td><td>{h.count}</td><td>{html(h.label)} {html(h.detail)}</td>"
+                   f"<td><code>{frames}</code></td></tr>")
+    return out + ["</table>"]
 
 
 def _checks(r: Report) -> list[str]:
