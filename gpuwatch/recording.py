@@ -248,16 +248,17 @@ class BadLineReport:
             print(f"gpuwatch: {self.path}: {self.count} bad lines in all, skipped", file=sys.stderr)
 
 
-def _open(path: str) -> IO[bytes]:
-    """The recording as a binary stream: gzip-decoded when named ``.gz`` or starting with gzip's
-    magic bytes (checked on regular files only: a pipe cannot be rewound). A device (``/dev/zero``)
-    is refused: it never ends and holds no recording."""
+def open_recording(path: str) -> IO[bytes]:
+    """The recording as a binary stream: gzip-decoded when it starts with gzip's magic bytes,
+    whatever its name (a plain recording named ``.gz`` reads as it is); a pipe cannot be rewound to
+    sniff, so one named ``.gz`` is taken as gzip. A device (``/dev/zero``) is refused: it never
+    ends and holds no recording."""
     st = os.stat(path)
     if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
         raise NotARecording(path, "a device, not a recording")
     if stat.S_ISDIR(st.st_mode):
         raise NotARecording(path, "a folder, not a recording")
-    if path.endswith(".gz"):
+    if path.endswith(".gz") and not stat.S_ISREG(st.st_mode):
         return gzip.open(path, "rb")
     f = open(path, "rb")  # noqa: SIM115 - closed by the caller
     if stat.S_ISREG(st.st_mode):
@@ -279,7 +280,7 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
     ticks = bad = 0
     first: str | None = None
     """Why the first record was refused (None: not seen yet, "" once it was good)."""
-    with _open(path) as f:
+    with open_recording(path) as f:
         for n, raw in enumerate(_lines(f), start=1):
             item = _record(n, raw)
             if item is None:

@@ -121,7 +121,7 @@ def test_another_gpu_is_said_and_the_rest_still_compared(capsys):
     (b'{\n "type": "tick"\n}\n', "not a gpuwatch report"),
     (b'{\n "type": "report"\n}\n', "without run figures"),
     (b"{\n not json", "not valid JSON"),
-    (b"\x1f\x8b\x08\x00junk", "holds no frames"),
+    (b"\x1f\x8b\x08\x00junk", "the compressed data is damaged"),  # gzip by its bytes, whatever the name
 ])
 def test_unreadable_inputs_get_one_line_and_exit_2(tmp_path, capsys, content, says):
     bad = tmp_path / "bad.jsonl"
@@ -267,3 +267,44 @@ def test_a_real_fix_on_the_h200_shows_as_a_fix(before, after, fix, stage):
     # GPU busy, straight from the recordings' JSON
     assert row(c, "gpu_busy").before == pytest.approx(mean_gpu_busy(str(FIELD / f"{before}.jsonl.gz")), abs=1e-3)
     assert row(c, "gpu_busy").after == pytest.approx(mean_gpu_busy(str(FIELD / f"{after}.jsonl.gz")), abs=1e-3)
+
+
+def test_stalls_are_not_measured_where_the_gpu_was_not_read(capsys):
+    # trial finding 21: a run without a GPU reading said "0.0 % -> 0.0 % same" for stalls.
+    c = compare(load_side(CPU_ONLY).figures, load_side(HEALTHY).figures)
+    share = row(c, "stall_share")
+    assert share.before is None and share.after is not None and share.verdict == "not comparable"
+    assert any("periodic GPU stall" in n and "not measured before" in n for n in c.notes)
+    rc, out, _ = run(capsys, CPU_ONLY, HEALTHY)
+    assert rc == 0
+    line = next(ln for ln in out.splitlines() if "periodic GPU stall" in ln)
+    assert "not measured" in line and "same" not in line
+
+
+def test_a_compacted_json_report_compares_like_the_indented_one(tmp_path, capsys):
+    # trial finding 18: `python3 -m json.tool --compact r.json` made compare say "holds no frames".
+    indented = tmp_path / "r.json"
+    assert main(["diagnose", "--replay", IO, "--format", "json", "-o", str(indented)]) == 0
+    compact = tmp_path / "c.json"
+    compact.write_text(json.dumps(json.loads(indented.read_text()), separators=(",", ":")) + "\n")
+    capsys.readouterr()
+    assert load_side(str(compact)).figures == load_side(str(indented)).figures
+    rc, out, err = run(capsys, str(compact), str(indented))
+    assert rc == 0 and err == "" and "holds no frames" not in out
+
+
+def test_a_plain_recording_named_gz_and_a_report_with_sorted_keys(tmp_path, capsys):
+    # trial finding 20: a valid plain recording named x.jsonl.gz was "not a gpuwatch recording"
+    # (the name chose gzip, not the bytes); a one-line report with its keys sorted (jq -S -c).
+    plain_gz = tmp_path / "x.jsonl.gz"
+    plain_gz.write_bytes(Path(IO).read_bytes())
+    assert load_side(str(plain_gz)).figures == load_side(IO).figures
+    indented = tmp_path / "r.json"
+    assert main(["diagnose", "--replay", IO, "--format", "json", "-o", str(indented)]) == 0
+    doc = json.loads(indented.read_text())
+    sorted_keys = tmp_path / "s.json"
+    sorted_keys.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")))
+    assert load_side(str(sorted_keys)).kind == "report"
+    capsys.readouterr()
+    rc, out, err = run(capsys, str(plain_gz), str(sorted_keys))
+    assert rc == 0 and err == ""

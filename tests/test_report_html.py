@@ -318,3 +318,16 @@ def test_full_report_is_the_markdown_whole_and_hottest_stacks_are_shown(tmp_path
         role, thread, share, samples, doing, frames = row
         assert role == h["role"] and thread and h["label"] in doing and share == f"{h['share']:.0%}" and samples == str(h["count"])
         assert frames.split("\n") == [("← " if i else "") + f for i, f in enumerate(h["frames"])]
+
+
+def test_at_a_glance_says_units_and_not_measured(tmp_path):
+    # trial finding 21: "DataLoader workers 0.3" with no unit; "time with a periodic GPU stall 0% of
+    # the ticks" on a run whose GPU was never read.
+    out = tmp_path / "r.html"
+    assert main(["diagnose", "--replay", str(CPU_ONLY), "--format", "html", "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    cells = dict(re.findall(r'<tr data-key="(\w+)">(?:<td>[^<]*</td>){2}<td>([^<]*)</td>', text))
+    assert re.fullmatch(r"\d+\.\d workers", cells["workers"]), cells["workers"]
+    assert cells["gpu_busy"] == "not measured" and cells["stall_share"] == "not measured"
+    for key, shown in cells.items():
+        assert shown == "not measured" or re.search(r"[^\d.\s]", shown), (key, shown)  # a unit beside every number

@@ -89,8 +89,9 @@ def _measure_rows(b: Figures, a: Figures) -> tuple[Row, ...]:
 
 
 def _stall_rows(b: Figures, a: Figures) -> tuple[Row, ...]:
-    share = Row("stalls", "stall_share", "time with a periodic GPU stall", "%", 100.0 * b.stall_share,
-                100.0 * a.stall_share, LOWER)
+    pct = lambda f: None if f.stall_measured is None else 100.0 * f.stall_measured  # noqa: E731
+    share = Row("stalls", "stall_share", "time with a periodic GPU stall", "%", pct(b), pct(a), LOWER,
+                _missing(Mean(pct(b), 0), Mean(pct(a), 0)))
     if b.stall_period_s is None and a.stall_period_s is None:
         return (share,)
     return share, Row("stalls", "stall_period_s", "stall period (median)", "s", b.stall_period_s, a.stall_period_s,
@@ -137,7 +138,7 @@ def _notes(b: Figures, a: Figures, rows: tuple[Row, ...]) -> tuple[str, ...]:
     if b.cmdline and a.cmdline and b.cmdline != a.cmdline:
         notes.append(command_note(b.cmdline, a.cmdline))
     for r in rows:
-        if r.group in ("GPU", "input", "PCIe", "host") and r.note:
+        if (r.group in ("GPU", "input", "PCIe", "host") or r.key == "stall_share") and r.note:
             notes.append(f"{r.label}: {r.note}.")
     return tuple(notes)
 

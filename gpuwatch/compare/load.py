@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from gpuwatch.model.codec import DecodeError, from_dict
 from gpuwatch.model.values import Unsupported
-from gpuwatch.recording import NotARecording
+from gpuwatch.recording import NotARecording, open_recording
 from gpuwatch.replay import load_frames
 from gpuwatch.report.build import build_report
 from gpuwatch.report.figures import Figures
@@ -55,13 +55,23 @@ def load_side(path: str) -> Side:
         raise Unreadable(f"{path} is empty: neither a recording nor a report")
     if first.strip() == b"{":  # diagnose --format json is indented; a recording is one object a line
         return _report(path)
-    return _recording(path)
+    try:
+        return _recording(path)
+    except Unreadable:
+        if first.lstrip().startswith(b"{") and _one_line(path):  # a report compacted (json.tool --compact, jq -c)
+            return _report(path)
+        raise
+
+
+def _one_line(path: str) -> bool:
+    """Whether the file holds one non-blank line (a JSON document written on one line)."""
+    with open_recording(path) as f:
+        return sum(1 for line in f if line.strip()) == 1
 
 
 def _first_line(path: str) -> bytes | None:
     """The first line that is not blank (its first 4 kB), or None for a file of blanks only."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
+    with open_recording(path) as f:
         for _ in range(1000):
             line = f.readline(4096)
             if not line:
@@ -75,8 +85,7 @@ def _report(path: str) -> Side:
     try:
         if os.path.getsize(path) > MAX_REPORT:
             raise Unreadable(f"{path} is over {MAX_REPORT >> 20} MiB: not a gpuwatch report")
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rb") as f:
+        with open_recording(path) as f:
             doc = json.loads(f.read(MAX_REPORT + 1))
     except OSError as e:
         raise Unreadable(f"cannot read {path}: {e.strerror or e}") from None

@@ -17,7 +17,7 @@ MEASURES = (
     ("GPU", "sm_active", "SM active (GPM)", "%", HIGHER),
     ("input", "data_wait", "main thread waiting for data", "%", LOWER),
     ("input", "worker_cpu", "DataLoader workers' CPU", "% of a core", NEUTRAL),
-    ("input", "workers", "DataLoader workers", "", NEUTRAL),
+    ("input", "workers", "DataLoader workers", "workers", NEUTRAL),
     ("PCIe", "pcie_rx", "host to device", "B/s", NEUTRAL),
     ("PCIe", "pcie_tx", "device to host", "B/s", NEUTRAL),
     ("host", "host_cpu", "host CPU busy", "%", NEUTRAL),
@@ -73,4 +73,10 @@ class Figures:
     """Median period of those stalls."""
     speedup_left: SpeedupLeft | None
     """None when no remedy came with an estimate (a healthy run, or too little evidence)."""
+
+    @property
+    def stall_measured(self) -> float | None:
+        """``stall_share``, or None where no tick read the GPU's utilization (stalls are found in
+        its 200 ms samples): no stall seen is then "not measured", never 0 %."""
+        return self.stall_share if self.gpu_busy.ticks else None
 

@@ -122,9 +122,10 @@ def _glance(r: Report) -> list[str]:
         m = getattr(f, key)
         out.append(f'<tr data-key="{key}"><td>{html(group)}</td><td>{html(label)}</td>'
                    f"<td>{html(value(m.value, unit))}</td><td>{m.ticks}</td></tr>")
-    stall = f"{f.stall_share:.0%} of the ticks" + (f", every {f.stall_period_s:.1f} s" if f.stall_period_s else "")
+    stall = "not measured" if f.stall_measured is None else (
+        f"{f.stall_measured:.0%} of the ticks" + (f", every {f.stall_period_s:.1f} s" if f.stall_period_s else ""))
     out.append(f'<tr data-key="stall_share"><td>stalls</td><td>time with a periodic GPU stall</td>'
-               f"<td>{html(stall)}</td><td>{f.ticks}</td></tr>")
+               f"<td>{html(stall)}</td><td>{f.gpu_busy.ticks}</td></tr>")
     if f.speedup_left is not None:
         title = STAGE_TITLES.get(f.speedup_left.stage, f.speedup_left.stage)
         factor = ("at most " if f.speedup_left.upper_bound else "") + value(f.speedup_left.factor, "x")

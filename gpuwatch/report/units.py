@@ -12,7 +12,7 @@ def rate(bps: float, digits: int = 0) -> str:
 
 
 def value(v: float | None, unit: str) -> str:
-    """``unit``: "%", "% of a core", "B/s", "x", "s" or "" (a count); None reads "not measured"
+    """``unit``: "%", "% of a core", "B/s", "x", "s", "" (a count) or a count's noun ("workers"); None reads "not measured"
     ("not estimated" for a speed-up)."""
     if v is None:
         return "not estimated" if unit == "x" else "not measured"
