@@ -12,7 +12,7 @@ sets beside the measured gain the speed-up gpuwatch estimated while watching "be
 - ``estimate (then)``: the same median over the verdicts gpuwatch printed during the run.
 
 gpuwatch's speed-up is "the most the job could gain if the stage were fixed", so it is compared
-with the realistic fix (more workers, persistent workers, pinned memory) and, where the bench has
+with the realistic fix (more workers, persistent workers, pinned memory, a cheaper transform) and, where the bench has
 one, with the job whose input costs nothing (``imagefolder_gpu``: the same model and loop on
 batches already on the GPU), which is what "fixed" means for an input-bound job.
 ``ratio`` = estimate / measured (1.0 is exact; the target is within 1.5x either way).
@@ -38,6 +38,7 @@ from bench.accuracy import WARMUP_S, truth_markers, verdict_stage  # noqa: E402
 PAIRS = (
     ("imagefolder_few", "imagefolder_persistent", "more workers (2 -> 14)"),
     ("imagefolder_epochs", "imagefolder_persistent", "persistent_workers=True"),
+    ("imagefolder_few", "imagefolder_cheap", "cheaper transform (half-scale JPEG decode)"),
     ("imagefolder_few", "imagefolder_gpu", "input made free (upper bound)"),
     ("imagefolder_epochs", "imagefolder_gpu", "input made free (upper bound)"),
     ("tokenize", "tokenize_workers", "more workers (2 -> 12)"),

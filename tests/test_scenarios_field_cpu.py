@@ -56,6 +56,22 @@ def test_imagefolder_job_restarts_its_workers_every_epoch_and_validates():
     assert not end["data_kept"] and not Path(end["data_dir"]).exists()  # the generated JPEGs are gone
 
 
+def test_imagefolder_cheaper_transform_decodes_at_half_scale_and_trains(tmp_path):
+    """The "cheaper transform" fix (issue 20 item 7): ImageFolder's loader decodes each JPEG at half
+    scale (PIL draft mode), and the job trains on it with the same transforms."""
+    _needs("torchvision")
+    from bench.scenarios._tv import SOURCE_SIZE, make_image_folder
+    from bench.scenarios.imagefolder import half_scale_loader
+
+    make_image_folder(str(tmp_path), 2, 0, 1)
+    jpeg = next(tmp_path.glob("train/*/*.jpg"))
+    w, h = half_scale_loader(str(jpeg)).size
+    assert (w, h) == ((SOURCE_SIZE[0] + 1) // 2, (SOURCE_SIZE[1] + 1) // 2)
+    start, end = _run("imagefolder", "--workers", "1", "--persistent", "--cheap")
+    assert start["cheap_decode"] is True and start["stage"] == "decode"
+    assert end["steps"] > 0 and 0 < end["wait_share"] < 1
+
+
 def test_imagefolder_without_a_loader_is_the_model_alone():
     _needs("torchvision")
     start, end = _run("imagefolder", "--synthetic", seconds=4.0)

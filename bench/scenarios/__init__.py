@@ -46,6 +46,7 @@ SCENARIOS = (
     Scenario("imagefolder_epochs", "imagefolder", ("decode",), ("cpu", "cuda"), ("--workers", "14")),
     Scenario("imagefolder_persistent", "imagefolder", ("decode",), ("cpu", "cuda"),
              ("--workers", "14", "--persistent")),
+    Scenario("imagefolder_cheap", "imagefolder", ("decode",), ("cpu", "cuda"), ("--workers", "2", "--persistent", "--cheap")),
     Scenario("imagefolder_gpu", "imagefolder", ("gpu_bound",), ("cpu", "cuda"), ("--synthetic",),
              cpu_stages=("cpu_compute",)),
     Scenario("lightning", "lightning_job", ("decode",), ("cpu", "cuda")),
@@ -65,11 +66,12 @@ saving checkpoints is its cost, truth ``io`` (H200 run 21: 41 % of the time in 2
 
 The FIELD scenarios come in before/after pairs for the speed-up table (bench/fixes.py):
 imagefolder_few -> imagefolder_persistent (more workers), imagefolder_epochs ->
-imagefolder_persistent (persistent workers), lightning -> lightning_persistent (persistent
+imagefolder_persistent (persistent workers), imagefolder_few -> imagefolder_cheap (a cheaper
+transform: half-scale JPEG decode), lightning -> lightning_persistent (persistent
 workers), imagefolder_* -> imagefolder_gpu (no input cost: what
 the estimate's "if the stage were fixed" means), tokenize -> tokenize_workers (more workers)."""
 
-FIELD = ("imagefolder_few", "imagefolder_epochs", "imagefolder_persistent", "imagefolder_gpu", "lightning",
+FIELD = ("imagefolder_few", "imagefolder_epochs", "imagefolder_persistent", "imagefolder_cheap", "imagefolder_gpu", "lightning",
          "lightning_persistent",
          "tokenize", "tokenize_workers", "checkpoint")
 

@@ -9,10 +9,12 @@ ConvertImageDtype + Normalize; val: Resize(256) + CenterCrop(224) + the same), a
 validation pass over ``val/`` after every epoch under ``torch.inference_mode``. The files sit in the
 page cache once written, so no read touches the disk: the cost is decoding and augmenting.
 
-Variants (``--workers``, ``--persistent``): the field job of issue 20 is many workers, short epochs,
+Variants (``--workers``, ``--persistent``, ``--cheap``): the field job of issue 20 is many workers, short epochs,
 ``persistent_workers=False`` (workers are started again for every epoch and every validation pass,
-so every epoch begins with a wait for the first batches); the fixes are persistent workers and,
-for a job with few workers, more workers. CUDA: ResNet-18, batch 256, 15 batches an epoch, 3 val
+so every epoch begins with a wait for the first batches); the fixes are persistent workers, for a job with few workers, more workers, and a cheaper transform
+(``--cheap``: each JPEG decoded at half scale inside libjpeg, PIL's ``Image.draft``, the reduced-size
+decode that fast ImageNet loaders use, then the same RandomResizedCrop(224) from the 250 x 188
+image; the decode, most of a worker's time, does a quarter of the pixels). CUDA: ResNet-18, batch 256, 15 batches an epoch, 3 val
 batches. One worker decodes and augments ~130 images/s on the H200's host (run 21: 2 workers fed
 261 images/s while the main thread waited 74 % of the time), so 14 workers feed at most ~1,800
 images/s while the H200 trains ResNet-18 at 12,400 images/s (``--synthetic``, run 21): every
@@ -64,7 +66,20 @@ def add_arguments(p) -> None:
     p.add_argument("--val-batches", type=int, default=None)
     p.add_argument("--synthetic", action="store_true",
                    help="no loader: the same loop on batches already on the device (what the GPU can do)")
+    p.add_argument("--cheap", action="store_true",
+                   help="cheaper transform (the fix): decode each JPEG at half scale (PIL draft mode)")
     p.add_argument("--data-dir", default=None, help="keep the JPEG tree here and reuse it (default: a temp dir)")
+
+
+def half_scale_loader(path: str):
+    """ImageFolder's loader with the JPEG decoded at half scale by libjpeg's DCT scaling (PIL draft
+    mode: the decoder skips the detail, so it costs about a quarter of a full decode)."""
+    from PIL import Image
+
+    with open(path, "rb") as f:
+        img = Image.open(f)
+        img.draft("RGB", (img.width // 2, img.height // 2))
+        return img.convert("RGB")
 
 
 def presets(tv):
@@ -90,11 +105,13 @@ class ImageFolderJob:
         self.workers = max(0, min(asked, spare_one_core()))  # 14 on the H200's 16 CPUs, 1 on two cores
         self.persistent = bool(args.persistent) and self.workers > 0
         self.synthetic = bool(args.synthetic)
+        self.cheap = bool(getattr(args, "cheap", False))
         self.data = DataDir(args.data_dir or os.environ.get(DATA_ENV) or None, "gpuwatch-imagefolder-")
         t0 = time.time()
         info = make_image_folder(self.data.path, self.batch * self.epoch_batches, self.batch * self.val_batches, CLASSES)
         train_tf, val_tf = presets(tv)
-        self.train_set = tv.datasets.ImageFolder(os.path.join(self.data.path, "train"), train_tf)
+        loader = {"loader": half_scale_loader} if self.cheap else {}
+        self.train_set = tv.datasets.ImageFolder(os.path.join(self.data.path, "train"), train_tf, **loader)
         self.val_set = tv.datasets.ImageFolder(os.path.join(self.data.path, "val"), val_tf)
         if device == "cuda":
             self.model = tv.models.resnet18(num_classes=CLASSES).to(device, memory_format=torch.channels_last)
@@ -104,6 +121,7 @@ class ImageFolderJob:
         self.facts = {
             "workers": self.workers, "persistent_workers": self.persistent, "batch": self.batch,
             "epoch_batches": self.epoch_batches, "val_batches": self.val_batches, "synthetic": self.synthetic,
+            "cheap_decode": self.cheap,
             "model": "resnet18" if device == "cuda" else "small_cnn", "images": len(self.train_set),
             "val_images": len(self.val_set), "jpeg_bytes": info["bytes"], "torchvision": tv.__version__,
             "setup_s": round(time.time() - t0, 1),
