@@ -140,3 +140,19 @@ def test_the_checkpoint_jobs_truth_is_its_save_share():
     assert r["truth"] == "io" and r["end"]["save_share"] >= 0.20
     assert r["score"]["accuracy"] >= 0.9, r["score"]["verdicts"]
     assert "checkpoint" in r["last"].sentence.lower(), r["last"].sentence
+
+
+@pytest.mark.parametrize("name", sorted(MARKERS))
+def test_an_exiting_job_gets_no_new_cause_on_its_last_ticks(name):
+    """After the end marker the job tears down (workers gone, GPU idle, the main thread in exit code
+    with no Python frames): lightning_persistent's last tick read "Sync-bound" from the busy samples
+    of its last training seconds. A stage newly named there must fire on its own window's evidence."""
+    frames, verdicts = _replay(name)
+    end = next(m for m in MARKERS[name]["markers"] if m.get("event") == "end")
+    before = [verdict_stage(to_dict(v)) for f, v in zip(frames, verdicts) if f.wall < end["t"]]
+    after = [v for f, v in zip(frames, verdicts) if f.wall >= end["t"]]
+    assert before and after
+    for v in after:
+        stage = verdict_stage(to_dict(v))
+        assert stage in (before[-1], "idle", "unknown"), (stage, v.sentence)
+        assert "holding this verdict" not in v.sentence or stage == before[-1], v.sentence

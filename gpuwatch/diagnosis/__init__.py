@@ -59,9 +59,24 @@ def _diagnose(
     window = since(pool, new_state.regime_start, WINDOW_S, SHORT_S)
     signals = extract(window, pool, rank, window, epochs)
     final = decide(signals, new_state.stage, challenge=False)
+    if current is not None and new_state.stage != current and not _shown(final, new_state.stage):
+        # The candidate fired on the old stage's stack window (the switch test reads it to have
+        # enough samples), but its own window does not show it: a job tearing down (GPU idle, the
+        # main thread out of Python) reads "launch-bound" on its busy last samples. A new stage is
+        # named only on its own evidence; until then the candidate counts as weak (stability.py).
+        new_state = step(state, UNKNOWN, frames[-1].t, short[0].t)
+        window = since(pool, new_state.regime_start, WINDOW_S, SHORT_S)
+        signals = extract(window, pool, rank, window, epochs)
+        final = decide(signals, new_state.stage, challenge=False)
     stall = find_stall(recent(frames, STALL_WINDOW_S), signals.gpu.indexes) if signals.gpu.present else None
     verdict = compose(new_state.stage, final, signals, stall, candidate.stage, rank)
     return verdict, new_state
+
+
+def _shown(decision, stage: str) -> bool:
+    """Whether ``stage`` fires in ``decision`` (stages without a scorer, such as unknown, always do)."""
+    r = decision.results.get(stage)
+    return r is None or r.fires
 
 
 def _empty(rank: int | None) -> Verdict:
