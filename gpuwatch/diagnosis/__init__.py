@@ -2,7 +2,8 @@
 
 Per tick:
 1. the last SHORT_S seconds give the *candidate* (decide.py: every stage scored, then the stage precedence);
-2. the stability rule (stability.py) adopts it or keeps the stage in force;
+2. the stability rule (stability.py) adopts it or keeps the stage in force; a new stage is adopted
+   only if it also fires over its own window (step 3's), else the candidate counts as weak;
 3. the stage in force is re-scored over its own window (since it was adopted, up to WINDOW_S)
    for the evidence, confidence, sentence, speed-up and remedies the verdict shows.
 
