@@ -291,8 +291,9 @@ def ptrace_facts(pid: int) -> PtraceFacts:
     )
 
 
-def permission_reason(pid: int, facts: PtraceFacts, pyspy: str = "py-spy") -> str:
-    """Why reading ``pid`` is refused, with the fixes that apply here."""
+def permission_reason(pid: int, facts: PtraceFacts, pyspy: str = "py-spy", error: str = "") -> str:
+    """Why reading ``pid`` is refused, with the fixes that apply here. Where none of the known
+    walls stands (root, with the capability, no Yama), py-spy's own ``error`` is the reason given."""
     why = []
     if facts.target_uid is not None and facts.target_uid != facts.euid and facts.euid != 0:
         why.append(f"the job runs as uid {facts.target_uid}, gpuwatch as uid {facts.euid}")
@@ -305,15 +306,20 @@ def permission_reason(pid: int, facts: PtraceFacts, pyspy: str = "py-spy") -> st
         why.append("gpuwatch lacks CAP_SYS_PTRACE")
     if facts.container and not facts.cap_sys_ptrace:
         why.append(f"it runs in a {facts.container} container, which drops SYS_PTRACE by default")
-    fixes = ["run gpuwatch with sudo", f"or grant py-spy the capability: sudo setcap cap_sys_ptrace+ep {pyspy}"]
+    fixes = [] if facts.euid == 0 else [
+        "run gpuwatch with sudo", f"or grant py-spy the capability: sudo setcap cap_sys_ptrace+ep {pyspy}"]
     if facts.ptrace_scope in (1, 2):
         fixes.append("or allow same-user attach: sudo sysctl kernel.yama.ptrace_scope=0")
     if facts.container == "kubernetes":
         fixes.append("in Kubernetes add securityContext.capabilities.add: [SYS_PTRACE] to the container")
     elif facts.container:
         fixes.append("start the container with --cap-add SYS_PTRACE")
-    cause = "; ".join(why) if why else "the kernel refused the attach"
-    return f"py-spy may not read process {pid}: {cause}. Fix: " + ", ".join(fixes) + "."
+    if fixes and fixes[0].startswith("or "):
+        fixes[0] = fixes[0][3:]
+    if not why:
+        said = error.strip().removeprefix("Error:").strip().rstrip(".") or "it failed without saying why"
+        return f"py-spy could not read process {pid}: {said}" + (". Fix: " + ", ".join(fixes) if fixes else "") + "."
+    return f"py-spy may not read process {pid}: {'; '.join(why)}." + (" Fix: " + ", ".join(fixes) + "." if fixes else "")
 
 
 TORN_READ_MARKERS = ("bad address", "os error 14", "failed to copy")
@@ -341,7 +347,7 @@ def explain_failure(error: str, pid: int, pyspy: str = "py-spy") -> str:
         return f"the stack of process {pid} changed while py-spy read it without stopping it; sample skipped"
     low = error.lower()
     if any(m in low for m in PERMISSION_MARKERS) or ("executable name" in low and _exe_unreadable(pid)):
-        return permission_reason(pid, ptrace_facts(pid), pyspy)
+        return permission_reason(pid, ptrace_facts(pid), pyspy, error)
     if "unsupported version of python" in low:
         return (f"this py-spy cannot read the Python of process {pid} ({error}). "
                 "Fix: pip install -U py-spy (0.4.0 reads 3.12/3.13, 0.4.2 reads 3.14)")

@@ -164,6 +164,41 @@ def check_pid(pid: int) -> None:
     if _kernel_thread(pid):
         raise UsageError(f"process {pid} ({_comm(pid)}) is a kernel thread, not a Python process: "
                          "give the PID of the training process (or its launcher)")
+    not_a_job = _not_a_job(proc)
+    if not_a_job:
+        raise UsageError(f"process {pid} ({_comm(pid)}) {not_a_job}: give the PID of the training process "
+                         "(or its launcher)")
+
+
+INIT_NAMES = ("systemd", "init", "tini", "dumb-init", "s6-svscan", "runit", "launchd")
+"""Programs that adopt orphaned processes: every stray Python process on the host can sit below them."""
+
+
+def _not_a_job(proc) -> str | None:
+    """Why a process that is not Python cannot be the job, or None: a Python process, a launcher
+    (torchrun & co.) or a wrapper with a Python process below it (a shell script, ``uv run``) is
+    watched. The init process (or another that adopts orphans) is refused even with Python below
+    it: those are unrelated orphans, not its job."""
+    import psutil
+
+    from collectors.target import _is_launcher_cmd, _is_python
+
+    try:
+        argv = tuple(proc.cmdline())
+        if _is_python(argv) or _is_launcher_cmd(argv):
+            return None
+        if proc.pid == 1 or os.path.basename(argv[0] if argv else proc.name()) in INIT_NAMES:
+            return "is the init process, which adopts every orphaned process on the host; it is no training job"
+        below = proc.children(recursive=True)
+    except (psutil.Error, OSError, ValueError, IndexError):  # gone or unparseable: the watch says so itself
+        return None
+    for child in below:
+        try:
+            if _is_python(tuple(child.cmdline())):
+                return None
+        except (psutil.Error, OSError, ValueError, IndexError):
+            continue
+    return "is not a Python process and runs no Python process below it"
 
 
 PF_KTHREAD = 0x00200000

@@ -4,10 +4,13 @@ named .gz read, a launcher-less non-Python PID refused."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GW = [sys.executable, "-m", "gpuwatch"]
@@ -25,3 +28,63 @@ def test_a_plain_recording_named_gz_is_read_by_its_bytes(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() and len(r.stdout.splitlines()) == run(
         "replay", str(CPU_DEMO), "--json", "--speed", "0").stdout.count("\n")
+
+
+def test_pid_1_is_refused_naming_it():
+    # trial finding 12: `--pid 1` watched unrelated orphans (other users' gpuwatch instances) as the job.
+    import psutil
+
+    if "python" in os.path.basename(psutil.Process(1).cmdline()[0] if psutil.Process(1).cmdline() else ""):
+        pytest.skip("PID 1 is a Python process here (a container whose init is the job)")
+    r = run("--pid", "1", "--json", "--duration", "2")
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "process 1 (" in lines[0] and "init process" in lines[0], r.stderr
+
+
+def test_a_non_python_process_with_no_python_below_is_refused(tmp_path):
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        for args in (("--pid", str(sleeper.pid), "--json", "--duration", "2"),
+                     ("diagnose", "--pid", str(sleeper.pid), "--duration", "1")):
+            r = run(*args)
+            assert r.returncode == 2 and r.stdout == "", r.stderr
+            lines = r.stderr.strip().splitlines()
+            assert len(lines) == 1 and f"process {sleeper.pid} (sleep)" in lines[0], r.stderr
+            assert "not a Python process" in lines[0]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_shell_that_runs_python_is_still_watched_as_a_launcher():
+    job = subprocess.Popen(["sh", "-c", f"{sys.executable} -c 'import time; time.sleep(30)'; true"])
+    try:
+        import psutil
+
+        deadline = 200
+        while deadline and not any("python" in " ".join(c.cmdline()) for c in psutil.Process(job.pid).children()):
+            deadline -= 1
+            psutil.wait_procs([], timeout=0.05)
+        r = run("--pid", str(job.pid), "--json", "--duration", "1", "--no-stacks")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip()
+    finally:
+        for p in psutil.Process(job.pid).children(recursive=True):
+            p.kill()
+        job.kill()
+        job.wait()
+
+
+def test_the_stacks_reason_quotes_pyspy_where_nothing_explains_the_refusal():
+    # trial finding 12: as root, with nothing known to block ptrace, py-spy's "Failed to get process
+    # executable name" was reported as "the kernel refused the attach. Fix: run gpuwatch with sudo".
+    from collectors.pyspy import PtraceFacts, permission_reason
+
+    root = PtraceFacts(euid=0, target_uid=0, ptrace_scope=None, cap_sys_ptrace=True, container=None)
+    err = "Error: Failed to get process executable name. Check that the process is running."
+    r = permission_reason(1, root, "/usr/bin/py-spy", err)
+    assert "kernel refused" not in r and "sudo" not in r
+    assert "Failed to get process executable name" in r
+    user = permission_reason(42, PtraceFacts(1000, 1000, 1, False, None), "/p", "Error: Permission denied (os error 13)")
+    assert "ptrace_scope is 1" in user and "sudo" in user

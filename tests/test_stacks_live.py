@@ -272,12 +272,14 @@ def test_close_kills_the_dump_in_flight(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run py-spy as another user")
-def test_real_permission_error_explained():
-    # Real py-spy as `nobody` against this root-owned process: the kernel refuses.
+def test_real_permission_error_explained(monkeypatch):
+    # Real py-spy as `nobody` against this root-owned process: the kernel refuses. The reason is
+    # worded as for a gpuwatch run as `nobody` (py-spy runs as gpuwatch's user).
     proc = subprocess.run([PYSPY, "dump", "--pid", str(os.getpid()), "--json", "--nonblocking"],
                           capture_output=True, text=True, user=65534, timeout=20,
                           env={"RUST_BACKTRACE": "0", "PATH": "/usr/bin:/bin"})
     assert proc.returncode != 0
+    monkeypatch.setattr(os, "geteuid", lambda: 65534)
     reason = explain_failure(proc.stderr + proc.stdout, os.getpid(), "/opt/py-spy")
     assert "may not read process" in reason and "sudo setcap cap_sys_ptrace+ep /opt/py-spy" in reason
 
