@@ -207,7 +207,7 @@ def parse_proc_cgroup(text: str) -> list[CgroupEntry]:
         if len(parts) != 3 or not parts[0].isdigit():
             continue
         ctrls = tuple(c for c in parts[1].split(",") if c)
-        out.append(CgroupEntry(int(parts[0]), ctrls, parts[2]))
+        out.append(CgroupEntry(int(parts[0]), ctrls, clean(parts[2])))
     return out
 
 
