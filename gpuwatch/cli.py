@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("watch", help="watch a running job (the default command)")
     _watch_options(w, pid_required=True)
     w.add_argument("--json", action="store_true", help="stream one JSON object per tick instead of the TUI")
-    w.add_argument("--duration", type=_positive("--duration", 0.1, 10**7), default=None, help="stop after S seconds")
+    w.add_argument("--duration", type=_positive("--duration", 0.1, 10**7), default=None, metavar="S",
+                   help="stop after S seconds")
     w.add_argument("--record", metavar="FILE", default=None,
                    help="write every frame to FILE (JSONL); an existing FILE is refused unless --force")
     w.add_argument("--force", action="store_true", help="let --record overwrite an existing file")
@@ -94,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="serve metrics for Prometheus (binds 127.0.0.1 unless HOST is given)")
 
     r = sub.add_parser("replay", help="replay a recording through the same pipeline")
-    r.add_argument("file")
+    r.add_argument("file", metavar="FILE", help="a recording written by --record (JSONL, gzip-compressed or not)")
     r.add_argument("--speed", type=_positive("--speed", 0, 1000), default=1.0,
                    help="playback speed (0: as fast as possible)")
     r.add_argument("--json", action="store_true", help="print the ticks as JSON instead of the TUI")
@@ -102,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("diagnose", help="watch for a while, then print a report")
     _watch_options(d, pid_required=False)
     d.add_argument("--replay", metavar="FILE", default=None, help="diagnose a recording instead of a live job")
-    d.add_argument("--duration", type=_positive("--duration", 1, 86400), default=60.0)
+    d.add_argument("--duration", type=_positive("--duration", 1, 86400), default=None, metavar="S",
+                   help="seconds to watch the job (default 60); with --replay, diagnose the recording's first S "
+                        "seconds (default: all of it)")
     d.add_argument("--format", choices=("md", "json", "html"), default="md",
                    help="md (default), json for tools, html: one self-contained file with charts")
     d.add_argument("-o", "--output", metavar="FILE", default=None,
@@ -112,20 +115,24 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compare", help="what changed between two runs (recordings or JSON reports)")
     c.add_argument("before", metavar="BEFORE", help="recording or `diagnose --format json` report of the run before")
     c.add_argument("after", metavar="AFTER", help="the same, after the fix")
-    c.add_argument("--format", choices=("text", "md", "json", "html"), default="text")
+    c.add_argument("--format", choices=("text", "md", "json", "html"), default="text",
+                   help="text (default), md, json for tools, html: one self-contained file with both runs' charts")
     c.add_argument("-o", "--output", metavar="FILE", default=None,
                    help="write to FILE (an existing FILE is refused unless --force)")
     c.add_argument("--force", action="store_true", help="let -o overwrite an existing file")
 
     m = sub.add_parser("demo", help="start a small bundled training job and watch it")
-    m.add_argument("--json", action="store_true")
-    m.add_argument("--duration", type=_positive("--duration", 1, 86400), default=None)
+    m.add_argument("--json", action="store_true", help="stream one JSON object per tick instead of the TUI")
+    m.add_argument("--duration", type=_positive("--duration", 1, 86400), default=None, metavar="S",
+                   help="stop the demo after S seconds")
     m.add_argument("--cpu", action="store_true", help="run the demo job on the CPU even if a GPU is present")
     return p
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     argv = list(argv)
+    if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
+        raise UsageError(_unknown_command(argv[0]))
     if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
         argv.insert(0, "watch")
     if argv == ["--version"]:
@@ -138,7 +145,28 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise UsageError("give --pid PID, or one of: replay, diagnose, compare, demo (see gpuwatch --help)")
     if ns.command == "diagnose" and (ns.pid is None) == (ns.replay is None):
         raise UsageError("diagnose takes either --pid PID or --replay FILE")
+    if ns.command == "diagnose" and ns.pid is not None and ns.duration is None:
+        ns.duration = DIAGNOSE_S
     return ns
+
+
+DIAGNOSE_S = 60.0
+"""How long ``diagnose --pid`` watches without --duration: a minute holds a few epochs' worth of
+steps on most jobs and the verdict's one-minute window once."""
+
+
+def _unknown_command(word: str) -> str:
+    """The line for ``gpuwatch WORD`` where WORD is no command: a PID typed bare, or a typo."""
+    from difflib import get_close_matches
+
+    from gpuwatch.untrusted import clean
+
+    if word.isdigit():
+        return f"to watch process {word}, give --pid {word}"
+    close = get_close_matches(word, SUBCOMMANDS, n=1, cutoff=0.6)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return (f"unknown command '{clean(word, 40)}'{hint}: commands are {', '.join(SUBCOMMANDS)}, "
+            "or give --pid PID to watch a job")
 
 
 def check_pid(pid: int) -> None:

@@ -88,3 +88,48 @@ def test_the_stacks_reason_quotes_pyspy_where_nothing_explains_the_refusal():
     assert "Failed to get process executable name" in r
     user = permission_reason(42, PtraceFacts(1000, 1000, 1, False, None), "/p", "Error: Permission denied (os error 13)")
     assert "ptrace_scope is 1" in user and "sudo" in user
+
+
+@pytest.mark.parametrize("args, says", [
+    (["foo"], "unknown command 'foo'"),
+    (["diagnos", "--replay", "x"], "unknown command 'diagnos' (did you mean 'diagnose'?)"),
+    (["replya", "x"], "did you mean 'replay'?"),
+    (["1234"], "give --pid 1234"),
+])
+def test_an_unknown_command_is_named(args, says):
+    # trial finding 20: these said "the following arguments are required: --pid".
+    r = run(*args)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and "--pid" in lines[0], r.stderr
+
+
+def _ticks_covered(report: dict) -> float:
+    return report["source"]["covered_s"]
+
+
+def test_diagnose_replay_duration_limits_the_replayed_span(tmp_path):
+    # trial finding 20: --duration was ignored with --replay.
+    import json
+
+    whole, first = tmp_path / "whole.json", tmp_path / "first.json"
+    assert run("diagnose", "--replay", str(CPU_DEMO), "--format", "json", "-o", str(whole)).returncode == 0
+    r = run("diagnose", "--replay", str(CPU_DEMO), "--duration", "10", "--format", "json", "-o", str(first))
+    assert r.returncode == 0, r.stderr
+    w, f = json.loads(whole.read_text()), json.loads(first.read_text())
+    ticks = [json.loads(ln) for ln in CPU_DEMO.read_text().splitlines()]
+    ts = [t["frame"]["t"] for t in ticks if t.get("type") == "tick"]
+    within = [t for t in ts if t - ts[0] < 10]
+    assert f["source"]["frames"] == len(within) < w["source"]["frames"] == len(ts)
+    assert f"--duration 10 s reached, {len(ts) - len(within)} later ticks left out" == f["source"]["ended"]
+
+
+def test_every_option_has_help():
+    # trial finding 20: no help for diagnose --duration, replay's file, demo --json, compare --format.
+    from gpuwatch.cli import build_parser
+
+    parser = build_parser()
+    subs = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    missing = [f"{name} {a.dest}" for name, p in subs.choices.items() for a in p._actions
+               if a.help in (None, "") and a.dest != "help"]
+    assert missing == []

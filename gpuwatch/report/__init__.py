@@ -68,8 +68,14 @@ def _replay(ns: argparse.Namespace) -> tuple[Collected, Report]:
         raise UsageError(f"cannot read recording {ns.replay}: {e.strerror or e}") from None
     finally:
         bad.close()
+    whole = len(frames)
+    if ns.duration is not None and frames:  # the recording's first --duration seconds
+        frames = [f for f in frames if f.t - frames[0].t < ns.duration]
     got = from_frames(frames)
-    return got, build_report(got, NOT_RECORDED, "replay", path=ns.replay, bad_lines=bad.count)
+    if len(frames) < whole:
+        got.ended = f"--duration {ns.duration:g} s reached, {whole - len(frames)} later tick{'s' if whole - len(frames) != 1 else ''} left out"
+    return got, build_report(got, NOT_RECORDED, "replay", path=ns.replay, requested_s=ns.duration,
+                             bad_lines=bad.count)
 
 
 def _probe(pid: int) -> Maybe[Environment]:
