@@ -237,7 +237,7 @@ class Target:
             raise psutil.NoSuchProcess(self.pid)
         pids = _descendant_pids(self.pid)
         if pids is None:
-            procs = [self._proc] + self._proc.children(recursive=True)
+            procs = [self._proc] + _psutil_children(self._proc)
             return {p.pid: raw for p in procs if (raw := _read(p)) is not None}
         info: dict[int, _Raw] = {}
         known: dict[int, tuple[int, _Raw]] = {}
@@ -267,6 +267,18 @@ class Target:
                 self._rank_cache.clear()
             self._rank_cache[key] = _read_rank(pid)
         return self._rank_cache[key]
+
+
+def _psutil_children(proc: psutil.Process) -> list[psutil.Process]:
+    """psutil's recursive children, read again when its host-wide /proc scan races an exiting
+    process (psutil 7.2 raises IndexError on a stat file that reads back empty); after three
+    tries this tick goes on with the target alone rather than end the walk."""
+    for _ in range(3):
+        try:
+            return proc.children(recursive=True)
+        except UNPARSEABLE:
+            continue
+    return []
 
 
 def _descendant_pids(root: int, proc_root: str = "/proc") -> list[int] | None:

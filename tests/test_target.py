@@ -292,3 +292,22 @@ def test_descendants_from_children_files_match_psutil():
             p.kill()
         proc.kill()
         proc.wait(10)
+
+
+def test_psutil_children_read_again_when_its_scan_races_an_exiting_process():
+    """psutil raises IndexError when a stat file it scans reads back empty (a process exiting):
+    the fallback walk reads again, and gives the target alone rather than fail the walk."""
+    from gpuwatch.collectors.target import _psutil_children
+
+    class Racy:
+        def __init__(self, fails: int) -> None:
+            self.fails = fails
+
+        def children(self, recursive: bool = False) -> list[str]:
+            if self.fails:
+                self.fails -= 1
+                raise IndexError("list index out of range")
+            return ["child"]
+
+    assert _psutil_children(Racy(fails=2)) == ["child"]
+    assert _psutil_children(Racy(fails=5)) == []
