@@ -82,7 +82,7 @@ class GpuCollector(NvmlCollector):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._state: dict[int, _GpuState] = {}
-        self._names: dict[int, str] = {}
+        self._names: dict[int, tuple[str, str]] = {}
         self._temp_v = True
         self._mem_v2 = True
 
@@ -274,8 +274,9 @@ class GpuCollector(NvmlCollector):
                 sm: Any = util
             else:
                 sm = util.get(p.host_pid, 0.0)  # NVML lists only processes with non-zero use
+            name, user = self._owner(p.local_pid)
             out.append(GpuProcess(
-                pid=p.host_pid, local_pid=p.local_pid, name=self._name(p.local_pid),
+                pid=p.host_pid, local_pid=p.local_pid, name=name, user=user,
                 used_memory=p.used_memory if p.used_memory is not None
                 else Unsupported("NVML does not report this process's memory"),
                 sm_util=sm, is_target=p.local_pid is not None and p.local_pid in ours,
@@ -305,19 +306,26 @@ class GpuCollector(NvmlCollector):
             sums.setdefault(int(s.pid), []).append(float(s.smUtil))
         return {pid: sum(v) / len(v) for pid, v in sums.items()}
 
-    def _name(self, local_pid: int | None) -> str:
+    def _owner(self, local_pid: int | None) -> tuple[str, str]:
+        """(name, user name) of a GPU process, read once per PID ("?" and "" when unreadable):
+        the TUI lists other users' GPU processes with their owner, as nvitop does."""
         if local_pid is None:
-            return "?"
-        name = self._names.get(local_pid)
-        if name is None:
+            return "?", ""
+        got = self._names.get(local_pid)
+        if got is None:
             try:
-                name = clean(psutil.Process(local_pid).name(), 64)
+                proc = psutil.Process(local_pid)
+                name = clean(proc.name(), 64)
             except (psutil.Error, OSError):
-                return "?"
+                return "?", ""
+            try:
+                user = clean(proc.username(), 64)
+            except (psutil.Error, OSError, KeyError):  # KeyError: a UID without a passwd entry
+                user = ""
             if len(self._names) > 1024:  # PIDs of exited processes: keep the cache bounded
                 self._names.clear()
-            self._names[local_pid] = name
-        return name
+            got = self._names[local_pid] = (name, user)
+        return got
 
 
 def _scale(v: Any, k: float) -> Any:

@@ -35,6 +35,8 @@ class GpuProcess:
     """Per-process SM utilization (%) over the samples new since the last tick."""
     is_target: bool
     """True when the process belongs to the watched job's process tree."""
+    user: str = ""
+    """Its owner's user name ("" when unknown: not in our PID namespace, or unreadable)."""
 
 
 @dataclass(frozen=True, slots=True)
