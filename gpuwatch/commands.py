@@ -50,8 +50,10 @@ def replay(ns: argparse.Namespace) -> int:
                 return run_headless(source, None)
             except NotARecording as e:  # a FIFO or pipe: known only once read
                 raise UsageError(str(e)) from None
+        from gpuwatch.replay_control import ReplayControl
         from gpuwatch.tui.app import run_app
 
+        source.control = ReplayControl(ns.speed)  # the TUI's pause, step, seek and speed keys
         return run_app(source)
     finally:
         bad.close()

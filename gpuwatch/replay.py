@@ -4,37 +4,69 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from gpuwatch.model.frame import Frame
 from gpuwatch.recording import BadLine, Tick, read_recording
+from gpuwatch.replay_control import ReplayControl
 
 
 async def replay_frames(
     path: str,
     speed: float = 1.0,
     on_bad_line: Callable[[BadLine], None] | None = None,
+    control: ReplayControl | None = None,
 ) -> AsyncIterator[Frame]:
     """Yield the recording's frames, paced by their timestamps divided by ``speed``.
 
     ``speed`` 0 means as fast as possible. Bad lines go to ``on_bad_line`` and are skipped.
+    With a ``control``, the control paces the frames instead (pause, step, seek, speed keys).
     """
-    prev_t: float | None = None
+    if control is None:
+        prev_t: float | None = None
+        async with contextlib.aclosing(_good_frames(path, on_bad_line)) as frames:
+            async for frame in frames:
+                if speed > 0 and prev_t is not None:
+                    gap = (frame.t - prev_t) / speed
+                    if 0 < gap < 3600:
+                        await asyncio.sleep(gap)
+                prev_t = frame.t
+                yield frame
+        return
+    first_pass = True
+    while True:
+        start_t = prev = None
+        rewound = False
+        async with contextlib.aclosing(_good_frames(path, on_bad_line if first_pass else None)) as frames:
+            async for frame in frames:
+                start_t = frame.t if start_t is None else start_t
+                position = frame.t - start_t
+                gap = 0.0 if prev is None else frame.t - prev
+                prev = frame.t
+                if not control.rewinds(position):
+                    await control.wait(position, gap if 0 < gap < 3600 else 0.0)
+                if control.rewinds(position):
+                    rewound = True
+                    break
+                control.gave(position)
+                yield frame
+        if not rewound:
+            return
+        first_pass = False
+        control.restart()
+
+
+async def _good_frames(path: str, on_bad_line: Callable[[BadLine], None] | None) -> AsyncIterator[Frame]:
     async for item in in_thread(read_recording(path)):
         if isinstance(item, BadLine):
             if on_bad_line is not None:
                 on_bad_line(item)
             continue
         assert isinstance(item, Tick)
-        frame = item.frame
-        if speed > 0 and prev_t is not None:
-            gap = (frame.t - prev_t) / speed
-            if 0 < gap < 3600:
-                await asyncio.sleep(gap)
-        prev_t = frame.t
-        yield frame
+        yield item.frame
 
 
 def load_frames(path: str, on_bad_line: Callable[[BadLine], None] | None = None) -> list[Frame]:

@@ -13,6 +13,7 @@ from gpuwatch.model.verdict import Verdict
 from gpuwatch.pace import stack_pace
 from gpuwatch.recording import BadLine
 from gpuwatch.replay import replay_frames
+from gpuwatch.replay_control import ReplayControl
 
 
 @dataclass
@@ -45,6 +46,8 @@ class ReplaySource:
     on_bad_line: Callable[[BadLine], None] | None = None
     live: bool = False
     bad_lines: list[BadLine] = field(default_factory=list)
+    control: ReplayControl | None = None
+    """Pause, step, seek and speed, for a front end with keys (the TUI); None: plays at ``speed``."""
 
     def describe(self) -> str:
         return f"replay of {self.path}"
@@ -55,7 +58,7 @@ class ReplaySource:
             if self.on_bad_line is not None:
                 self.on_bad_line(b)
 
-        return replay_frames(self.path, self.speed, bad)
+        return replay_frames(self.path, self.speed, bad, self.control)
 
 
 @dataclass
@@ -69,6 +72,10 @@ class FirstFrames:
 
     def describe(self) -> str:
         return self.source.describe()
+
+    @property
+    def control(self) -> ReplayControl | None:
+        return getattr(self.source, "control", None)
 
     async def frames(self) -> AsyncIterator[Frame]:
         agen = self.source.frames()
