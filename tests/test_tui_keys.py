@@ -172,7 +172,7 @@ async def test_question_mark_opens_help_and_escape_closes_it():
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        assert "start / stop recording" in screen_text(app)
+        assert "Start or stop recording" in str(app.screen.query_one("#help-text").content)
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)

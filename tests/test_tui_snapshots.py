@@ -6,6 +6,9 @@ Sources:
   diagnosis's wording changes these snapshots: review and update them);
 - SYNTHETIC frames and verdict for the drill-down's evidence and remedies layout at 80x24, and help.
 
+Each screen a user meets first is taken at 80x24 and 200x60: the main screen, the process screen,
+a replay (marked as one from its first frame), and NO_COLOR (the terminal's own colours).
+
 The clock-dependent header item (gpuwatch's own CPU) is frozen; watch time comes from the frames.
 SVGs live in tests/snapshots/<this module>/. After a deliberate change:
 ``pytest tests/test_tui_snapshots.py --snapshot-update`` and look at the new SVGs.
@@ -20,6 +23,7 @@ from pytest_textual_snapshot import SVGImageExtension
 
 from gpuwatch.analysis import Analysis
 from gpuwatch.model.verdict import PIPELINE
+from gpuwatch.replay_control import ReplayControl
 from gpuwatch.source import ReplaySource
 from gpuwatch.source import FirstFrames
 from tests.test_tui_fixtures import SNAPSHOT_RECORDINGS, ListSource, make_app, synthetic_frames
@@ -51,6 +55,13 @@ def snapshot(snapshot):  # noqa: F811 - overrides syrupy's fixture for this modu
 def recording_app(name: str):
     path, frames = SNAPSHOT_RECORDINGS[name]
     return make_app(FirstFrames(ReplaySource(str(path), speed=0), frames), analysis=Analysis())
+
+
+def replay_app(name: str):
+    """The recording as ``gpuwatch replay`` shows it: with its playback control (speed 0 here)."""
+    path, frames = SNAPSHOT_RECORDINGS[name]
+    return make_app(FirstFrames(ReplaySource(str(path), speed=0, control=ReplayControl(0)), frames),
+                    analysis=Analysis())
 
 
 def synthetic_app():
@@ -101,3 +112,22 @@ def test_stage_drill_down_synthetic_evidence(snap_compare):
 def test_help_screen(snap_compare):
     assert snap_compare(synthetic_app(), press=("question_mark",), terminal_size=SIZES["80x24"],
                         run_before=all_frames_drawn)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("recording", RECORDINGS)
+def test_process_screen(snap_compare, recording, size):
+    """↓ then Enter: the second process (the only one when the job has one)."""
+    assert snap_compare(recording_app(recording), press=("down", "enter"), terminal_size=SIZES[size],
+                        run_before=all_frames_drawn)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_replay_is_marked(snap_compare, size):
+    assert snap_compare(replay_app("cpu_demo"), terminal_size=SIZES[size], run_before=all_frames_drawn)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_no_color(snap_compare, monkeypatch, size):
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert snap_compare(recording_app("cpu_demo"), terminal_size=SIZES[size], run_before=all_frames_drawn)

@@ -29,6 +29,8 @@ from gpuwatch.pipeline import Pipeline, Sink, Source, Tick
 from gpuwatch.recording import Recorder, RecordingError
 from gpuwatch.signals import install_signal_handlers, rearm
 from gpuwatch.threadname import name_this_thread
+from gpuwatch.tui.app_keys import AppKeys
+from gpuwatch.tui.commands import GpuwatchCommands, system_commands
 from gpuwatch.tui.record import open_recording
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.screens.main import MainScreen
@@ -38,11 +40,12 @@ SELF_CPU_INTERVAL = 2.0
 """Seconds between measurements of gpuwatch's own CPU use (one /proc read each)."""
 
 
-class GpuwatchApp(App[int]):
+class GpuwatchApp(AppKeys, App[int]):
     """Watches one source of frames."""
 
     CSS_PATH = "gpuwatch.tcss"
     TITLE = "gpuwatch"
+    COMMANDS = App.COMMANDS | {GpuwatchCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     """Below 120 columns the GPU panel stacks over the processes and metrics go two per line."""
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall"), (50, "-very-tall")]
@@ -50,15 +53,28 @@ class GpuwatchApp(App[int]):
     plots (tui/gpuwatch.tcss, #charts)."""
 
     BINDINGS = [
-        Binding("p", "toggle_pause", "Pause", tooltip="Freeze the display; collecting and recording go on.",
-                id="pause"),
+        Binding("p,space", "toggle_pause", "Pause", tooltip="Freeze the display (collecting and recording go on); "
+                "in a replay, pause and resume the playback.", id="pause"),
+        Binding("full_stop", "replay_step", "Step", key_display=".", tooltip="Replay: one frame forward, then hold.",
+                id="replay-step"),
+        Binding("right_square_bracket", "replay_seek(10)", "Seek", key_display="[ ]",
+                tooltip="Replay: 10 s forward.", id="replay-forward"),
+        Binding("left_square_bracket", "replay_seek(-10)", "Seek", show=False,
+                tooltip="Replay: 10 s back (replays from the start up to there).", id="replay-back"),
+        Binding("plus,equals_sign", "replay_speed(1)", "Speed", key_display="+ -",
+                tooltip="Replay: faster (up to 32×).", id="replay-faster"),
+        Binding("minus", "replay_speed(-1)", "Speed", show=False, tooltip="Replay: slower (down to ¼×).",
+                id="replay-slower"),
         Binding("r", "toggle_record", "Record", tooltip="Start or stop recording frames to a JSONL file.",
                 id="record"),
         Binding("k", "next_rank", "Rank", tooltip="Show the next rank of a multi-rank job (all, 0, 1, ...).",
                 id="rank"),
-        Binding("question_mark", "help", "Help", key_display="?", tooltip="Keys and legend.", id="help"),
-        Binding("q", "quit", "Quit", tooltip="Quit gpuwatch.", id="quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("question_mark,f1,h", "help", "Help", key_display="?", tooltip="Every key of this screen, and the legend.",
+                id="help"),
+        Binding("q,f10", "quit", "Quit", tooltip="Quit gpuwatch.", id="quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="Quit gpuwatch."),
+        Binding("escape", "back", "Back", show=False, tooltip="Back to the previous screen; on the main screen, "
+                "clear the process filter."),
     ]
 
     # App state is `var`, not `reactive`: a reactive on the App repaints the whole screen when it
@@ -75,6 +91,8 @@ class GpuwatchApp(App[int]):
     """gpuwatch's own CPU use, percent of one core."""
     selected_rank: var[int | None] = var(None)
     """The rank on show (its frame, verdict and history), or None for the whole job."""
+    replay_state: var[str] = var("")
+    """The replay's playback (``REPLAY ▶ 1×``), shown from the first frame; empty for a live watch."""
 
     class FrameReady(Message):
         """A new frame was analysed. Supersedes an unhandled one, so a slow UI draws only the latest."""
@@ -93,8 +111,16 @@ class GpuwatchApp(App[int]):
         record_dir: str = ".",
         handle_signals: bool = False,
     ) -> None:
-        super().__init__()
+        # NO_COLOR: the terminal's own colours (Textual's NoColor filter, which it picks for ANSI
+        # themes), not Textual's grey rendering of the truecolor theme with its backgrounds.
+        no_color = "NO_COLOR" in os.environ
+        super().__init__(ansi_color=True if no_color else None)
+        if no_color:
+            self.theme = "ansi-dark"
         self.source = source
+        self.attach_replay(source)
+        if self.replay is not None:
+            self.replay_state = self.replay.describe()
         self.analysis = analysis or Analysis()
         self.ranks = MultiRank()
         """Per-rank verdicts and the straggler (multi-rank jobs)."""
@@ -223,7 +249,10 @@ class GpuwatchApp(App[int]):
         if screen is not None:
             screen.sync_header()
 
-    watch_paused = watch_recording_path = watch_ended = watch_self_cpu = _sync_header
+    watch_paused = watch_recording_path = watch_ended = watch_self_cpu = watch_replay_state = _sync_header
+
+    def get_system_commands(self, screen: Screen):  # noqa: ANN201 - Textual's signature
+        return system_commands(self, screen)
 
     def _measure_self(self) -> None:
         self.self_cpu = self._self_cpu()
@@ -244,11 +273,6 @@ class GpuwatchApp(App[int]):
         rank = self.shown_rank
         return f"all {n} ranks" if rank is None else f"rank {rank} of {n}"
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "next_rank":
-            return self.rank_tick is not None  # hidden from the footer for single-process jobs
-        return True
-
     def action_next_rank(self) -> None:
         """all -> 0 -> 1 -> ... -> all."""
         tick = self.rank_tick
@@ -262,8 +286,7 @@ class GpuwatchApp(App[int]):
         self.render_latest()
 
     def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
-        self.render_latest()
+        self.toggle_pause()
 
     async def action_toggle_record(self) -> None:
         loop = asyncio.get_running_loop()
@@ -286,12 +309,6 @@ class GpuwatchApp(App[int]):
         self.recordings.append(rec)
         self.recording_path = rec.path
         self.notify(f"Recording to {rec.path}")
-
-    def action_help(self) -> None:
-        from gpuwatch.tui.screens.help import HelpScreen
-
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
 
     def exit(self, *args: Any, **kwargs: Any) -> None:
         self._leaving = True

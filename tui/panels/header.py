@@ -27,6 +27,8 @@ class HeaderBar(Horizontal):
     """True while the display is frozen."""
     ended: reactive[str] = reactive("")
     """Why frames stopped coming (replay finished, target exited), else empty."""
+    replay: reactive[str] = reactive("")
+    """The replay's playback (``REPLAY ▶ 1×``), else empty: a replay never looks like a live watch."""
 
     def __init__(self) -> None:
         super().__init__(id="header")
@@ -68,8 +70,13 @@ class HeaderBar(Horizontal):
     def watch_ended(self) -> None:
         self._draw_flags()
 
+    def watch_replay(self) -> None:
+        self._draw_flags()
+
     def _draw_flags(self) -> None:
         flags = []
+        if self.replay:
+            flags.append(self.replay)
         if self.paused:
             flags.append("❚❚ PAUSED")
         if self.recording:
@@ -79,12 +86,15 @@ class HeaderBar(Horizontal):
         w = self.query_one("#header-flags", Plain)
         w.update(" ".join(flags))
         w.display = bool(flags)
-        w.set_class(self.paused, "-paused")
+        w.set_class(self.paused or "❚❚" in self.replay, "-paused")
         w.set_class(bool(self.recording), "-recording")
 
     def _draw_state(self) -> None:
         parts = []
-        if self._view is not None:
+        control = getattr(self.app, "replay", None)
+        if self._view is not None and control is not None:
+            parts.append(f"at {fmt.duration(control.position)}")  # into the recording
+        elif self._view is not None:
             parts.append(f"watched {fmt.duration(self._view.watched_s)}")
         pad = ""
         if self.self_cpu is not None:

@@ -4,7 +4,8 @@ Textual's DataTable renders each cell through Rich (``console.render_lines(Style
 redrawing one row of the processes table cost ~1.7 ms, several rows change on each tick, and that
 was the largest single part of the TUI's CPU (the target is <= 5 % of one core in all). Here a line
 is the cells' own segments, padded and cropped, in one Strip; an update repaints the lines whose
-cells changed and nothing else. One line per row, no sorting, no column cursor.
+cells changed and nothing else. One line per row, no column cursor; the caller orders the rows
+(sort, filter and tree are the processes panel's). A cell cut at its column's edge ends in "…".
 """
 
 from __future__ import annotations
@@ -89,11 +90,29 @@ class KeyedTable(ScrollView, can_focus=True):
     def get_cell(self, key: str, column_key: str) -> Text:
         return self._rows[key][self._column_index[column_key]]
 
-    def set_rows(self, rows: dict[str, tuple[Text, ...]]) -> None:
-        """Show ``rows`` (key -> one Text per column): known keys keep their place, new ones go last."""
+    def set_header(self, labels: Sequence[str]) -> None:
+        """New column labels (a sort mark): repaints the header line only, unless a column widens."""
+        header = tuple(Text(label) for label in labels)
+        if header == self._header:
+            return
+        self._header = header
+        widths = [max(w, label.cell_len) for w, label in zip(self._widths, header)]
+        if widths != self._widths:
+            self._widths = widths
+            self.virtual_size = Size(sum(widths) + 2 * len(widths), len(self._keys) + 1)
+            self.refresh()
+        else:
+            self.refresh(Region(0, 0, self.size.width, 1))
+
+    def set_rows(self, rows: dict[str, tuple[Text, ...]], ordered: bool = False) -> None:
+        """Show ``rows`` (key -> one Text per column). ``ordered``: in ``rows``'s order; else known
+        keys keep their place and new ones go last."""
         old, cursor_key = self._rows, self.cursor_key
-        new = {key: rows[key] for key in old if key in rows}
-        new.update(rows)
+        if ordered:
+            new = dict(rows)
+        else:
+            new = {key: rows[key] for key in old if key in rows}
+            new.update(rows)
         widths = [max(w, *(cells[i].cell_len for cells in rows.values())) for i, w in enumerate(self._widths)] \
             if rows else [label.cell_len for label in self._header]  # an empty table starts over
         changed = [i for i, (key, cells) in enumerate(new.items()) if old.get(key) != cells]
@@ -174,9 +193,14 @@ class KeyedTable(ScrollView, can_focus=True):
         for n, cell in enumerate(cells):
             inner, right = (self._widths[n], " ") if n < last else (max(0, width - x - 1), "")
             x += 1 + inner + len(right)
+            cut = cell.cell_len > inner
             if not cell.spans and not cell.style:
-                run += f" {set_cell_size(cell.plain, inner)}{right}"
+                plain = set_cell_size(cell.plain, inner - 1) + "…" if cut and inner else cell.plain
+                run += f" {set_cell_size(plain, inner)}{right}"
                 continue
+            if cut:
+                cell = cell.copy()
+                cell.truncate(inner, overflow="ellipsis")
             segments.append(Segment(run + " ", style))
             parts = Segment.adjust_line_length(list(cell.render(self.app.console)), inner)
             segments += Segment.apply_style(parts, style, post_style)

@@ -12,6 +12,7 @@ from textual.widgets import Static
 from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES, Verdict
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.lazy_static import LazyStatic
+from gpuwatch.tui.panels.verdict_line import VerdictLine
 
 
 class StageBox(LazyStatic):
@@ -62,6 +63,10 @@ class PipelinePanel(Vertical):
     """The stage Enter drills into: the verdict's stage until the user picks one (:meth:`pick`)."""
     picked = False
     """True once the user chose a stage: from then on the cursor stays where they put it."""
+    cursor_shown = False
+    """The cursor is drawn once it means something: on the verdict's stage (or, while the verdict
+    names none, the first stage with a warning), or where the user put it; never on Disk merely
+    because Disk comes first."""
 
     class StageClicked(Message):
         """A stage box was clicked."""
@@ -76,14 +81,14 @@ class PipelinePanel(Vertical):
                 if i:
                     yield Static("→", classes="arrow")
                 yield StageBox(stage, i + 1)
-        yield LazyStatic("Waiting for the first frame…", classes="verdict")  # markup: the stage in bold
+        yield VerdictLine("Waiting for the first frame…", classes="verdict")  # markup: the stage in bold
 
     _boxes: tuple[StageBox, ...] = ()
     """The six stage boxes, looked up on mount rather than by a DOM query each tick."""
 
     def watch_selected(self, old: str, new: str) -> None:
         for box in self._boxes:
-            box.set_class(box.stage == new, "-selected")
+            box.set_class(self.cursor_shown and box.stage == new, "-selected")
 
     def on_mount(self) -> None:
         self._boxes = tuple(self.query(StageBox))
@@ -92,11 +97,22 @@ class PipelinePanel(Vertical):
 
     def pick(self, stage: str) -> None:
         self.picked = True
+        self._place(stage)
+
+    def _place(self, stage: str) -> None:
+        shown, self.cursor_shown = self.cursor_shown, True
         self.selected = stage
+        if not shown:
+            self.watch_selected(stage, stage)
 
     def show(self, verdict: Verdict) -> None:
-        if not self.picked and verdict.stage in PIPELINE and verdict.confidence > 0:
-            self.selected = verdict.stage  # Enter opens the bottleneck's drill-down at once
+        if not self.picked:
+            if verdict.stage in PIPELINE and verdict.confidence > 0:
+                self._place(verdict.stage)  # Enter opens the bottleneck's drill-down at once
+            else:
+                flagged = next((s for s in PIPELINE if verdict.level(s) != "ok"), None)
+                if flagged is not None:
+                    self._place(flagged)
         for box in self._boxes:
             box.set_level(verdict.level(box.stage))
         line = self._verdict_line

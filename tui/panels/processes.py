@@ -3,22 +3,33 @@
 Rows are keyed by PID and updated in place, so the cursor stays on its process across ticks.
 A process missing from the latest stack sample (workers are dumped in turn, one every few seconds)
 keeps the hottest frame of its last sample, dimmed, instead of a blank that would flicker.
+Sort, filter and tree are htop's (``proc_order.py``). GPU processes that are not the job's (other
+users, other jobs: NVML's list) come last, marked ``outside``, as nvitop lists them.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widgets import Input
 
 from gpuwatch.model.frame import Frame
+from gpuwatch.model.gpu import GpuProcess
 from gpuwatch.model.procs import ProcInfo
 from gpuwatch.model.stacks import StackSample, ThreadStack
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.panels.keyed_table import KeyedTable
 from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.proc_order import SORT_COLUMN, SORT_WORDS, SORTS, matches, order
 from gpuwatch.tui.view import View
+
+OUTSIDE = "outside"
+"""The Role cell of a GPU process that is not part of the watched job."""
+OUTSIDE_KEY = "gpu-"
+"""Row key prefix of those processes (a host PID may not exist in our PID namespace)."""
 
 CPU_STEP = 1.0
 """A process's CPU % cell changes when the value moves at least this far from the one on show:
@@ -61,12 +72,38 @@ def thread_summary(t: ThreadStack) -> str:
     return f"{t.label}: {where}" if where else t.label
 
 
+def outside_processes(gpus: object) -> list[tuple[int, GpuProcess]]:
+    """(GPU index, process) for every GPU process NVML lists that is not the job's."""
+    if not isinstance(gpus, tuple):
+        return []
+    return [(g.index, p) for g in gpus for p in g.processes if not p.is_target]
+
+
+def outside_cells(index: int, p: GpuProcess) -> tuple[Text, ...]:
+    mem = fmt.size(p.used_memory) if known(p.used_memory) else fmt.NA
+    sm = f", SM {p.sm_util:.0f} %" if known(p.sm_util) else ""
+    user = p.user or "?"
+    pid = p.local_pid if p.local_pid is not None else p.pid
+    return tuple(Text(c) for c in (str(pid), OUTSIDE, "", "", "", "",
+                                   f"GPU {index}: {mem}{sm} · {p.name} (user {user})"))
+
+
 class ProcessPanel(Vertical):
     """Processes of the watched job with CPU, state, reads, memory and what they run."""
+
+    sort: str | None = None
+    """The sort column (:data:`SORTS`); None: the job's order."""
+    tree = False
+    """List as a tree (children under their parent)."""
+    query = ""
+    """Filter: only rows whose PID, role, name, command line or hottest frame hold this."""
 
     def compose(self) -> ComposeResult:
         yield Plain("", classes="procs-notice")
         yield KeyedTable(COLUMNS, id="procs")
+        yield Plain("", classes="procs-state")
+        yield Input(placeholder="filter: PID, role, name, command line or frame (Enter keeps, Esc clears)",
+                    id="procs-filter", compact=True)
         yield Plain("", classes="stacks-note")
 
     def __init__(self, *args, **kwargs) -> None:
@@ -84,8 +121,70 @@ class ProcessPanel(Vertical):
         self.border_title = "Processes"  # shown where the layout gives the panel a border
         self.query_one(".procs-notice", Plain).display = False
         self.query_one(".stacks-note", Plain).display = False
+        self.query_one(".procs-state", Plain).display = False
+        self.query_one("#procs-filter", Input).display = False
+        self._view: View | None = None
+
+    def open_filter(self) -> None:
+        box = self.query_one("#procs-filter", Input)
+        box.display = True
+        box.focus()
+
+    def close_filter(self, clear: bool) -> bool:
+        """Hide the filter box (and empty the filter if ``clear``); False when there was nothing to close."""
+        box = self.query_one("#procs-filter", Input)
+        had = box.display or bool(self.query)
+        box.display = False
+        if clear and self.query:
+            box.value = ""
+            self.set_order(query="")
+        if had:
+            self.table.focus()
+        return had
+
+    @on(Input.Changed, "#procs-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.set_order(query=event.value.strip())
+
+    @on(Input.Submitted, "#procs-filter")
+    def _filter_kept(self) -> None:
+        self.close_filter(clear=False)
+
+    @property
+    def table(self) -> KeyedTable:
+        return self.query_one("#procs", KeyedTable)
+
+    def set_order(self, *, sort: str | None | bool = False, tree: bool | None = None,
+                  query: str | None = None) -> None:
+        """Change sort (False: keep), tree or filter and redraw from the last view at once."""
+        if sort is not False:
+            self.sort = sort  # type: ignore[assignment]
+        if tree is not None:
+            self.tree = tree
+        if query is not None:
+            self.query = query
+        labels = [label + ("▼" if SORT_COLUMN.get(self.sort or "") == key else "") for key, label in COLUMNS]
+        self.table.set_header(labels)
+        state = self.query_one(".procs-state", Plain)
+        parts = []
+        if self.query:
+            parts.append(f"filter “{self.query}” (Esc clears)")
+        if self.sort:
+            parts.append(f"sorted by {SORT_WORDS[self.sort]}")
+        if self.tree:
+            parts.append("tree")
+        state.update(" · ".join(parts))
+        state.display = bool(parts)
+        if self._view is not None:
+            self.show(self._view)
+
+    def step_sort(self, step: int) -> str | None:
+        """The next (``step`` 1) or previous sort column; returns the new one."""
+        self.set_order(sort=SORTS[(SORTS.index(self.sort) + step) % len(SORTS)])
+        return self.sort
 
     def show(self, view: View) -> None:
+        self._view = view
         procs = view.frame.procs
         notice = self.query_one(".procs-notice", Plain)
         table = self.query_one("#procs", KeyedTable)
@@ -102,13 +201,26 @@ class ProcessPanel(Vertical):
         if reason is not None:
             stacks_note.update(f"Hottest frame N/A: {reason}")
         self._absorb(view)
-        rows = {str(p.pid): self._cells(p, self._shown_cpu.get(p.pid, p.cpu_pct), self._hot(p.pid, view.frame.stacks))
-                for p in procs.processes}
+        cells = {p.pid: self._cells(p, self._shown_cpu.get(p.pid, p.cpu_pct), self._hot(p.pid, view.frame.stacks))
+                 for p in procs.processes}
         live = {p.pid for p in procs.processes}
         for memo in (self._last_hot, self._shown_cpu):
             for pid in [pid for pid in memo if pid not in live]:
                 del memo[pid]
-        table.set_rows(rows)  # repaints the rows whose cells changed
+        outside = [(OUTSIDE_KEY + str(p.pid), outside_cells(i, p)) for i, p in outside_processes(view.frame.gpus)]
+        keep = None
+        if self.query:
+            keep = {p.pid for p in procs.processes
+                    if any(matches(t, self.query) for t in (p.name, p.cmdline, *(c.plain for c in cells[p.pid])))}
+            outside = [(k, c) for k, c in outside if any(matches(t.plain, self.query) for t in c)]
+        rows: dict[str, tuple[Text, ...]] = {}
+        for listed in order(procs.processes, self.sort, self.tree, keep):
+            row = cells[listed.proc.pid]
+            if listed.prefix:
+                row = (row[0], Text(listed.prefix + row[1].plain), *row[2:])
+            rows[str(listed.proc.pid)] = row
+        rows.update(outside)
+        table.set_rows(rows, ordered=True)  # repaints the rows whose cells changed
 
     def _absorb(self, view: View) -> None:
         """Fold the frames not seen yet (oldest first) into the last-hot and CPU memos."""

@@ -51,6 +51,7 @@ class WatchScreen(Screen):
             header.recording = app.recording_path or ""
             header.ended = app.ended or ""
             header.self_cpu = app.self_cpu
+            header.replay = app.replay_state
 
     def on_screen_resume(self) -> None:
         if not self.composed:

@@ -1,45 +1,88 @@
-"""The help screen: keys, what the levels mean, and where the numbers come from."""
+"""The help screen: every key of the screen it was opened from, what the levels mean, and where
+the numbers come from.
+
+The keys are read from the bindings themselves (the screen's, its focused widget's and the
+app's, hidden ones included), so a key cannot exist without being listed here.
+"""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
+import textwrap
+from collections.abc import Iterable
+
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
+from textual.dom import DOMNode
+from textual.screen import ModalScreen, Screen
 
 from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS
 from gpuwatch.tui.panels.plain import Plain
 
-KEYS = (
-    ("← → 1-6", "select a pipeline stage (the verdict's, until you pick one)"),
-    ("Enter", "stage details: evidence, history, stacks, remedies"),
-    ("s", "hottest frames per thread role (py-spy top style)"),
-    ("p", "pause the display (collecting and recording go on)"),
-    ("r", "start / stop recording to gpuwatch-DATE-TIME.jsonl"),
-    ("k", "next rank of a multi-rank job (all, 0, 1, ...)"),
-    ("?", "this help"),
-    ("Escape", "back"),
-    ("q", "quit"),
-)
+KEY_W = 12
+"""Width of the keys column."""
+TEXT_W = 64
+"""Width the key lines wrap at (the help box: 72 columns less border, padding and scrollbar)."""
 
 
-def help_text() -> str:
-    keys = "\n".join(f"{k:<9} {what}" for k, what in KEYS)
+def key_lines(app: App, nodes: Iterable[DOMNode]) -> list[tuple[str, str]]:
+    """(keys, what they do) for every binding of ``nodes``, one line per action, in their order.
+
+    A binding's tooltip says what it does; its description (the footer's word) stands in for one
+    without. Keys bound to the same action share a line (``F1 h ?``)."""
+    lines: dict[tuple[str, str], list[str]] = {}
+    for node in nodes:
+        for binding in own_bindings(node):
+            what = binding.tooltip or binding.description or binding.action
+            keys = lines.setdefault(("", what), [])  # one line per text: ← and → share theirs
+            shown = app.get_key_display(binding)
+            if not any(shown in k for k in keys):  # → is in ←→ already
+                keys.append(shown)
+    return [(" ".join(keys), what) for (_, what), keys in lines.items()]
+
+
+def own_bindings(node: DOMNode) -> list[Binding]:
+    """The bindings gpuwatch's classes declare on ``node`` (Textual's scrolling, focus and copy
+    keys are left out: they behave as in every Textual app)."""
+    out: list[Binding] = []
+    for cls in reversed(type(node).__mro__):
+        if cls.__module__.startswith("gpuwatch.") and "BINDINGS" in cls.__dict__:
+            out += [b for b in Binding.make_bindings(cls.__dict__["BINDINGS"]) if not b.system]
+    return out
+
+
+def help_text(lines: list[tuple[str, str]]) -> str:
+    keys = "\n".join(textwrap.fill(f"{k:<{KEY_W}} {what}", TEXT_W, subsequent_indent=" " * (KEY_W + 1))
+                     for k, what in lines)
     stages = " → ".join(STAGE_TITLES[s] for s in PIPELINE)
     levels = "   ".join(f"{LEVEL_GLYPHS[lv]} {LEVEL_WORDS[lv]}" for lv in LEVEL_GLYPHS)
     return (
         "gpuwatch: what is holding the GPU back?\n\n"
-        f"{keys}\n\n"
+        f"{keys}\n"
+        + textwrap.fill(f"{'^p':<{KEY_W}} command palette: every command by name (record, pause, stage, "
+                        "process, report, theme)", TEXT_W, subsequent_indent=" " * (KEY_W + 1)) + "\n\n"
         f"{stages}\n"
         f"Levels: {levels}\n"
         "The verdict names the stage that limits the job, how sure it is and how much "
         "faster the job could run if that stage were fixed.\n\n"
         "Processes, Hottest frame: what the process ran in the latest stack sample; dimmed, "
-        "from an earlier one (workers are sampled in turn).\n"
+        "from an earlier one (workers are sampled in turn). Rows marked 'outside' are GPU "
+        "processes of other users or jobs (NVML's list), not part of the watched job.\n"
         "N/A: a value could not be read. The reason and the fix are shown next to it "
         "(panel notes, stage details)."
     )
+
+
+def screen_nodes(screen: Screen) -> list[DOMNode]:
+    """The nodes whose bindings act on ``screen``: its focused widget and that widget's
+    ancestors up to the screen, then the app."""
+    nodes: list[DOMNode] = []
+    node: DOMNode | None = screen.focused
+    while node is not None and node is not screen:
+        nodes.append(node)
+        node = node.parent
+    return [*nodes, screen, screen.app]
 
 
 class HelpScreen(ModalScreen[None]):
@@ -47,10 +90,16 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [
         Binding("escape", "dismiss", "Back", tooltip="Close the help."),
-        Binding("question_mark", "dismiss", "Back", show=False),
-        Binding("q", "dismiss", "Back", show=False),
+        Binding("question_mark,f1,h", "dismiss", "Back", show=False, tooltip="Close the help."),
+        Binding("q", "dismiss", "Back", show=False, tooltip="Close the help."),
     ]
 
+    def __init__(self, under: Screen | None = None) -> None:
+        super().__init__()
+        self._under = under
+        """The screen whose keys are listed (the app's alone when None)."""
+
     def compose(self) -> ComposeResult:
+        nodes = screen_nodes(self._under) if self._under is not None else [self.app]
         with VerticalScroll(id="help-body"):
-            yield Plain(help_text(), id="help-text")
+            yield Plain(help_text(key_lines(self.app, nodes)), id="help-text")

@@ -1,11 +1,19 @@
-"""The main screen: header, pipeline, GPU panels, processes and the host strip."""
+"""The main screen: header, pipeline, GPU panels, processes and the host strip.
+
+Two cursors, as in htop plus nvtop: ← → and 1-6 move the stage cursor, ↑ ↓ the process cursor;
+Enter opens whichever was moved last (the footer says which). F6 < > sort, / filters, t shows
+the tree (htop's keys); the processes panel does the listing.
+"""
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer
+from textual.widgets import Input
+
+from gpuwatch.tui.panels.footer import KeysFooter
+from gpuwatch.tui.proc_order import SORT_WORDS
 
 from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES
 from gpuwatch.tui.panels.activity import ActivityPanel
@@ -24,20 +32,44 @@ from gpuwatch.tui.view import View
 class MainScreen(WatchScreen):
     """Everything at a glance; Enter drills into the selected stage."""
 
+    AUTO_FOCUS = None
+    """Nothing focused at first: Enter opens the verdict's stage until ↑ ↓ pick a process."""
+
     # priority: the processes table would otherwise take left/right/enter for its own cursor.
     BINDINGS = [
         Binding("left", "move_stage(-1)", "Stage", key_display="←→", priority=True,
-                tooltip="Select the previous pipeline stage."),
-        Binding("right", "move_stage(1)", "Stage", show=False, priority=True,
-                tooltip="Select the next pipeline stage."),
+                tooltip="Select the previous / next pipeline stage."),
+        Binding("right", "move_stage(1)", "Stage", show=False, priority=True, key_display="→",
+                tooltip="Select the previous / next pipeline stage."),
+        Binding("up", "move_process(-1)", "Process", key_display="↑↓", priority=True,
+                tooltip="Select the previous / next process (then Enter opens it)."),
+        Binding("down", "move_process(1)", "Process", show=False, priority=True, key_display="↓",
+                tooltip="Select the previous / next process (then Enter opens it)."),
+        Binding("pageup", "move_process(0, -1)", "Page up", show=False, priority=True,
+                tooltip="A page of processes up / down."),
+        Binding("pagedown", "move_process(0, 1)", "Page down", show=False, priority=True,
+                tooltip="A page of processes up / down."),
+        Binding("home", "process_at(0)", "First", show=False, priority=True,
+                tooltip="The first / last process."),
+        Binding("end", "process_at(-1)", "Last", show=False, priority=True,
+                tooltip="The first / last process."),
         *[
             Binding(str(i + 1), f"select_stage({i})", STAGE_TITLES[s], show=False,
-                    tooltip=f"Select the {STAGE_TITLES[s]} stage.")
+                    tooltip="Select a stage by its number: "
+                    + ", ".join(f"{n + 1} {STAGE_TITLES[x]}" for n, x in enumerate(PIPELINE)) + ".")
             for i, s in enumerate(PIPELINE)
         ],
         Binding("enter", "drill_down", "Details", priority=True,
                 tooltip="Open the selected stage's evidence, history, stacks and remedies."),
+        Binding("enter", "open_process", "Process", priority=True,
+                tooltip="Open the selected process: role, command line, CPU and state over time, stacks."),
         Binding("s", "stacks", "Stacks", tooltip="Hottest frames per thread role (py-spy top style)."),
+        Binding("f6", "sort(1)", "Sort", tooltip="Sort the processes: job order, CPU, RSS, reads (htop's F6)."),
+        Binding("greater_than_sign", "sort(1)", "Sort", show=False, tooltip="Sort by the next column."),
+        Binding("less_than_sign", "sort(-1)", "Sort", show=False, tooltip="Sort by the previous column."),
+        Binding("slash", "filter", "Filter", key_display="/",
+                tooltip="Filter the processes by PID, role, name, command line or frame (Esc clears)."),
+        Binding("t", "tree", "Tree", tooltip="Show the processes as a tree (htop's t)."),
     ]
 
     def compose(self) -> ComposeResult:
@@ -52,7 +84,7 @@ class MainScreen(WatchScreen):
                 yield ProcessPanel(id="processes")
                 yield ActivityPanel(id="activity")
         yield HostStrip("Host: waiting for the first sample", id="host")
-        yield Footer()
+        yield KeysFooter()
 
     @property
     def pipeline(self) -> PipelinePanel:
@@ -72,12 +104,69 @@ class MainScreen(WatchScreen):
         self.query_one(ActivityPanel).show(view)
         self.query_one(HostStrip).show(view)
 
+    @property
+    def processes(self) -> ProcessPanel:
+        return self.query_one(ProcessPanel)
+
+    def _on_processes(self) -> bool:
+        """True while the process cursor is the one Enter opens (the table has focus)."""
+        return self.processes.table.has_focus
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("drill_down", "open_process", "move_process", "process_at"):
+            if isinstance(self.focused, Input):
+                return False  # Enter and arrows belong to the filter box while it has focus
+        if action == "drill_down":
+            return not self._on_processes()
+        if action == "open_process":
+            return self._on_processes()
+        return True
+
     def action_move_stage(self, step: int) -> None:
+        self.set_focus(None)  # Enter opens the stage again
         i = PIPELINE.index(self.pipeline.selected)
         self.pipeline.pick(PIPELINE[(i + step) % len(PIPELINE)])
 
     def action_select_stage(self, index: int) -> None:
+        self.set_focus(None)
         self.pipeline.pick(PIPELINE[index])
+
+    def action_move_process(self, rows: int, pages: int = 0) -> None:
+        table = self.processes.table
+        table.focus()  # Enter opens the process from now on
+        table.action_move(rows, pages)
+
+    def action_process_at(self, row: int) -> None:
+        table = self.processes.table
+        table.focus()
+        table.move_cursor(row)
+
+    def action_open_process(self) -> None:
+        from gpuwatch.tui.panels.processes import OUTSIDE_KEY
+        from gpuwatch.tui.screens.process import ProcessScreen
+
+        key = self.processes.table.cursor_key
+        if key is None:
+            self.notify("No process listed yet.", timeout=2)
+            return
+        outside = key.startswith(OUTSIDE_KEY)
+        self.app.push_screen(ProcessScreen(int(key.removeprefix(OUTSIDE_KEY)), outside=outside))
+
+    def action_sort(self, step: int) -> None:
+        sort = self.processes.step_sort(step)
+        self.notify(f"Processes sorted by {SORT_WORDS[sort]}", timeout=1.5)
+
+    def action_tree(self) -> None:
+        panel = self.processes
+        panel.set_order(tree=not panel.tree)
+        self.notify("Processes as a tree" if panel.tree else "Processes as a flat list", timeout=1.5)
+
+    def action_filter(self) -> None:
+        self.processes.open_filter()
+
+    def clear_filter(self) -> bool:
+        """Escape on the main screen: close and clear the filter. False when there was none."""
+        return self.processes.close_filter(clear=True)
 
     def on_pipeline_panel_stage_clicked(self, event: PipelinePanel.StageClicked) -> None:
         self.pipeline.pick(event.stage)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer
 
 from gpuwatch.model.stacks import ROLE_OTHER_THREAD
 from gpuwatch.model.values import Unsupported
 from gpuwatch.tui.hot import STACK_WINDOW, label_shares, stack_samples, threads
+from gpuwatch.tui.panels.footer import KeysFooter
 from gpuwatch.tui.panels.header import HeaderBar
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.panels.stack_table import StackTable
@@ -31,7 +31,7 @@ class StacksScreen(WatchScreen):
                 yield Plain(title.capitalize(), classes="section", id=f"title-{role}")
                 yield Plain("", classes="shares", id=f"shares-{role}")
                 yield StackTable(limit=8, id=f"table-{role}")
-        yield Footer()
+        yield KeysFooter()
 
     def show(self, view: View) -> None:
         self.query_one(HeaderBar).show(view)

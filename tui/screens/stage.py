@@ -6,7 +6,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.reactive import reactive
-from textual.widgets import Footer
 
 from gpuwatch.model import verdict as v
 from gpuwatch.model.stacks import ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, ROLE_WORKER
@@ -16,6 +15,7 @@ from gpuwatch.tui import format as fmt
 from gpuwatch.tui.hot import label_shares, stack_samples, threads
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.evidence import EvidenceList
+from gpuwatch.tui.panels.footer import KeysFooter
 from gpuwatch.tui.panels.header import HeaderBar
 from gpuwatch.tui.chart_draw import Plot, Series, ticks_span
 from gpuwatch.tui.chart_series import nice, stages
@@ -85,7 +85,7 @@ class StageScreen(WatchScreen):
             yield Plain("Top stacks", classes="section")
             yield Plain("", id="shares")
             yield StackTable(id="stage-stacks")
-        yield Footer()
+        yield KeysFooter()
 
     def watch_stage(self) -> None:
         view = self.watch_app.view

@@ -1,0 +1,142 @@
+"""The app's actions beyond watching: help, quit, back, replay playback, report export.
+
+A mixin so that ``app.py`` keeps to the frame loop; the bindings themselves are declared in
+``GpuwatchApp.BINDINGS`` (Textual reads BINDINGS from widget classes only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+from gpuwatch.replay_control import ReplayControl
+
+if TYPE_CHECKING:
+    from gpuwatch.tui.app import GpuwatchApp
+
+    _Base = GpuwatchApp
+else:
+    _Base = object
+
+REPLAY_ACTIONS = ("replay_step", "replay_seek", "replay_speed")
+"""Actions that only mean something in a replay (hidden from a live watch's footer)."""
+
+
+class AppKeys(_Base):
+    """Mixed into GpuwatchApp."""
+
+    replay: ReplayControl | None = None
+    """The replay's playback control, or None for a live watch."""
+
+    def attach_replay(self, source: Any) -> None:
+        """Take the source's playback control, if it has one (a replay the TUI steers)."""
+        control = getattr(source, "control", None)
+        if not isinstance(control, ReplayControl):
+            return
+        self.replay = control
+        control.on_change = self._replay_changed
+        control.on_restart = self._replay_restarted
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in REPLAY_ACTIONS:
+            return self.replay is not None
+        if action == "next_rank":
+            return self.rank_tick is not None  # hidden from the footer for single-process jobs
+        return True
+
+    # ---- help, quit, back ----
+
+    def action_help(self) -> None:
+        from gpuwatch.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_back(self) -> None:
+        """Escape: close the screen on top; on the main screen, clear a process filter or say how to quit."""
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+            return
+        clear = getattr(self.screen, "clear_filter", None)
+        if clear is not None and clear():
+            return
+        self.notify("This is the main screen: q or F10 quits, ? shows every key.", timeout=3)
+
+    # ---- replay playback ----
+
+    def toggle_pause(self) -> None:
+        """p / space: pause a replay's playback; in a live watch, freeze the display."""
+        if self.replay is not None:
+            self.replay.toggle_pause()
+            return
+        self.paused = not self.paused
+        self.render_latest()
+
+    def action_replay_step(self) -> None:
+        assert self.replay is not None
+        if self.ended:
+            self.notify("The replay ended: [ seeks back.", timeout=2)
+            return
+        self.replay.step()
+
+    def action_replay_seek(self, seconds: float) -> None:
+        assert self.replay is not None
+        if self.ended and seconds > 0:
+            self.notify("The replay ended: [ seeks back.", timeout=2)
+            return
+        self.replay.seek(seconds)
+        where = "back" if seconds < 0 else "forward"
+        self.notify(f"Seeking {abs(seconds):g} s {where}", timeout=1.5)
+        if self.ended:  # the frames ran out: read the recording again from the top
+            self.replay.restart()
+            self.consume()
+
+    def action_replay_speed(self, steps: int) -> None:
+        assert self.replay is not None
+        self.replay.faster(steps)
+
+    def _replay_changed(self) -> None:
+        assert self.replay is not None
+        self.replay_state = self.replay.describe()
+
+    def _replay_restarted(self) -> None:
+        """A backward seek replays from the top: verdicts and ranks start again, as on a fresh replay."""
+        self.analysis = type(self.analysis)()
+        self.ranks = type(self.ranks)()
+        self.rank_tick = None
+        self.ended = None
+
+    # ---- report ----
+
+    async def action_export_report(self) -> None:
+        """Write the diagnose report (Markdown) of the frames in the analysis window."""
+        frames = list(self.analysis.frames)
+        if not frames:
+            self.notify("No frames yet: nothing to report.", severity="warning")
+            return
+        path = os.path.join(self.record_dir, time.strftime("gpuwatch-report-%Y%m%d-%H%M%S.md"))
+        try:
+            n = await asyncio.get_running_loop().run_in_executor(
+                None, _write_report, frames, path, getattr(self.source, "path", None))
+        except OSError as e:
+            self.notify(f"Cannot write the report: {e.strerror or e}", severity="error", timeout=10)
+            return
+        self.notify(f"Report of the last {n} frames written to {path}", timeout=6)
+
+
+def _write_report(frames: list, path: str, recording: str | None) -> int:
+    """The report of ``frames``: of a replay when ``recording`` names one, else of the live watch."""
+    from gpuwatch.model.values import Unsupported
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+
+    env = Unsupported("the TUI reports the frames it holds; `gpuwatch diagnose --pid PID` also probes the "
+                      "environment (driver, NUMA, cgroup, ptrace, storage)")
+    kind = "replay" if recording else "live"
+    text = render_markdown(build_report(from_frames(frames), env, kind, path=recording))
+    with open(path, "x", encoding="utf-8") as f:  # never over an existing file
+        f.write(text)
+    return len(frames)
