@@ -76,3 +76,24 @@ def test_evidence_value_against_threshold_fits_the_value_column():
     assert _against(0.9, ">=", 0.15) == "0.9 >= 0.15"
     assert _against(0.00145, "<", 0.95) == "0.0014 < 0.95"  # 0.00145 < 0.95 is one cell too wide
     assert _against(0.000123456, ">=", 0.125) == "1e-4 >= 0.125" and len("1e-4 >= 0.125") <= VALUE_W
+
+
+def test_process_order_sorts_filters_and_draws_the_tree():
+    """htop's sort, filter and tree over SYNTHETIC processes (tui/proc_order.py)."""
+    import dataclasses
+
+    from gpuwatch.tui.proc_order import order
+    from tests.test_tui_fixtures import synthetic_frame
+
+    main, w1, w2 = synthetic_frame(0).procs.processes
+    launcher = dataclasses.replace(main, pid=4200, ppid=1, role="launcher")
+    helper = dataclasses.replace(w2, pid=4260, ppid=w2.pid, role="other", cpu_pct=1.0)
+    procs = (launcher, main, w1, w2, helper)
+    assert [x.proc.pid for x in order(procs, None, False)] == [4200, 4242, 4250, 4251, 4260]
+    assert [x.proc.pid for x in order(procs, "cpu", False)][:2] == [4250, 4251]  # 98 %, PID breaks the tie
+    tree = order(procs, None, True)
+    assert [(x.proc.pid, x.prefix) for x in tree] == [
+        (4200, ""), (4242, "└─"), (4250, "  ├─"), (4251, "  └─"), (4260, "    └─")]
+    kept = order(procs, None, True, keep={4260})  # a match keeps its ancestors, to show where it lives
+    assert [x.proc.pid for x in kept] == [4200, 4242, 4251, 4260]
+    assert [x.proc.pid for x in order(procs, None, False, keep={4260})] == [4260]

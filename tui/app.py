@@ -276,7 +276,8 @@ class GpuwatchApp(AppKeys, App[int]):
     def action_next_rank(self) -> None:
         """all -> 0 -> 1 -> ... -> all."""
         tick = self.rank_tick
-        if tick is None:
+        if tick is None:  # the footer leaves the key out (panels/footer.py); pressed, it says why
+            self.notify("k shows one rank at a time of a multi-rank job; this job shows fewer than two.", timeout=3)
             return
         order: list[int | None] = [None, *tick.ranks]
         i = order.index(self.selected_rank) if self.selected_rank in order else 0

@@ -21,7 +21,8 @@ else:
     _Base = object
 
 REPLAY_ACTIONS = ("replay_step", "replay_seek", "replay_speed")
-"""Actions that only mean something in a replay (hidden from a live watch's footer)."""
+"""Actions that only mean something in a replay: left out of a live watch's footer (panels/footer.py);
+pressed there, they say so rather than do nothing."""
 
 
 class AppKeys(_Base):
@@ -38,13 +39,6 @@ class AppKeys(_Base):
         self.replay = control
         control.on_change = self._replay_changed
         control.on_restart = self._replay_restarted
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in REPLAY_ACTIONS:
-            return self.replay is not None
-        if action == "next_rank":
-            return self.rank_tick is not None  # hidden from the footer for single-process jobs
-        return True
 
     # ---- help, quit, back ----
 
@@ -74,7 +68,16 @@ class AppKeys(_Base):
         self.paused = not self.paused
         self.render_latest()
 
+    def _live(self) -> bool:
+        """True (after saying so) when there is no replay to steer."""
+        if self.replay is None:
+            self.notify("Step, seek and speed steer a replay (gpuwatch replay FILE); this is a live watch.",
+                        timeout=3)
+        return self.replay is None
+
     def action_replay_step(self) -> None:
+        if self._live():
+            return
         assert self.replay is not None
         if self.ended:
             self.notify("The replay ended: [ seeks back.", timeout=2)
@@ -82,6 +85,8 @@ class AppKeys(_Base):
         self.replay.step()
 
     def action_replay_seek(self, seconds: float) -> None:
+        if self._live():
+            return
         assert self.replay is not None
         if self.ended and seconds > 0:
             self.notify("The replay ended: [ seeks back.", timeout=2)
@@ -94,6 +99,8 @@ class AppKeys(_Base):
             self.consume()
 
     def action_replay_speed(self, steps: int) -> None:
+        if self._live():
+            return
         assert self.replay is not None
         self.replay.faster(steps)
 

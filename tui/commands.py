@@ -29,9 +29,11 @@ Command = tuple[str, str, Callable[[], object]]
 def commands(app: GpuwatchApp) -> Iterator[Command]:
     """The commands that make sense now, in the order the empty palette lists them."""
     recording = app.recording_path
-    yield (("Record: stop", f"Stop recording to {recording}") if recording else
-           ("Record: start", f"Record every frame to a new gpuwatch-DATE-TIME.jsonl in {app.record_dir}"),
-           app.action_toggle_record)
+    if recording:
+        yield "Record: stop", f"Stop recording to {recording}", app.action_toggle_record
+    else:
+        yield "Record: start", f"Record every frame to a new gpuwatch-DATE-TIME.jsonl in {app.record_dir}", \
+            app.action_toggle_record
     replay = app.replay
     if replay is not None:
         yield ("Replay: play" if replay.paused else "Replay: pause", "Pause or resume the playback",

@@ -12,8 +12,12 @@ REPLAY = ("toggle_pause", "replay_step", "replay_seek", "replay_speed")
 """In a replay, the playback keys come next: a replay must look like one."""
 
 
+def _action(widget: object) -> str:
+    return str(getattr(widget, "action", "")).rsplit(".", 1)[-1].split("(", 1)[0]
+
+
 def _rank(widget: object, first: tuple[str, ...]) -> int:
-    action = str(getattr(widget, "action", "")).rsplit(".", 1)[-1].split("(", 1)[0]
+    action = _action(widget)
     if "-command-palette" in getattr(widget, "classes", ()):
         return 99  # Textual docks it right anyway
     return first.index(action) if action in first else len(first)
@@ -24,5 +28,10 @@ class KeysFooter(Footer):
 
     def compose(self) -> ComposeResult:
         keys = list(super().compose())  # FooterKeys only: gpuwatch's bindings use no groups
-        first = FIRST + REPLAY if getattr(self.app, "replay", None) is not None else FIRST
+        replay = getattr(self.app, "replay", None) is not None
+        first = FIRST + REPLAY if replay else FIRST
+        hidden = set() if replay else set(REPLAY[1:])  # a live watch: no playback keys (pressed, they say why)
+        if getattr(self.app, "rank_tick", None) is None:
+            hidden.add("next_rank")  # one process: no ranks to step through
+        keys = [k for k in keys if _action(k) not in hidden]
         yield from sorted(keys, key=lambda key: _rank(key, first))  # stable: the rest keep Textual's order

@@ -12,20 +12,15 @@ from gpuwatch.tui import format as fmt
 from gpuwatch.tui.hot import label_shares, stack_samples, threads
 from gpuwatch.tui.panels.footer import KeysFooter
 from gpuwatch.tui.panels.header import HeaderBar
-from gpuwatch.tui.panels.metric_row import MetricRow
+from gpuwatch.tui.chart_draw import Plot, Series, ticks_span
+from gpuwatch.tui.chart_series import nice, stages
+from gpuwatch.tui.panels.chart import TimeChart
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.panels.stack_table import StackTable
 from gpuwatch.tui.proc_facts import find, gpu_uses, history, role_reason, state_line, state_shares
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.view import View
 
-LABEL_W = 12
-SERIES = (
-    ("cpu", "CPU %", "Percent of one core over each tick"),
-    ("read", "Read", "Bytes read from storage per second (page-cache hits included)"),
-    ("write", "Write", "Bytes written per second"),
-    ("rss", "RSS", "Resident memory"),
-)
 
 
 def _values(seen: list, key: str) -> list[float | None]:
@@ -62,8 +57,7 @@ class ProcessScreen(WatchScreen):
             yield Plain("Command line (secrets redacted)", classes="section", id="proc-cmd-title")
             yield Plain("", id="proc-cmd")
             yield Plain("CPU, I/O and memory over time", classes="section", id="proc-history-title")
-            for key, label, about in SERIES:
-                yield MetricRow(label, about, id=f"proc-{key}", label_width=LABEL_W)
+            yield TimeChart(id="proc-history")
             yield Plain("", id="proc-states")
             yield Plain("Threads", classes="section", id="proc-threads-title")
             yield Plain("", id="proc-threads")
@@ -93,19 +87,7 @@ class ProcessScreen(WatchScreen):
                                                    else f"{last.role} (when last seen)")
         self.query_one("#proc-cmd", Plain).update(last.cmdline or "(not readable)")
         width = self.app.size.width
-        for key, _, _ in SERIES:
-            values = _values(seen[-width:], key)
-            now = values[-1] if values else None
-            if key == "cpu":
-                text = f"{now:.0f} %" if now is not None else fmt.NA
-                top = max(100.0, max((v for v in values if v is not None), default=0.0))  # one core, or more
-            elif key == "rss":
-                text, top = (fmt.size(int(now)) if now is not None else fmt.NA), None
-            else:
-                text, top = (fmt.rate(now) if now is not None else fmt.NA), None
-            frac = now / top if now is not None and top else None
-            reason = None if now is not None else "not read this tick"
-            self.query_one(f"#proc-{key}", MetricRow).set_data(text, frac, values, top, reason)
+        self._show_history(view, seen)
         delay = f" · waits for a CPU {100 * last.run_delay_frac:.0f} % of the time" \
             if known(last.run_delay_frac) else ""
         self.query_one("#proc-states", Plain).update(
@@ -115,6 +97,29 @@ class ProcessScreen(WatchScreen):
         self._section("threads", threads_text or "")
         self._show_gpu(view)
         self._show_stacks(view)
+
+    def _show_history(self, view: View, seen: list) -> None:
+        """CPU, reads and writes, and RSS on one time axis, with the verdict's band under them."""
+        chart = self.query_one("#proc-history", TimeChart)
+        n = ticks_span(chart.size.width or self.app.size.width)
+        seen, band = seen[-n:], stages(view.verdicts[-n:])
+        cpu, read, write, rss = (tuple(_values(seen, key)) for key in ("cpu", "read", "write", "rss"))
+
+        def now(values: tuple, show) -> str:  # noqa: ANN001 - a formatter
+            return show(values[-1]) if values and values[-1] is not None else fmt.NA
+
+        def peak(*series: tuple) -> float:
+            return max((x for values in series for x in values if x is not None), default=0.0)
+
+        io_top, rss_top = nice(peak(read, write)), nice(peak(rss), 1024.0**2)
+        plots = [
+            Plot((Series("CPU", cpu, now(cpu, lambda x: f"{x:.0f} %")),), max(100.0, nice(peak(cpu))),
+                 f"0-{max(100.0, nice(peak(cpu))):.0f} % of a core"),
+            Plot((Series("read", read, now(read, fmt.rate)), Series("write", write, now(write, fmt.rate))),
+                 io_top, f"0-{fmt.rate(io_top)}"),
+            Plot((Series("RSS", rss, now(rss, lambda x: fmt.size(int(x)))),), rss_top, f"0-{fmt.size(int(rss_top))}"),
+        ]
+        chart.set_data(plots, band)
 
     def _section(self, name: str, text: str) -> None:
         self.query_one(f"#proc-{name}", Plain).update(text)
@@ -157,8 +162,7 @@ class ProcessScreen(WatchScreen):
         for name in ("cmd", "history"):
             self.query_one(f"#proc-{name}-title").display = False
         self.query_one("#proc-cmd").display = False
-        for key, _, _ in SERIES:
-            self.query_one(f"#proc-{key}").display = False
+        self.query_one("#proc-history").display = False
         self.query_one("#proc-states").display = False
         self._section("threads", "")
         self._show_gpu(view)

@@ -1,0 +1,119 @@
+"""Replay playback (pause, step, seek, speed) on a SYNTHETIC recording, and the TUI's keys for it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from gpuwatch.replay import replay_frames
+from gpuwatch.replay_control import ReplayControl
+from gpuwatch.source import ReplaySource
+from tests.test_tui_fixtures import make_app, screen_text, synthetic_frames, write_recording
+
+SIZE = (120, 40)
+
+
+async def _take(agen, n: int) -> list:
+    out = []
+    async for f in agen:
+        out.append(f)
+        if len(out) == n:
+            break
+    return out
+
+
+async def test_pause_holds_and_step_gives_one_frame(tmp_path):
+    path = write_recording(tmp_path / "r.jsonl", synthetic_frames(10))
+    control = ReplayControl(0)  # as fast as possible, until paused
+    agen = replay_frames(str(path), control=control)
+    first = await _take(agen, 2)
+    control.toggle_pause()
+    nxt = asyncio.ensure_future(agen.__anext__())
+    await asyncio.sleep(0.05)
+    assert not nxt.done()  # paused: nothing comes
+    control.step()
+    frame = await asyncio.wait_for(nxt, 1)
+    assert frame.seq == first[-1].seq + 1 and control.paused
+    await agen.aclose()
+
+
+async def test_seek_back_restarts_from_the_top_and_forward_skips(tmp_path):
+    path = write_recording(tmp_path / "r.jsonl", synthetic_frames(30))  # one frame a second
+    control = ReplayControl(0)
+    restarts = []
+    control.on_restart = lambda: restarts.append(control.position)
+    agen = replay_frames(str(path), control=control)
+    frames = await _take(agen, 20)
+    assert control.position == 19.0
+    control.seek(-10)
+    f = await agen.__anext__()
+    assert restarts == [0.0]
+    # the frames up to the target come again (the verdict is stateful) without waiting
+    seqs = [f.seq]
+    while control.position < 9.0:
+        seqs.append((await agen.__anext__()).seq)
+    assert seqs[0] == 1 and seqs[-1] == 10
+    control.seek(15)
+    while control.position < 24.0:
+        await agen.__anext__()
+    assert control.position == 24.0 and frames[0].seq == 1
+    await agen.aclose()
+
+
+def test_speed_steps_and_the_flag_reads_as_replay():
+    control = ReplayControl(1.0)
+    assert control.describe() == "REPLAY ▶ 1×"
+    control.faster()
+    control.faster()
+    assert control.speed == 4.0
+    control.faster(-5)
+    assert control.speed == 0.25
+    control.toggle_pause()
+    assert control.describe() == "REPLAY ❚❚ paused"
+
+
+async def test_the_replay_is_marked_from_the_first_frame_and_its_keys_work(tmp_path):
+    path = write_recording(tmp_path / "r.jsonl", synthetic_frames(60))
+    control = ReplayControl(1.0)
+    app = make_app(ReplaySource(str(path), control=control))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(40):  # until the first frame is drawn
+            await pilot.pause(0.05)
+            if control.frames and "Help" in screen_text(app).splitlines()[-1]:
+                break
+        text = screen_text(app)
+        assert "REPLAY ▶ 1×" in text.splitlines()[0]
+        footer = text.splitlines()[-1]
+        for word in ("Pause", "Step", "Seek", "Speed", "Help", "Quit"):
+            assert word in footer
+        await pilot.press("space")
+        assert control.paused
+        await pilot.pause()
+        assert "REPLAY ❚❚ paused" in screen_text(app)
+        at = control.frames
+        await pilot.press("full_stop")
+        await pilot.pause(0.1)
+        assert control.frames == at + 1
+        await pilot.press("plus")
+        assert control.speed == 2.0
+        await pilot.press("minus", "minus")
+        assert control.speed == 0.5
+        await pilot.press("right_square_bracket")
+        await pilot.pause(0.3)
+        assert control.position >= 10.0  # a seek plays through the paused state to its target
+        before = control.position
+        await pilot.press("left_square_bracket")
+        await pilot.pause(0.3)
+        assert control.position < before and len(app.analysis.frames) <= control.frames
+
+
+async def test_a_live_watch_hides_the_replay_keys():
+    from tests.test_tui_fixtures import QueueSource, synthetic_frame
+
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=(200, 40)) as pilot:
+        source.put(synthetic_frame(0))
+        await pilot.pause(0.1)
+        footer = screen_text(app).splitlines()[-1]
+        assert "Seek" not in footer and "Step" not in footer and "REPLAY" not in screen_text(app)
+        source.put(None)

@@ -1,0 +1,213 @@
+"""Pilot tests of the process cursor and screen, htop's sort / filter / tree, the outside GPU
+processes, and the rule that no key does nothing silently. SYNTHETIC frames (layout and
+behaviour only; tests/test_tui_fixtures.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpuwatch.model import GpuProcess
+from gpuwatch.tui.panels.processes import OUTSIDE, ProcessPanel
+from gpuwatch.tui.screens.help import HelpScreen, own_bindings, screen_nodes
+from gpuwatch.tui.screens.main import MainScreen
+from gpuwatch.tui.screens.process import ProcessScreen
+from gpuwatch.tui.screens.stage import StageScreen
+from tests.test_tui_fixtures import MAIN_PID, WORKER_PIDS, ListSource, make_app, screen_text, settle, \
+    synthetic_frame, synthetic_frames
+
+SIZE = (120, 40)
+
+
+def frames_with_a_neighbour(n: int = 3):
+    """The synthetic job plus a GPU process of another user (SYNTHETIC, as the rest)."""
+    out = []
+    for f in synthetic_frames(n):
+        gpu = f.gpus[0]
+        other = GpuProcess(pid=9100, local_pid=9100, name="other_job", used_memory=12 * 1024**3, sm_util=40.0,
+                           is_target=False, user="alice")
+        out.append(dataclasses.replace(f, gpus=(dataclasses.replace(gpu, processes=(*gpu.processes, other)),)))
+    return out
+
+
+async def test_down_then_enter_opens_the_process_and_escape_returns():
+    app = make_app(ListSource(synthetic_frames(5)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen) and app.screen.pid == WORKER_PIDS[0]
+        text = screen_text(app)
+        assert "DataLoader worker of PID 4242" in text  # the role and why
+        assert "python train.py" in text  # the command line
+        assert "R 100 % running" in text  # state over time
+        assert "busy 100%" in text  # its stacks by label
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("left", "enter")  # the stage cursor moved last: Enter opens the stage
+        await pilot.pause()
+        assert isinstance(app.screen, StageScreen)
+
+
+async def test_the_footer_says_what_enter_opens():
+    app = make_app(ListSource(synthetic_frames(3)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert "Details" in screen_text(app).splitlines()[-1]
+        await pilot.press("down")
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+        assert "⏎ Process" in footer and "Details" not in footer
+
+
+async def test_f6_and_angle_brackets_sort_and_the_header_marks_the_column():
+    f = synthetic_frame(0)
+    main, w1, w2 = f.procs.processes
+    busy = dataclasses.replace(w2, cpu_pct=150.0, rss=100)
+    app = make_app(ListSource([dataclasses.replace(f, procs=dataclasses.replace(f.procs, processes=(main, w1, busy)))]))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        panel = app.query_one(ProcessPanel)
+        assert panel.table.row_keys == [str(MAIN_PID), str(w1.pid), str(w2.pid)]  # the job's order
+        await pilot.press("f6")
+        assert panel.sort == "cpu"
+        assert panel.table.row_keys[0] == str(w2.pid)
+        assert "CPU %▼" in screen_text(app)
+        await pilot.press("greater_than_sign")
+        assert panel.sort == "rss" and panel.table.row_keys[0] == str(MAIN_PID)
+        await pilot.press("less_than_sign", "less_than_sign")
+        assert panel.sort is None
+        assert panel.table.row_keys == [str(MAIN_PID), str(w1.pid), str(w2.pid)]
+
+
+async def test_slash_filters_and_escape_clears():
+    app = make_app(ListSource(synthetic_frames(3)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        panel = app.query_one(ProcessPanel)
+        await pilot.press("slash", *"4251")
+        await pilot.pause()
+        assert panel.table.row_keys == ["4251"]
+        await pilot.press("enter")  # keeps the filter, back to the table
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen) and panel.table.has_focus
+        assert "filter “4251”" in screen_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert panel.query == "" and len(panel.table.row_keys) == 3
+
+
+async def test_q_typed_in_the_filter_is_text_not_quit():
+    app = make_app(ListSource(synthetic_frames(2)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("slash", "q", "h")
+        await pilot.pause()
+        assert app.is_running and isinstance(app.screen, MainScreen)
+        assert app.query_one(ProcessPanel).query == "qh"
+
+
+async def test_t_shows_the_tree():
+    app = make_app(ListSource(synthetic_frames(2)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("t")
+        await pilot.pause()
+        table = app.query_one(ProcessPanel).table
+        assert table.get_cell(str(WORKER_PIDS[0]), "role").plain == "├─worker"
+        assert table.get_cell(str(WORKER_PIDS[1]), "role").plain == "└─worker"
+        await pilot.press("t")
+        assert table.get_cell(str(WORKER_PIDS[1]), "role").plain == "worker"
+
+
+async def test_gpu_processes_of_other_users_are_listed_as_outside_and_open():
+    app = make_app(ListSource(frames_with_a_neighbour()))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot, app)
+        table = app.query_one(ProcessPanel).table
+        assert table.row_keys[-1] == "gpu-9100"
+        assert table.get_cell("gpu-9100", "role").plain == OUTSIDE
+        assert "other_job (user alice)" in table.get_cell("gpu-9100", "hot").plain
+        await pilot.press("end", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen) and app.screen.outside
+        assert "not in the watched job's process tree (user alice)" in screen_text(app)
+
+
+async def test_f10_quits_and_f1_and_h_open_help():
+    for key in ("f1", "h", "question_mark"):
+        app = make_app(ListSource(synthetic_frames(2)))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen), key
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(app.screen, MainScreen)
+    app = make_app(ListSource(synthetic_frames(2)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f10")
+        await pilot.pause()
+    assert app.return_code == 0 and not app.is_running
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)])
+async def test_the_footer_keeps_help_and_quit_with_ranks_at_any_width(size):
+    app = make_app(ListSource(synthetic_frames(2)))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        for screen_keys in ((), ("down", "enter"), ("s",), ("1", "enter")):
+            await pilot.press(*screen_keys)
+            await pilot.pause()
+            footer = screen_text(app).splitlines()[-1]
+            assert footer.lstrip().startswith("? Help") and "q Quit" in footer, footer
+            while len(app.screen_stack) > 1:
+                await pilot.press("escape")
+                await pilot.pause()
+
+
+def _state(app) -> tuple:
+    """What a key can change that a user sees."""
+    screen = app.screen
+    main = screen if isinstance(screen, MainScreen) else None
+    panel = main.processes if main is not None else None
+    return (
+        type(screen).__name__, len(app.screen_stack), app.paused, app.recording_path, app.selected_rank,
+        getattr(screen, "stage", None), str(screen.focused),
+        main.pipeline.selected if main else None,
+        (panel.sort, panel.tree, panel.query, panel.table.cursor_key) if panel else None,
+        len(app.said),
+    )
+
+
+async def test_no_key_of_the_main_screen_does_nothing_silently(tmp_path):
+    """Every key gpuwatch binds on the main screen (and the app), pressed once from the start:
+    the screen, a cursor, a mode or a notification changes."""
+    app = make_app(ListSource(synthetic_frames(3), hold=True), record_dir=str(tmp_path))
+    app.said = []
+    notify = app.notify
+    app.notify = lambda message, **kw: app.said.append(message) or notify(message, **kw)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.view is not None and len(app.analysis.frames) == 3:
+                break
+        main = app.screen
+        keys = sorted({k for node in screen_nodes(main) for b in own_bindings(node) for k in b.key.split(",")
+                       if b.action not in ("quit", "app.quit")})
+        assert {"f6", "slash", "t", "up", "down", "enter", "escape", "h", "f1"} <= set(keys)
+        for key in keys:
+            before = _state(app)
+            await pilot.press(key)
+            await pilot.pause()
+            assert _state(app) != before, f"{key} did nothing visible"
+            while len(app.screen_stack) > 1:  # back to the main screen for the next key
+                app.pop_screen()
+                await pilot.pause()
+            if app.recording_path:
+                await pilot.press("r")
+            app.query_one(ProcessPanel).close_filter(clear=True)
+            await pilot.pause()
