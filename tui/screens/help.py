@@ -22,6 +22,8 @@ from gpuwatch.tui.panels.plain import Plain
 
 KEY_W = 12
 """Width of the keys column."""
+INDENT = "\u00a0" * (KEY_W + 1)
+"""A wrapped line's indent, in no-break spaces: Textual drops ordinary leading spaces of a line."""
 TEXT_W = 64
 """Width the key lines wrap at (the help box: 72 columns less border, padding and scrollbar)."""
 
@@ -53,7 +55,7 @@ def own_bindings(node: DOMNode) -> list[Binding]:
 
 
 def help_text(lines: list[tuple[str, str]]) -> str:
-    keys = "\n".join(textwrap.fill(f"{k:<{KEY_W}} {what}", TEXT_W, subsequent_indent=" " * (KEY_W + 1))
+    keys = "\n".join(textwrap.fill(f"{k:<{KEY_W}} {what}", TEXT_W, subsequent_indent=INDENT)
                      for k, what in lines)
     stages = " → ".join(STAGE_TITLES[s] for s in PIPELINE)
     levels = "   ".join(f"{LEVEL_GLYPHS[lv]} {LEVEL_WORDS[lv]}" for lv in LEVEL_GLYPHS)
@@ -61,7 +63,7 @@ def help_text(lines: list[tuple[str, str]]) -> str:
         "gpuwatch: what is holding the GPU back?\n\n"
         f"{keys}\n"
         + textwrap.fill(f"{'^p':<{KEY_W}} command palette: every command by name (record, pause, stage, "
-                        "process, report, theme)", TEXT_W, subsequent_indent=" " * (KEY_W + 1)) + "\n\n"
+                        "process, report, theme)", TEXT_W, subsequent_indent=INDENT) + "\n\n"
         f"{stages}\n"
         f"Levels: {levels}\n"
         "The verdict names the stage that limits the job, how sure it is and how much "
