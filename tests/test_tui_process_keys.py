@@ -211,3 +211,25 @@ async def test_no_key_of_the_main_screen_does_nothing_silently(tmp_path):
                 await pilot.press("r")
             app.query_one(ProcessPanel).close_filter(clear=True)
             await pilot.pause()
+
+
+async def test_keys_that_come_together_act_in_order():
+    """A terminal delivers fast keys in one read (tmux send-keys, a paste): ↓ then Enter opens the
+    process, / then text filters (focus moves at once, not a turn later)."""
+    from textual import events
+
+    app = make_app(ListSource(synthetic_frames(3)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        for key, char in (("down", None), ("enter", "\r")):
+            app.post_message(events.Key(key, char))
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ProcessScreen) and app.screen.pid == WORKER_PIDS[0]
+        await pilot.press("escape")
+        await pilot.pause()
+        for key, char in (("slash", "/"), ("4", "4"), ("2", "2"), ("5", "5"), ("1", "1")):
+            app.post_message(events.Key(key, char))
+        await pilot.pause(0.2)
+        panel = app.query_one(ProcessPanel)
+        assert panel.query == "4251" and panel.table.row_keys == ["4251"]
+        assert not app.screen.pipeline.picked  # the digits were text, not stage keys

@@ -128,7 +128,7 @@ class ProcessPanel(Vertical):
     def open_filter(self) -> None:
         box = self.query_one("#procs-filter", Input)
         box.display = True
-        box.focus()
+        self.screen.set_focus(box)  # at once: the next keys typed are the filter's
 
     def close_filter(self, clear: bool) -> bool:
         """Hide the filter box (and empty the filter if ``clear``); False when there was nothing to close."""
@@ -139,7 +139,7 @@ class ProcessPanel(Vertical):
             box.value = ""
             self.set_order(query="")
         if had:
-            self.table.focus()
+            self.screen.set_focus(self.table)
         return had
 
     @on(Input.Changed, "#procs-filter")

@@ -67,7 +67,8 @@ class MainScreen(WatchScreen):
         Binding("f6", "sort(1)", "Sort", tooltip="Sort the processes: job order, CPU, RSS, reads (htop's F6)."),
         Binding("greater_than_sign", "sort(1)", "Sort", show=False, tooltip="Sort by the next column."),
         Binding("less_than_sign", "sort(-1)", "Sort", show=False, tooltip="Sort by the previous column."),
-        Binding("slash", "filter", "Filter", key_display="/",
+        # priority: run by the app as the key comes, so the box has focus before the next keys are routed
+        Binding("slash", "filter", "Filter", key_display="/", priority=True,
                 tooltip="Filter the processes by PID, role, name, command line or frame (Esc clears)."),
         Binding("t", "tree", "Tree", tooltip="Show the processes as a tree (htop's t)."),
     ]
@@ -110,10 +111,10 @@ class MainScreen(WatchScreen):
 
     def _on_processes(self) -> bool:
         """True while the process cursor is the one Enter opens (the table has focus)."""
-        return self.processes.table.has_focus
+        return self.focused is self.processes.table  # not has_focus: that follows a turn later
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("drill_down", "open_process", "move_process", "process_at"):
+        if action in ("drill_down", "open_process", "move_process", "process_at", "filter"):
             if isinstance(self.focused, Input):
                 return False  # Enter and arrows belong to the filter box while it has focus
         if action == "drill_down":
@@ -133,12 +134,12 @@ class MainScreen(WatchScreen):
 
     def action_move_process(self, rows: int, pages: int = 0) -> None:
         table = self.processes.table
-        table.focus()  # Enter opens the process from now on
+        self.set_focus(table)  # at once (Widget.focus waits a turn): an Enter right after opens the process
         table.action_move(rows, pages)
 
     def action_process_at(self, row: int) -> None:
         table = self.processes.table
-        table.focus()
+        self.set_focus(table)
         table.move_cursor(row)
 
     def action_open_process(self) -> None:
