@@ -9,24 +9,27 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpuwatch.replay_control import ReplayControl
-
-if TYPE_CHECKING:
-    from gpuwatch.tui.app import GpuwatchApp
-
-    _Base = GpuwatchApp
-else:
-    _Base = object
 
 REPLAY_ACTIONS = ("replay_step", "replay_seek", "replay_speed")
 """Actions that only mean something in a replay: left out of a live watch's footer (panels/footer.py);
 pressed there, they say so rather than do nothing."""
 
 
-class AppKeys(_Base):
-    """Mixed into GpuwatchApp."""
+class AppKeys:
+    """Mixed into GpuwatchApp (whose attributes these methods use: analysis, ranks, source,
+    record_dir, render_latest, consume ...); not typed as it, which would import app.py here."""
+
+    analysis: Any
+    ranks: Any
+    rank_tick: Any
+    source: Any
+    record_dir: str
+    paused: bool
+    ended: str | None
+    replay_state: str
 
     replay: ReplayControl | None = None
     """The replay's playback control, or None for a live watch."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -19,9 +19,8 @@ from textual.screen import Screen
 from gpuwatch.model.procs import ProcsSample
 from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES
 
-if TYPE_CHECKING:
-    from gpuwatch.tui.app import GpuwatchApp
-
+GpuwatchApp = Any
+"""The app (tui/app.py), not imported: it imports this module."""
 Command = tuple[str, str, Callable[[], object]]
 """(title, help, callback)."""
 
@@ -107,7 +106,7 @@ class GpuwatchCommands(Provider):
 
     @property
     def _app(self) -> GpuwatchApp:
-        return self.app  # type: ignore[return-value]
+        return self.app
 
     async def discover(self) -> Hits:
         for title, about, callback in commands(self._app):

@@ -176,7 +176,7 @@ class KeyedTable(ScrollView, can_focus=True):
             return self._line(self._header, get_style("header"))
         i = y - 1 + self.scroll_offset.y
         if i >= len(self._keys):
-            return Strip.blank(self.size.width, get_style("odd-row"))
+            return Strip.blank(self.scrollable_content_region.width, get_style("odd-row"))
         style = get_style("odd-row" if i % 2 else "even-row")
         if i != self._cursor:
             return self._line(self._rows[self._keys[i]], style)
@@ -185,11 +185,11 @@ class KeyedTable(ScrollView, can_focus=True):
 
     def _line(self, cells: Sequence[Text], style: Style, post_style: Style | None = None) -> Strip:
         """The cells, one space either side, each as wide as its column; the last one takes the rest
-        (cropped at the edge, as DataTable's overflow was).
+        of the width left of the scrollbar (cut with "…").
 
         Cells without styles of their own (most) join one string in the line's style; a styled
         one is rendered by Rich, its styles between ``style`` and ``post_style``."""
-        width, segments, x, run, last = self.size.width, [], 0, "", len(cells) - 1
+        width, segments, x, run, last = self.scrollable_content_region.width, [], 0, "", len(cells) - 1
         for n, cell in enumerate(cells):
             inner, right = (self._widths[n], " ") if n < last else (max(0, width - x - 1), "")
             x += 1 + inner + len(right)
