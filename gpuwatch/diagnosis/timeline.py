@@ -96,11 +96,14 @@ def timeline(frames: Sequence[Frame], rank: int | None) -> list[Tick]:
 
 
 _MEMO: dict[tuple, tuple[object, dict]] = {}
-_MEMO_MAX = 4096
+_MEMO_MAX = 2048
 """What one sample gives a tick, by the sample (held, so its id stays its own) and the rank: the
 diagnosis reads the timeline of its whole window five times a tick, and working each sample's
 share out again each time was most of the diagnosis's CPU (replaying the H200 benchmark job on
-the CPU VM: 10.6 ms a tick, 4.7 of it here)."""
+the CPU VM: 10.6 ms a tick, 4.7 of it here). 2048 entries hold a single job's last ~800 ticks
+(two or three entries a tick: fewer than the 900 frames the history keeps alive anyway, so no
+sample outlives its frame by much) and an 8-rank job's last ~75 (27 a tick: more than the
+minute the epoch window reads)."""
 
 
 def _memo(sample: object, key: tuple, work) -> dict:  # noqa: ANN001 - a function of no arguments
