@@ -278,6 +278,7 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
     first record is not a gpuwatch record or comes from a newer gpuwatch, or no tick could be read.
     """
     ticks = bad = 0
+    first_bad: BadLine | None = None
     first: str | None = None
     """Why the first record was refused (None: not seen yet, "" once it was good)."""
     with open_recording(path) as f:
@@ -291,6 +292,7 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
                     raise NotARecording(path, first)
             if isinstance(item, BadLine):
                 bad += 1
+                first_bad = first_bad or item
                 yield item
                 if raw is _DAMAGED:
                     break
@@ -298,8 +300,10 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
                 ticks += 1
                 yield item
     if ticks == 0:
-        what = "nothing but blank lines" if first is None else (
-            f"{bad} unreadable line(s) and no tick" if bad else "only a header, no tick")
+        if first_bad is not None:  # a recording whose every tick is damaged: say how, from the first
+            raise NotARecording(path, f"no readable tick ({bad} unreadable line{'s' if bad != 1 else ''} and no "
+                                      f"tick; line {first_bad.line}: {first_bad.reason})")
+        what = "nothing but blank lines" if first is None else "only a header, no tick"
         raise NotARecording(path, f"no readable tick ({what}): not a gpuwatch recording")
 
 

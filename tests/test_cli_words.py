@@ -133,3 +133,42 @@ def test_every_option_has_help():
     missing = [f"{name} {a.dest}" for name, p in subs.choices.items() for a in p._actions
                if a.help in (None, "") and a.dest != "help"]
     assert missing == []
+
+
+@pytest.mark.parametrize("path, unreadable", [
+    (("host", "iowait_pct"), ("host", "iowait_pct")),   # a reading that may be missing: that reading
+    (("host", "cpu_pct"), ("host",)),                   # a reading every host sample has: that sample
+    (("disk", "target_read_bps"), ("disk", "target_read_bps")),
+])
+def test_one_out_of_range_field_is_unreadable_not_the_whole_tick(tmp_path, path, unreadable):
+    # trial finding 20: a one-tick file with a single 1e999 field was rejected whole ("no readable
+    # tick"). The field (or the collector sample it belongs to) now reads "unsupported", with why.
+    import json
+
+    header, tick = CPU_DEMO.read_text().splitlines()[:2]
+    rec = json.loads(tick)
+    rec["frame"][path[0]][path[1]] = "INF"
+    p = tmp_path / "one.jsonl"
+    p.write_text(header + "\n" + json.dumps(rec).replace('"INF"', "1e999") + "\n")
+    r = run("replay", str(p), "--json", "--speed", "0")
+    assert r.returncode == 0, r.stderr
+    out = [json.loads(ln) for ln in r.stdout.splitlines()]
+    assert len(out) == 1
+    got = out[0]["frame"]
+    for k in unreadable:
+        got = got[k]
+    assert "out of range" in got["unsupported"] and ".".join(path) in got["unsupported"], got
+    other = "procs"
+    assert "unsupported" not in out[0]["frame"][other]
+
+
+def test_an_out_of_range_frame_time_is_still_a_bad_line(tmp_path):
+    import json
+
+    header, tick = CPU_DEMO.read_text().splitlines()[:2]
+    rec = json.loads(tick)
+    rec["frame"]["t"] = "INF"
+    p = tmp_path / "one.jsonl"
+    p.write_text(header + "\n" + json.dumps(rec).replace('"INF"', "1e999") + "\n")
+    r = run("replay", str(p), "--json", "--speed", "0")
+    assert r.returncode == 2 and "Frame.t: inf is out of range" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -29,6 +29,12 @@ class DecodeError(ValueError):
     """A dict did not match the dataclass it was decoded as."""
 
 
+class OutOfRange(DecodeError):
+    """A number beyond :data:`MAX_FLOAT` (1e999 reads as infinity). Inside a value that may be
+    unreadable (``Maybe[...]``) it makes that value :class:`Unsupported`, saying so, rather than the
+    whole frame unreadable: the recording's other readings of the tick stay true."""
+
+
 def to_dict(obj: Any) -> Any:
     """A JSON-ready structure for a model object (dataclass, tuple, Unsupported, scalar)."""
     if isinstance(obj, Unsupported):
@@ -105,7 +111,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
                 return float("nan")
             raise DecodeError(f"{where}: expected a number")
         if isinstance(data, float) and not -MAX_FLOAT <= data <= MAX_FLOAT:  # 1e999 (inf), 1e308 in the file
-            raise DecodeError(f"{where}: {data} is out of range")
+            raise OutOfRange(f"{where}: {data} is out of range")
         return float(data)
     if tp is int:
         if isinstance(data, bool) or not isinstance(data, int):
@@ -133,6 +139,10 @@ def _decode_union(args: tuple[Any, ...], data: Any, where: str) -> Any:
             continue
         try:
             return _decode(a, data, where)
+        except OutOfRange as e:
+            if Unsupported in args:
+                return Unsupported(f"unreadable in the recording: {e}")
+            errors.append(str(e))
         except DecodeError as e:
             errors.append(str(e))
     raise DecodeError(errors[0] if errors else f"{where}: no matching type")
