@@ -71,15 +71,17 @@ def test_timeline_summary_evidence_stall_and_ranked_remedies():
     assert stage_rem[0].speedup_run == pytest.approx(1.5)
     assert stage_rem[2].speedup_run == pytest.approx(1 / 0.84)
     check_rem = [x for x in r.remedies if x.check]
-    # 2 workers for 16 CPUs while loading held the GPU back 70 % of the time; the job is not NUMA-pinned
-    assert [x.check for x in check_rem] == ["workers_vs_cores", "numa"]
+    # 2 workers for 16 CPUs while loading held the GPU back 70 % of the time: the decode remedy
+    # already says "raise num_workers", so the check's fix is not said twice; the job is not NUMA-pinned
+    assert {c.id: c.status for c in r.checks}["workers_vs_cores"] == WARN
+    assert [x.check for x in check_rem] == ["numa"]
 
 
 def test_markdown_for_gpu_frames_holds_the_values():
     frames = [make_frame(i, gen=3, width=8) for i in range(6)]
     r = build_report(collected(frames, [verdict(f.t) for f in frames]), make_env(), "live", pid=100, requested_s=6)
     md = render_markdown(r)
-    for heading in ("# gpuwatch diagnosis: PID 100", "## Verdict", "## Checks", "## Remedies, by the speed-up",
+    for heading in ("# gpuwatch diagnosis: PID 100", "## Verdict", "## Checks", "## Remedies, what cost the job most first",
                     "## Verdict timeline", "## Evidence per stage", "## Periodic stalls",
                     "## Hottest stacks per thread role", "## Environment", "## Not checked, and why"):
         assert heading in md
@@ -88,7 +90,7 @@ def test_markdown_for_gpu_frames_holds_the_values():
     assert "NVIDIA driver 580.159.04, NVML 13.580.159.04, CUDA 13.0" in md
     assert "| 0 | NVIDIA H200 | 0000:17:00.0 | Gen5 x16 | Gen3 x8 (6 ticks) | yes | no | 0 / 0 | 0 (sysfs) | yes |" in md
     assert "**GPU-bound** held the verdict 100% of the time (mean confidence 0.80)" in md
-    assert "- **main** 100% (6 samples) `sync`" in md
+    assert "- **main thread** 100% (6 samples), waiting for the GPU:" in md
     assert "`gpus[].gpm` (6 ticks)" in md and "GPM off in this test" in md
 
 
@@ -195,8 +197,8 @@ def test_diagnose_replay_of_a_real_cpu_recording(tmp_path, capsys):
     assert "replay of " in md and "20 s over 20 ticks; end of the recording." in md
     assert "| PASS | DataLoader workers fit the CPUs | 2 DataLoader workers for 1 training process on 2 usable CPUs |" in md
     assert "| PASS | Python stacks readable (py-spy) | stacks in 20 of 20 ticks |" in md
-    assert "- **main** 82% (33 samples) `data_wait` Queue.get" in md
-    assert "`busy` cpu_train.burn" in md
+    assert "- **main thread** 82% (33 samples), waiting for a batch: `" in md
+    assert "- **DataLoader workers** 50% (5 samples), computing: `burn (cpu_train.py:40)" in md
     assert "| not checked | PCIe link at full speed under load | NVML library (libnvidia-ml.so.1) not found" in md
     assert f"Not probed: {NOT_RECORDED.reason}" in md
     assert "report written to" in capsys.readouterr().err
@@ -238,14 +240,15 @@ def test_stage_remedies_keep_the_latest_wording_and_frequent_ones_only():
     assert [x.text for x in r.remedies if x.stage] == [
         "other processes use 1.3 cores: pytest (pid 103)", "pin the job to its cores"]
     md = render_markdown(r)
-    assert ("1. **Contention** (held 100% of the time; fixing it: up to 1.20x while it holds, 1.20x over this run)\n"
+    assert ("1. **Contention** (held 100% of the time; fixing it: up to 1.20x over this run (1.20x while it holds))\n"
             "   - other processes use 1.3 cores: pytest (pid 103)\n   - pin the job to its cores\n") in md
 
 
 def test_evidence_renders_per_stage_with_median_and_share():
     frames, verdicts = decode_then_gpu_bound()
     md = render_markdown(build_report(collected(frames, verdicts), make_env(), "live", pid=1))
-    assert "**Decode**\n\n- workers busy 50% (`wbusy`: median 0.9, pointed here in 80% of the ticks)" in md
+    # the middle of the readings, with its own wording, so the text and the median agree
+    assert "**Decode**\n\n- ● workers busy 90%: met in 80% of the ticks Decode held (the middle reading is shown)" in md
     assert "The GPU idled about 0.4 s every 2.0 s, coinciding with checkpoint (seen in 50% of the ticks)." in md
 
 

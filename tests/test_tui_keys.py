@@ -102,7 +102,7 @@ async def test_s_opens_the_stacks_view():
         assert isinstance(app.screen, StacksScreen)
         text = screen_text(app)
         assert "convert (PIL/Image.py:995)" in text  # the workers' hottest frame
-        assert "data_wait 100%" in text
+        assert "waiting for a batch 100%" in text
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
 

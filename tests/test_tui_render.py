@@ -198,7 +198,7 @@ async def test_brackets_in_stack_frames_print_in_the_tables():
     app = make_app(ListSource([dataclasses.replace(f, stacks=stacks)]))
     async with app.run_test(size=(200, 60)) as pilot:
         await settle(pilot, app)
-        assert "data_wait: Batch[int].collate" in screen_text(app)
+        assert "waiting for a batch: Batch[int].collate" in screen_text(app)
         await pilot.press("s")
         await pilot.pause()
         assert "f[0] (x.py:1)" in screen_text(app)

@@ -70,12 +70,16 @@ def test_a_stalled_stack_collector_is_counted_once():
 
 
 def test_evidence_value_against_threshold_fits_the_value_column():
+    from gpuwatch.model.verdict import Evidence
     from gpuwatch.tui.panels.metric_parts import VALUE_W
     from gpuwatch.tui.screens.stage import _against
 
-    assert _against(0.9, ">=", 0.15) == "0.9 >= 0.15"
-    assert _against(0.00145, "<", 0.95) == "0.0014 < 0.95"  # 0.00145 < 0.95 is one cell too wide
-    assert _against(0.000123456, ">=", 0.125) == "1e-4 >= 0.125" and len("1e-4 >= 0.125") <= VALUE_W
+    def item(value: float, op: str, th: float, unit: str = "%") -> Evidence:
+        return Evidence("io", "x", value, th, op, True, "", "x", unit)
+
+    assert _against(item(0.9, ">=", 0.15)) == "90 % ≥ 15 %"  # in the item's unit, as the evidence says it
+    assert _against(item(0.00145, "<", 0.95, "cores")) == "0.00 core"  # the pair is too wide: the reading alone
+    assert _against(item(0.0375, ">=", 0.0375)) == "4 % ≥ 3.8 %" and len("4 % ≥ 3.8 %") <= VALUE_W
 
 
 def test_process_order_sorts_filters_and_draws_the_tree():

@@ -7,10 +7,14 @@ from gpuwatch.model.verdict import LEVEL_BOTTLENECK, LEVEL_OK, LEVEL_WARNING
 LEVEL_CLASSES = {LEVEL_OK: "-ok", LEVEL_WARNING: "-warning", LEVEL_BOTTLENECK: "-bottleneck"}
 """The class a widget carries for each level."""
 
-LEVEL_GLYPHS = {LEVEL_OK: "✓", LEVEL_WARNING: "▲", LEVEL_BOTTLENECK: "■"}
-"""A shape per level, so the level reads without colour (NO_COLOR, colour-blind users)."""
+LEVEL_WAITING = "waiting"
+"""No verdict yet (before the first frame): not "ok", which would claim a judgement."""
 
-LEVEL_WORDS = {LEVEL_OK: "ok", LEVEL_WARNING: "warning", LEVEL_BOTTLENECK: "BOTTLENECK"}
+LEVEL_GLYPHS = {LEVEL_OK: "✓", LEVEL_WARNING: "▲", LEVEL_BOTTLENECK: "■", LEVEL_WAITING: "·"}
+"""A shape per level, so the level reads without colour (NO_COLOR, colour-blind users). Evidence
+items have marks of their own (diagnosis.evidence.EVIDENCE_MARKS): a met cut is not an ok stage."""
+
+LEVEL_WORDS = {LEVEL_OK: "ok", LEVEL_WARNING: "warning", LEVEL_BOTTLENECK: "BOTTLENECK", LEVEL_WAITING: "no data yet"}
 
 
 def set_level(widget, level: str) -> None:

@@ -74,8 +74,9 @@ def _data_disk_busy(d: DiskSample) -> object:
 
 
 def _role_cpu(role: str, how: Callable[[list[float]], float]) -> Callable[[ProcsSample], object]:
+    """CPU of the role's processes in cores, as the evidence says it ("CPU per DataLoader worker")."""
     def read(p: ProcsSample) -> object:
-        cpu = [x.cpu_pct for x in p.processes if x.role == role]
+        cpu = [x.cpu_pct / 100 for x in p.processes if x.role == role]
         return how(cpu) if cpu else Unsupported(f"no {role} process")
 
     return read
@@ -109,7 +110,7 @@ SIGNALS: dict[str, tuple[Signal, ...]] = {
         Signal("iowait", _host(lambda h: h.iowait_pct), 100, "%"),
     ),
     v.DECODE: (
-        Signal("worker CPU (mean)", _procs(_role_cpu("worker", _mean)), 100, "%"),
+        Signal("CPU per worker", _procs(_role_cpu("worker", _mean)), None, "cores"),
         Signal("host CPU", _host(lambda h: h.cpu_pct), 100, "%"),
         Signal("PSI cpu some", _psi("cpu_some"), 100, "%"),
     ),
@@ -125,7 +126,7 @@ SIGNALS: dict[str, tuple[Signal, ...]] = {
         Signal("GPU util", _gpus(lambda g: g.util_gpu), 100, "%"),
     ),
     v.LAUNCH: (
-        Signal("main CPU", _procs(_role_cpu("main", max)), 100, "%"),
+        Signal("main process CPU", _procs(_role_cpu("main", max)), None, "cores"),
         Signal("GPU util", _gpus(lambda g: g.util_gpu), 100, "%"),
         Signal("SM active", _gpm("sm_active"), 100, "%"),
     ),
@@ -134,7 +135,7 @@ SIGNALS: dict[str, tuple[Signal, ...]] = {
         Signal("PSI cpu some", _psi("cpu_some"), 100, "%"),
         Signal("cgroup throttled", _host(lambda h: h.cgroup if isinstance(h.cgroup, Unsupported)
                                          else h.cgroup.throttled_frac * 100), 100, "%"),
-        Signal("others' CPU", _host(lambda h: sum(o.cpu_pct for o in h.top_others)), None, "%"),
+        Signal("CPU outside the job", _host(lambda h: sum(o.cpu_pct for o in h.top_others) / 100), None, "cores"),
         Signal("GPU throttled", _gpus(_gpu_throttle), 100, "%"),
     ),
 }

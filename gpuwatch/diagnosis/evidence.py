@@ -25,11 +25,18 @@ UNITS = {
     "B/s": _rate,
     "/s": lambda x: f"{x:.1f}/s",
     "x": lambda x: f"{x:.2f}",
+    "threads": lambda x: f"{x:.2f} thread{'' if abs(x - 1) < 0.005 else 's'}",
 }
 
 
 def fmt(value: float | None, unit: str = "%") -> str:
     return "not measured" if value is None else UNITS.get(unit, lambda x: f"{x:.3g}")(value)
+
+
+def count(n: float, noun: str, plural: str | None = None) -> str:
+    """``1 sample``, ``2 samples``, ``1 process``, ``3 processes`` (a whole number of things)."""
+    k = round(n)
+    return f"{k} {noun if k == 1 else plural or noun + 's'}"
 
 
 OP_WORDS = {">=": "at least", ">": "over", "<=": "at most", "<": "under"}
@@ -82,28 +89,34 @@ class Checks:
     support: list[bool] = field(default_factory=list)
 
     def check(self, signal: str, value: float | None, threshold: float, op: str, what: str,
-              unit: str = "%", kind: str = SUP, band: float | None = None) -> bool | None:
+              unit: str = "%", kind: str = SUP, band: float | None = None, na: str = "") -> bool | None:
         """Compare and record; True/False, or None when the value is unknown. Each threshold's
         basis is in docs/THRESHOLDS.md; the text says the cut in words with its number. ``band``: how
         far a required item of the stage in force may fall before it lets go, where that is wider
-        than the usual band (a share's own noise); a challenger still meets the usual band."""
+        than the usual band (a share's own noise); a challenger still meets the usual band. ``na``
+        says why the signal does not apply to this job (then an unknown value is not "not measured")."""
         th = adjusted(threshold, op, self.relax, unit) if kind == REQ else threshold
         if kind == REQ and band is not None and self.relax > 0:  # the stage in force holds to its wider band
             th = threshold - self.relax * band if op in (">=", ">") else threshold + self.relax * band
         said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0)
         if value is None:
-            self._add(Evidence(self.stage, signal, None, th, op, False, f"{what}: not measured ({said})"))
+            if na:
+                self._add(Evidence(self.stage, signal, None, th, op, False, f"{what}: does not apply ({na})",
+                                   what, unit, applies=False))
+            else:
+                self._add(Evidence(self.stage, signal, None, th, op, False, f"{what}: not measured ({said})",
+                                   what, unit))
             return None
         ok = holds(value, th, op)
         text = f"{what}: {fmt(value, unit)} ({said})"
-        if self._add(Evidence(self.stage, signal, float(value), th, op, ok, text)) and kind == SUP:
+        if self._add(Evidence(self.stage, signal, float(value), th, op, ok, text, what, unit)) and kind == SUP:
             self.support.append(ok)
         return ok
 
     def note(self, signal: str, text: str, supports: bool, value: float | None = None,
              kind: str = SUP) -> None:
         """A fact without a threshold (e.g. "pin_memory is on")."""
-        if self._add(Evidence(self.stage, signal, value, None, "", supports, text)) and kind == SUP:
+        if self._add(Evidence(self.stage, signal, value, None, "", supports, text, text, "")) and kind == SUP:
             self.support.append(supports)
 
     def _add(self, e: Evidence) -> bool:
@@ -116,6 +129,27 @@ class Checks:
     def strength(self) -> float:
         """Share of the known supporting items that hold (0.5 when none could be asked)."""
         return sum(self.support) / len(self.support) if self.support else 0.5
+
+
+MET, NOT_MET, NOT_MEASURED, NOT_APPLICABLE = "met", "not met", "not measured", "does not apply"
+EVIDENCE_MARKS = {MET: "●", NOT_MET: "○", NOT_MEASURED: "?", NOT_APPLICABLE: "–"}
+"""One mark per evidence status, the same in the TUI and the report, and unlike the pipeline's
+stage levels (✓ ok, ▲ warning, ■ bottleneck): a met cut is not an "ok" stage."""
+
+
+def status(e: Evidence) -> str:
+    """Met, not met, not measured or does not apply. A fact without a cut (a note) is met when it
+    points towards the stage."""
+    if not e.applies:
+        return NOT_APPLICABLE
+    if e.value is None and e.threshold is not None:
+        return NOT_MEASURED
+    return MET if e.supports else NOT_MET
+
+
+def mark(e: Evidence) -> str:
+    """``● main thread waiting for a batch: 62 % (needs at least 20 %)``."""
+    return f"{EVIDENCE_MARKS[status(e)]} {e.text}"
 
 
 def yes(x: bool | None) -> bool:

@@ -190,22 +190,26 @@ def _facts(s: Signals) -> dict[str, object]:
 
 def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
     st, job, host = s.stacks, s.job, s.host
+    na = "no DataLoader workers: num_workers=0" if job.seen and job.workers <= 0 else ""
     if io_side:
-        c.check("worker_io", st.wshare(lb.W_IO), WORKER_IO_SHARE, ">=", "worker samples in reads")
-        c.check("worker_d", job.worker_d, WORKER_D_SHARE, ">=", "workers in D state (waiting on the disk)")
-        c.check("worker_cpu", job.worker_cpu, WORKER_CPU_IO, "<", "CPU per DataLoader worker", unit="cores")
+        c.check("worker_io", st.wshare(lb.W_IO), WORKER_IO_SHARE, ">=", "worker samples in reads", na=na)
+        c.check("worker_d", job.worker_d, WORKER_D_SHARE, ">=", "workers in D state (waiting on the disk)", na=na)
+        c.check("worker_cpu", job.worker_cpu, WORKER_CPU_IO, "<", "CPU per DataLoader worker", unit="cores", na=na)
         c.check("psi_io", host.psi_io, PSI_IO, ">=", "I/O pressure (PSI io some avg10)")
         c.check("disk_busy", s.disk.data_busy, DISK_BUSY, ">=", f"disk {s.disk.busy_device or '(data)'} busy")
         if s.disk.network:
             c.note("network_fs", f"data on a network file system ({s.disk.data.fstype})", True)
         # Shown, not scored: page-cache hits read nothing from storage, so a low rate proves little.
-        c.check("worker_reads", job.worker_read_bps, READS_BPS, ">=", "storage reads of the workers", unit="B/s")
+        c.check("worker_reads", job.worker_read_bps, READS_BPS, ">=", "storage reads of the workers", unit="B/s",
+                na=na)
         c.check("iowait", host.iowait, IOWAIT, ">=", "host CPU time in iowait")
-        c.check("reads_in_stacks", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "worker samples in a read", kind=INFO)
+        c.check("reads_in_stacks", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "worker samples in a read", kind=INFO,
+                na=na)
     else:
-        c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, ">=", "worker samples decoding or transforming")
-        c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, ">=", "CPU per DataLoader worker", unit="cores")
-        c.check("worker_d", job.worker_d, WORKER_D_SHARE, "<", "workers in D state (waiting on the disk)")
+        c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, ">=", "worker samples decoding or transforming",
+                na=na)
+        c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, ">=", "CPU per DataLoader worker", unit="cores", na=na)
+        c.check("worker_d", job.worker_d, WORKER_D_SHARE, "<", "workers in D state (waiting on the disk)", na=na)
         c.check("host_cpu", host.cpu, CPU_SATURATED, ">=", "host CPU busy", kind=INFO)
         if s.cpu_short:
             c.note("cpu_full", f"the workers use {fmt(job.workers_cpu, 'cores')} of {job.usable_cpus} usable CPUs",

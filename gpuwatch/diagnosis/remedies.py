@@ -6,7 +6,7 @@ tutorial, DS-Analyzer and the H200 measurements; each is worded with the job's o
 
 from __future__ import annotations
 
-from gpuwatch.diagnosis.evidence import fmt
+from gpuwatch.diagnosis.evidence import count, fmt
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -42,6 +42,12 @@ def _n(x: object) -> str:
     return "?" if x is None else f"{float(x):.0f}"  # type: ignore[arg-type]
 
 
+def worker_target(usable: float | None, mains: int = 1) -> int | None:
+    """The num_workers to suggest: one per usable core left after the training processes (PyTorch
+    warns above the CPUs the process may use). The report's workers check suggests the same."""
+    return None if not usable else max(1, int(usable) - mains)
+
+
 def _where(f: dict) -> str:
     loc = f.get("location")
     if loc is None:
@@ -51,8 +57,8 @@ def _where(f: dict) -> str:
 
 def _workers_keep(f: dict) -> str:
     if f.get("respawns"):
-        return (f"persistent_workers=True: the workers were re-created {f['respawns']} time(s) in the window "
-                "(each epoch restarts them, with cold caches and file handles)")
+        return (f"persistent_workers=True: the workers were re-created {count(f['respawns'], 'time')} in the "
+                "window (each epoch restarts them, with cold caches and file handles)")
     return "persistent_workers=True, so workers and their open files and caches survive epochs"
 
 
@@ -73,12 +79,16 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
                "or another record format)")
     usable = f.get("usable")
     if sub == "inline":
-        out.append(f"Load in DataLoader workers (num_workers > 0, e.g. {min(int(usable or 4), 8)}) so reads overlap "
-                   "with training instead of blocking the main thread")
+        target = worker_target(usable)
+        eg = f", e.g. {target}" if target else ""
+        out.append(f"Load in DataLoader workers (num_workers > 0{eg}) so reads overlap with training instead of "
+                   "blocking the main thread")
     else:
-        out.append(f"Raise num_workers above {_n(f.get('workers'))}: workers waiting on reads use little CPU "
-                   f"({fmt(f.get('worker_cpu'), 'cores')} each), so more of them than the {_n(usable)} usable "
-                   "CPUs can overlap reads; raise prefetch_factor (default 2) to keep more batches in flight")
+        each = f" ({fmt(f['worker_cpu'], 'cores')} each)" if f.get("worker_cpu") is not None else ""
+        cores = f", even more of them than the {count(usable, 'usable CPU')}," if usable else ""
+        out.append(f"Raise num_workers above {_n(f.get('workers'))}: workers waiting on reads use little CPU{each}, "
+                   f"so more of them{cores} can overlap reads; raise prefetch_factor (default 2) to keep more "
+                   "batches in flight")
     out.append(_workers_keep(f))
     if (f.get("disk_busy") or 0.0) >= DISK_BUSY:
         out.append(f"The disk {f.get('device') or ''} is {fmt(f.get('disk_busy'))} busy: a faster device, or "
@@ -87,24 +97,26 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _decode(f: dict, sub: str, s: Signals) -> list[str]:
-    usable, workers = f.get("usable"), f.get("workers") or 0.0
+    usable, workers = f.get("usable"), round(f.get("workers") or 0.0)
+    target = worker_target(usable)
     out = []
     if sub == "inline":
-        n = max(1, min(int(usable or 2) - 1, 8))
-        out.append(f"Decode in DataLoader workers: num_workers={n}, persistent_workers=True, pin_memory=True "
-                   "(num_workers=0 decodes on the main thread, between training steps)")
+        out.append(f"Decode in DataLoader workers: num_workers={target or 2}, persistent_workers=True, "
+                   "pin_memory=True (num_workers=0 decodes on the main thread, between training steps)")
     elif sub == "starting":
         out.append("persistent_workers=True keeps the workers (and their warm state) from one pass over the loader "
                    "to the next, so no epoch or validation pass starts or stops a set of workers")
     elif sub == "ipc":
         out.append("Receiving batches from the workers is the cost: return uint8 tensors (4x less than float32), "
                    "normalise on the GPU, and avoid collate_fn outputs made of many small tensors")
-    elif usable and workers < usable - 1 and not f.get("cpu_short"):
-        out.append(f"Raise num_workers from {_n(workers)} toward {usable - 1}: {usable - workers:.0f} usable CPUs "
-                   "are free and each worker decodes on one core")
+    elif target and workers < target and not f.get("cpu_short"):
+        free = target - workers
+        out.append(f"Raise num_workers from {workers} toward {target}: {count(free, 'usable CPU')} "
+                   f"{'is' if free == 1 else 'are'} free beside the training process, and each worker decodes "
+                   "on one core")
     elif usable:
-        out.append(f"The {_n(workers)} workers already fill the {usable} usable CPUs: make each sample cheaper "
-                   "rather than adding workers (more workers than cores only queue for CPU)")
+        out.append(f"The {count(workers, 'worker')} already fill the {count(usable, 'usable CPU')}: make each "
+                   "sample cheaper rather than adding workers (more workers than cores only queue for CPU)")
     hot = f" (the workers spend their time in {f['worker_detail']})" if f.get("worker_detail") else ""
     out.append("Use a faster decoder: torchvision.io.decode_jpeg (libjpeg-turbo), or decode on the GPU with "
                f"torchvision.io.decode_jpeg(..., device='cuda') or NVIDIA DALI{hot}")
@@ -181,7 +193,9 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
     causes = f.get("causes") or ()
     if "tenant" in causes:
         names = ", ".join(f"{t.name} (pid {t.pid})" for t in (f.get("tenants") or ())[:3]) or "another process"
-        out.append(f"Move the other GPU tenant(s) off this GPU: {names}; or give each job its own GPU or MIG slice")
+        many = len(f.get("tenants") or ()) > 1
+        out.append(f"Move the other GPU {'tenants' if many else 'tenant'} off this GPU: {names}; or give each job its "
+                   "own GPU or MIG slice")
     if "throttle" in causes:
         why = ", ".join(f"{k} {fmt(v)}" for k, v in (f.get("throttles") or ())[:3])
         out.append(f"The GPU is throttled ({why}): check cooling and airflow (thermal), the power supply and "
@@ -220,7 +234,7 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _idle(f: dict, sub: str, s: Signals) -> list[str]:
-    return ["Nothing to fix while the job is not training"]
+    return []  # not training: nothing to fix, and "nothing to fix" is not a remedy
 
 
 def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuwatch.diagnosis.evidence import fmt
+from gpuwatch.diagnosis.evidence import count, fmt
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
-from gpuwatch.diagnosis.thresholds import SM_HEALTHY
+from gpuwatch.diagnosis.thresholds import RX_PAGEABLE_MAX, SM_HEALTHY
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
     CHECKPOINT,
@@ -27,6 +27,10 @@ from gpuwatch.model.verdict import (
 )
 
 
+HOLDING = " (the latest readings are weaker; holding this verdict until another stage clearly wins)"
+"""Added to the sentence of a stage held by the stability rule on readings below its cuts."""
+
+
 def _in(detail: object) -> str:
     return f" in {detail}" if detail else ""
 
@@ -39,7 +43,7 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
             OFF_PIPELINE: _off_pipeline, INPUT_UNMEASURED: _input_unmeasured}.get(stage, _unknown)
     text = make(f, sub, s)
     if r is not None and not r.fires and stage not in (OFF_PIPELINE,) and make is not _unknown:
-        text += " (the latest readings are weaker; holding this verdict until another stage clearly wins)"
+        text += HOLDING
     if stall is not None:
         during = f", during {stall.coincides_with}" if stall.coincides_with else ""
         text += f" The GPU also idles ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
@@ -53,7 +57,7 @@ def epochs(phases: Sequence[Phase]) -> str:
         every = f" every ~{p.period_s:.1f} s" if p.period_s is not None else ""
         each = f"~{p.each_s:.1f} s" if p.each_s is not None else ""
         if p.kind == RESPAWN:
-            said.append(f"the DataLoader workers are re-created{every} ({p.count} times in {p.span_s:.0f} s: "
+            said.append(f"the DataLoader workers are re-created{every} ({count(p.count, 'time')} in {p.span_s:.0f} s: "
                         "persistent_workers=False)")
         elif p.kind == EPOCH_START:
             said.append(f"each new set of workers makes the main thread wait {each} for its first batches "
@@ -70,8 +74,8 @@ def epochs(phases: Sequence[Phase]) -> str:
 
 def _workers(f: dict, verb: str, verb_one: str) -> str:
     """``2 DataLoader workers compute`` / ``1 DataLoader worker computes``."""
-    n = f.get("workers", 0)
-    return f"1 DataLoader worker {verb_one}" if n == 1 else f"{n:.0f} DataLoader workers {verb}"
+    n = round(f.get("workers") or 0)
+    return f"{count(n, 'DataLoader worker')} {verb_one if n == 1 else verb}"
 
 
 def _while(f: dict) -> str:
@@ -96,7 +100,7 @@ def _io(f: dict, sub: str, s: Signals) -> str:
     if sub == "inline":
         return (f"Input-bound on storage: with num_workers=0 the main thread loads data itself "
                 f"{fmt(f.get('inline'))} of the time, mostly waiting on reads.{where}")
-    parts = [f"{fmt(f.get('worker_cpu'), 'cores')} CPU each{_while(f)}"]
+    parts = [f"{fmt(f.get('worker_cpu'), 'cores')} CPU each{_while(f)}"] if f.get("worker_cpu") is not None else []
     if f.get("worker_read_bps"):
         parts.append(f"reading {fmt(f.get('worker_read_bps'), 'B/s')}")
     if (f.get("worker_d") or 0) > 0:
@@ -106,12 +110,15 @@ def _io(f: dict, sub: str, s: Signals) -> str:
     if f.get("disk_busy") is not None:
         parts.append(f"disk {f.get('device') or ''} {fmt(f.get('disk_busy'))} busy".replace("  ", " "))
     if sub == "no_stacks":
+        said = f" ({', '.join(parts)})" if parts else ""
         return (f"Probably input-bound on storage: the GPU has work only {_busy(s)} of the time while the "
-                f"{_workers(f, 'wait', 'waits')} on reads ({', '.join(parts)}); no stacks "
+                f"{_workers(f, 'wait', 'waits')} on reads{said}; no stacks "
                 f"to confirm the data wait.{where}")
-    hot = f", in {f['io_detail']}" if f.get("io_detail") else ""
+    if f.get("io_detail"):
+        parts.append(f"in {f['io_detail']}")
+    said = f" ({', '.join(parts)})" if parts else ""
     return (f"Input-bound on storage: the main thread waits for data {fmt(f.get('wait'))} of the time while "
-            f"the {_workers(f, 'wait', 'waits')} on reads ({', '.join(parts)}{hot}).{where}")
+            f"the {_workers(f, 'wait', 'waits')} on reads{said}.{where}")
 
 
 def _decode(f: dict, sub: str, s: Signals) -> str:
@@ -127,7 +134,7 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
                 "receiving batches from the workers (shared-memory IPC and unpickling).")
     full = ""
     if f.get("cpu_short") and f.get("usable"):
-        full = f" The workers fill the {f['usable']} usable CPUs."
+        full = f" The workers fill the {count(f['usable'], 'usable CPU')}."
     if sub == "no_stacks":
         return (f"Probably input-bound on CPU decode: the GPU has work only {_busy(s)} of the time while the "
                 f"{_workers(f, 'each use', 'uses')} {fmt(f.get('worker_cpu'), 'cores')}; "
@@ -146,8 +153,8 @@ def _h2d(f: dict, sub: str, s: Signals) -> str:
                 "utilization counts the copy engine, not compute.")
     if sub == "pageable":
         return (f"Host-to-device copies hold the GPU back: it is busy with copies only ({fmt(f.get('copy_frac'))} "
-                f"of the time, SMs {fmt(f.get('sm'))}) at {rate}, about 1/9 of what pinned copies reach: the "
-                "copies look pageable (unpinned).")
+                f"of the time, SMs {fmt(f.get('sm'))}) at {rate}, under the {fmt(RX_PAGEABLE_MAX)} of the link "
+                "that pinned copies exceed (94 % on an H200): the copies look pageable (unpinned).")
     if sub == "copies":
         return (f"Host-to-device copies take {fmt(f.get('copy_frac'))} of the GPU's time with the SMs idle "
                 f"({fmt(f.get('sm'))}) at {rate}, not overlapped with compute.")
@@ -200,15 +207,19 @@ def _contention(f: dict, sub: str, s: Signals) -> str:
             quota = f" ({f['quota']:.1f} cores)" if f.get("quota") else ""
             said.append(f"the cgroup CPU quota{quota} throttles the job {fmt(values.get('cgroup'))} of the time")
         elif cause == "neighbours":
+            queued = (f", and the job queues for a CPU (on average {fmt(f['delay'], 'threads')} ready to run "
+                      "with no CPU free)") if f.get("delay") is not None else ""
             said.append(f"processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of "
-                        f"{f.get('usable')} CPUs and the job's threads wait for a CPU "
-                        f"{fmt(f.get('delay'))} of the time")
+                        f"{count(f.get('usable') or 0, 'CPU')}{queued}")
         elif cause == "steal":
             said.append(f"the hypervisor steals {fmt(f.get('steal'))} of the CPU")
         elif cause == "memory":
             said.append(f"memory pressure (PSI memory {fmt(f.get('psi_mem'))})")
         elif cause == "link":
             said.append("the PCIe link keeps retrying (replays)")
+    if not said:  # held by the stability rule after every cause fell below its cut
+        return ("Contention slowed the job until recently; no outside cause is above its cut in the latest "
+                "readings.")
     return "Contention slows the job: " + "; ".join(said) + "."
 
 

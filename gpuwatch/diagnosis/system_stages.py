@@ -71,7 +71,8 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
     # A process's run delay sums its threads' waits, so it can pass 1; a share of the time cannot.
     delay = min(delay, 1.0) if delay is not None else None
     oth = c.check("others_cpu", others, OTHERS_CPU_SHARE, ">=", "CPUs used by processes outside the job", kind=REQ)
-    queued = [c.check("run_delay", delay, RUN_DELAY, ">=", "time the job's threads waited for a CPU", kind=REQ),
+    queued = [c.check("run_delay", delay, RUN_DELAY, ">=", "job's threads ready to run but waiting for a CPU (mean)",
+                      unit="threads", kind=REQ),
               c.check("psi_cpu", h.psi_cpu, PSI_CPU, ">=", "CPU pressure (PSI cpu some)", kind=REQ),
               c.check("host_cpu", h.cpu, CPU_SATURATED, ">=", "host CPU busy", kind=REQ)]
     # Neighbours count only when they reach the job: its threads queue for a CPU (schedstat). PSI

@@ -171,7 +171,9 @@ the H200 running bf16 matmuls sat at it)."""
 CG_THROTTLED = 0.05
 """The cgroup's CPU quota throttled the job >= 5 % of wall time (cpu.stat throttled_usec)."""
 RUN_DELAY = 0.10
-"""The job's threads wait for a CPU (schedstat run delay) >= 10 % of wall time."""
+"""The job's threads wait for a CPU: the schedstat run delay summed over a process's threads, over
+wall time, i.e. the mean number of its threads that were ready to run but had no CPU. 0.1 is one
+thread queued 10 % of the time, a delay a single-threaded step loop feels directly."""
 STEAL = 0.05
 """The hypervisor steals >= 5 % of the CPU (/proc/stat steal)."""
 PSI_CPU = 0.20
@@ -265,6 +267,16 @@ when loading data held the GPU back (RUN_INPUT_SHARE)."""
 RUN_INPUT_SHARE = 0.20
 """Share of the run with a disk or decode verdict above which spare cores matter: the same 20 %
 as a "high" input share."""
+HEADLINE_MIN_COST = 0.05
+"""A bottleneck stage is the report's headline only when it cost the run at least 5 % of its time
+(share held x loss while it held): the TensorFlow profiler's "moderately input-bound" cut, applied
+to the whole run. Below it the run was mostly what it held most (GPU-bound: healthy)."""
+HEADLINE_MIN_TICKS = 3
+"""...and held the verdict at least 3 ticks: one or two ticks at the start (warm-up) or at a phase
+change are not what the run was (the same count a weak reading needs to replace a stage)."""
+RUN_WARNING_SHARE = 0.20
+"""A stage shown at warning level (close to its cuts) in a fifth of the run or more is named in the
+report's verdict, so a stage the TUI showed in yellow throughout is not left unsaid."""
 SWAP_FAIL_SHARE = 0.10
 """Swapping (SWAP_IN_BPS or more) in a tenth of the ticks or more is a memory shortage, not a one-off."""
 

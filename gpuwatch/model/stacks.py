@@ -25,6 +25,14 @@ W_IDLE = "idle"
 PIN_BUSY = "pin_busy"
 PIN_IDLE = "pin_idle"
 
+LABEL_WORDS = {
+    DATA_WAIT: "waiting for a batch", DATA_IPC: "receiving a batch", INLINE_LOAD: "loading data itself",
+    H2D: "copying to the GPU", SYNC: "waiting for the GPU", BACKWARD: "backward pass", OPTIMIZER: "optimizer step",
+    DISPATCH: "running ops", CHECKPOINT: "saving a checkpoint", COLLECTIVE: "in a collective", OTHER: "outside training",
+    W_BUSY: "computing", W_IO: "reading", W_IDLE: "idle", PIN_BUSY: "pinning", PIN_IDLE: "idle",
+}
+"""Activity labels in words, as the views and the report say them."""
+
 MAIN_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, H2D, SYNC, BACKWARD, OPTIMIZER, DISPATCH, CHECKPOINT, COLLECTIVE,
                OTHER)
 WORKER_LABELS = (W_BUSY, W_IO, W_IDLE)
@@ -35,6 +43,9 @@ ROLE_MAIN_THREAD = "main"
 ROLE_WORKER = "worker"
 ROLE_PIN = "pin"
 ROLE_OTHER_THREAD = "other"
+ROLE_TITLES = {ROLE_MAIN_THREAD: "main thread", ROLE_WORKER: "DataLoader workers", ROLE_PIN: "pin-memory thread",
+               ROLE_OTHER_THREAD: "other threads"}
+"""Thread roles in words, as the views and the report name them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,14 @@ class Evidence:
     supports: bool
     """True when the comparison holds, i.e. the item points towards the stage."""
     text: str
-    """The item in words, with the value filled in."""
+    """The item in words, with the value and the cut filled in."""
+    what: str = ""
+    """The signal in words ("CPU steal"), for a label."""
+    unit: str = "%"
+    """How value and threshold read: "%" (a 0-1 share), "cores", "B/s", "/s", "threads", "x"."""
+    applies: bool = True
+    """False when the signal does not apply to this job (no DataLoader workers, no GPU): neither
+    met nor unmet, and not "not measured" either."""
 
 
 @dataclass(frozen=True, slots=True)

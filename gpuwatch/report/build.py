@@ -12,6 +12,7 @@ from gpuwatch.report.gather import Collected
 from gpuwatch.report.measure import run_figures
 from gpuwatch.report.model import Report, Source
 from gpuwatch.report.series import run_series
+from gpuwatch.report.ranking import stage_costs
 from gpuwatch.report.stacks import hot_stacks
 
 
@@ -35,12 +36,13 @@ def build_report(
         requested_s=requested_s, frames=len(got.marks), ended=got.ended, early=early, bad_lines=bad_lines,
     )
     checks = run_checks(got.frames, got.verdicts, environment)
-    remedies = sections.remedies(got.marks, got.verdicts, checks)
+    costs = stage_costs(got.marks, got.verdicts)
+    remedies = sections.remedies(got.marks, got.verdicts, checks, costs)
     return Report(
         source=source,
         environment=environment,
         links=links_under_load(got.frames),
-        summary=sections.summary(got.marks, got.verdicts),
+        summary=sections.summary(got.marks, got.verdicts, costs),
         checks=checks,
         remedies=remedies,
         timeline=sections.timeline(got.marks, got.interval),

@@ -15,6 +15,8 @@ from gpuwatch.diagnosis.thresholds import (
     SWAP_FAIL_SHARE,
     SWAP_IN_BPS,
 )
+from gpuwatch.diagnosis.evidence import count
+from gpuwatch.diagnosis.remedies import worker_target
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcsSample
@@ -60,20 +62,20 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
         return CheckResult("workers_vs_cores", title, NOT_CHECKED, why)
     quota = _cpu_quota(frames, env)
     cores = min(usable, quota) if quota is not None else usable
-    where = f"{usable} usable CPUs" + (f", a CPU quota of {quota:g} cores" if quota is not None else "")
-    counted = f"{workers} DataLoader workers for {mains} training process{'es' if mains > 1 else ''} on {where}"
+    where = count(usable, "usable CPU") + (f", a CPU quota of {quota:g} cores" if quota is not None else "")
+    counted = f"{count(workers, 'DataLoader worker')} for {count(mains, 'training process', 'training processes')} on {where}"
     # PyTorch's own rule: the DataLoader warns when num_workers exceeds the CPUs the process may use
     # (torch/utils/data/dataloader.py, _check_worker_number_rationality).
     if workers > cores:
         return CheckResult("workers_vs_cores", title, WARN, f"more workers than cores: {counted}",
-                           f"lower num_workers to about {max(1, int(cores) - mains)} (cores minus the training "
+                           f"lower num_workers to about {worker_target(cores, mains)} (cores minus the training "
                            "processes), or give the job more CPUs")
     input_share = sum(1 for v in verdicts if v.stage in (IO, DECODE)) / len(verdicts) if verdicts else 0.0
-    if workers * FEW_WORKERS_RATIO <= cores and input_share >= RUN_INPUT_SHARE:
+    if workers * FEW_WORKERS_RATIO <= cores and input_share >= RUN_INPUT_SHARE and worker_target(cores, mains) > workers:
         return CheckResult("workers_vs_cores", title, WARN,
                            f"far fewer workers than cores while loading data held the GPU back "
                            f"{input_share:.0%} of the time: {counted}",
-                           f"raise num_workers towards {max(1, int(cores) - mains)}")
+                           f"raise num_workers towards {worker_target(cores, mains)}")
     return CheckResult("workers_vs_cores", title, PASS, counted)
 
 

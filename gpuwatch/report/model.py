@@ -44,15 +44,30 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
+class StageShare:
+    stage: str
+    title: str
+    share: float
+    """Share of the run's ticks."""
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     stage: str
+    """The stage that cost the job most over the run (report/ranking.py), else the one held most."""
     title: str
     share: float
     """Share of the ticks this stage held the verdict."""
     confidence: float
     """Mean confidence over those ticks."""
     sentence: str
-    """The latest verdict sentence for that stage."""
+    """A verdict sentence for that stage: the latest one whose readings still held the stage."""
+    speedup_run: float | None = None
+    """What fixing the stage would give over the whole run (None: not estimated, or not a bottleneck)."""
+    most_held: StageShare | None = None
+    """The stage held most of the time, when it is not the headline."""
+    warnings: tuple[StageShare, ...] = ()
+    """Pipeline stages at warning level (close to their cuts) in a good part of the run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +95,9 @@ class EvidenceLine:
     threshold: float | None
     op: str
     text: str
-    """The latest wording, with its value."""
+    """The wording of the middle reading (its value and its cut)."""
+    status: str = ""
+    """That reading against its cut: met, not met, not measured or does not apply."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +151,8 @@ class Remedy:
     """The verdicts' speed-up estimate while the stage held."""
     speedup_run: float | None
     """What that would give over the whole run (Amdahl: 1 / ((1 - share) + share / speedup_while))."""
+    title: str | None = None
+    """The check's title, for a remedy that comes from a check."""
 
 
 @dataclass(frozen=True, slots=True)

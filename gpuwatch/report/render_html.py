@@ -20,6 +20,7 @@ from gpuwatch.report.render_md import render_markdown
 from gpuwatch.report.series import DATA_WAIT_WINDOW_S, WORKER_STATES, Tick
 from gpuwatch.report.svg import Axis, Line, band_chart, line_chart, stacked_bars
 from gpuwatch.report.units import rate, value
+from gpuwatch.report.words import headline, stage_gain
 from gpuwatch.untrusted import html
 
 STAGE_COLOURS = {
@@ -54,8 +55,8 @@ def render_html(r: Report, series: Sequence[Tick]) -> str:
         out.append(f"<p><code>{html(s.cmdline)}</code></p>")
     out.append(f"<p>{html(what)}, started {html(started)}, {s.covered_s:.0f} s over {s.frames} ticks; "
                f"{html(s.ended)}.</p>")
-    out.append(f'<p class="verdict"><b>{html(m.title)}</b> held the verdict {m.share:.0%} of the time '
-               f"(mean confidence {m.confidence:.2f}). {html(m.sentence)}</p>")
+    title, rest = headline(m)
+    out.append(f'<p class="verdict"><b>{html(title)}</b> {html(rest)}</p>')
     out += _glance(r) + _remedies(r) + ["<h2>Over time</h2>"] + charts(series, r.source.covered_s) + _checks(r)
     out += _stacks(r)
     out.append("<h2>Full report</h2><details><summary>The Markdown report (the same as "
@@ -139,8 +140,9 @@ def _remedies(r: Report) -> list[str]:
         return []
     out = ["<h2>What to do</h2>", "<ol>"]
     for x in r.remedies:
-        est = f" <i>(up to {x.speedup_run:.2f}x over the run)</i>" if x.speedup_run else ""
-        out.append(f"<li>{html(x.text)}{est}</li>")
+        about = STAGE_TITLES.get(x.stage, x.stage) if x.stage else (x.title or "check")
+        why = f" <i>({html(stage_gain(x))})</i>" if x.stage else " <i>(a failed or warned check)</i>"
+        out.append(f"<li><b>{html(about)}</b>: {html(x.text)}{why}</li>")
     return out + ["</ol>"]
 
 

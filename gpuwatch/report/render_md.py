@@ -5,11 +5,15 @@ from __future__ import annotations
 import time
 
 from gpuwatch.collectors.environment import Environment
+from gpuwatch.diagnosis.evidence import EVIDENCE_MARKS, count
 from gpuwatch.diagnosis.sentence import epochs
+from gpuwatch.model.stacks import LABEL_WORDS
+from gpuwatch.model.stacks import ROLE_TITLES as ROLE_WORDS
 from gpuwatch.model.values import Unsupported
 from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
+from gpuwatch.report.words import headline, stage_gain
 from gpuwatch.untrusted import clean, markdown, markdown_code
 
 STATUS_WORD = {PASS: "PASS", WARN: "WARN", FAIL: "FAIL", NOT_CHECKED: "not checked"}
@@ -38,10 +42,6 @@ def _title(stage: str) -> str:
     return STAGE_TITLES.get(stage, stage)
 
 
-def _x(v: float | None) -> str:
-    return f"{v:.2f}x" if v is not None else "not estimated"
-
-
 def render_markdown(r: Report) -> str:
     out: list[str] = []
     s = r.source
@@ -58,10 +58,12 @@ def render_markdown(r: Report) -> str:
         asked = f" of the {s.requested_s:.0f} s asked for" if s.requested_s else ""
         out.append(f"**Watching ended early** ({s.ended}): this report covers only the {s.covered_s:.0f} s{asked} that were seen.")
     if s.bad_lines:
-        out.append(f"{s.bad_lines} unreadable line(s) of the recording were skipped.")
+        out.append(f"{count(s.bad_lines, 'unreadable line')} of the recording "
+                   f"{'was' if s.bad_lines == 1 else 'were'} skipped.")
     out += ["", "## Verdict", ""]
     m = r.summary
-    out.append(f"**{m.title}** held the verdict {m.share:.0%} of the time (mean confidence {m.confidence:.2f}). {m.sentence}")
+    title, rest = headline(m)
+    out.append(f"**{title}** {rest}")
     out += _checks(r) + _remedies(r) + _timeline(r) + _evidence(r) + _stall(r) + _epochs(r) + _stacks(r)
     out += _environment(r) + _gaps(r)
     return "\n".join(out).rstrip() + "\n"
@@ -78,20 +80,19 @@ def _checks(r: Report) -> list[str]:
 
 def _remedies(r: Report) -> list[str]:
     """One numbered item per stage (best first) with its remedies below, then the check fixes."""
-    out = ["", "## Remedies, by the speed-up they could bring", ""]
+    out = ["", "## Remedies, what cost the job most first", ""]
     if not r.remedies:
         return out + ["Nothing to fix was found."]
     n, stage = 0, None
     for rem in r.remedies:
         if rem.stage is not None and rem.stage != stage:
             n, stage = n + 1, rem.stage
-            out.append(f"{n}. **{_title(rem.stage)}** (held {rem.share:.0%} of the time; fixing it: up to "
-                       f"{_x(rem.speedup_while)} while it holds, {_x(rem.speedup_run)} over this run)")
+            out.append(f"{n}. **{_title(rem.stage)}** ({stage_gain(rem)})")
         if rem.stage is not None:
             out.append(f"   - {rem.text}")
         else:
             n += 1
-            out.append(f"{n}. {rem.text} (check `{rem.check}`; speed-up not estimated)")
+            out.append(f"{n}. **{rem.title or rem.check}** (a failed or warned check): {rem.text}")
     return out
 
 
@@ -112,6 +113,7 @@ def _evidence(r: Report) -> list[str]:
     out = ["", "## Evidence per stage", ""]
     if not r.evidence:
         return out + ["The verdicts carried no evidence."]
+    out += ["Marks: " + ", ".join(f"{m} {word}" for word, m in EVIDENCE_MARKS.items()) + ".", ""]
     stage = None
     for e in r.evidence:
         if e.stage != stage:
@@ -119,8 +121,10 @@ def _evidence(r: Report) -> list[str]:
                 out.append("")
             stage = e.stage
             out += [f"**{_title(stage)}**", ""]
-        val = f" median {e.value_median:.3g}," if e.value_median is not None else ""
-        out.append(f"- {_job(e.text)} (`{e.signal}`:{val} pointed here in {e.supports_share:.0%} of the ticks)")
+        held = "met" if e.threshold is not None else "seen"
+        mid = " (the middle reading is shown)" if e.value_median is not None else ""
+        out.append(f"- {EVIDENCE_MARKS.get(e.status, '')} {_job(e.text)}: {held} in {e.supports_share:.0%} of the "
+                   f"ticks {_title(stage)} held{mid}")
     return out
 
 
@@ -148,8 +152,8 @@ def _stacks(r: Report) -> list[str]:
         return out + ["No stack samples (see Checks and Not checked)."]
     for h in r.stacks:
         leaf = " <- ".join(h.frames) or "(no frames)"  # leaf first, as deep as samples were told apart
-        out.append(f"- **{_job(h.role)}** {h.share:.0%} ({h.count} samples) {markdown_code(h.label)} "
-                   f"{_job(h.detail)}: {markdown_code(leaf)}")
+        out.append(f"- **{ROLE_WORDS.get(h.role, _job(h.role))}** {h.share:.0%} ({count(h.count, 'sample')}), "
+                   f"{LABEL_WORDS.get(h.label, _job(h.label))}: {markdown_code(leaf)}")
     return out
 
 
@@ -170,7 +174,8 @@ def _environment(r: Report) -> list[str]:
     t = env.target
     if not isinstance(t, Unsupported):
         aff = cpulist(t.affinity) if isinstance(t.affinity, tuple) else "n/a"
-        out.append(f"- Job: {t.mains} training process(es), {t.workers} DataLoader workers at start; "
+        out.append(f"- Job: {count(t.mains, 'training process', 'training processes')}, "
+                   f"{count(t.workers, 'DataLoader worker')} at start; "
                    f"CPUs {aff} (NUMA node {', '.join(map(str, t.numa_nodes)) or 'n/a'})")
     p = env.ptrace
     if not isinstance(p, Unsupported):
@@ -221,7 +226,7 @@ def _gaps(r: Report) -> list[str]:
         if c.status == NOT_CHECKED:
             by_reason.setdefault(c.reason, []).append(f"check *{c.title}*")
     for g in r.not_checked:
-        times = f" ({g.count} ticks)" if not g.what.startswith("environment") else ""
+        times = f" ({count(g.count, 'tick')})" if not g.what.startswith("environment") else ""
         by_reason.setdefault(g.reason, []).append(f"`{g.what}`{times}")
     if not by_reason:
         return out + ["Everything could be read."]

@@ -11,19 +11,23 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from statistics import median
 
-from gpuwatch.model.verdict import CPU_BOUND, GPU_BOUND, IDLE, STAGE_TITLES, UNKNOWN, Verdict
+from gpuwatch.diagnosis.evidence import status as evidence_status
+from gpuwatch.diagnosis.sentence import HOLDING
+from gpuwatch.diagnosis.thresholds import RUN_WARNING_SHARE
+from gpuwatch.model.verdict import IDLE, LEVEL_WARNING, PIPELINE, STAGE_TITLES, UNKNOWN, Verdict
 from gpuwatch.report.model import (
-    FAIL, WARN, CheckResult, EvidenceLine, Remedy, Segment, StallSummary, Summary,
+    FAIL, WARN, CheckResult, EvidenceLine, Remedy, Segment, StageShare, StallSummary, Summary,
 )
+from gpuwatch.report.ranking import Mark, StageCost, stage_costs
 
-Mark = tuple[float, str, float]
-"""(monotonic t, stage, confidence) of one tick."""
-
-NO_REMEDY = (GPU_BOUND, CPU_BOUND, IDLE, UNKNOWN)
+NO_REMEDY = (IDLE, UNKNOWN)
+"""Stages with nothing to fix: not training, or nothing proved (their advice is in Checks)."""
 FREQUENT_REMEDY = 0.5
 """A remedy missing from the latest verdict is still listed when it came with half the stage's ticks."""
 _NUMBERS = re.compile(r"\d+(\.\d+)?")
-"""Stages that are not a bottleneck to fix (a GPU-bound job is healthy)."""
+CHECK_TOPICS = {"workers_vs_cores": "num_workers", "pageable_h2d": "pin", "other_gpu_processes": "GPU tenant",
+                "pcie_link": "PCIe link", "cpu_quota": "CPU quota"}
+"""A check's fix is left out of the remedies when a stage remedy already says it (same topic)."""
 
 
 def stage_shares(marks: Sequence[Mark]) -> dict[str, float]:
@@ -31,18 +35,46 @@ def stage_shares(marks: Sequence[Mark]) -> dict[str, float]:
     return {s: c / n for s, c in Counter(m[1] for m in marks).items()} if n else {}
 
 
-def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict]) -> Summary:
-    shares = stage_shares(marks)
-    known_shares = {s: v for s, v in shares.items() if s != UNKNOWN}
-    stage = max(known_shares, key=lambda s: known_shares[s]) if known_shares else UNKNOWN
-    confs = [m[2] for m in marks if m[1] == stage]
-    sentence = next((v.sentence for v in reversed(verdicts) if v.stage == stage), "")
-    if not marks:
-        sentence = "No frames were collected, so there is nothing to judge."
-    elif stage == UNKNOWN and not sentence:
-        sentence = "The diagnosis could not name a stage."
-    return Summary(stage=stage, title=STAGE_TITLES.get(stage, stage), share=shares.get(stage, 0.0),
-                   confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence)
+def _title(stage: str) -> str:
+    return STAGE_TITLES.get(stage, stage)
+
+
+def _sentence(stage: str, verdicts: Sequence[Verdict]) -> str:
+    """The latest sentence of the stage whose readings still held it (one said while the verdict was
+    only being held on weaker readings describes the stage less well), else the latest."""
+    mine = [v.sentence for v in verdicts if v.stage == stage and v.sentence]
+    held = [s for s in mine if HOLDING not in s]
+    return (held or mine or [""])[-1]
+
+
+def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[StageCost] | None = None) -> Summary:
+    """The stage that cost the job most over the run (ranking.py), with its sentence."""
+    costs = list(stage_costs(marks, verdicts) if costs is None else costs)
+    if not costs:
+        return Summary(stage=UNKNOWN, title=_title(UNKNOWN), share=0.0, confidence=0.0,
+                       sentence="No frames were collected, so there is nothing to judge.")
+    top = costs[0]
+    confs = [m[2] for m in marks if m[1] == top.stage]
+    sentence = _sentence(top.stage, verdicts) or (
+        "The diagnosis could not name a stage." if top.stage == UNKNOWN else "")
+    held = max(costs, key=lambda c: (c.stage != UNKNOWN, c.share))
+    most = StageShare(held.stage, _title(held.stage), held.share) if held.stage != top.stage else None
+    return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
+                   confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
+                   speedup_run=top.speedup_run, most_held=most, warnings=_warnings(verdicts, top.stage))
+
+
+def _warnings(verdicts: Sequence[Verdict], headline: str) -> tuple[StageShare, ...]:
+    """Pipeline stages at warning level for RUN_WARNING_SHARE of the kept ticks or more: what the TUI
+    showed in yellow, which the report names too."""
+    if not verdicts:
+        return ()
+    out = []
+    for stage in PIPELINE:
+        n = sum(1 for v in verdicts if v.level(stage) == LEVEL_WARNING)
+        if stage != headline and n / len(verdicts) >= RUN_WARNING_SHARE:
+            out.append(StageShare(stage, _title(stage), n / len(verdicts)))
+    return tuple(sorted(out, key=lambda w: -w.share))
 
 
 def timeline(marks: Sequence[Mark], interval: float) -> tuple[Segment, ...]:
@@ -74,14 +106,22 @@ def evidence(verdicts: Sequence[Verdict]) -> tuple[EvidenceLine, ...]:
     out = []
     for (stage, signal), items in groups.items():
         values = [e.value for e in items if e.value is not None]
-        last = items[-1]
+        mid = _middle(items)
         out.append(EvidenceLine(
             stage=stage, signal=signal, supports_share=sum(1 for e in items if e.supports) / len(items),
-            value_median=median(values) if values else None, threshold=last.threshold, op=last.op, text=last.text,
+            value_median=median(values) if values else None, threshold=mid.threshold, op=mid.op, text=mid.text,
+            status=evidence_status(mid),
         ))
     order = {s: i for i, s in enumerate(Counter(v.stage for v in verdicts))}
     out.sort(key=lambda e: (order.get(e.stage, 99), -e.supports_share, e.signal))
     return tuple(out)
+
+
+def _middle(items: list) -> object:
+    """The item with the middle reading (the lower median: a real item, so its text, value and cut
+    agree with each other and with the median beside it); the latest where nothing was measured."""
+    measured = sorted((e for e in items if e.value is not None), key=lambda e: e.value)
+    return measured[(len(measured) - 1) // 2] if measured else items[-1]
 
 
 def stall(verdicts: Sequence[Verdict]) -> StallSummary | None:
@@ -96,31 +136,34 @@ def stall(verdicts: Sequence[Verdict]) -> StallSummary | None:
     )
 
 
-def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequence[CheckResult]) -> tuple[Remedy, ...]:
-    """Stage remedies ranked by what fixing the stage would give over the whole run, then check fixes."""
-    shares = stage_shares(marks)
+def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequence[CheckResult],
+             costs: Sequence[StageCost] | None = None) -> tuple[Remedy, ...]:
+    """The headline stage's remedies first, then the other bottlenecks' by what fixing each would give
+    over the whole run (ranking.py), then the other stages' advice; then the fix of each failed and
+    warned check that no stage remedy already gives."""
+    costs = list(stage_costs(marks, verdicts) if costs is None else costs)
+    order = costs[:1] + sorted(costs[1:], key=lambda c: (not c.bottleneck, -c.weight, -c.share))
     ranked: list[Remedy] = []
-    for stage, share in shares.items():
-        mine = [v for v in verdicts if v.stage == stage]
-        texts = _stage_remedies(mine)
-        if stage in NO_REMEDY and not texts:
-            continue
-        ups = [v.speedup for v in mine if v.speedup is not None and v.speedup > 0]
-        while_up = median(ups) if ups else None
-        run_up = 1.0 / ((1.0 - share) + share / while_up) if while_up else None
-        for text in texts:
-            ranked.append(Remedy(text=text, stage=stage, check=None, share=share,
-                                 speedup_while=while_up, speedup_run=run_up))
-    ranked.sort(key=lambda r: (-(r.speedup_run or 0.0), -r.share))
+    for c in order:
+        if c.stage in NO_REMEDY or (not c.bottleneck and c is not costs[0]):
+            continue  # a healthy or CPU-bound stage's advice only where it is the headline
+        for text in _stage_remedies([v for v in verdicts if v.stage == c.stage]):
+            ranked.append(Remedy(text=text, stage=c.stage, check=None, share=c.share,
+                                 speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run))
+    said = " ".join(r.text for r in ranked).lower()
     for status in (FAIL, WARN):
         for c in checks:
-            if c.status == status and c.fix:
-                ranked.append(Remedy(text=c.fix, stage=None, check=c.id, share=0.0, speedup_while=None, speedup_run=None))
+            topic = CHECK_TOPICS.get(c.id)
+            if c.status == status and c.fix and not (topic and topic.lower() in said):
+                ranked.append(Remedy(text=c.fix, stage=None, check=c.id, share=0.0, speedup_while=None,
+                                     speedup_run=None, title=c.title))
     return tuple(ranked)
 
 
 def _key(text: str) -> str:
-    return _NUMBERS.sub("N", text)
+    """What a remedy is about: its words up to the first colon or comma, numbers left out (the same
+    fix worded with other live numbers, or with a different reason after the colon, is one fix)."""
+    return _NUMBERS.sub("N", re.split(r"[:,;(]", text, maxsplit=1)[0]).strip().lower()
 
 
 def _stage_remedies(mine: Sequence[Verdict]) -> list[str]:

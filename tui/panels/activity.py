@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.hot import STACK_WINDOW, label_shares, stack_samples, threads
 from gpuwatch.tui.panels.plain import Plain
@@ -13,7 +14,7 @@ BAR_W = 10
 
 
 class ActivityPanel(Plain):
-    """``main thread   data_wait ██████▎ 62 %  backward ██ 20 %`` per role, over the stack window."""
+    """``main thread   waiting for a batch ██████▎ 62 %  backward pass ██ 20 %`` per role, over the stack window."""
 
     _view: View | None = None
     """The latest view, drawn when the panel is (or becomes) displayed."""
@@ -48,7 +49,7 @@ class ActivityPanel(Plain):
             mine = threads(samples, lambda t, r=role: t.role == r and (t.active or r != "other"))
             if not mine:
                 continue
-            shares = "  ".join(f"{label} {bar(share, BAR_W).rstrip()} {share:.0%}"
+            shares = "  ".join(f"{LABEL_WORDS.get(label, label)} {bar(share, BAR_W).rstrip()} {share:.0%}"
                                for label, share in label_shares(mine)[:3])
             lines.append(f"{title:<18} {shares}")
         if not lines:

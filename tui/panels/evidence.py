@@ -8,15 +8,18 @@ from typing import ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
+from gpuwatch.diagnosis.evidence import EVIDENCE_MARKS, MET, mark, status
 from gpuwatch.model.verdict import Evidence
 from gpuwatch.tui.panels.measured import Measured
 
 
 def evidence_line(e: Evidence) -> str:
-    """``✓ data_wait 0.62 (>= 0.22): main thread waiting for a batch: 62 %``."""
-    value = "N/A" if e.value is None else f"{e.value:.3g}"
-    test = f" ({e.op} {e.threshold:.3g})" if e.threshold is not None else ""
-    return f"{'✓' if e.supports else '✗'} {e.signal} {value}{test}: {e.text}"
+    """``● main thread waiting for a batch: 62 % (needs at least 20 %)``: the mark says met, not
+    met, not measured or does not apply (the legend is under the list)."""
+    return mark(e)
+
+
+LEGEND = " · ".join(f"{m} {word}" for word, m in EVIDENCE_MARKS.items())
 
 
 class EvidenceList(Measured, Widget):
@@ -32,7 +35,7 @@ class EvidenceList(Measured, Widget):
         self.items: tuple[Evidence, ...] = ()
 
     def show(self, items: Sequence[Evidence]) -> None:
-        ordered = tuple(sorted(items, key=lambda e: not e.supports))  # stable: keeps the diagnosis's order
+        ordered = tuple(sorted(items, key=lambda e: status(e) != MET))  # stable: keeps the diagnosis's order
         if ordered != self.items:
             self.items = ordered
             self.refresh()
@@ -46,6 +49,7 @@ class EvidenceList(Measured, Widget):
         for i, e in enumerate(self.items):
             if i:
                 text.append("\n")
-            cls = "evidence--supports" if e.supports else "evidence--against"
+            cls = "evidence--supports" if status(e) == MET else "evidence--against"
             text.append(evidence_line(e), self.get_component_rich_style(cls))
+        text.append(f"\n{LEGEND}", self.get_component_rich_style("evidence--against"))
         return text

@@ -10,7 +10,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES, Verdict
-from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS, set_level
+from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WAITING, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.lazy_static import LazyStatic
 from gpuwatch.tui.panels.verdict_line import VerdictLine
 
@@ -19,10 +19,10 @@ class StageBox(LazyStatic):
     """One stage: its name and level. Clicking it selects it (the keyboard does the same)."""
 
     def __init__(self, stage: str, position: int) -> None:
-        super().__init__(id=f"stage-{stage}", classes="stage-box -ok")
+        super().__init__(id=f"stage-{stage}", classes="stage-box")
         self.stage = stage
         self.position = position
-        self.level = "ok"
+        self.level = LEVEL_WAITING
         self._draw()
 
     def set_level(self, level: str) -> None:
@@ -48,7 +48,7 @@ def verdict_text(v: Verdict) -> str:
     if v.confidence > 0:
         head.append(f"{v.confidence_word} confidence {v.confidence:.2f}")
     if v.speedup is not None and v.speedup > 1.0:
-        head.append(f"fixing it: up to {v.speedup:.1f}× faster")
+        head.append(f"fixing it: up to {v.speedup:.1f}× faster while it holds")
     lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
     text = f"{lead}: {escape(v.sentence)}"
     if v.secondary:

@@ -6,7 +6,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 
-from gpuwatch.model.stacks import ROLE_OTHER_THREAD
+from gpuwatch.diagnosis.evidence import count
+from gpuwatch.model.stacks import LABEL_WORDS, ROLE_OTHER_THREAD
 from gpuwatch.model.values import Unsupported
 from gpuwatch.tui.hot import STACK_WINDOW, label_shares, stack_samples, threads
 from gpuwatch.tui.panels.footer import KeysFooter
@@ -40,13 +41,15 @@ class StacksScreen(WatchScreen):
         if isinstance(view.frame.stacks, Unsupported):
             status.update(f"Stacks N/A: {view.frame.stacks.reason}")
         else:
-            status.update(f"{len(samples)} stack samples from the last {STACK_WINDOW} frames.")
+            n_threads = sum(len(s.threads) for s in samples)
+            status.update(f"{count(len(samples), 'stack collection')} ({count(n_threads, 'thread sample')}) "
+                          f"from the last {STACK_WINDOW} frames.")
         for role, _ in ROLES:
             keep = (lambda t, r=role: t.role == r and (t.active or r != ROLE_OTHER_THREAD))
             mine = threads(samples, keep)
-            shares = ", ".join(f"{label} {share:.0%}" for label, share in label_shares(mine)[:6])
+            shares = ", ".join(f"{LABEL_WORDS.get(label, label)} {share:.0%}" for label, share in label_shares(mine)[:6])
             self.query_one(f"#shares-{role}", Plain).update(
-                f"{len(mine)} samples: {shares}" if mine else "no samples")
+                f"{count(len(mine), 'thread sample')}: {shares}" if mine else "no thread samples")
             table = self.query_one(f"#table-{role}", StackTable)
             table.show(mine)
             table.display = bool(mine)

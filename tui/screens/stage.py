@@ -8,11 +8,14 @@ from textual.containers import VerticalScroll
 from textual.reactive import reactive
 
 from gpuwatch.model import verdict as v
-from gpuwatch.model.stacks import ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, ROLE_WORKER
+from gpuwatch.diagnosis.evidence import count, cut
+from gpuwatch.diagnosis.evidence import fmt as fmt_value
+from gpuwatch.diagnosis.thresholds import WINDOW_S
+from gpuwatch.model.stacks import LABEL_WORDS, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, ROLE_TITLES, ROLE_WORKER
 from gpuwatch.model.values import known
-from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES, Verdict
+from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES, Evidence, Verdict
 from gpuwatch.tui import format as fmt
-from gpuwatch.tui.hot import label_shares, stack_samples, threads
+from gpuwatch.tui.hot import STACK_WINDOW, label_shares, stack_samples, threads
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.evidence import EvidenceList
 from gpuwatch.tui.panels.footer import KeysFooter
@@ -72,12 +75,12 @@ class StageScreen(WatchScreen):
         with VerticalScroll(id="stage-body"):
             yield Plain("", id="stage-title")
             yield Plain("", id="stage-verdict")
-            yield Plain("Evidence", classes="section")
+            yield Plain(f"Evidence (over the verdict's last {WINDOW_S:.0f} s)", classes="section")
             yield EvidenceList(id="evidence")
             # what to do comes before the history: the charts below take a screen's height
             yield Plain("Remedies", classes="section")
             yield Plain("", id="remedies")
-            yield Plain("Signals over time", classes="section")
+            yield Plain("Signals over time (the value is the latest tick's)", classes="section")
             yield TimeChart(id="history")
             yield Plain("", classes="na-note", id="history-na")
             yield Plain("Evidence over time (against its threshold)", classes="section", id="evidence-history-title")
@@ -135,15 +138,16 @@ class StageScreen(WatchScreen):
         plots = []
         for s in signals:
             latest = s.read(view.frame)
-            rate = s.unit == "B/s"
-            text = fmt.NA if not known(latest) else (fmt.rate(latest) if rate else f"{latest:.1f} %")
+            rate, cores = s.unit == "B/s", s.unit == "cores"
+            text = fmt.NA if not known(latest) else (fmt.rate(latest) if rate else
+                                                     fmt_value(latest, "cores") if cores else f"{latest:.1f} %")
             reason = fmt.reason(latest)
             if reason is not None:
                 reasons.setdefault(reason, []).append(s.label)
             values = tuple(series(s, frames))
             top = s.top or nice(max((x for x in values if x is not None), default=0.0))
             plots.append(Plot((Series(s.label, values, text),), top,
-                              f"0-{fmt.rate(top)}" if rate else f"0-{top:.0f} %"))
+                              f"0-{fmt.rate(top)}" if rate else f"0-{fmt_value(top, 'cores')}" if cores else f"0-{top:.0f} %"))
         signal_chart.set_data(plots, band)
         note = self.query_one("#history-na", Plain)
         note.update("\n".join(f"N/A {', '.join(labels)}: {r}" for r, labels in reasons.items()))
@@ -153,10 +157,12 @@ class StageScreen(WatchScreen):
             values = tuple(evidence_history(verdicts, self.stage, e.signal))
             seen = [x for x in values if x is not None]
             top = max([abs(e.threshold) * 1.5 if e.threshold else 0.0, *seen, 1e-9])
-            line = [Series(e.signal, values, _against(e.value, e.op, e.threshold))]
+            if e.unit == "%":
+                top = max(1.0, *seen)  # a share's full scale is 100 %
+            line = [Series(e.what or e.signal, values, _against(e))]
             if e.threshold is not None:
-                line.append(Series("threshold", tuple(e.threshold for _ in values), f"{e.threshold:.3g}"))
-            plots.append(Plot(tuple(line), top, f"0-{top:.3g}"))
+                line.append(Series("cut", tuple(e.threshold for _ in values), cut(e.threshold, e.unit)))
+            plots.append(Plot(tuple(line), top, f"0-{fmt_value(top, e.unit)}"))
         evidence_chart.set_data(plots, band)
 
     def _show_stacks(self, view: View) -> None:
@@ -167,14 +173,16 @@ class StageScreen(WatchScreen):
         if reason is not None and not picked:
             shares.update(f"Stacks N/A: {reason}")
         elif not picked:
-            shares.update(f"No samples of {', '.join(roles)} threads yet.")
+            shares.update(f"No samples of the {' or '.join(ROLE_TITLES.get(r, r) for r in roles)} yet.")
         else:
             by_role = []
             for role in roles:
                 mine = [t for t in picked if t.role == role]
                 if mine:
-                    top = ", ".join(f"{label} {share:.0%}" for label, share in label_shares(mine)[:4])
-                    by_role.append(f"{role} ({len(mine)} samples): {top}")
+                    top = ", ".join(f"{LABEL_WORDS.get(label, label)} {share:.0%}"
+                                    for label, share in label_shares(mine)[:4])
+                    by_role.append(f"{ROLE_TITLES.get(role, role)} ({count(len(mine), 'thread sample')} "
+                                   f"from the last {STACK_WINDOW} frames): {top}")
             shares.update("\n".join(by_role))
         self.query_one("#stage-stacks", StackTable).show(picked)
 
@@ -188,12 +196,14 @@ class StageScreen(WatchScreen):
             box.update("Remedies are given for the stage the verdict names; this stage is not it.")
 
 
-def _against(value: float, op: str, threshold: float | None) -> str:
-    """``value op threshold`` in the row's value column: fewer digits rather than a cut-off figure
-    (``0.00145 < 0.95`` is one cell too wide, and cropping it read ``.00145``)."""
-    test = f" {op} {threshold:.3g}" if threshold is not None else ""
-    for digits in (3, 2, 1):
-        text = f"{value:.{digits}g}{test}"
-        if len(text) <= VALUE_W:
-            return text
-    return f"{value:.0e}".replace("e-0", "e-").replace("e+0", "e") + test  # 1e-4: the shortest honest form
+OP_SIGNS = {">=": "≥", ">": ">", "<=": "≤", "<": "<"}
+
+
+def _against(e: Evidence) -> str:
+    """``62 % ≥ 20 %`` in the item's unit, as the evidence list says it; the reading alone where the
+    pair would not fit the value column (the cut is drawn as the plot's second line)."""
+    value = fmt_value(e.value, e.unit)
+    if e.threshold is None:
+        return value
+    both = f"{value} {OP_SIGNS.get(e.op, e.op)} {cut(e.threshold, e.unit)}"
+    return both if len(both) <= VALUE_W else value

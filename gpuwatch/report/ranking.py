@@ -1,0 +1,77 @@
+"""Which stage cost the job most over the run: the report's headline and the order of its remedies.
+
+A stage's cost is its time share times the loss while it held: fixing a stage that held ``share``
+of the run and slowed it ``speedup`` times while it held gives back ``share * (1 - 1 / speedup)`` of
+the run (Amdahl). The verdicts' own speed-up estimates give the loss, so the headline, the remedy
+ranking and the TUI's "fixing it: up to ..." all come from the same numbers.
+
+A bottleneck stage without an estimate (memory-bound kernels may be inherent) can cost at most its
+share, and is ranked by that bound. Stages that are not a bottleneck to fix (GPU-bound, CPU-bound,
+idle, unknown) cost nothing; one of them is the headline only when no bottleneck stage cost the run
+enough to outrank it (thresholds.HEADLINE_MIN_COST over HEADLINE_MIN_TICKS ticks at least).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import median
+
+from gpuwatch.diagnosis.thresholds import HEADLINE_MIN_COST, HEADLINE_MIN_TICKS
+from gpuwatch.model.verdict import PIPELINE, UNKNOWN, Verdict
+
+Mark = tuple[float, str, float]
+"""(monotonic t, stage, confidence) of one tick."""
+
+
+@dataclass(frozen=True, slots=True)
+class StageCost:
+    stage: str
+    ticks: int
+    share: float
+    """Share of the run's ticks this stage held the verdict."""
+    speedup_while: float | None
+    """Median of the verdicts' speed-up estimates while it held (None: not estimated)."""
+
+    @property
+    def bottleneck(self) -> bool:
+        return self.stage in PIPELINE
+
+    @property
+    def cost(self) -> float | None:
+        """Share of the whole run lost to this stage (None: not estimated)."""
+        if not self.bottleneck:
+            return 0.0
+        return self.share * (1.0 - 1.0 / self.speedup_while) if self.speedup_while else None
+
+    @property
+    def speedup_run(self) -> float | None:
+        """What fixing it would give over the whole run."""
+        c = self.cost
+        return 1.0 / (1.0 - c) if c else None
+
+    @property
+    def weight(self) -> float:
+        """The cost, or its upper bound (the share) where no estimate came with the stage."""
+        c = self.cost
+        return self.share if c is None else c
+
+    @property
+    def headline_worthy(self) -> bool:
+        return self.bottleneck and self.ticks >= HEADLINE_MIN_TICKS and self.weight >= HEADLINE_MIN_COST
+
+
+def stage_costs(marks: Sequence[Mark], verdicts: Sequence[Verdict]) -> list[StageCost]:
+    """Every stage seen, ranked: the headline first, then bottlenecks by cost, then the rest by time."""
+    n = len(marks)
+    if not n:
+        return []
+    ticks = Counter(m[1] for m in marks)
+    out = []
+    for stage, count in ticks.items():
+        ups = [v.speedup for v in verdicts if v.stage == stage and v.speedup is not None and v.speedup > 1.0]
+        out.append(StageCost(stage, count, count / n, median(ups) if ups else None))
+    out.sort(key=lambda c: (not c.headline_worthy, -c.weight if c.headline_worthy else 0.0, c.stage == UNKNOWN,
+                            -c.share, c.stage))
+    return out

@@ -1,0 +1,33 @@
+"""The report's verdict and remedies in words: one wording for the Markdown and the HTML forms."""
+
+from __future__ import annotations
+
+from gpuwatch.report.model import Remedy, Summary
+
+
+def speedup(x: float) -> str:
+    return f"{x:.2f}x"
+
+
+def headline(m: Summary) -> tuple[str, str]:
+    """(the stage's title, the rest of the paragraph): what cost the job most, how much, and why."""
+    if m.speedup_run is not None:
+        lead = (f"cost the job most: it held the verdict {m.share:.0%} of the time, and fixing it could make "
+                f"the whole run up to {speedup(m.speedup_run)} faster")
+    else:
+        lead = f"held the verdict {m.share:.0%} of the time"
+    text = f"{lead} (mean confidence {m.confidence:.2f}). {m.sentence}".rstrip()
+    if m.most_held is not None:
+        text += f" Most of the time ({m.most_held.share:.0%}) the verdict was {m.most_held.title}, which cost the run less."
+    if m.warnings:
+        near = ", ".join(f"{w.title} {w.share:.0%} of the time" for w in m.warnings)
+        text += f" Close to their cuts (warning level): {near}."
+    return m.title, text
+
+
+def stage_gain(r: Remedy) -> str:
+    """``held 95% of the time; fixing it: up to 1.86x over this run (1.95x while it holds)``."""
+    held = f"held {r.share:.0%} of the time"
+    if r.speedup_run is not None and r.speedup_while is not None:
+        return f"{held}; fixing it: up to {speedup(r.speedup_run)} over this run ({speedup(r.speedup_while)} while it holds)"
+    return f"{held}; speed-up not estimated"
