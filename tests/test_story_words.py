@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.model import stacks as lb
+from gpuwatch.model.values import Unsupported
 from gpuwatch.model.verdict import STAGES, Verdict
 from gpuwatch.replay import load_frames
 from gpuwatch.report.build import build_report
@@ -25,7 +26,6 @@ from gpuwatch.report.render_json import render_json
 from gpuwatch.report.render_md import render_markdown
 from gpuwatch.tui.panels.evidence import evidence_line
 from gpuwatch.tui.panels.pipeline import verdict_text
-from gpuwatch.model.values import Unsupported
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -33,7 +33,10 @@ RECORDINGS = {
     "cpu_demo": DATA / "cpu_demo.jsonl",
     "h200_healthy": DATA / "h200" / "healthy.jsonl",
     "cpu_train_w2": DATA / "report" / "cpu_train_w2.jsonl",
+    "h200_switch": ROOT / "bench" / "results" / "2026-12-02-h200" / "acc" / "switch.jsonl",
 }
+"""The demo, the H200 and CPU recordings of tests/data, and the H200 job that switches through every
+stage (bench/results, 2026-12-02: decode, launch, pageable copies, GPU-bound in turn)."""
 SNAPSHOTS = ROOT / "tests" / "snapshots" / "test_tui_snapshots"
 
 API_WORDS = {"pin_memory", "num_workers", "persistent_workers", "prefetch_factor", "non_blocking", "channels_last"}
@@ -45,7 +48,9 @@ ID_FIELDS = {"stage", "signal", "id", "check", "role", "label", "op", "status", 
 
 PLURAL_ONE = re.compile(r"(?<![\d.,])\b1 (?!GiB|MiB|GB|MB|kB)([A-Za-z]+[^s\W]s)\b")
 MAYBE_PLURAL = re.compile(r"[a-z]\(s\)")
-EMPTY = re.compile(r":\s*\.(?!\.)|\(\s*\)|,\s*\.(?!\.)|:\s*;|up to not estimated|not estimated while|: $")
+EMPTY = re.compile(r":\s*\.(?![.\w])|(?<!\w)\(\s*\)|,\s*\.(?![.\w])|:\s*;|up to not estimated|not estimated while|: $")
+"""Nothing between a colon or comma and the full stop, empty brackets (a call such as .item() is
+code, not an empty reason), an estimate that is not a number."""
 OVER_100 = re.compile(r"(?<![\d.])(\d{3,}(?:\.\d+)?) ?%")
 RAW_FLOAT = re.compile(r"(?<![\w.])\d+\.\d{4,}\b|\d[eE][-+]\d+\b")
 

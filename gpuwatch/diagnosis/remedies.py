@@ -33,8 +33,10 @@ def remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
     out = make(f, sub, s) if make else _unknown(stage, s)
     if stage in (IO, DECODE, INPUT_UNMEASURED) and find(s.phases, RESPAWN) is not None:
         p = find(s.phases, RESPAWN)
-        out.append(f"persistent_workers=True: the DataLoader's workers were re-created {p.count} time(s) in the "  # type: ignore[union-attr]
-                   "last minute, and each new set builds its first batches from scratch")
+        out = [x for x in out if not x.startswith("persistent_workers=True")]  # said once, with what was seen
+        times = count(p.count, "time")  # type: ignore[union-attr]
+        out.append(f"persistent_workers=True: the DataLoader's workers were re-created {times} in the last minute, "
+                   "and each new set builds its first batches from scratch")
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
 
 
@@ -85,9 +87,9 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
                    "blocking the main thread")
     else:
         each = f" ({fmt(f['worker_cpu'], 'cores')} each)" if f.get("worker_cpu") is not None else ""
-        cores = f", even more of them than the {count(usable, 'usable CPU')}," if usable else ""
+        cores = f" (even more than the {count(usable, 'usable CPU')})" if usable else ""
         out.append(f"Raise num_workers above {_n(f.get('workers'))}: workers waiting on reads use little CPU{each}, "
-                   f"so more of them{cores} can overlap reads; raise prefetch_factor (default 2) to keep more "
+                   f"so more of them can overlap reads{cores}; raise prefetch_factor (default 2) to keep more "
                    "batches in flight")
     out.append(_workers_keep(f))
     if (f.get("disk_busy") or 0.0) >= DISK_BUSY:

@@ -7,7 +7,7 @@ ranking and the TUI's "fixing it: up to ..." all come from the same numbers.
 
 A bottleneck stage without an estimate (memory-bound kernels may be inherent) can cost at most its
 share, and is ranked by that bound. Stages that are not a bottleneck to fix (GPU-bound, CPU-bound,
-idle, unknown) cost nothing; one of them is the headline only when no bottleneck stage cost the run
+idle, and unknown without an estimate) cost nothing; one of them is the headline only when no bottleneck stage cost the run
 enough to outrank it (thresholds.HEADLINE_MIN_COST over HEADLINE_MIN_TICKS ticks at least).
 """
 
@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from statistics import median
 
 from gpuwatch.diagnosis.thresholds import HEADLINE_MIN_COST, HEADLINE_MIN_TICKS
-from gpuwatch.model.verdict import PIPELINE, UNKNOWN, Verdict
+from gpuwatch.model.verdict import CPU_BOUND, GPU_BOUND, IDLE, PIPELINE, UNKNOWN, Verdict
 
 Mark = tuple[float, str, float]
 """(monotonic t, stage, confidence) of one tick."""
+NOT_A_BOTTLENECK = (GPU_BOUND, CPU_BOUND, IDLE)
+"""Stages with nothing in the pipeline to fix: a healthy GPU, a CPU-only job's own compute, no training."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +38,9 @@ class StageCost:
 
     @property
     def bottleneck(self) -> bool:
-        return self.stage in PIPELINE
+        """A pipeline stage, or a verdict that estimated a loss without naming one (input slow for a
+        reason not measured is said as "unknown" with a speed-up)."""
+        return self.stage in PIPELINE or (self.stage not in NOT_A_BOTTLENECK and self.speedup_while is not None)
 
     @property
     def cost(self) -> float | None:

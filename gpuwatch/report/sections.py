@@ -20,8 +20,8 @@ from gpuwatch.report.model import (
 )
 from gpuwatch.report.ranking import Mark, StageCost, stage_costs
 
-NO_REMEDY = (IDLE, UNKNOWN)
-"""Stages with nothing to fix: not training, or nothing proved (their advice is in Checks)."""
+NO_REMEDY = (IDLE,)
+"""Not training: nothing to fix."""
 FREQUENT_REMEDY = 0.5
 """A remedy missing from the latest verdict is still listed when it came with half the stage's ticks."""
 _NUMBERS = re.compile(r"\d+(\.\d+)?")
@@ -170,7 +170,11 @@ def _stage_remedies(mine: Sequence[Verdict]) -> list[str]:
     """The remedies of the stage's latest verdict (the freshest wording: they quote live numbers
     and PIDs), plus any other remedy that came with at least half of the stage's verdicts."""
     latest = next((v.remedies for v in reversed(mine) if v.remedies), ())
-    texts, keys = list(latest), {_key(t) for t in latest}
+    texts, keys = [], set()
+    for t in latest:  # one remedy per fix, even where one verdict worded it twice
+        if _key(t) not in keys:
+            texts.append(t)
+            keys.add(_key(t))
     freq: Counter = Counter()
     newest: dict[str, str] = {}
     for v in mine:
