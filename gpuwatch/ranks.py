@@ -24,14 +24,14 @@ from gpuwatch.collectors.stack_labels import COLLECTIVE_FRAMES, NATIVE_COLLECTIV
 from gpuwatch.model.stacks import COLLECTIVE, DATA_IPC, DATA_WAIT, INLINE_LOAD, ROLE_MAIN_THREAD, ThreadStack
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.model.verdict import Verdict
+from gpuwatch.diagnosis.thresholds import RANK_WINDOW_S
 from gpuwatch.straggler import RankSignals, Straggler, find_straggler
 
 INPUT_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD)
 """Main-thread labels that mean "getting this rank's own input"."""
 
-SIGNAL_WINDOW_S = 10.0
-"""Seconds of frames behind one rank's signals: signals.md §11 uses ~10 s windows because py-spy
-shares over a few dozen samples carry +-10-15 % noise."""
+SIGNAL_WINDOW_S = RANK_WINDOW_S
+"""Seconds of frames behind one rank's signals (docs/THRESHOLDS.md)."""
 
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*):\d+\)$")
 

@@ -19,29 +19,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
 
-MIN_SAMPLES = 10
-"""Main-thread stack samples a rank needs before its shares count (5 s at the stack collector's
-default 2 dumps/s); the gap test below asks for more samples when the shares are close."""
-INPUT_BOUND = 0.20
-"""Share of time waiting for input that makes a rank input-bound: TensorFlow's "highly input-bound"
-line (signals.md §11, the evidence table's ``wait >= 0.20``)."""
-COLLECTIVE_WAIT = 0.20
-"""The other ranks lose at least this share of their time waiting for the straggler; the same fifth
-of the time as INPUT_BOUND, so a straggler is named when it costs the others as much as input
-starvation would cost a single process."""
-GAP = 0.25
-"""How far the straggler's share must stand from the others': py-spy shares over a few dozen samples
-carry +-10-15 % noise (signals.md §11), so a gap of 0.25 is beyond the noise of both sides."""
-Z = 2.0
-"""The gap must also be this many standard errors of a difference of two sampled shares (a two-
-proportion z-test at about 95 %): with few samples a 0.25 gap alone could be chance."""
-SLOW_STEPS = 0.8
-"""A rank is slow by steps when it completes less than this fraction of the others' median step rate
-(a 20 % lag is well beyond the one-step jitter of per-second rates at a few steps per second)."""
-WORKERS_COMPUTING = 0.8
-WORKERS_WAITING = 0.5
-"""Cores per DataLoader worker: >= 0.8 means decoding on the CPU, < 0.5 means waiting (storage or
-sleep); the evidence table's ``wcpu`` thresholds for stages 2 and 1 (signals.md §11)."""
+from gpuwatch.diagnosis.thresholds import (  # the cuts and their bases: docs/THRESHOLDS.md
+    STRAGGLER_COLLECTIVE_WAIT as COLLECTIVE_WAIT,
+    STRAGGLER_GAP as GAP,
+    STRAGGLER_MIN_SAMPLES as MIN_SAMPLES,
+    STRAGGLER_SLOW_STEPS as SLOW_STEPS,
+    STRAGGLER_Z as Z,
+    WAIT_HIGH as INPUT_BOUND,
+    WORKER_CPU_BUSY as WORKERS_COMPUTING,
+    WORKER_CPU_IO as WORKERS_WAITING,
+)
 
 
 @dataclass(frozen=True, slots=True)

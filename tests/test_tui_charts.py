@@ -151,4 +151,4 @@ async def test_the_drill_down_plots_its_signals_and_evidence_as_charts():
         assert history.size.height == 3 * 3 + 1  # the decode stage's three signals, and the band
         assert evidence.size.height == 3 * 3 + 1  # the three decode evidence items
         shown = screen_text(app)
-        assert "worker CPU (mean)" in shown and "wbusy" in shown and "threshold" in shown
+        assert "CPU per worker" in shown and "workers busy" in shown and "cut" in shown

@@ -15,7 +15,7 @@ __all__ = ["STACK_WINDOW", "HotFrame", "hot_frames", "label_shares", "stack_samp
 
 STACK_WINDOW = 30
 """Frames whose stack samples the stacks views count: 30 s at the default 1 s tick, long enough
-to average out the ±10-15 % noise of shares over a few dozen samples (signals.md §11)."""
+to average out the ±10-15 % noise of shares over a few dozen samples (docs/THRESHOLDS.md)."""
 
 
 @dataclass(frozen=True)

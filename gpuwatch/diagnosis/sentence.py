@@ -207,8 +207,9 @@ def _contention(f: dict, sub: str, s: Signals) -> str:
             quota = f" ({f['quota']:.1f} cores)" if f.get("quota") else ""
             said.append(f"the cgroup CPU quota{quota} throttles the job {fmt(values.get('cgroup'))} of the time")
         elif cause == "neighbours":
-            queued = (f", and the job queues for a CPU (on average {fmt(f['delay'], 'threads')} ready to run "
-                      "with no CPU free)") if f.get("delay") is not None else ""
+            n = f.get("queued_threads", f.get("delay"))
+            queued = (f", and the job queues for a CPU (on average {fmt(n, 'threads')} ready to run "
+                      "with no CPU free)") if n is not None else ""
             said.append(f"processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of "
                         f"{count(f.get('usable') or 0, 'CPU')}{queued}")
         elif cause == "steal":

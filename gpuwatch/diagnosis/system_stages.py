@@ -67,11 +67,12 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
         causes["steal"] = h.steal
     usable = job.usable_cpus or h.cpu_count
     others = h.others_cpu / usable if h.others_cpu is not None and usable else None
-    delay = max((x for x in (job.main_run_delay, job.worker_run_delay) if x is not None), default=None)
-    # A process's run delay sums its threads' waits, so it can pass 1; a share of the time cannot.
-    delay = min(delay, 1.0) if delay is not None else None
+    queued_threads = max((x for x in (job.main_run_delay, job.worker_run_delay) if x is not None), default=None)
+    # A process's run delay sums its threads' waits: the mean number of them queued for a CPU, which
+    # can pass 1 and is said as such; as a share of the time lost (the cost) it stops at 1.
+    delay = min(queued_threads, 1.0) if queued_threads is not None else None
     oth = c.check("others_cpu", others, OTHERS_CPU_SHARE, ">=", "CPUs used by processes outside the job", kind=REQ)
-    queued = [c.check("run_delay", delay, RUN_DELAY, ">=", "job's threads ready to run but waiting for a CPU (mean)",
+    queued = [c.check("run_delay", queued_threads, RUN_DELAY, ">=", "job's threads ready to run but waiting for a CPU (mean)",
                       unit="threads", kind=REQ),
               c.check("psi_cpu", h.psi_cpu, PSI_CPU, ">=", "CPU pressure (PSI cpu some)", kind=REQ),
               c.check("host_cpu", h.cpu, CPU_SATURATED, ">=", "host CPU busy", kind=REQ)]
@@ -97,6 +98,7 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
     return result(c, fires, bool(causes), weight, ordered[0] if ordered else "",
                   causes=tuple(ordered), values=dict(causes), tenants=g.tenants, throttles=g.throttle_reasons,
                   quota=h.cg_quota, others=h.others_top, others_cpu=h.others_cpu, usable=usable, delay=delay,
+                  queued_threads=queued_threads,
                   steal=h.steal, workers=job.workers, psi_mem=h.psi_mem, swap_in=h.swap_in_bps)
 
 

@@ -245,6 +245,27 @@ WEAK_TICKS = 3
 stack samples carry 15-20 points of noise, so one tick where no gate quite holds is expected now
 and then in a steady run; a stage whose evidence is really gone fails three ticks in a row."""
 
+# -- multi-rank jobs: the straggler ------------------------------------------------------------
+RANK_WINDOW_S = 10.0
+"""Seconds of frames behind one rank's signals: about 10 s, because py-spy shares over a few dozen
+samples carry 10-15 points of noise."""
+STRAGGLER_MIN_SAMPLES = 10
+"""Main-thread stack samples a rank needs before its shares count (5 s at the stack collector's
+default 2 dumps/s); the gap test asks for more samples when the shares are close."""
+STRAGGLER_COLLECTIVE_WAIT = 0.20
+"""The other ranks lose at least this share of their time waiting for the straggler in a collective;
+the same fifth of the time as WAIT_HIGH, so a straggler is named when it costs the others as much as
+input starvation would cost a single process."""
+STRAGGLER_GAP = 0.25
+"""How far the straggler's share must stand from the others': shares over a few dozen samples carry
+10-15 points of noise, so a gap of 0.25 is beyond the noise of both sides."""
+STRAGGLER_Z = 2.0
+"""The gap must also be this many standard errors of a difference of two sampled shares (a two-
+proportion z-test at about 95 %): with few samples a 0.25 gap alone could be chance."""
+STRAGGLER_SLOW_STEPS = 0.8
+"""A rank is slow by steps when it completes less than this fraction of the others' median step rate
+(a 20 % lag is well beyond the one-step jitter of per-second rates at a few steps per second)."""
+
 # -- periodic stalls (the driver's 200 ms utilization samples) --------------------------------
 STALL_MIN_POINTS = 20
 """Four seconds of 200 ms samples before a period is looked for."""

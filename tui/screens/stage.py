@@ -159,7 +159,7 @@ class StageScreen(WatchScreen):
             top = max([abs(e.threshold) * 1.5 if e.threshold else 0.0, *seen, 1e-9])
             if e.unit == "%":
                 top = max(1.0, *seen)  # a share's full scale is 100 %
-            line = [Series(e.what or e.signal, values, _against(e))]
+            line = [Series(e.what or e.text.split(":")[0], values, _against(e))]
             if e.threshold is not None:
                 line.append(Series("cut", tuple(e.threshold for _ in values), cut(e.threshold, e.unit)))
             plots.append(Plot(tuple(line), top, f"0-{fmt_value(top, e.unit)}"))
