@@ -209,7 +209,7 @@ def _not_a_job(proc) -> str | None:
     it: those are unrelated orphans, not its job."""
     import psutil
 
-    from collectors.target import _is_launcher_cmd, _is_python
+    from gpuwatch.collectors.target import _is_launcher_cmd, _is_python
 
     try:
         argv = tuple(proc.cmdline())

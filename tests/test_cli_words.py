@@ -79,7 +79,7 @@ def test_a_shell_that_runs_python_is_still_watched_as_a_launcher():
 def test_the_stacks_reason_quotes_pyspy_where_nothing_explains_the_refusal():
     # trial finding 12: as root, with nothing known to block ptrace, py-spy's "Failed to get process
     # executable name" was reported as "the kernel refused the attach. Fix: run gpuwatch with sudo".
-    from collectors.pyspy import PtraceFacts, permission_reason
+    from gpuwatch.collectors.pyspy import PtraceFacts, permission_reason
 
     root = PtraceFacts(euid=0, target_uid=0, ptrace_scope=None, cap_sys_ptrace=True, container=None)
     err = "Error: Failed to get process executable name. Check that the process is running."
