@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
@@ -60,13 +61,24 @@ async def replay_frames(
 
 
 async def _good_frames(path: str, on_bad_line: Callable[[BadLine], None] | None) -> AsyncIterator[Frame]:
-    async for item in in_thread(read_recording(path)):
+    """The recording's good frames. A regular file is read here, line by line, between frames (the
+    loop gets a turn after each); a FIFO or a pipe on a thread of its own (:func:`in_thread`), since
+    its reads can block for as long as its writer is silent."""
+    items = read_recording(path)
+    stream = _as_async(items) if os.path.isfile(path) else in_thread(items)
+    async for item in stream:
         if isinstance(item, BadLine):
             if on_bad_line is not None:
                 on_bad_line(item)
             continue
         assert isinstance(item, Tick)
         yield item.frame
+        await asyncio.sleep(0)  # as fast as possible, but the loop still draws and takes keys
+
+
+async def _as_async(items: Iterator[T]) -> AsyncIterator[T]:
+    for x in items:
+        yield x
 
 
 def load_frames(path: str, on_bad_line: Callable[[BadLine], None] | None = None) -> list[Frame]:
