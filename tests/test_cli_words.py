@@ -18,7 +18,8 @@ CPU_DEMO = ROOT / "tests" / "data" / "cpu_demo.jsonl"
 
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(GW + list(args), capture_output=True, text=True, timeout=timeout)
+    # Run from "/", not the source tree: only the installed names (gpuwatch.*) resolve, as for a user.
+    return subprocess.run(GW + list(args), capture_output=True, text=True, timeout=timeout, cwd="/")
 
 
 def test_a_plain_recording_named_gz_is_read_by_its_bytes(tmp_path):
