@@ -18,7 +18,7 @@ class Row:
     """Stable id for tools (e.g. "gpu_busy", "stage.io")."""
     label: str
     unit: str
-    """"%" (0-100), "x", "B/s", "% of a core", "" (a count)."""
+    """"%" (0-100), "x", "B/s", "% of a core", "s" or "workers" (a count)."""
     before: float | None
     after: float | None
     better: int
