@@ -14,9 +14,11 @@ What the frames cannot tell (py-spy without ``--native`` shows Python frames onl
   give ``sync``. The diagnosis must weigh ``dispatch`` against GPU activity.
 - Likewise H2D is seen only through library helpers (``pin_memory``, ``send_to_device``, ...);
   a bare ``x.to("cuda")`` in user code reads as ``dispatch``.
-- A worker blocked inside ``__getitem__`` (not on the CPU) is labelled ``io``: py-spy cannot tell a
-  blocking read from a ``time.sleep`` or a lock there. A D-state thread is idle to py-spy, so the
-  caller passes the kernel state and D always means ``io``.
+- A worker blocked inside ``__getitem__`` (not on the CPU) is labelled ``io`` only on a sign of a
+  read: D state (idle to py-spy, so the caller passes the kernel state), a reading frame (READS,
+  LOADS), or a hot function named for reading (READ_WORDS). Otherwise it is ``wait``: py-spy alone
+  cannot tell a blocking read from a ``time.sleep`` or a lock, and a sleep is no read. The leaf
+  line's own text, where it can be read, settles ``sleep(`` calls.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.stacks import (
     BACKWARD, CHECKPOINT, COLLECTIVE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
-    PIN_IDLE, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, SYNC, W_BUSY, W_IDLE, W_IO,
+    PIN_IDLE, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, W_BUSY, W_IDLE, W_IO, W_WAIT,
 )
 from gpuwatch.model.stacks import ROLE_WORKER as ROLE_WORKER_THREAD
 
@@ -209,7 +211,7 @@ def classify(t: ThreadRecord, role: str, state: str | None = None,
         if label == DISPATCH and source_line is not None:
             label = _sync_by_source(t.frames[0], source_line) or label
     elif role == ROLE_WORKER_THREAD:
-        label, detail = _worker(t.frames, t.active, state)
+        label, detail = _worker(t.frames, t.active, state, _sleeps(source_line) if source_line else None)
     elif role == ROLE_PIN:
         label, detail = _pin(t.frames, t.active)
     else:
@@ -299,7 +301,8 @@ def _user_line(frames: Sequence[FrameRecord], start: int) -> str:
 
 # -- DataLoader workers and the pin thread ---------------------------------------------------------
 
-def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> tuple[str, str]:
+def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None,
+            sleeping: Callable[[FrameRecord], bool] | None = None) -> tuple[str, str]:
     i = any_match(frames, (FETCH,))
     if i is None:  # between items: waiting for an index, or handing the batch to data_queue.put
         detail = _stdlib_entry(frames)
@@ -311,8 +314,12 @@ def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> t
     if state == "D" or any_match(inner, READS) is not None:
         return W_IO, hot
     if not active:
-        # Off the CPU inside __getitem__: storage, network, or a sleep/lock we cannot tell apart.
-        return W_IO, hot
+        # Off the CPU inside __getitem__: a read only where something names one (a loader frame,
+        # a function named for reading); a sleep, a lock or an unnamed C call is a wait.
+        reads = any_match(inner, LOADS) is not None or any(w in hot.lower() for w in READ_WORDS)
+        if reads and not (sleeping is not None and sleeping(inner[0] if inner else frames[0])):
+            return W_IO, hot
+        return W_WAIT, hot
     return W_BUSY, hot
 
 
@@ -396,6 +403,17 @@ def _collective(frames: Sequence[FrameRecord]) -> int | None:
             ):
                 return i
     return None
+
+
+def _sleeps(source_line: SourceLine) -> Callable[[FrameRecord], bool]:
+    """Whether a frame's line of code calls a sleep (``time.sleep(``, ``asyncio.sleep(``)."""
+    def check(f: FrameRecord) -> bool:
+        try:
+            text = source_line(f.filename, f.line)
+        except Exception:  # noqa: BLE001 - the lookup is best effort
+            return False
+        return bool(text) and "sleep(" in text
+    return check
 
 
 def _sync_by_source(leaf: FrameRecord, source_line: SourceLine) -> str | None:

@@ -167,7 +167,9 @@ def test_slow_input_without_any_storage_sign_is_not_blamed_on_storage():
     last = run(build(SLEEPING, 12, noise=0.05))[-1]
     assert last.stage == v.UNKNOWN, last.sentence
     assert last.sentence.startswith("Input-bound for a reason gpuwatch does not measure"), last.sentence
-    assert "no D state" in last.sentence and last.speedup is not None and last.speedup >= 4
+    assert "no D state" in last.sentence and "75 %" in last.sentence
+    # No cause named, so no estimate: the wait share is stated instead (trial report item 6).
+    assert last.speedup is None
 
 
 def test_storage_needs_one_positive_sign_and_names_it():

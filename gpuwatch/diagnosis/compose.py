@@ -48,7 +48,7 @@ def confidence(stage: str, r: StageResult | None, s: Signals, d: Decision) -> fl
     without its main source (stacks for input stages, GPM for GPU-side ones) stays under "high"."""
     if r is None:
         return 0.0
-    if stage == IDLE and r.sub == "exited":
+    if stage == IDLE and r.sub in ("exited", "stopped"):
         return MAX_CONFIDENCE
     base = 0.55 + 0.4 * r.strength if r.fires else 0.35
     q = 1.0

@@ -24,7 +24,7 @@ from gpuwatch.diagnosis.evidence import adjusted
 from gpuwatch.diagnosis.gpu_stages import sm_per_gr
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.scorers import SCORERS
-from gpuwatch.diagnosis.speedup import speedup
+from gpuwatch.diagnosis.speedup import cost, speedup
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     CONTENTION_CAUSE,
@@ -105,7 +105,7 @@ def _contention_costs_more(s: Signals, r: Mapping[str, StageResult], other: str,
     cut = adjusted(CONTENTION_CAUSE, ">=", RELAX if sticky == CONTENTION else -RELAX if sticky == other else 0.0)
     if need is not None and any(CAUSE_RESOURCE.get(c) == need and (v or 0.0) >= cut for c, v in values.items()):
         return True
-    theirs = speedup(other, r.get(other), s) if other in r else None
+    theirs = cost(other, r.get(other), s) if other in r else None
     if theirs is None:
         return True  # the other stage promises no gain (healthy, unknown): the outside cause is the cost
     delay = res.facts.get("delay")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuwatch.diagnosis.thresholds import MAIN_CPU_IDLE
 from gpuwatch.diagnosis.window import latest_reason, mean, med, num, unique_samples
 from gpuwatch.model.disk import DataLocation, DiskSample
 from gpuwatch.model.frame import Frame
@@ -14,6 +15,8 @@ from gpuwatch.model.values import known
 
 D_STATES = ("D", "disk-sleep")
 """Uninterruptible sleep, as /proc writes it and as psutil names it."""
+STOPPED_STATES = ("T", "t", "stopped", "tracing-stop")
+"""Stopped by a signal (SIGSTOP, Ctrl-Z) or by a tracer (a debugger at a breakpoint)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,9 @@ class JobSignals:
     worker_respawns: int = 0
     usable_cpus: int | None = None
     job_cpu: float | None = None
+    stopped: bool = False
+    """Every training process of the newest sample is stopped (state T/t) and used no CPU over its
+    tick: the job is frozen, not slow (py-spy's own attach stops a process for milliseconds only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +111,7 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
         worker_respawns=respawns,
         usable_cpus=rows[-1][2].usable_cpus or None,
         job_cpu=med(sum(p.cpu_pct / 100 for p in t.processes) for t in ticks),
+        stopped=all(p.state in STOPPED_STATES and p.cpu_pct / 100 < MAIN_CPU_IDLE for p in rows[-1][0]),
     )
 
 

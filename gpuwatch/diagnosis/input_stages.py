@@ -102,21 +102,17 @@ def workers_computing(s: Signals) -> bool:
     return st.n_worker >= MIN_WORKER_SAMPLES and (st.wshare(lb.W_BUSY) or 0.0) >= WORKER_BUSY_SHARE
 
 
-READ_WORDS = ("read", "open", "load", "recv", "fetch", "download", "get_object", "imread")
-"""A worker off the CPU inside ``__getitem__`` is labelled "io" whether it reads, sleeps or waits on
-a lock (stack_labels.py); only a hot function named for reading (``read_uncached``,
-``ImageFile.load``, ``socket.recv_into``, ``np.load``...) makes such a sample a read."""
-
-
 def reads_in_stacks(s: Signals) -> float | None:
-    """Share of worker samples off the CPU in a read (W_IO whose hot function reads)."""
+    """Share of worker samples off the CPU in a read: W_IO whose hot function reads (lb.READ_WORDS).
+    Recordings made before the "wait" label called a sleeping worker "io" too; the name check keeps
+    their sleeps out, so the one share is right for old and new recordings alike."""
     st = s.stacks
     if not st.n_worker:
         return None
     details = st.details.get((lb.ROLE_WORKER, lb.W_IO))
     if not details:
         return 0.0
-    n = sum(k for d, k in details.items() if any(w in d.lower() for w in READ_WORDS))
+    n = sum(k for d, k in details.items() if any(w in d.lower() for w in lb.READ_WORDS))
     return min(1.0, n / st.n_worker)
 
 
@@ -192,7 +188,7 @@ def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
     st, job, host = s.stacks, s.job, s.host
     na = "no DataLoader workers: num_workers=0" if job.seen and job.workers <= 0 else ""
     if io_side:
-        c.check("worker_io", st.wshare(lb.W_IO), WORKER_IO_SHARE, ">=", "worker samples in reads", na=na)
+        c.check("worker_io", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "worker samples in a read", na=na)
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, ">=", "workers in D state (waiting on the disk)", na=na)
         c.check("worker_cpu", job.worker_cpu, WORKER_CPU_IO, "<", "CPU per DataLoader worker", unit="cores", na=na)
         c.check("psi_io", host.psi_io, PSI_IO, ">=", "I/O pressure (PSI io some avg10)")
@@ -203,8 +199,6 @@ def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
         c.check("worker_reads", job.worker_read_bps, READS_BPS, ">=", "storage reads of the workers", unit="B/s",
                 na=na)
         c.check("iowait", host.iowait, IOWAIT, ">=", "host CPU time in iowait")
-        c.check("reads_in_stacks", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "worker samples in a read", kind=INFO,
-                na=na)
     else:
         c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, ">=", "worker samples decoding or transforming",
                 na=na)

@@ -236,7 +236,7 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _idle(f: dict, sub: str, s: Signals) -> list[str]:
-    return []  # not training: nothing to fix, and "nothing to fix" is not a remedy
+    return []  # not training (or stopped: the sentence says how to resume it): nothing to fix
 
 
 def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:

@@ -248,6 +248,9 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
 def _idle(f: dict, sub: str, s: Signals) -> str:
     if sub == "exited":
         return f"Not training: the job is gone ({s.exit_reason or 'exited'})."
+    if sub == "stopped":
+        return ("The job is stopped (state T: SIGSTOP, Ctrl-Z or a debugger): nothing to diagnose until it "
+                "runs again (kill -CONT resumes it).")
     doing = f" (in {f['detail']})" if f.get("detail") else ""
     if sub == "gpu_idle":
         return (f"Not training: the GPU is idle ({fmt(s.gpu.busy)}) and the main thread is outside a "

@@ -12,6 +12,9 @@
 - Contention: the share taken by the outside cause (another tenant's SM time, throttled time,
   cgroup throttling, run-queue delay, steal) comes back: 1 / (1 - share).
 - GPU-bound, memory-bound (may be inherent), idle, unknown: no pipeline gain to promise (None).
+- Input slow for a reason not measured (shown as unknown): None too. The wait share is measured
+  and the sentence states it, but no cause is named, so no fix is either, and an estimate beside
+  "Unknown" would read as the gain of fixing a stage nobody found.
 """
 
 from __future__ import annotations
@@ -52,10 +55,7 @@ def speedup(stage: str, r: StageResult | None, s: Signals) -> float | None:
         return None
     f = r.facts
     x: float | None = None
-    if stage == INPUT_UNMEASURED:
-        # The wait is measured even where its cause is not: removing it gives at most this.
-        x = _amdahl(f.get("inline") if r.sub == "inline" else f.get("wait"))  # type: ignore[arg-type]
-    elif stage in (IO, DECODE):
+    if stage in (IO, DECODE):
         share = {"inline": f.get("inline"), "checkpoint": f.get("checkpoint")}.get(r.sub, f.get("wait"))
         x = _inverse(s.gpu.compute_busy) if r.sub == "no_stacks" else _amdahl(share)  # type: ignore[arg-type]
     elif stage == H2D:
@@ -73,3 +73,13 @@ def speedup(stage: str, r: StageResult | None, s: Signals) -> float | None:
     if x is None or x < MIN_GAIN:
         return None
     return round(min(x, MAX_SPEEDUP), 1)
+
+
+def cost(stage: str, r: StageResult | None, s: Signals) -> float | None:
+    """What the stage costs the job, for ranking stages against each other (decide.py): the shown
+    speed-up, or for an input wait whose cause is not measured the wait's own Amdahl ceiling
+    (ranked, never shown: see the module docstring)."""
+    if stage == INPUT_UNMEASURED and r is not None and r.fires:
+        x = _amdahl(r.facts.get("inline") if r.sub == "inline" else r.facts.get("wait"))  # type: ignore[arg-type]
+        return None if x is None or x < MIN_GAIN else round(min(x, MAX_SPEEDUP), 1)
+    return speedup(stage, r, s)

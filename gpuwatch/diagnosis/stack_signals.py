@@ -12,7 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpuwatch.diagnosis.stack_counts import each_sample
-from gpuwatch.diagnosis.thresholds import MIN_STACK_SAMPLES, MIN_WORKER_SAMPLES, moderate_cut
+from gpuwatch.diagnosis.thresholds import (
+    MIN_STACK_SAMPLES,
+    MIN_WORKER_SAMPLES,
+    STACK_STALE_S,
+    STALE_TICKS,
+    moderate_cut,
+)
 from gpuwatch.diagnosis.window import latest_reason
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.frame import Frame
@@ -95,6 +101,11 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
     samples = [(f.t, s) for f, s in each_sample(reversed(frames))]  # newest first
     if not samples:
         return StackSignals(available=False, reason=latest_reason(frames, "stacks") or "no stack sample")
+    age = now - samples[0][1].t
+    if age > max(STACK_STALE_S, STALE_TICKS * frames[-1].interval):
+        return StackSignals(available=False, reason=f"no new stack sample for {age:.0f} s")
+    # A sample is as recent as it was taken, not as the newest frame that still carries it.
+    samples = [(s.t, s) for _, s in samples]
     out = StackSignals(available=True, span_s=max(0.0, samples[0][1].t - samples[-1][1].t))
     need = {lb.ROLE_MAIN_THREAD: MIN_STACK_SAMPLES * factor, lb.ROLE_WORKER: MIN_WORKER_SAMPLES * factor,
             lb.ROLE_PIN: MIN_WORKER_SAMPLES * factor}

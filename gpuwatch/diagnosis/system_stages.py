@@ -108,6 +108,10 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
     if not s.alive:
         c.note("alive", f"the job is gone ({s.exit_reason or 'exited'})", True)
         return result(c, True, False, 1.0, "exited")
+    if s.job.stopped:
+        # A frozen job has no pipeline to judge: its last stack samples describe the moment it stopped.
+        c.note("stopped", "the training process is stopped (state T: SIGSTOP, Ctrl-Z or a debugger)", True)
+        return result(c, True, False, 1.0, "stopped")
     g, st, job, h = s.gpu, s.stacks, s.job, s.host
     main_quiet = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_IDLE, "<", "main thread CPU", unit="cores", kind=REQ)
     workers_quiet = job.workers <= 0 or c.check("worker_cpu", job.worker_cpu, MAIN_CPU_IDLE, "<", "CPU per worker",

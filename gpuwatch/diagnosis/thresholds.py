@@ -32,6 +32,14 @@ MIN_WORKER_SAMPLES = 4
 change slowly (a batch takes tens to hundreds of ms), so their lag matters less than their noise."""
 STALL_WINDOW_S = 30.0
 """Periodic stalls need several periods: 30 s of 200 ms driver samples holds 15 of a 2 s period."""
+STACK_STALE_S = 4.0
+"""A stack sample older than this at the newest frame no longer describes the job (a stopped
+process, a stuck py-spy): the stacks count as missing, never as evidence. The newest sample lags
+its frame by at most 1.6 s in every recording in tests/data (1 s ticks, 8 ranks included); 4 s is
+twice that plus a tick. Slower ticks widen it to STALE_TICKS ticks."""
+STALE_TICKS = 3
+"""At ticks slower than 1.3 s the stale cut is this many ticks: a sample may lag its frame by one
+tick, so three ticks without a new one mean the sampler has stopped."""
 MIN_STACK_SAMPLES = 6
 """Main-thread samples needed before a share is trusted; the stack window widens (up to WINDOW_S)
 until it has them. At n = 6 a share's standard error is at most 0.2: coarse, yet it tells a thread

@@ -21,6 +21,8 @@ OTHER = "other"
 W_BUSY = "busy"
 W_IO = "io"
 W_IDLE = "idle"
+W_WAIT = "wait"
+"""Off the CPU inside ``__getitem__`` with no sign of a read: a sleep, a lock, a remote call."""
 # The pin-memory thread:
 PIN_BUSY = "pin_busy"
 PIN_IDLE = "pin_idle"
@@ -35,7 +37,10 @@ LABEL_WORDS = {
 
 MAIN_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, H2D, SYNC, BACKWARD, OPTIMIZER, DISPATCH, CHECKPOINT, COLLECTIVE,
                OTHER)
-WORKER_LABELS = (W_BUSY, W_IO, W_IDLE)
+WORKER_LABELS = (W_BUSY, W_IO, W_WAIT, W_IDLE)
+READ_WORDS = ("read", "open", "load", "recv", "fetch", "download", "get_object", "imread")
+"""Function names that read (``read_uncached``, ``ImageFile.load``, ``socket.recv_into``, ``np.load``):
+a worker off the CPU in one of them reads; in anything else it may sleep or wait on a lock."""
 PIN_LABELS = (PIN_BUSY, PIN_IDLE)
 
 # Stack roles (which thread a share is about).
