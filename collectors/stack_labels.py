@@ -242,8 +242,19 @@ def origin(f: FrameRecord) -> str:
 
 # -- main thread ---------------------------------------------------------------------------------
 
+IMPORTING = ("_find_and_load", "_load_unlocked", "_call_with_frames_removed")
+"""importlib's own frames (file ``<frozen importlib._bootstrap>``): the thread runs an import, so a
+torch ``<module>`` frame under it is module set-up, not the training step (a job's first seconds)."""
+
+
+def _importing(frames: Sequence[FrameRecord]) -> bool:
+    return any(f.name in IMPORTING and "importlib" in f.filename for f in frames)
+
+
 def _main(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
     # Context first: what the thread is inside of decides, whatever torch code runs below it.
+    if _importing(frames):
+        return OTHER, f"importing modules ({short_name(frames[0])})"
     i = any_match(frames, MP_LOADER_WAIT)
     if i is not None:
         j = any_match(frames[:i], IPC)

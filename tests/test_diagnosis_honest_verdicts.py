@@ -88,3 +88,35 @@ def test_sleeping_workers_are_no_storage_evidence(ddp):
         if "worker_io" in rows:
             assert not rows["worker_io"].supports, rows["worker_io"].text
             assert "reads_in_stacks" not in rows  # one row for one share
+
+
+def _one_main_sample(f: Frame) -> Frame:
+    """``f`` as a slower stack sampler would give it: one main-thread sample a tick."""
+    mains = [t for t in f.stacks.threads if t.role == "main"]
+    rest = tuple(t for t in f.stacks.threads if t.role != "main")
+    return replace(f, stacks=replace(f.stacks, threads=tuple(mains[-1:]) + rest))
+
+
+def test_no_stage_is_named_before_its_stack_evidence_exists(demo):
+    """Two ticks of the demo's decode phase with one main-thread sample each: two samples can only
+    read 0, 50 or 100 %, so no stack-proved stage is named yet; the third tick names one."""
+    frames = [_one_main_sample(f) for f in demo[30:34]]
+    verdicts = run(frames)
+    assert verdicts[1].stage == v.UNKNOWN and verdicts[1].speedup is None
+    assert verdicts[1].sentence.startswith("Collecting evidence: 2 stack samples"), verdicts[1].sentence
+    assert verdicts[3].stage in (v.DECODE, v.CONTENTION), verdicts[3].sentence
+
+
+def test_cpu_bound_names_its_own_evidence_rows_and_gives_way_on_a_full_host(demo):
+    verdicts = run(demo)
+    bound = [(i, x) for i, x in enumerate(verdicts) if x.stage == v.CPU_BOUND]
+    for _, x in bound:
+        assert any(e.stage == v.CPU_BOUND and e.supports for e in x.evidence), x.sentence
+    # The recording's VM was full (host CPU >= 90 %, others on >= 25 % of it): a main thread that
+    # gets under 0.9 core there is held back by the host, never called CPU-bound.
+    for i, x in bound:
+        h = demo[i].host
+        main = [e for e in x.evidence if e.stage == v.CPU_BOUND and e.signal == "main_cpu"]
+        assert not (h.cpu_pct >= 90 and main and main[0].value < 0.9), (i, x.sentence)
+    # Its last tick was called "CPU-bound (0.29 core CPU)" with the VM at 100 % (trial report item 5).
+    assert verdicts[60].stage != v.CPU_BOUND, verdicts[60].sentence

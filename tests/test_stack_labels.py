@@ -182,6 +182,11 @@ LOOP = fr("main", "/home/me/train.py", 90)
       fr("DataLoader.__iter__", "torch/utils/data/dataloader.py"), USER], True, S.DATA_WAIT,
      "DataLoader workers starting or stopping (_MultiProcessingDataLoaderIter.__init__)"),
     ([], True, S.OTHER, "no Python frames"),
+    # Importing torch on start-up: module set-up, not the step (trial report item 5).
+    ([fr("<module>", "torch/fx/experimental/symbolic_shapes.py"),
+      fr("_call_with_frames_removed", "<frozen importlib._bootstrap>"),
+      fr("_find_and_load", "<frozen importlib._bootstrap>"), fr("<module>", "torch/__init__.py"), USER],
+     True, S.OTHER, "importing modules (symbolic_shapes.<module>)"),
 ])
 def test_main_thread_shapes(frames, active, label, detail):
     assert classify(rec(*frames, active=active), S.ROLE_MAIN_THREAD) == (label, detail)

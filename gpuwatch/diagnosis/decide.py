@@ -29,6 +29,7 @@ from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELIN
 from gpuwatch.diagnosis.thresholds import (
     CONTENTION_CAUSE,
     COST_MARGIN,
+    MIN_EVIDENCE_SAMPLES,
     OUTSIDE_SHARE,
     RELAX,
     RX_SIGNIFICANT,
@@ -85,10 +86,21 @@ def decide(s: Signals, current: str | None = None, challenge: bool = True) -> De
     return Decision(_pick(s, results, sticky), results)
 
 
+STACK_PROVED = (IO, DECODE, LAUNCH, CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE)
+"""Stages whose gates read the main thread's stack shares (H2D too, in its host-side forms)."""
+
+
+def too_few_samples(s: Signals) -> bool:
+    """Stacks are read but hold too few main-thread samples for any share to mean something."""
+    return s.stacks.available and s.stacks.n_main < MIN_EVIDENCE_SAMPLES
+
+
 def _pick(s: Signals, r: Mapping[str, StageResult], sticky: str | None) -> str:
     if r[IDLE].fires:
         return IDLE
     other = _pick_pipeline(s, r, sticky)
+    if too_few_samples(s) and (other in STACK_PROVED or (other == H2D and r[H2D].sub not in GPU_SIDE)):
+        other = UNKNOWN  # no stage before its evidence exists: the sentence says it is collecting it
     if r[CONTENTION].fires and _contention_costs_more(s, r, other, sticky):
         return CONTENTION
     return other

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from gpuwatch.diagnosis.evidence import count, fmt
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
-from gpuwatch.diagnosis.thresholds import RX_PAGEABLE_MAX, SM_HEALTHY
+from gpuwatch.diagnosis.thresholds import MIN_EVIDENCE_SAMPLES, RX_PAGEABLE_MAX, SM_HEALTHY
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
     CHECKPOINT,
@@ -299,5 +299,9 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
     lack = f" ({'; '.join(missing)})" if missing else ""
     if s.frames < 2:
         return f"Collecting evidence: too few ticks yet{lack}."
+    if s.stacks.available and s.stacks.n_main < MIN_EVIDENCE_SAMPLES:
+        n = s.stacks.n_main
+        return (f"Collecting evidence: {count(n, 'stack sample')} of the main thread so far, "
+                f"{MIN_EVIDENCE_SAMPLES} needed before a stage is named.")
     gpu = f"the GPU has work {_busy(s)} of the time, but " if s.gpu.present else ""
     return f"Not enough evidence: {gpu}no stage's signals are conclusive{lack}."

@@ -139,9 +139,18 @@ def _other_detail(s: Signals) -> str | None:
 
 def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
     """No GPU in use, and the main thread computes without waiting for data: not input-bound."""
-    c = Checks(UNKNOWN, relax)
-    st, job = s.stacks, s.job
+    c = Checks(CPU_COMPUTE, relax)
+    st, job, h = s.stacks, s.job, s.host
     if s.gpu.present:
+        return replace(result(c, False, False, 0.0), stage=CPU_COMPUTE)
+    usable = job.usable_cpus or h.cpu_count
+    crowded = ((h.cpu or 0.0) >= CPU_SATURATED and h.others_cpu is not None and bool(usable)
+               and h.others_cpu / usable >= OTHERS_CPU_SHARE)  # type: ignore[operator]
+    if crowded and (job.main_thread_cpu or 0.0) < MAIN_CPU_BUSY:
+        # The host is full, others hold a real share of it, and the main thread gets less than a
+        # core: it cannot get the CPU it wants, so its own compute is not shown to be the limit.
+        c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=",
+                "main thread CPU (the host is full and others use a share of it)", unit="cores", kind=REQ)
         return replace(result(c, False, False, 0.0), stage=CPU_COMPUTE)
     if st.available:
         # A main thread in user code (OTHER) that burns a full core computes too (numpy, Python).

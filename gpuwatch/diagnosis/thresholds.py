@@ -32,6 +32,10 @@ MIN_WORKER_SAMPLES = 4
 change slowly (a batch takes tens to hundreds of ms), so their lag matters less than their noise."""
 STALL_WINDOW_S = 30.0
 """Periodic stalls need several periods: 30 s of 200 ms driver samples holds 15 of a 2 s period."""
+MIN_EVIDENCE_SAMPLES = 3
+"""Main-thread stack samples below which no stage proved by them is named (the verdict says it is
+collecting evidence): a share of one or two samples can only read 0, 50 or 100 %, so it tells
+nothing yet (a job's first seconds, still importing torch)."""
 STACK_STALE_S = 4.0
 """A stack sample older than this at the newest frame no longer describes the job (a stopped
 process, a stuck py-spy): the stacks count as missing, never as evidence. The newest sample lags
