@@ -17,8 +17,8 @@ What the frames cannot tell (py-spy without ``--native`` shows Python frames onl
 - A worker blocked inside ``__getitem__`` (not on the CPU) is labelled ``io`` only on a sign of a
   read: D state (idle to py-spy, so the caller passes the kernel state), a reading frame (READS,
   LOADS), or a hot function named for reading (READ_WORDS). Otherwise it is ``wait``: py-spy alone
-  cannot tell a blocking read from a ``time.sleep`` or a lock, and a sleep is no read. The leaf
-  line's own text, where it can be read, settles ``sleep(`` calls.
+  cannot tell a blocking read from a ``time.sleep`` or a lock, and a sleep is no read. The same
+  name rule is what the diagnosis applies to recordings made before the ``wait`` label.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def classify(t: ThreadRecord, role: str, state: str | None = None,
         if label == DISPATCH and source_line is not None:
             label = _sync_by_source(t.frames[0], source_line) or label
     elif role == ROLE_WORKER_THREAD:
-        label, detail = _worker(t.frames, t.active, state, _sleeps(source_line) if source_line else None)
+        label, detail = _worker(t.frames, t.active, state)
     elif role == ROLE_PIN:
         label, detail = _pin(t.frames, t.active)
     else:
@@ -312,8 +312,7 @@ def _user_line(frames: Sequence[FrameRecord], start: int) -> str:
 
 # -- DataLoader workers and the pin thread ---------------------------------------------------------
 
-def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None,
-            sleeping: Callable[[FrameRecord], bool] | None = None) -> tuple[str, str]:
+def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> tuple[str, str]:
     i = any_match(frames, (FETCH,))
     if i is None:  # between items: waiting for an index, or handing the batch to data_queue.put
         detail = _stdlib_entry(frames)
@@ -327,8 +326,7 @@ def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None,
     if not active:
         # Off the CPU inside __getitem__: a read only where something names one (a loader frame,
         # a function named for reading); a sleep, a lock or an unnamed C call is a wait.
-        reads = any_match(inner, LOADS) is not None or any(w in hot.lower() for w in READ_WORDS)
-        if reads and not (sleeping is not None and sleeping(inner[0] if inner else frames[0])):
+        if any_match(inner, LOADS) is not None or any(w in hot.lower() for w in READ_WORDS):
             return W_IO, hot
         return W_WAIT, hot
     return W_BUSY, hot
@@ -414,17 +412,6 @@ def _collective(frames: Sequence[FrameRecord]) -> int | None:
             ):
                 return i
     return None
-
-
-def _sleeps(source_line: SourceLine) -> Callable[[FrameRecord], bool]:
-    """Whether a frame's line of code calls a sleep (``time.sleep(``, ``asyncio.sleep(``)."""
-    def check(f: FrameRecord) -> bool:
-        try:
-            text = source_line(f.filename, f.line)
-        except Exception:  # noqa: BLE001 - the lookup is best effort
-            return False
-        return bool(text) and "sleep(" in text
-    return check
 
 
 def _sync_by_source(leaf: FrameRecord, source_line: SourceLine) -> str | None:

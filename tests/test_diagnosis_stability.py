@@ -86,7 +86,9 @@ def test_the_stage_in_force_keeps_eased_thresholds_near_a_boundary():
     assert diagnose(frames, None)[0].stage != v.LAUNCH
     # ... but a verdict already in force holds until its threshold is missed by the hysteresis band.
     verdicts = run(frames)
-    assert {x.stage for x in verdicts} == {v.LAUNCH}, [x.stage for x in verdicts]
+    # (The first tick holds too few stack samples to name a stage: it says it collects evidence.)
+    assert verdicts[0].sentence.startswith("Collecting evidence"), verdicts[0].sentence
+    assert {x.stage for x in verdicts[1:]} == {v.LAUNCH}, [x.stage for x in verdicts]
 
 
 def test_state_restarts_when_time_goes_backwards():
