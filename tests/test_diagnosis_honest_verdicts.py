@@ -120,3 +120,34 @@ def test_cpu_bound_names_its_own_evidence_rows_and_gives_way_on_a_full_host(demo
         assert not (h.cpu_pct >= 90 and main and main[0].value < 0.9), (i, x.sentence)
     # Its last tick was called "CPU-bound (0.29 core CPU)" with the VM at 100 % (trial report item 5).
     assert verdicts[60].stage != v.CPU_BOUND, verdicts[60].sentence
+
+
+def test_the_report_leads_with_the_straggler_that_holds_the_job():
+    """diagnose --replay of the slow-rank DDP recording: rank 1 holds rank 0 back on most ticks
+    (replay --json names it), so the report's headline names it, in Markdown, HTML and JSON."""
+    import json
+
+    from gpuwatch.model.values import Unsupported
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_json import render_json
+    from gpuwatch.report.render_md import render_markdown
+
+    got = from_frames(load_frames(str(DATA / "ddp_cpu_slow_rank1.jsonl")))
+    assert got.rank_ticks and got.stragglers
+    report = build_report(got, Unsupported("not probed"), "replay", path="ddp_cpu_slow_rank1.jsonl")
+    lag = report.summary.straggler
+    assert lag is not None and lag.rank == 1 and lag.leads and lag.ticks * 2 >= lag.of
+    verdict = render_markdown(report).split("## Verdict", 1)[1].split("##", 1)[0]
+    assert verdict.strip().startswith("**Rank 1 holds the other ranks back**"), verdict
+    assert "Rank 1 holds rank 0 back" in verdict
+    assert json.loads(render_json(report))["summary"]["straggler"]["rank"] == 1
+
+
+def test_a_single_process_report_names_no_straggler(demo):
+    from gpuwatch.model.values import Unsupported
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+
+    report = build_report(from_frames(demo[:20]), Unsupported("not probed"), "replay", path="cpu_demo.jsonl")
+    assert report.summary.straggler is None

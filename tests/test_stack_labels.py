@@ -271,3 +271,7 @@ def test_origin():
     assert origin(fr("f", "threading.py")) == "stdlib"
     assert origin(FrameRecord("f", "<frozen runpy>", "<frozen runpy>", 1)) == "stdlib"
     assert origin(USER) == "user"
+
+
+def test_every_worker_label_has_words():
+    assert all(label in S.LABEL_WORDS for label in S.WORKER_LABELS)

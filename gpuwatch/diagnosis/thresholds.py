@@ -357,3 +357,9 @@ before the stage in force lets go: two standard errors of a share at the cut, sq
 the n main-thread samples it is read from (0.20 over 16 samples, 0.07 over 120, a minute at 2 Hz);
 a challenger still needs the cut plus the usual band. A steady share then stays on one side: a
 save every 3 s taking about 20 % flipped the verdict on 8 of 26 frames with the fixed 0.05 band."""
+
+# -- the report's straggler ---------------------------------------------------------------------
+STRAGGLER_HEADLINE_SHARE = 0.5
+"""A rank named as the straggler on at least half of the ticks that showed two or more ranks leads
+the report: in lock-step training the others then wait for it most of the run, so it is what holds
+the job, whatever each process's own verdict says. Named less often, the report still names it."""

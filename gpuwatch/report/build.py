@@ -42,7 +42,7 @@ def build_report(
         source=source,
         environment=environment,
         links=links_under_load(got.frames),
-        summary=sections.summary(got.marks, got.verdicts, costs),
+        summary=sections.summary(got.marks, got.verdicts, costs, sections.straggler(got.stragglers, got.rank_ticks)),
         checks=checks,
         remedies=remedies,
         timeline=sections.timeline(got.marks, got.interval),

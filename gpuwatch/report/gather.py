@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from gpuwatch.analysis import Analysis
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
+from gpuwatch.multirank import MultiRank, RankTick
 from gpuwatch.pipeline import Pipeline, Source, Tick
 from gpuwatch.report.sections import Mark
 from gpuwatch.signals import stopping_on_signals
+from gpuwatch.straggler import Straggler
 
 MAX_KEPT = 3600
 """Full frames kept: one hour at the default 1 s tick, a few tens of MB."""
@@ -36,8 +38,16 @@ class Collected:
     ended: str = ""
     early: bool = False
     """True when the job exited or the user stopped the watch before the duration."""
+    rank_ticks: int = 0
+    """Ticks that showed two or more ranks."""
+    stragglers: list[Straggler] = field(default_factory=list)
+    """The straggler of each such tick that named one, in order."""
 
-    def add(self, frame: Frame, verdict: Verdict) -> None:
+    def add(self, frame: Frame, verdict: Verdict, ranks: RankTick | None = None) -> None:
+        if ranks is not None:
+            self.rank_ticks += 1
+            if ranks.straggler is not None:
+                self.stragglers.append(ranks.straggler)
         self.marks.append((frame.t, verdict.stage, verdict.confidence))
         self.last = frame
         if (len(self.marks) - 1) % self.stride == 0:
@@ -59,9 +69,10 @@ class Collected:
 def from_frames(frames: list[Frame], analysis: Analysis | None = None) -> Collected:
     """Recompute the verdicts of recorded frames, as a replay does."""
     analysis = analysis or Analysis()
+    ranks = MultiRank()  # the straggler, as replay --json and the TUI name it
     out = Collected()
     for f in frames:
-        out.add(f, analysis.update(f))
+        out.add(f, analysis.update(f), ranks.update(f))
     out.ended = "end of the recording"
     return out
 
@@ -76,7 +87,7 @@ async def watch_live(
     out = Collected()
 
     def collect(tick: Tick) -> None:
-        out.add(tick.frame, tick.verdict)
+        out.add(tick.frame, tick.verdict, tick.ranks)
         if on_tick is not None:
             on_tick(tick.frame, tick.verdict, out.covered_s)
 

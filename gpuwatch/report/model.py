@@ -52,6 +52,21 @@ class StageShare:
 
 
 @dataclass(frozen=True, slots=True)
+class StragglerSeen:
+    """The rank named most often as holding the others back (gpuwatch/straggler.py)."""
+
+    rank: int
+    ticks: int
+    """Ticks it was named on."""
+    of: int
+    """Ticks that showed two or more ranks."""
+    sentence: str
+    """The latest straggler sentence naming it."""
+    leads: bool
+    """Named on STRAGGLER_HEADLINE_SHARE of those ticks or more: the report leads with it."""
+
+
+@dataclass(frozen=True, slots=True)
 class Summary:
     stage: str
     """The stage that cost the job most over the run (report/ranking.py), else the one held most."""
@@ -68,6 +83,8 @@ class Summary:
     """The stage held most of the time, when it is not the headline."""
     warnings: tuple[StageShare, ...] = ()
     """Pipeline stages at warning level (close to their cuts) in a good part of the run."""
+    straggler: StragglerSeen | None = None
+    """A rank that held the others back (multi-rank jobs), when one was named."""
 
 
 @dataclass(frozen=True, slots=True)

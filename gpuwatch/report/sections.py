@@ -13,12 +13,13 @@ from statistics import median
 
 from gpuwatch.diagnosis.evidence import status as evidence_status
 from gpuwatch.diagnosis.sentence import HOLDING
-from gpuwatch.diagnosis.thresholds import RUN_WARNING_SHARE
+from gpuwatch.diagnosis.thresholds import RUN_WARNING_SHARE, STRAGGLER_HEADLINE_SHARE
 from gpuwatch.model.verdict import IDLE, LEVEL_WARNING, PIPELINE, STAGE_TITLES, UNKNOWN, Verdict
 from gpuwatch.report.model import (
-    FAIL, WARN, CheckResult, EvidenceLine, Remedy, Segment, StageShare, StallSummary, Summary,
+    FAIL, WARN, CheckResult, EvidenceLine, Remedy, Segment, StageShare, StallSummary, Summary, StragglerSeen,
 )
 from gpuwatch.report.ranking import Mark, StageCost, stage_costs
+from gpuwatch.straggler import Straggler
 
 NO_REMEDY = (IDLE,)
 """Not training: nothing to fix."""
@@ -47,7 +48,18 @@ def _sentence(stage: str, verdicts: Sequence[Verdict]) -> str:
     return (held or mine or [""])[-1]
 
 
-def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[StageCost] | None = None) -> Summary:
+def straggler(named: Sequence[Straggler], rank_ticks: int) -> StragglerSeen | None:
+    """The rank named most often as the straggler, with its latest sentence."""
+    if not named or not rank_ticks:
+        return None
+    rank, n = Counter(s.rank for s in named).most_common(1)[0]
+    latest = next(s for s in reversed(named) if s.rank == rank)
+    return StragglerSeen(rank=rank, ticks=n, of=rank_ticks, sentence=latest.sentence,
+                         leads=n / rank_ticks >= STRAGGLER_HEADLINE_SHARE)
+
+
+def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[StageCost] | None = None,
+            lagging: StragglerSeen | None = None) -> Summary:
     """The stage that cost the job most over the run (ranking.py), with its sentence."""
     costs = list(stage_costs(marks, verdicts) if costs is None else costs)
     if not costs:
@@ -61,7 +73,8 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     most = StageShare(held.stage, _title(held.stage), held.share) if held.stage != top.stage else None
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
-                   speedup_run=top.speedup_run, most_held=most, warnings=_warnings(verdicts, top.stage))
+                   speedup_run=top.speedup_run, most_held=most, warnings=_warnings(verdicts, top.stage),
+                   straggler=lagging)
 
 
 def _warnings(verdicts: Sequence[Verdict], headline: str) -> tuple[StageShare, ...]:

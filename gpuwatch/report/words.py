@@ -22,6 +22,15 @@ def headline(m: Summary) -> tuple[str, str]:
     if m.warnings:
         near = ", ".join(f"{w.title} {w.share:.0%} of the time" for w in m.warnings)
         text += f" Close to their cuts (warning level): {near}."
+    lag = m.straggler
+    if lag is not None and lag.leads:
+        # In lock-step training the others wait for this rank: that, not one process's stage, holds the job.
+        return (f"Rank {lag.rank} holds the other ranks back",
+                f"(named on {lag.ticks} of the {lag.of} ticks that showed several ranks). {lag.sentence} "
+                f"Per process: {m.title} {text}")
+    if lag is not None:
+        text += (f" Rank {lag.rank} held the other ranks back on {lag.ticks} of the {lag.of} ticks that showed "
+                 f"several ranks: {lag.sentence}")
     return m.title, text
 
 
