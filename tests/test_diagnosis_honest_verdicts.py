@@ -151,3 +151,14 @@ def test_a_single_process_report_names_no_straggler(demo):
 
     report = build_report(from_frames(demo[:20]), Unsupported("not probed"), "replay", path="cpu_demo.jsonl")
     assert report.summary.straggler is None
+
+
+def test_the_hottest_stacks_do_not_call_a_sleep_a_read():
+    """The same recording's workers sleep in Items.__getitem__ (recorded as "io"): the report's
+    hottest stacks say what the evidence rows say, no read."""
+    from gpuwatch.model import stacks as lb
+    from gpuwatch.report.stacks import hot_stacks
+
+    hot = [h for h in hot_stacks(load_frames(str(DATA / "ddp_cpu_slow_rank1.jsonl"))) if h.role == lb.ROLE_WORKER]
+    sleeping = [h for h in hot if "__getitem__" in (h.detail or "")]
+    assert sleeping and all(h.label == lb.W_WAIT for h in sleeping), [(h.label, h.detail) for h in hot]

@@ -112,7 +112,7 @@ def reads_in_stacks(s: Signals) -> float | None:
     details = st.details.get((lb.ROLE_WORKER, lb.W_IO))
     if not details:
         return 0.0
-    n = sum(k for d, k in details.items() if any(w in d.lower() for w in lb.READ_WORDS))
+    n = sum(k for d, k in details.items() if lb.activity(lb.ROLE_WORKER, lb.W_IO, d) == lb.W_IO)
     return min(1.0, n / st.n_worker)
 
 

@@ -44,6 +44,15 @@ READ_WORDS = ("read", "open", "load", "recv", "fetch", "download", "get_object",
 a worker off the CPU in one of them reads; in anything else it may sleep or wait on a lock."""
 PIN_LABELS = (PIN_BUSY, PIN_IDLE)
 
+
+def activity(role: str, label: str, detail: str | None) -> str:
+    """The label as a view or report should read it: a worker sample recorded as "io" before the
+    "wait" label existed counts as a read only where its function is named for reading (READ_WORDS),
+    as the diagnosis counts it; a sleep or a lock in ``__getitem__`` is a wait."""
+    if role == ROLE_WORKER and label == W_IO and not any(w in (detail or "").lower() for w in READ_WORDS):
+        return W_WAIT
+    return label
+
 # Stack roles (which thread a share is about).
 ROLE_MAIN_THREAD = "main"
 ROLE_WORKER = "worker"
