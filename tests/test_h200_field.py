@@ -119,7 +119,10 @@ def test_the_lightning_job_names_its_restarted_workers():
     assert r["last"].speedup is not None and r["last"].speedup <= 2.0  # the job measured 1.29x with persistent workers
     respawn = _phase(r["last"], "respawn")
     assert respawn is not None and respawn.count >= 20, respawn
-    assert "persistent_workers=True" in " ".join(r["last"].remedies)
+    # The waits are the workers' start-up itself, so keeping the workers is the first fix (the job
+    # measured 1.29x with it), said with the span the count was read over, not "the last minute".
+    first = r["last"].remedies[0]
+    assert first.startswith("persistent_workers=True") and f"{respawn.span_s:.0f} s" in first, r["last"].remedies
 
 
 def test_the_checkpoint_job_holds_one_verdict_and_names_its_saves():
@@ -152,7 +155,11 @@ def test_an_exiting_job_gets_no_new_cause_on_its_last_ticks(name):
     before = [verdict_stage(to_dict(v)) for f, v in zip(frames, verdicts) if f.wall < end["t"]]
     after = [v for f, v in zip(frames, verdicts) if f.wall >= end["t"]]
     assert before and after
+    # The job's own stage (its ground truth) may still be named while its loop winds down, where
+    # the evidence says so (the tokenising job: its worker computes a last batch while the main
+    # thread waits, after a stray PCIe tick just before the end marker).
+    truth = next(m["stage"] for m in truth_markers(MARKERS[name]["markers"]) if "stage" in m)
     for v in after:
         stage = verdict_stage(to_dict(v))
-        assert stage in (before[-1], "idle", "unknown"), (stage, v.sentence)
+        assert stage in (before[-1], truth, "idle", "unknown"), (stage, v.sentence)
         assert "holding this verdict" not in v.sentence or stage == before[-1], v.sentence
