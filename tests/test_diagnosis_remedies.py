@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -42,7 +43,7 @@ def test_respawning_workers_ask_for_persistent_workers():
     frames = build(IO, 6)
     frames = then(frames, replace(IO, worker_pid0=500), 6)  # new worker pids: the epoch restarted them
     verdict = run(frames)[-1]
-    assert "re-created 1 time in the last minute" in _text(verdict)
+    assert re.search(r"re-created 1 time in \d+ s", _text(verdict)), _text(verdict)
 
 
 def test_h2d_remedies_depend_on_whether_memory_is_pinned():

@@ -276,3 +276,23 @@ def test_stacks_turned_off_is_not_checked_and_other_reasons_warn():
     c = checks_of(missing)["stacks"]
     assert c.status == WARN and c.reason == "stacks off: py-spy not found"
     assert checks_of([])["stacks"].status == NOT_CHECKED
+
+
+def test_pinned_copy_check_does_not_ask_to_pin_what_the_loader_already_pins():
+    """The H200 Lightning job pins its batches (pt_data_pin) yet its copies ran at ~1 % of the link:
+    the check says the loader pins and points at the copy itself, as the PCIe remedy does, instead of
+    asking for pin_memory=True, which is already on."""
+    from pathlib import Path
+
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.model.values import Unsupported
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report.checks_gpu import check_pageable_copies
+
+    path = Path(__file__).parent / "data" / "h200" / "field_lightning.jsonl.gz"
+    frames = list(load_frames(str(path)))
+    analysis = Analysis()
+    verdicts = [analysis.update(f) for f in frames]
+    result = check_pageable_copies(frames, verdicts, Unsupported("recording"))
+    assert "pt_data_pin thread exists" in result.reason, result
+    assert "pin_memory=True" not in (result.fix or ""), result

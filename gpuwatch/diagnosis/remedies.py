@@ -35,8 +35,11 @@ def remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         p = find(s.phases, RESPAWN)
         out = [x for x in out if not x.startswith("persistent_workers=True")]  # said once, with what was seen
         times = count(p.count, "time")  # type: ignore[union-attr]
-        out.append(f"persistent_workers=True: the DataLoader's workers were re-created {times} in the last minute, "
-                   "and each new set builds its first batches from scratch")
+        fix = (f"persistent_workers=True: the DataLoader's workers were re-created {times} in "
+               f"{p.span_s:.0f} s, and each new set builds its first batches from scratch")  # type: ignore[union-attr]
+        # When the waits are the workers' start-up itself (the "starting workers" form), keeping the
+        # workers is the fix for what was seen, so it leads; otherwise it follows the stage's own.
+        out = [fix, *out] if sub == "starting" else [*out, fix]
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from statistics import median
 
 from gpuwatch.collectors.environment import Environment
+from gpuwatch.diagnosis.host_signals import job_signals
 from gpuwatch.diagnosis.thresholds import (
     BAD_REASON_BITS,
     BAD_THROTTLE_WORDS,
@@ -227,6 +228,14 @@ def check_pageable_copies(frames: Sequence[Frame], verdicts: Sequence[Verdict], 
             f"(measured on an H200 Gen5 x16: pinned {PINNED_RX_MIBS:,} MiB/s = 94 %, "
             f"pageable at most {PAGEABLE_RX_MIBS:,} MiB/s = 35 %)")
     if m < RX_PAGEABLE_MAX:
+        if job_signals(frames, None).pin_seen:
+            # The DataLoader pins its batches (its pt_data_pin thread was seen): a slow copy is then
+            # a tensor made after the loader (pageable again) or small copies, not pin_memory off;
+            # the PCIe remedy says the same, so the check does not ask for what is already on.
+            return CheckResult("pageable_h2d", title, WARN,
+                               said + "; the DataLoader pins its batches (a pt_data_pin thread exists)",
+                               "copy the pinned batch itself with .to(device, non_blocking=True), not a new CPU "
+                               "tensor made after the loader (e.g. by .float())")
         return CheckResult("pageable_h2d", title, WARN, said,
                            "pin the host memory: DataLoader(pin_memory=True) and .to(device, non_blocking=True)")
     return CheckResult("pageable_h2d", title, PASS, said + ": the copies run near link speed")
