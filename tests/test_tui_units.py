@@ -101,3 +101,21 @@ def test_process_order_sorts_filters_and_draws_the_tree():
     kept = order(procs, None, True, keep={4260})  # a match keeps its ancestors, to show where it lives
     assert [x.proc.pid for x in kept] == [4200, 4242, 4251, 4260]
     assert [x.proc.pid for x in order(procs, None, False, keep={4260})] == [4260]
+
+
+def test_views_read_a_recorded_worker_sleep_as_a_wait_like_the_diagnosis():
+    """Recordings made before the "wait" label call a worker asleep in __getitem__ "io": the
+    processes table and the stacks shares read it as the diagnosis and the report do (a wait), and
+    a worker in a function named for reading stays a read."""
+    from gpuwatch.model.stacks import ThreadStack
+    from gpuwatch.tui.hot import label_shares
+    from gpuwatch.tui.panels.processes import thread_summary
+
+    def worker(detail: str) -> ThreadStack:
+        return ThreadStack(pid=7, tid=7, role="worker", rank=None, thread_name="pt_data_worker", label="io",
+                           detail=detail, active=False, owns_gil=False, frames=(f"{detail} (x.py:1)",))
+
+    asleep, reading = worker("time.sleep"), worker("Dataset.read_shard")
+    assert label_shares([asleep, asleep, reading]) == [("wait", 2 / 3), ("io", 1 / 3)]
+    assert thread_summary(asleep).startswith("waiting, no read seen: ")
+    assert thread_summary(reading).startswith("reading: ")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from gpuwatch.diagnosis.stack_counts import count, shares, threads
 from gpuwatch.diagnosis.stack_counts import stack_samples as counted_samples
 from gpuwatch.model.frame import Frame
-from gpuwatch.model.stacks import StackSample, ThreadStack
+from gpuwatch.model.stacks import StackSample, ThreadStack, activity
 
 __all__ = ["STACK_WINDOW", "HotFrame", "hot_frames", "label_shares", "stack_samples", "threads"]
 
@@ -47,5 +47,6 @@ def hot_frames(stacks: Sequence[ThreadStack], limit: int = 10) -> list[HotFrame]
 
 
 def label_shares(stacks: Sequence[ThreadStack]) -> list[tuple[str, float]]:
-    """Each activity label's share of the samples, largest first."""
-    return shares(count(stacks))  # type: ignore[return-value]
+    """Each activity label's share of the samples, largest first (read as the diagnosis reads them:
+    an older recording's worker "io" sample in a sleep or a lock is a wait)."""
+    return shares(count(stacks, key=lambda t: activity(t.role, t.label, t.detail)))  # type: ignore[return-value]

@@ -18,7 +18,7 @@ from textual.widgets import Input
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.gpu import GpuProcess
 from gpuwatch.model.procs import ProcInfo
-from gpuwatch.model.stacks import LABEL_WORDS, StackSample, ThreadStack
+from gpuwatch.model.stacks import LABEL_WORDS, StackSample, ThreadStack, activity
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.panels.keyed_table import KeyedTable
@@ -69,7 +69,8 @@ def hottest(stacks: object, pid: int) -> str:
 def thread_summary(t: ThreadStack) -> str:
     """``label: detail`` or the leaf frame when there is no detail."""
     where = t.detail or (t.frames[0] if t.frames else "")
-    label = LABEL_WORDS.get(t.label, t.label)
+    said = activity(t.role, t.label, t.detail)
+    label = LABEL_WORDS.get(said, said)
     return f"{label}: {where}" if where else label
 
 
