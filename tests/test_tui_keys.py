@@ -82,7 +82,7 @@ async def test_enter_opens_the_selected_stage_and_escape_returns():
         assert app.screen.stage == DECODE
         text = screen_text(app)
         assert "Decode" in text and "BOTTLENECK" in text
-        assert "wbusy" in text  # the synthetic evidence item
+        assert "workers busy in transforms" in text and "wbusy" not in text  # the evidence, in words
         assert "Raise num_workers" in text  # the remedies
         await pilot.press("right")
         await pilot.pause()
