@@ -32,7 +32,7 @@ this is walked again. Non-persistent DataLoader workers are re-forked every epoc
 the previous tick lists workers that have exited since (tests/test_reliability_signals.py)."""
 PIN_THREAD = "pt_data_pin"
 AUTOGRAD_PREFIX = "pt_autograd_"
-"""Thread names PyTorch sets (signals.md §5.1): the pin-memory thread and the autograd engine's."""
+"""Thread names PyTorch sets (the names DataLoader and autograd give their threads): the pin-memory thread and the autograd engine's."""
 
 IO_DENIED = Unsupported("/proc/PID/io is not readable: run gpuwatch as the job's user or as root")
 

@@ -195,7 +195,7 @@ SourceLine = Callable[[str, int], "str | None"]
 """Looks up the text of a line of the target's source: (file name, line number) -> text or None."""
 
 SYNC_CALLS = (".item()", ".tolist()", ".cpu()", "synchronize(")
-"""Calls that make the host wait for the GPU (signals.md §5.5: .item() and .cpu() end in
+"""Calls that make the host wait for the GPU (.item() and .cpu() end in
 memcpy_and_sync -> cudaStreamSynchronize). Without --native, py-spy shows only the Python line that
 made the call, so a spin-waiting .item() looks like dispatch; the line's own text tells them apart."""
 
