@@ -90,6 +90,31 @@ def worker_labels(spy: Pyspy, info: dict, rounds: int) -> list[S.ThreadStack]:
     return out
 
 
+MAIN_SAMPLE_GAP_S = 0.25
+"""Between two dumps of a main thread. On a loaded 2-core machine a descheduled process stays where
+it was for 100 ms and more, and back-to-back dumps read that one instant again (measured: 13 of 15
+back-to-back pairs gave the same stack under load, against 9 of 15 spaced 0.2 s apart, those mostly
+the same Queue.get wait). So samples are spread out to be independent looks at the thread."""
+
+
+def main_thread_samples(spy: Pyspy, info: dict, want: int, max_dumps: int | None = None) -> list[S.ThreadStack]:
+    """``want`` labelled main-thread samples of the job's main process, one dump every
+    MAIN_SAMPLE_GAP_S; torn reads are retried, up to ``max_dumps`` dumps in all (3 x want)."""
+    node = Node(info["pid"], os.getpid(), "main", None, None, "python", "")
+    out, failed = [], []
+    for _ in range(max_dumps or 3 * want):
+        if len(out) >= want:
+            break
+        res = spy.dump(info["pid"])
+        if res.ok:
+            out += [t for t in label_threads(res, node) if t.role == S.ROLE_MAIN_THREAD]
+        else:  # a --nonblocking read may race the running thread (a torn read)
+            failed.append(res.error)
+        time.sleep(MAIN_SAMPLE_GAP_S)
+    assert len(out) >= want, f"{len(out)} main-thread samples in {len(out) + len(failed)} dumps: {failed}"
+    return out
+
+
 def no_pyspy_children() -> bool:
     """No py-spy below this process, running or unreaped (a zombie py-spy is a leak too). Other
     tests' finished children can linger as zombies whose cmdline is gone, so go by name."""
@@ -134,15 +159,14 @@ def test_workers_decoding_jpegs_are_busy_in_pil():
     with job("jpeg") as info:
         spy = Pyspy(PYSPY)
         workers = worker_labels(spy, info, rounds=5)
-        main_node = Node(info["pid"], os.getpid(), "main", None, None, "python", "")
-        main = [t for _ in range(3) for t in label_threads(spy.dump(info["pid"]), main_node)
-                if t.role == S.ROLE_MAIN_THREAD]
+        main = main_thread_samples(spy, info, want=12)
     labels = Counter(t.label for t in workers)
     assert majority(labels) == S.W_BUSY, labels
     details = Counter(t.detail for t in workers if t.label == S.W_BUSY)
     pil = {"ImageFile.load", "Image.convert", "Image.resize", "Image.open", "Image.copy", "ImageFile.load_prepare"}
     assert sum(n for d, n in details.items() if d in pil) >= 0.5 * sum(details.values()), details
-    assert main and sum(t.label in (S.DATA_WAIT, S.DATA_IPC) for t in main) >= len(main) / 2, main
+    waiting = Counter(t.label for t in main)
+    assert waiting[S.DATA_WAIT] + waiting[S.DATA_IPC] >= len(main) / 2, waiting
 
 
 @pytest.mark.slow
