@@ -179,3 +179,21 @@ def test_tui_cost_reads_a_recording_and_measures_a_replay():
     got = tui_cost.one_run(path, 80, 24, settle=1.0)
     assert "error" not in got, got
     assert got["frames"] > 5 and got["cpu_s"] > 0 and got["ms_per_frame"] > 0
+
+
+def test_loop_cost_writes_the_same_tick_lines_as_the_json_stream(tmp_path):
+    import json
+
+    from bench import loop_cost
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.recording import dumps, tick_record
+    from gpuwatch.replay import load_frames
+
+    path = os.path.join(REPO, "tests", "data", "h200", "healthy.jsonl")
+    out = tmp_path / "ticks.jsonl"
+    assert loop_cost.main([path, "--passes", "1", "--verdicts", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    analysis = Analysis()
+    want = [dumps(tick_record(f, analysis.update(f))) for f in load_frames(path)]
+    assert lines == want and len(lines) == 10
+    assert all(json.loads(x)["verdict"]["stage"] for x in lines)

@@ -54,7 +54,8 @@ def _diagnose(
         current = None  # time went backwards: a replay restarted, start over
     held = since(pool, state.regime_start, WINDOW_S, SHORT_S) if current is not None else None
     minute = timeline(recent(frames, PHASE_WINDOW_S), rank)
-    epochs = Epochs(phases(minute), recurring_wait(minute, phases(minute)), minute)
+    seen = phases(minute)
+    epochs = Epochs(seen, recurring_wait(minute, seen), minute)
     candidate = decide(extract(short, pool, rank, held, epochs), current)
     new_state = step(state if current is not None else None, candidate.stage, frames[-1].t, short[0].t)
     window = since(pool, new_state.regime_start, WINDOW_S, SHORT_S)

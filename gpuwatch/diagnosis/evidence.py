@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from gpuwatch.diagnosis.thresholds import HYSTERESIS_ABS, HYSTERESIS_REL
 from gpuwatch.model.verdict import Evidence
@@ -51,8 +52,10 @@ def cut(value: float, unit: str = "%") -> str:
     return fmt(value, unit)
 
 
+@lru_cache(maxsize=4096)
 def needs(threshold: float, op: str, unit: str = "%", base: float | None = None, relax: float = 0.0) -> str:
-    """``needs at least 5 %``, with the eased or tightened cut where hysteresis moved it."""
+    """``needs at least 5 %``, with the eased or tightened cut where hysteresis moved it. Cached: a
+    tick asks for a few hundred of these, nearly all the same documented cuts as the tick before."""
     text = f"needs {OP_WORDS.get(op, op)} {cut(threshold if base is None else base, unit)}"
     if base is not None and cut(base, unit) != cut(threshold, unit):
         when = "while this stage holds the verdict" if relax > 0 else "to take the verdict over"
