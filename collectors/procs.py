@@ -6,10 +6,13 @@ respawned worker never inherits another process's counters. A process first seen
 worker respawned at an epoch boundary) is measured from its birth: its counters started at zero
 when it was created. Processes that exited or turned zombie are dropped (no stale rows).
 
-Cost per tick: the tree walk (shared, cached 0.5 s; about 1 ms) plus a ``oneshot`` psutil read per
-process, two small /proc reads per thread of a main process (stat and schedstat, signals.md §1.7)
-and one per thread of the others (schedstat: their threads' names and CPU are not shown). Measured
-on this 2-core VM for a main with two workers: 0.4 ms of CPU per sample.
+Cost per tick: the tree walk (shared, cached 0.5 s; about 1 ms), two /proc reads per process
+(``stat`` and ``io``) and one ``sched_getaffinity`` call, two small reads per thread of a main process
+(stat and schedstat, signals.md §1.7) and one per thread of the others (schedstat: their threads'
+names and CPU are not shown). Every file is read through a descriptor kept open between ticks
+(collectors/procfd.py): one ``pread`` each. With psutil's ``oneshot`` per process (four files
+opened and parsed: stat, status, statm, io) and every file opened afresh, a tick of the steady job
+with 8 workers cost 3.0 ms of CPU on the 2-core CPU VM; this way 1.0 ms (bench/collector_cost.py).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from dataclasses import dataclass
 import psutil
 
 from gpuwatch.collectors.base import Collector, FirstWindow
-from gpuwatch.collectors.procfs import CLK_TCK, Task, age_s, read_age, read_tasks, read_waits
+from gpuwatch.collectors.procfd import ProcFiles
+from gpuwatch.collectors.procfs import CLK_TCK, Task, age_s, parse_io, read_stat, read_tasks, read_waits
 from gpuwatch.collectors.target import Node, Target, TargetGone
 from gpuwatch.model.procs import ROLE_MAIN, ProcInfo, ProcsSample, ThreadCpu
 from gpuwatch.model.values import Maybe, Unsupported
@@ -34,13 +38,15 @@ PIN_THREAD = "pt_data_pin"
 AUTOGRAD_PREFIX = "pt_autograd_"
 """Thread names PyTorch sets (the names DataLoader and autograd give their threads): the pin-memory thread and the autograd engine's."""
 
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+"""Bytes per page: /proc/PID/stat counts the resident set in pages."""
+START_SLACK_S = 1.0
+"""How far a process's start time from its stat may be from the tree's create time (psutil's, from
+the same field plus the boot time) and still be the same process: a reused PID starts later by far
+more than the clock-tick and boot-time rounding of the two."""
+
 IO_DENIED = Unsupported("/proc/PID/io is not readable: run gpuwatch as the job's user or as root")
 
-_STATUS_LETTER = {
-    psutil.STATUS_RUNNING: "R", psutil.STATUS_SLEEPING: "S", psutil.STATUS_DISK_SLEEP: "D",
-    psutil.STATUS_STOPPED: "T", psutil.STATUS_TRACING_STOP: "t", psutil.STATUS_ZOMBIE: "Z",
-    psutil.STATUS_DEAD: "X", psutil.STATUS_IDLE: "I",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +68,10 @@ class ProcsCollector(Collector):
         self.target = target
         self.interval = interval
         self.root = proc_root
-        self._handles: dict[tuple[int, float], psutil.Process] = {}
+        self.files = ProcFiles()
+        self._boot = psutil.boot_time()
+        self._starts: dict[tuple[int, float], int] = {}
+        """(pid, create time) -> the starttime its stat showed when first read."""
         self._prev: dict[tuple[int, float], _Reading] = {}
         self._first = FirstWindow()
 
@@ -101,53 +110,56 @@ class ProcsCollector(Collector):
             row = self._one(node, key)
             if row is not None:
                 rows.append(row)
-        for cache in (self._prev, self._handles):
+        for cache in (self._prev, self._starts):
             for key in [k for k in cache if k not in seen]:
                 del cache[key]
+        self.files.retain({f"{self.root}/{pid}/" for pid, _ in seen})
         return rows
 
-    def _handle(self, node: Node, key: tuple[int, float]) -> psutil.Process:
-        p = self._handles.get(key)
-        if p is None:
-            p = self._handles[key] = psutil.Process(node.pid)
-        return p
+    def _same_process(self, key: tuple[int, float], node: Node, starttime: int) -> bool:
+        """Whether the stat just read is the process the tree named: its start time (ticks after
+        boot) matches the tree's create time on first sight, and the first sight's ever after."""
+        known_start = self._starts.get(key)
+        if known_start is None:
+            if abs(self._boot + starttime / CLK_TCK - node.create_time) > START_SLACK_S:
+                return False
+            self._starts[key] = starttime
+            return True
+        return starttime == known_start
+
+    def close(self) -> None:
+        self.files.close()
 
     def _one(self, node: Node, key: tuple[int, float]) -> ProcInfo | None:
+        base = f"{self.root}/{node.pid}"
+        st = read_stat(node.pid, self.root, self.files)
+        if st is None or st.state in ("Z", "X"):  # exited, or a zombie: no row
+            return None
+        if not self._same_process(key, node, st.starttime):  # the PID now belongs to someone else
+            return None
         try:
-            p = self._handle(node, key)
-            if p.create_time() != node.create_time:  # the PID now belongs to someone else
+            raw = self.files.read(f"{base}/io")
+            if raw is None:  # exited since its stat was read
                 return None
-            with p.oneshot():
-                status = p.status()
-                if status == psutil.STATUS_ZOMBIE:
-                    return None
-                ct = p.cpu_times()
-                rss = p.memory_info().rss
-                nthreads = p.num_threads()
-                try:
-                    rw = p.io_counters()
-                    io = (rw.read_bytes, rw.write_bytes)
-                except (psutil.AccessDenied, AttributeError):
-                    io = None
-                try:
-                    affinity = tuple(p.cpu_affinity())
-                except (psutil.AccessDenied, AttributeError):
-                    affinity = ()
-        except (psutil.NoSuchProcess, psutil.ZombieProcess):
-            return None
-        except psutil.AccessDenied:
-            return None
+            io: tuple[int, int] | None = parse_io(raw)
+        except (PermissionError, ValueError):
+            io = None
+        try:
+            affinity = tuple(sorted(os.sched_getaffinity(node.pid)))
+        except OSError:
+            affinity = ()
+        nthreads = st.num_threads
         if node.role == ROLE_MAIN:  # its threads are shown: names, states, CPU
-            tasks = read_tasks(node.pid, self.root) or []
+            tasks = read_tasks(node.pid, self.root, files=self.files) or []
             waits = {t.stat.tid: t.wait_ns for t in tasks if t.wait_ns is not None}
             n_tasks = len(tasks)
         else:
             tasks = []
-            n_tasks, waits = read_waits(node.pid, self.root) or (0, {})
+            n_tasks, waits = read_waits(node.pid, self.root, self.files) or (0, {})
         now = time.monotonic()
         cur = _Reading(
             t=now,
-            cpu_s=ct.user + ct.system,
+            cpu_s=st.cpu_ticks / CLK_TCK,
             io=io,
             waits=waits,
             ticks={(t.stat.tid, t.stat.starttime): t.stat.cpu_ticks for t in tasks},
@@ -156,16 +168,13 @@ class ProcsCollector(Collector):
         prev = self._prev.get(key)
         self._prev[key] = cur
         if prev is None:  # first seen: counters started at zero at the process's birth
-            if leader is not None:
-                age = age_s(leader.stat.starttime)
-            else:
-                age = read_age(node.pid, self.root) or time.time() - node.create_time
+            age = age_s(st.starttime)
             # starttime has clock-tick (10 ms) resolution: a 10 ms floor keeps a just-forked
             # process's rate finite.
             age = max(age, 1.0 / CLK_TCK)
             prev = _Reading(now - age, 0.0, (0, 0) if io is not None else None, {}, {})
         dt = max(now - prev.t, 1e-3)
-        state = leader.stat.state if leader is not None else _STATUS_LETTER.get(status, "?")
+        state = leader.stat.state if leader is not None else st.state
         return ProcInfo(
             pid=node.pid,
             ppid=node.ppid,
@@ -177,7 +186,7 @@ class ProcsCollector(Collector):
             # Never more than its threads could run (guards the birth estimate's tick rounding).
             cpu_pct=min(max(0.0, (cur.cpu_s - prev.cpu_s) / dt * 100.0), 100.0 * max(nthreads, 1)),
             state=state,
-            rss=rss,
+            rss=st.rss_pages * PAGE_SIZE,
             num_threads=nthreads,
             read_bps=_rate(cur.io, prev.io, 0, dt),
             write_bps=_rate(cur.io, prev.io, 1, dt),

@@ -1,0 +1,130 @@
+"""Small /proc files read through file descriptors kept open from tick to tick.
+
+The /proc readers read the same few files of the same processes every tick (each process's
+``stat`` and ``io``, each thread's ``schedstat``, the pressure files). Opening a file costs a path
+walk in the kernel and, through Python's ``open``, a file object and a text decoder; reading an
+fd that is already open is one ``pread`` system call. /proc regenerates a file's text on every
+read from offset 0 (the kernel's seq_file), so a kept fd reads the current values.
+
+A kept fd belongs to the process it was opened for: once that process has exited, reading it
+fails with ESRCH even if the PID has been reused, so a reused PID never reads another process's
+counters through an old fd. Such an fd is closed and the path opened afresh: it answers for
+whoever holds the PID now (None when nobody does), and telling a new process from the old one is
+the caller's check (its start time), as it is for any fresh open.
+
+Kept fds are bounded (``max_open``): past the bound a file is opened, read and closed as before,
+so a job with thousands of threads cannot exhaust gpuwatch's descriptor limit.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+MAX_OPEN = 256
+"""Descriptors kept open at most per reader: a 9-process job with a few dozen threads in its main
+process needs ~80; the default soft limit (``ulimit -n``) is 1024 and gpuwatch has other uses for
+descriptors (py-spy's pipes, the recording, the terminal)."""
+
+CHUNK = 4096
+"""Bytes asked for per ``pread``. Only files the kernel writes in one piece are read this way (see
+ProcFiles): one read of this many bytes returns all of a file up to this size (a stat line is ~300
+bytes), and a read that fills the chunk goes on until the end."""
+
+GONE = (FileNotFoundError, ProcessLookupError, NotADirectoryError)
+"""What opening or reading a file of a process that has exited raises."""
+
+
+class ProcFiles:
+    """``read(path)``: the file's bytes now, through a kept descriptor; None once the file is gone.
+
+    For files the kernel writes in one piece (its ``single_open`` files: a process's or thread's
+    ``stat``, ``statm``, ``status``, ``io``, ``schedstat``, ``/proc/pressure/*``, ``/proc/meminfo``,
+    cgroup ``cpu.stat``), where a read returns the whole text when the buffer holds it. Files
+    written record by record (``/proc/vmstat``, ``/proc/diskstats``, ``smaps``) may come back
+    short from one read: read those with ``open``.
+
+    PermissionError is raised, not swallowed: "not allowed" is a different answer from "gone"
+    (``/proc/PID/io`` of another user's process). One instance per collector; the lock makes it
+    safe to share between threads all the same.
+    """
+
+    def __init__(self, max_open: int = MAX_OPEN) -> None:
+        self.max_open = max_open
+        self._fds: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def read(self, path: str) -> bytes | None:
+        with self._lock:
+            fd = self._fds.get(path)
+            if fd is not None:
+                try:
+                    return _pread_all(fd)
+                except OSError:  # ESRCH: the process exited; the path may name another one now
+                    self._drop(path)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except GONE:
+                return None
+            keep = len(self._fds) < self.max_open
+            try:
+                return _pread_all(fd)
+            except GONE:
+                keep = False
+                return None
+            except OSError as e:
+                keep = False
+                if isinstance(e, PermissionError):
+                    raise
+                return None
+            finally:
+                if keep:
+                    self._fds[path] = fd
+                else:
+                    os.close(fd)
+
+    def text(self, path: str) -> str | None:
+        """:meth:`read`, decoded (names in /proc files are the job's choice: undecodable bytes replaced)."""
+        raw = self.read(path)
+        return None if raw is None else raw.decode("utf-8", "replace")
+
+    def retain(self, prefixes: set[str]) -> None:
+        """Close the kept descriptors of every path that starts with none of ``prefixes`` (the
+        files of processes that left the job), keyed by their folder: pass ``{"/proc/123/", ...}``."""
+        with self._lock:
+            for path in [p for p in self._fds if not p.startswith(tuple(prefixes))]:
+                self._drop(path)
+
+    def forget(self, path: str) -> None:
+        with self._lock:
+            self._drop(path)
+
+    def close(self) -> None:
+        with self._lock:
+            for path in list(self._fds):
+                self._drop(path)
+
+    def __len__(self) -> int:
+        return len(self._fds)
+
+    def _drop(self, path: str) -> None:
+        fd = self._fds.pop(path, None)
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _pread_all(fd: int) -> bytes:
+    data = os.pread(fd, CHUNK, 0)
+    if len(data) < CHUNK:
+        return data
+    parts = [data]
+    offset = len(data)
+    while True:
+        more = os.pread(fd, CHUNK, offset)
+        if not more:
+            return b"".join(parts)
+        parts.append(more)
+        offset += len(more)
