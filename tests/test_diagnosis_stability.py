@@ -104,3 +104,27 @@ def test_state_is_a_small_frozen_value():
     state = DiagnosisState()
     with pytest.raises(AttributeError):
         state.stage = v.IO  # type: ignore[misc]
+
+
+def _jittered(frames, ms: float = 1.0):
+    """The same frames on a clock that runs a millisecond early or late every other tick (as a
+    real watch's asyncio ticks do)."""
+    return [replace(f, t=f.t + (ms if i % 2 else -ms) / 1000) for i, f in enumerate(frames)]
+
+
+@pytest.mark.parametrize("dt,n", [(1.0, 3), (0.5, 6), (2.0, 2), (5.0, 1)])
+def test_the_switch_window_holds_the_same_number_of_ticks_whatever_the_jitter(dt, n):
+    from gpuwatch.diagnosis.thresholds import SHORT_S
+    from gpuwatch.diagnosis.window import last_ticks
+
+    frames = _jittered(build(HEALTHY, 20, dt=dt))
+    assert {len(last_ticks(frames[: i + 1], SHORT_S)) for i in range(n, len(frames))} == {n}
+
+
+@pytest.mark.parametrize("before", [11, 12])
+def test_a_switch_shows_as_soon_on_a_jittered_clock_as_on_an_exact_one(before):
+    # Either parity: the tick with two new frames falls on an early or on a late tick.
+    frames = then(build(DECODE, before, seed=5), PAGEABLE, 8, seed=6)
+    exact = [x.stage for x in run(frames)]
+    jittered = [x.stage for x in run(_jittered(frames))]
+    assert exact[-1] == v.H2D and jittered == exact

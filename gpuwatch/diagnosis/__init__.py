@@ -23,7 +23,7 @@ from gpuwatch.diagnosis.stability import DiagnosisState, step
 from gpuwatch.diagnosis.stalls import find_stall
 from gpuwatch.diagnosis.thresholds import PHASE_WINDOW_S, SHORT_S, STALL_WINDOW_S, WINDOW_S
 from gpuwatch.diagnosis.timeline import timeline
-from gpuwatch.diagnosis.window import recent, since
+from gpuwatch.diagnosis.window import last_ticks, recent, since
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import LEVEL_OK, PIPELINE, UNKNOWN, Verdict
 
@@ -48,7 +48,7 @@ def _diagnose(
     frames: Sequence[Frame], state: DiagnosisState | None, rank: int | None
 ) -> tuple[Verdict, DiagnosisState]:
     pool = recent(frames, WINDOW_S)
-    short = recent(pool, SHORT_S)
+    short = last_ticks(pool, SHORT_S)
     current = state.stage if state is not None and state.since is not None else None
     if state is not None and state.last_t is not None and frames[-1].t < state.last_t:
         current = None  # time went backwards: a replay restarted, start over

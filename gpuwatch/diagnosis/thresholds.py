@@ -20,8 +20,11 @@ WINDOW_S = 8.0
 """Evidence window. About 10 s is the usual advice because stack shares over a few dozen samples carry
 ±10-15 % noise; 8 s lets the verdict follow a change within 5-10 s while ageing out an old phase faster."""
 SHORT_S = 3.0
-"""The switch test looks at the last 3 s only: at a 1 s tick that is three frames, whose median
-ignores one odd tick, and two new frames out of three flip it, so a real change shows in ~2-3 s."""
+"""The switch test looks at the last 3 s only, counted in ticks (window.last_ticks): at a 1 s tick
+that is always three frames, whose median ignores one odd tick, and two new frames out of three
+flip it, so a real change shows within 2-3 s. Cut at exactly 3.0 s, the window held three or four
+frames as the ticks jittered by a millisecond, and a median of four needs three new ticks: the
+H200 switch run took 3.3 s where three frames took 2.3 s."""
 STICKY_STACK_FACTOR = 2
 """The stage in force reads its stack shares over twice as many samples as a challenger: a
 steady share then wanders half as far (standard error / sqrt 2), so noise in a dozen samples does

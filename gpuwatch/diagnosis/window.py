@@ -23,6 +23,22 @@ def recent(frames: Sequence[Frame], seconds: float) -> list[Frame]:
     return out or [frames[-1]]
 
 
+def last_ticks(frames: Sequence[Frame], seconds: float) -> list[Frame]:
+    """The frames of the last ``seconds`` counted in ticks: the newest ``round(seconds / interval)``
+    frames (at least one), found by time so that a gap in the ticks still ends the window.
+
+    ``recent`` cuts at exactly ``seconds``; frames come about one interval apart, give or take a
+    few milliseconds, so a cut at 3.0 s held three frames on one tick and four on the next (the
+    H200 switch recordings: four on about half their ticks). A median of four mixes two old ticks
+    with two new ones where three would have shown the change: the cut here lies half an interval
+    inside the window's edge, so the count does not depend on the jitter."""
+    if not frames:
+        return []
+    interval = frames[-1].interval if frames[-1].interval > 0 else 1.0
+    n = max(1, int(seconds / interval + 0.5))
+    return recent(frames, (n - 0.5) * interval)
+
+
 def since(frames: Sequence[Frame], start: float | None, seconds: float, at_least: float) -> list[Frame]:
     """Frames after ``start`` within the last ``seconds``, but never fewer than the last ``at_least``."""
     longest = recent(frames, seconds)
