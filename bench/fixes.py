@@ -5,17 +5,20 @@ and with the fix ("after"). Each reports its own steps/s in its end marker. This
 sets beside the measured gain the speed-up gpuwatch estimated while watching "before":
 
 - ``estimate (now)``: the recording of "before" replayed through today's diagnosis
-  (``gpuwatch.analysis.Analysis``), the median ``speedup`` over the ticks after the warm-up that
-  carry one, whatever stage they name (what the user was shown), with the stage most of them named
-  and how many of the scored ticks named the scenario's true stage (refreshable after a change of
-  the diagnosis, no GPU run);
-- ``estimate (then)``: the same median over the verdicts gpuwatch printed during the run.
+  (``gpuwatch.analysis.Analysis``), the median over the ticks after the warm-up of the fix's own
+  expected gain (``Verdict.gains``, diagnosis/fix_gains.py: the figure shown beside that remedy),
+  whatever stage they name, with the stage most of them named and how many of the scored ticks
+  named the scenario's true stage (refreshable after a change of the diagnosis, no GPU run);
+- ``ceiling (now)``: the same median of the verdict's ``speedup``, "the most the job could gain with
+  the stage's whole cost gone", the upper bound of every fix;
+- ``ceiling (then)``: that median over the verdicts gpuwatch printed during the run (live
+  recordings carry no per-fix gains).
 
-gpuwatch's speed-up is "the most the job could gain if the stage were fixed", so it is compared
-with the realistic fix (more workers, persistent workers, pinned memory, a cheaper transform) and, where the bench has
-one, with the job whose input costs nothing (``imagefolder_gpu``: the same model and loop on
-batches already on the GPU), which is what "fixed" means for an input-bound job.
-``ratio`` = estimate / measured (1.0 is exact; the target is within 1.5x either way).
+Each realistic fix (more workers, persistent workers, pinned memory, a cheaper transform) is set
+against its own estimate; where the bench has it, the job whose input costs nothing
+(``imagefolder_gpu``: the same model and loop on batches already on the GPU) is set against the
+ceiling, which is what it means. ``ratio`` = estimate / measured (1.0 is exact; the target is
+within 1.5x either way).
 
     python -m bench.fixes bench/results/2026-12-03-h200/field
 """
@@ -34,18 +37,21 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.accuracy import WARMUP_S, truth_markers, verdict_stage  # noqa: E402
+from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY  # noqa: E402
 
+CEILING = "ceiling"
 PAIRS = (
-    ("imagefolder_few", "imagefolder_persistent", "more workers (2 -> 14)"),
-    ("imagefolder_epochs", "imagefolder_persistent", "persistent_workers=True"),
-    ("imagefolder_few", "imagefolder_cheap", "cheaper transform (half-scale JPEG decode)"),
-    ("imagefolder_few", "imagefolder_gpu", "input made free (upper bound)"),
-    ("imagefolder_epochs", "imagefolder_gpu", "input made free (upper bound)"),
-    ("tokenize", "tokenize_workers", "more workers (2 -> 12)"),
-    ("lightning", "lightning_persistent", "persistent_workers=True"),
-    ("h2d", "h2d_pinned", "pinned memory + non_blocking"),
+    ("imagefolder_few", "imagefolder_persistent", "more workers (2 -> 14)", MORE_WORKERS),
+    ("imagefolder_epochs", "imagefolder_persistent", "persistent_workers=True", PERSISTENT_WORKERS),
+    ("imagefolder_few", "imagefolder_cheap", "cheaper transform (half-scale JPEG decode)", CHEAPER_TRANSFORM),
+    ("imagefolder_few", "imagefolder_gpu", "input made free (upper bound)", CEILING),
+    ("imagefolder_epochs", "imagefolder_gpu", "input made free (upper bound)", CEILING),
+    ("tokenize", "tokenize_workers", "more workers (2 -> 12)", MORE_WORKERS),
+    ("lightning", "lightning_persistent", "persistent_workers=True", PERSISTENT_WORKERS),
+    ("h2d", "h2d_pinned", "pinned memory + non_blocking", PINNED_MEMORY),
 )
-"""(before, after, the fix): scenario names of bench/scenarios/__init__.py."""
+"""(before, after, the fix in words, the fix's key in ``Verdict.gains`` or CEILING for the stage made
+free): scenario names of bench/scenarios/__init__.py."""
 
 
 def steps_per_s(result: dict) -> float | None:
@@ -72,8 +78,19 @@ def _median(values: list[float]) -> float | None:
     return round(statistics.median(values), 2) if values else None
 
 
-def estimates(recording: Path, markers: list[dict], stage: str, warmup: float = WARMUP_S) -> dict:
-    """Median speed-up on scored ticks (and how many named ``stage``): replayed now, and as printed then."""
+def gain(v: dict, fix: str) -> float | None:
+    """The verdict's estimate for ``fix`` (its ceiling for CEILING), as a number or None."""
+    if fix == CEILING:
+        x = v.get("speedup")
+    else:
+        x = next((g.get("factor") for g in v.get("gains") or () if g.get("fix") == fix), None)
+    return float(x) if isinstance(x, (int, float)) else None
+
+
+def estimates(recording: Path, markers: list[dict], stage: str, fix: str = CEILING,
+              warmup: float = WARMUP_S) -> dict:
+    """Median estimate for ``fix`` and median ceiling on scored ticks (and how many named ``stage``):
+    replayed now; the ceiling as printed then."""
     from gpuwatch.analysis import Analysis
     from gpuwatch.model.codec import to_dict
     from gpuwatch.replay import load_frames
@@ -83,7 +100,7 @@ def estimates(recording: Path, markers: list[dict], stage: str, warmup: float = 
     for frame in load_frames(str(recording)):
         v = to_dict(analysis.update(frame))
         walls.append(frame.wall)
-        now.append((verdict_stage(v), v.get("speedup")))
+        now.append((verdict_stage(v), gain(v, fix), gain(v, CEILING)))
     then, then_walls = [], []
     opener = __import__("gzip").open if recording.suffix == ".gz" else open
     with opener(recording, "rt") as f:
@@ -91,17 +108,18 @@ def estimates(recording: Path, markers: list[dict], stage: str, warmup: float = 
             rec = json.loads(line)
             if rec.get("type") == "tick" and isinstance(rec.get("verdict"), dict):
                 then_walls.append(float((rec.get("frame") or {}).get("wall", 0.0)))
-                then.append((verdict_stage(rec["verdict"]), rec["verdict"].get("speedup")))
+                then.append((verdict_stage(rec["verdict"]), None, gain(rec["verdict"], CEILING)))
 
-    def pick(pairs, ws):
-        kept = [(st, x) for (st, x), k in zip(pairs, _scored(markers, ws, warmup)) if k]
-        named = Counter(st for st, x in kept if isinstance(x, (int, float))).most_common(1)
-        return (_median([x for _, x in kept if isinstance(x, (int, float))]), named[0][0] if named else None,
-                sum(st == stage for st, _ in kept), len(kept))
+    def pick(rows, ws, col):
+        kept = [row for row, k in zip(rows, _scored(markers, ws, warmup)) if k]
+        named = Counter(row[0] for row in kept if row[col] is not None).most_common(1)
+        return (_median([row[col] for row in kept if row[col] is not None]), named[0][0] if named else None,
+                sum(row[0] == stage for row in kept), len(kept))
 
-    (e_now, st_now, n_now, scored), (e_then, st_then, n_then, _) = pick(now, walls), pick(then, then_walls)
-    return {"now": e_now, "now_stage": st_now, "now_right": n_now, "then": e_then, "then_stage": st_then,
-            "then_right": n_then, "scored": scored}
+    (e_now, st_now, n_now, scored), (c_now, _, _, _) = pick(now, walls, 1), pick(now, walls, 2)
+    c_then, st_then, n_then, _ = pick(then, then_walls, 2)
+    return {"now": e_now, "now_stage": st_now, "now_right": n_now, "ceiling_now": c_now, "then": c_then,
+            "then_stage": st_then, "then_right": n_then, "scored": scored}
 
 
 def _recording(d: Path, name: str) -> Path | None:
@@ -115,7 +133,7 @@ def table(d: Path) -> tuple[list[dict], str]:
     saved = json.loads((d / "accuracy.json").read_text())
     by = {r["scenario"]: r for r in saved["results"]}
     rows = []
-    for before, after, fix in PAIRS:
+    for before, after, fix, key in PAIRS:
         if before not in by or after not in by:
             continue
         b, a = by[before], by[after]
@@ -123,20 +141,21 @@ def table(d: Path) -> tuple[list[dict], str]:
         measured = round(sa / sb, 2) if sb and sa else None
         truth = next((m["stage"] for m in truth_markers(b.get("markers_seen", [])) if "stage" in m), None)
         rec = _recording(d, before)
-        est = estimates(rec, b["markers_seen"], truth) if rec and truth else {}
+        est = estimates(rec, b["markers_seen"], truth, key) if rec and truth else {}
         ratio = round(est["now"] / measured, 2) if est.get("now") and measured else None
-        rows.append({"before": before, "after": after, "fix": fix, "truth": truth, "steps_per_s_before": sb,
+        rows.append({"before": before, "after": after, "fix": fix, "key": key, "truth": truth, "steps_per_s_before": sb,
                      "steps_per_s_after": sa, "measured": measured, **{f"estimate_{k}": v for k, v in est.items()},
                      "ratio": ratio})
-    lines = ["| before -> after | fix | steps/s before -> after | measured | estimate now (stage; right ticks) "
-             "| estimate then (stage) | estimate / measured |", "|---|---|---|---|---|---|---|"]
+    lines = ["| before -> after | fix | steps/s before -> after | measured | the fix's estimate now (stage; right ticks) "
+             "| ceiling now | ceiling then (stage) | estimate / measured |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = (lambda x, p=2: "-" if x is None else f"{x:.{p}f}")
         lines.append(
             f"| {r['before']} -> {r['after']} | {r['fix']} | {f(r['steps_per_s_before'])} -> "
-            f"{f(r['steps_per_s_after'])} | {f(r['measured'])}x | {f(r.get('estimate_now'), 1)}x "
+            f"{f(r['steps_per_s_after'])} | {f(r['measured'])}x | {f(r.get('estimate_now'))}x "
             f"({r.get('estimate_now_stage') or '-'}; {r.get('estimate_now_right', 0)}/{r.get('estimate_scored', 0)}) "
-            f"| {f(r.get('estimate_then'), 1)}x ({r.get('estimate_then_stage') or '-'}) | {f(r['ratio'])} |")
+            f"| {f(r.get('estimate_ceiling_now'), 1)}x | {f(r.get('estimate_then'), 1)}x ({r.get('estimate_then_stage') or '-'}) "
+            f"| {f(r['ratio'])} |")
     return rows, "\n".join(lines) + "\n"
 
 

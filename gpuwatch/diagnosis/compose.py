@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpuwatch.diagnosis.decide import HOST_SIDE, Decision
+from gpuwatch.diagnosis.fix_gains import gains
 from gpuwatch.diagnosis.remedies import remedies
 from gpuwatch.diagnosis.sentence import epochs, sentence
 from gpuwatch.diagnosis.signals import Signals
@@ -95,6 +96,7 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
     levels = tuple((p, LEVEL_BOTTLENECK if p == shown else LEVEL_WARNING if p in secondary else LEVEL_OK)
                    for p in PIPELINE)
     evidence = tuple(e for res in d.results.values() for e in res.evidence) + phase_evidence(s)
+    fixes = gains(stage, r, s)
     return Verdict(
         t=s.t,
         stage=shown,
@@ -103,10 +105,11 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         evidence=evidence,
         secondary=secondary,
         speedup=speedup(stage, r, s),
-        remedies=remedies(stage, r, s),
+        remedies=remedies(stage, r, s, fixes),
         levels=levels,
         stall=stall,
         rank=rank,
         candidate=candidate if candidate in STAGES else UNKNOWN,
         phases=s.phases,
+        gains=fixes,
     )

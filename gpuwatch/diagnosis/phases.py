@@ -38,7 +38,7 @@ def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
     if _steady_wait(ticks, runs):
         runs = []  # it waits as much mid-epoch: the first batches are no special cost, just the input
     out += _from_runs(EPOCH_START, ticks, runs, span)
-    out += _from_runs(VALIDATION, ticks, _runs(ticks, _in_validation), span)
+    out += _from_runs(VALIDATION, ticks, _runs(ticks, in_validation), span)
     ckpt = _runs(ticks, _saving)
     share = _checkpoint_share(ticks, span)
     out += _from_runs(CHECKPOINT, ticks, ckpt, span, share)
@@ -96,7 +96,8 @@ def _waiting(t: Tick) -> bool:
     return t.stacks and (t.wait or 0.0) >= ALIGNED_WAIT
 
 
-def _in_validation(t: Tick) -> bool:
+def in_validation(t: Tick) -> bool:
+    """Most of the tick's main-thread samples are inside an evaluation pass."""
     return t.stacks and t.validation * 2 >= t.n_main > 0
 
 

@@ -7,6 +7,7 @@ tutorial, DS-Analyzer and the H200 measurements; each is worded with the job's o
 from __future__ import annotations
 
 from gpuwatch.diagnosis.evidence import count, fmt
+from gpuwatch.diagnosis.fix_gains import worker_target, words
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -19,12 +20,28 @@ from gpuwatch.diagnosis.thresholds import (
     TENSOR_LOW,
 )
 from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN
+from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY, FixGain
 
 NUMA = ("Keep the trainer and its workers on the CPU socket the GPU hangs off (nvidia-smi topo -m "
         "names it): numactl --cpunodebind=N --membind=N")
 
 
-def remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
+HEADS = {PERSISTENT_WORKERS: "persistent_workers=True", MORE_WORKERS: "Raise num_workers",
+         CHEAPER_TRANSFORM: "Use a faster decoder", PINNED_MEMORY: "Pin host memory"}
+"""How the remedy of each fix whose gain is estimated (fix_gains.py) begins: its estimate goes at its end."""
+
+
+def remedies(stage: str, r: StageResult | None, s: Signals, gains: tuple[FixGain, ...] = ()) -> tuple[str, ...]:
+    """The stage's remedies in order, each fix with an estimate (``gains``) followed by it."""
+    out = list(dict.fromkeys(_remedies(stage, r, s)))
+    for g in gains:
+        k = next((i for i, x in enumerate(out) if x.startswith(HEADS[g.fix])), None)
+        if k is not None:
+            out[k] += words(g)
+    return tuple(out)
+
+
+def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
     f = dict(r.facts) if r is not None else {}
     sub = r.sub if r is not None else ""
     make = {IO: _io, DECODE: _decode, H2D: _h2d, GPU_MEMORY: _gpu_memory, LAUNCH: _launch,
@@ -45,12 +62,6 @@ def remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
 
 def _n(x: object) -> str:
     return "?" if x is None else f"{float(x):.0f}"  # type: ignore[arg-type]
-
-
-def worker_target(usable: float | None, mains: int = 1) -> int | None:
-    """The num_workers to suggest: one per usable core left after the training processes (PyTorch
-    warns above the CPUs the process may use). The report's workers check suggests the same."""
-    return None if not usable else max(1, int(usable) - mains)
 
 
 def _where(f: dict) -> str:

@@ -63,6 +63,8 @@ class Signals:
     input stages judge instead of the window's (see input_wait)."""
     epoch_samples: int = 0
     """Main-thread stack samples the phases' shares were read from."""
+    epoch_ticks: Sequence[Tick] = ()
+    """The last minute tick by tick (the phases' source), for the fixes' own gains (fix_gains.py)."""
 
     @property
     def input_wait(self) -> float | None:
@@ -116,6 +118,7 @@ def extract(frames: Sequence[Frame], pool: Sequence[Frame], rank: int | None,
         phases=epochs.phases,
         recurring_wait=epochs.recurring_wait if stacks.available else None,
         epoch_samples=epochs.samples,
+        epoch_ticks=epochs.ticks,
     )
 
 

@@ -29,6 +29,14 @@ VALIDATION_WORDS = re.compile(
 user's ``validate``/``evaluate``, Lightning's ``_EvaluationLoop``, ``validation_step``), or the
 ``torch.no_grad`` decorator's wrapper (torch/utils/_contextlib.py). A ``with torch.no_grad():`` block
 leaves no frame, so a pass written that way is seen only through a function named for it."""
+DECODER_WORDS = re.compile(
+    r"ImageFile\.load|decode_jpeg|decode_png|decode_image|decode_webp|decode_avif|decode_heic|read_image|"
+    r"imdecode|imread|simplejpeg|TurboJPEG\.decode|jpeg4py|VideoReader|decode_video|av/container|PyAV", re.IGNORECASE)
+"""A worker frame inside an image or video decoder: PIL decodes in ``ImageFile.load`` (``Image.open``
+only reads the header; ``convert``/``resize`` and the transforms call ``load`` first), torchvision's
+``torchvision.io`` decoders, OpenCV, simplejpeg, PyTurboJPEG, jpeg4py, PyAV and torchvision's video
+reader. The share of worker samples in one is what a cheaper decode can take off a batch
+(fix_gains.py)."""
 STARTING = "workers starting"
 """stack_labels.py's detail for a main thread inside the DataLoader iterator's start or shutdown."""
 WAIT_LABELS = (lb.DATA_WAIT, lb.DATA_IPC)
@@ -52,6 +60,8 @@ class Tick:
     """Main-thread samples inside the DataLoader's worker start/shutdown."""
     validation: int = 0
     """Main-thread samples inside an evaluation pass."""
+    worker_decoding: int = 0
+    """Worker samples with a decoder frame in their stack (DECODER_WORDS)."""
     procs: bool = False
     """A new procs sample of the job came in this tick (CPU and states are this tick's own)."""
     stacks: bool = False
@@ -143,7 +153,7 @@ def _with_procs(p, rank: int | None, new: bool) -> dict:
 def _with_stacks(s, rank: int | None) -> dict:
     main: Counter = Counter()
     workers: Counter = Counter()
-    starting = validation = 0
+    starting = validation = decoding = 0
     for th in s.threads:
         if rank is not None and th.rank is not None and th.rank != rank:
             continue
@@ -153,4 +163,6 @@ def _with_stacks(s, rank: int | None) -> dict:
             validation += any(VALIDATION_WORDS.search(fr) for fr in th.frames)
         elif th.role == lb.ROLE_WORKER:
             workers[th.label] += 1
-    return dict(main=main, worker_labels=workers, starting=starting, validation=validation, stacks=bool(main))
+            decoding += any(DECODER_WORDS.search(fr) for fr in th.frames)
+    return dict(main=main, worker_labels=workers, starting=starting, validation=validation,
+                worker_decoding=decoding, stacks=bool(main))

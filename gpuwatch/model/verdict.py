@@ -98,6 +98,26 @@ class Phase:
     """The stretch of the recent past it was judged over."""
 
 
+MORE_WORKERS = "more_workers"
+PERSISTENT_WORKERS = "persistent_workers"
+CHEAPER_TRANSFORM = "cheaper_transform"
+PINNED_MEMORY = "pinned_memory"
+FIXES = (MORE_WORKERS, PERSISTENT_WORKERS, CHEAPER_TRANSFORM, PINNED_MEMORY)
+"""The fixes whose own gain the verdict estimates (diagnosis/fix_gains.py)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FixGain:
+    """What one proposed fix is expected to gain, from what was seen (diagnosis/fix_gains.py)."""
+
+    fix: str
+    """One of FIXES."""
+    factor: float | None
+    """The job's expected speed-up with the fix (x times); None where the evidence is too thin."""
+    basis: str
+    """What the figure rests on, in words (or why there is none)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     t: float
@@ -108,7 +128,8 @@ class Verdict:
     evidence: tuple[Evidence, ...]
     secondary: tuple[str, ...]
     speedup: float | None
-    """The most the job could speed up if the stage were fixed (x times)."""
+    """The most the job could speed up if the stage's whole cost were gone (x times): the ceiling of
+    every fix; ``gains`` holds what each proposed fix is expected to give."""
     remedies: tuple[str, ...]
     levels: tuple[tuple[str, str], ...]
     """(stage, level) for each of the six pipeline stages."""
@@ -119,6 +140,8 @@ class Verdict:
     phases: tuple[Phase, ...] = ()
     """The job's epoch structure seen over the last minute (worker re-creation, first-batch waits,
     validation passes, checkpoint saves); empty when none was seen."""
+    gains: tuple[FixGain, ...] = ()
+    """Each proposed fix's own expected speed-up (``speedup`` is the ceiling: the stage made free)."""
 
     def level(self, stage: str) -> str:
         return dict(self.levels).get(stage, LEVEL_OK)

@@ -16,7 +16,7 @@ from gpuwatch.diagnosis.thresholds import (
     SWAP_IN_BPS,
 )
 from gpuwatch.diagnosis.evidence import count
-from gpuwatch.diagnosis.remedies import worker_target
+from gpuwatch.diagnosis.fix_gains import worker_target
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcsSample

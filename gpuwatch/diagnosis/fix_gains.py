@@ -1,0 +1,194 @@
+"""What each proposed fix is expected to gain: the figure beside each remedy, from what was seen.
+
+The verdict's ``speedup`` (speedup.py) is the ceiling: the job with the stage's whole cost gone. A
+fix removes only its own part of that cost (measured on the H200: persistent workers gave a
+torchvision job 1.03x where its data wait promised 16x), so each fix gets its own estimate:
+
+- persistent workers: what keeping the workers removes is the DataLoader starting and stopping a
+  set of worker processes at every pass over a loader: the main thread's samples inside that
+  start-up and shutdown (``_MultiProcessingDataLoaderIter.__init__`` / ``_shutdown_workers``) over
+  the last minute, share ``r``: 1 / (1 - r). Kept workers do not build a pass's first batches any
+  sooner (they begin them when the pass's iterator is made, PyTorch's ``_MultiProcessingDataLoaderIter._reset``),
+  so the first-batch wait itself stays out of it (the torchvision job waited 1.74 s for its first
+  batches without, 1.97 s with).
+- more workers: the input side gets k times the workers that build batches, where k is the worker
+  count the remedy suggests (one per usable core beside the training process, fewer where the
+  cores are not free: each new decoding worker takes the CPU a worker takes now) over the count now.
+  In a loader-fed loop each batch costs the longer of the step and the input, and the input was the
+  limit, so the loop's time outside untouched phases goes from (step + wait) to
+  max(step, (step + wait) / k): bounded by the wait share and by the cores.
+- cheaper transform: the share ``d`` of the workers' working samples inside an image decoder
+  (timeline.DECODER_WORDS). With decoding free a worker builds a batch in (1 - d) of the time, so
+  k = 1 / (1 - d) in the same formula: the most a faster decoder (or decoding once, offline) gives.
+- pinned memory: speedup.py's pageable-copy estimate (PAGEABLE_GAIN, the H200's pinned/pageable
+  bandwidth ratio): pinning is what that figure is about.
+
+Phases a fix does not touch bound every gain: validation passes and checkpoint saves seen over the
+minute are kept at their share (a validation pass waits for its first batches, which one worker
+builds whole whatever the worker count; a save is not input). Where the evidence is too thin for a
+figure (no stacks, too few samples, a wait with no cause seen) the basis says so and the factor is
+None: no number without positive evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpuwatch.diagnosis.evidence import count, fmt
+from gpuwatch.diagnosis.phases import find, in_validation, periodic
+from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.speedup import pageable_share, speedup
+from gpuwatch.diagnosis.stages import StageResult
+from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_STACK_SAMPLES, PAGEABLE_GAIN
+from gpuwatch.diagnosis.timeline import Tick
+from gpuwatch.model import stacks as lb
+from gpuwatch.model.verdict import (
+    CHECKPOINT,
+    CHEAPER_TRANSFORM,
+    DECODE,
+    H2D,
+    IO,
+    MORE_WORKERS,
+    PERSISTENT_WORKERS,
+    PINNED_MEMORY,
+    RESPAWN,
+    VALIDATION,
+    FixGain,
+)
+
+WORKING = (lb.W_BUSY, lb.W_IO)
+"""Worker samples building a batch (computing, or reading its files): the time a batch costs a worker."""
+
+
+def worker_target(usable: float | None, mains: int = 1) -> int | None:
+    """The num_workers to suggest: one per usable core left after the training processes (PyTorch
+    warns above the CPUs the process may use). The remedies and the report's workers check suggest
+    the same."""
+    return None if not usable else max(1, int(usable) - mains)
+
+
+def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
+    """The fixes the remedies propose for ``stage``, each with its own estimate."""
+    if r is None or not r.fires:
+        return ()
+    out: list[FixGain | None] = []
+    if stage in (IO, DECODE) and r.sub != "checkpoint":
+        out.append(persistent_workers(s))
+    if stage == DECODE and r.sub == "workers":
+        out += [more_workers(r, s), cheaper_transform(s)]
+    if stage == H2D and r.sub == "pageable":
+        out.append(pinned_memory(stage, r, s))
+    return tuple(g for g in out if g is not None)
+
+
+def split(s: Signals) -> tuple[float, float, float] | None:
+    """(untouched, wait, step): the shares of the job's time in phases no input fix touches
+    (validation passes, checkpoint saves), waiting for data outside them, and training outside them.
+
+    Read over the minute where such a phase was seen (their shares are the minute's), else the
+    window's data wait and no untouched phase. None without a measured wait."""
+    ticks = [t for t in s.epoch_ticks[1:] if t.stacks and t.n_main]
+    ckpt = find(s.phases, CHECKPOINT)
+    if (find(s.phases, VALIDATION) is not None or ckpt is not None) and ticks:
+        span = sum(t.dt for t in ticks)
+        val = sum(t.dt for t in ticks if in_validation(t)) / span
+        wait = sum(t.dt * (t.wait or 0.0) for t in ticks if not in_validation(t)) / span
+        untouched = min(1.0, val + ((ckpt.share or 0.0) if ckpt is not None else 0.0))
+    else:
+        if s.input_wait is None:
+            return None
+        untouched, wait = 0.0, s.input_wait
+    wait = min(wait, 1.0 - untouched)
+    return untouched, wait, max(0.0, 1.0 - untouched - wait)
+
+
+def faster_input(parts: tuple[float, float, float], k: float) -> float:
+    """The job's speed-up when the input side builds batches k times faster (see the module's note)."""
+    untouched, wait, step = parts
+    after = untouched + max(step, (step + wait) / k)
+    return min(MAX_SPEEDUP, 1.0 / max(after, 1.0 / MAX_SPEEDUP))
+
+
+def restart_share(ticks: Sequence[Tick]) -> tuple[float, int] | None:
+    """Share of the main thread's sampled time inside the DataLoader's worker start-up or shutdown,
+    and the samples it was read from."""
+    sampled = [t for t in ticks[1:] if t.stacks and t.n_main]
+    span = sum(t.dt for t in sampled)
+    if span <= 0:
+        return None
+    return sum(t.dt * t.starting / t.n_main for t in sampled) / span, sum(t.n_main for t in sampled)
+
+
+def persistent_workers(s: Signals) -> FixGain | None:
+    p = find(s.phases, RESPAWN)
+    if not periodic(p):
+        return None  # no re-created workers seen: the remedies do not propose it
+    got = restart_share(s.epoch_ticks)
+    if got is None or got[1] < MIN_STACK_SAMPLES:
+        return FixGain(PERSISTENT_WORKERS, None, "too few stack samples of the main thread over the last minute "
+                       "to tell how long it spends starting and stopping workers")
+    share, n = got
+    x = 1.0 / max(1.0 - share, 1.0 / MAX_SPEEDUP)
+    return FixGain(PERSISTENT_WORKERS, round(x, 2),
+                   f"the main thread spent {fmt(share)} of the last minute starting and stopping DataLoader "
+                   f"workers ({count(n, 'sample')}); kept workers still build each epoch's first batches "
+                   "when it starts")
+
+
+def more_workers(r: StageResult, s: Signals) -> FixGain | None:
+    f = r.facts
+    n = round(f.get("workers") or 0.0)  # type: ignore[arg-type]
+    target = worker_target(f.get("usable"))  # type: ignore[arg-type]
+    if not n or not target or target <= n or f.get("cpu_short"):
+        return None  # the remedies do not propose more workers: they already fill the cores
+    each = s.job.worker_cpu
+    parts = split(s)
+    if each is None or each <= 0 or parts is None:
+        return FixGain(MORE_WORKERS, None, "the workers' CPU or the data wait was not measured")
+    # Cores a new worker can have: the usable ones the job and the host's other processes leave.
+    used = (s.job.job_cpu or 0.0) + (s.host.others_cpu or 0.0)
+    free = max(0.0, float(f.get("usable") or 0) - used)  # type: ignore[arg-type]
+    added = min(target - n, free / each)
+    k = (n + added) / n
+    x = faster_input(parts, k)
+    kept = f"; validation passes and saves ({fmt(parts[0])} of the time) kept as they are" if parts[0] else ""
+    return FixGain(MORE_WORKERS, round(x, 2),
+                   f"{n + added:.0f} workers would build {k:.1f}x the batches of {n}, at the {fmt(each, 'cores')} a "
+                   f"worker uses now with {fmt(free, 'cores')} free; the data wait of {fmt(parts[1])} shrinks until the "
+                   f"training step ({fmt(parts[2])} of the time) is the limit{kept}")
+
+
+def cheaper_transform(s: Signals) -> FixGain:
+    ticks = [t for t in s.epoch_ticks if t.stacks]
+    working = sum(t.worker_labels[x] for t in ticks for x in WORKING)
+    decoding = sum(min(t.worker_decoding, sum(t.worker_labels[x] for x in WORKING)) for t in ticks)
+    parts = split(s)
+    if working < MIN_STACK_SAMPLES or parts is None:
+        return FixGain(CHEAPER_TRANSFORM, None, f"{count(working, 'worker sample')} at work over the last minute: "
+                       "too few to tell how much of a batch is decoding")
+    d = decoding / working
+    if not decoding:
+        return FixGain(CHEAPER_TRANSFORM, 1.0, f"no worker sample was in an image decoder (0 of {working}): "
+                       "a faster decoder takes nothing off a batch")
+    k = 1.0 / max(1.0 - d, 1.0 / MAX_SPEEDUP)
+    x = faster_input(parts, k)
+    return FixGain(CHEAPER_TRANSFORM, round(x, 2),
+                   f"decoding is {decoding} of {working} worker samples ({fmt(d)}); with it free each batch "
+                   f"is built {k:.1f}x faster, the most a cheaper decode gives")
+
+
+def pinned_memory(stage: str, r: StageResult, s: Signals) -> FixGain:
+    x = speedup(stage, r, s)
+    share = pageable_share(dict(r.facts))
+    if x is None:
+        return FixGain(PINNED_MEMORY, None, "the copies' share of the job's time was not measured")
+    return FixGain(PINNED_MEMORY, x, f"pageable copies take {fmt(share)} of the job's time and pinned ones ran "
+                   f"{PAGEABLE_GAIN:.1f}x faster on an H200")
+
+
+def words(g: FixGain) -> str:
+    """The estimate as the remedy's last clause."""
+    if g.factor is None:
+        return f"; gain not estimated: {g.basis}"
+    x = f"{g.factor:.1f}" if g.factor >= 2 else f"{g.factor:.2f}"
+    return f"; expected: about {x}x faster, because {g.basis}"

@@ -1,0 +1,139 @@
+"""Each proposed fix's own expected gain (gpuwatch/diagnosis/fix_gains.py), on constructed inputs.
+
+The reasoning each test pins: a fix gains only what it removes. More workers shrink the data wait
+until the training step is the limit, and no further than the free cores allow; persistent workers
+remove the main thread's time starting and stopping workers, not the first-batch wait; a cheaper
+decode shortens a batch by the decoder's share of the workers' time; validation passes are kept as
+they are; thin evidence gives words, not a number.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+from gpuwatch.diagnosis import fix_gains as fg
+from gpuwatch.diagnosis.gpu_signals import GpuSignals
+from gpuwatch.diagnosis.host_signals import DiskSignals, HostSignals, JobSignals
+from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.stack_signals import StackSignals
+from gpuwatch.diagnosis.stages import StageResult
+from gpuwatch.diagnosis.timeline import DECODER_WORDS, Tick
+from gpuwatch.model import stacks as lb
+from gpuwatch.model import verdict as v
+from tests.test_diagnosis_frames import last
+from tests.test_diagnosis_stages import DECODE
+
+
+def _signals(wait: float = 0.8, workers: int = 2, worker_cpu: float = 1.0, usable: int = 16,
+             others: float = 0.0, phases: tuple[v.Phase, ...] = (), ticks: tuple[Tick, ...] = ()) -> Signals:
+    n = 100
+    main = Counter({lb.DATA_WAIT: round(wait * n), lb.DISPATCH: n - round(wait * n)})
+    return Signals(
+        t=100.0, frames=10, span_s=8.0, alive=True, exit_reason=None,
+        gpu=GpuSignals(has_gpus=True, present=True, reason=None),
+        job=JobSignals(seen=True, workers=float(workers), worker_cpu=worker_cpu,
+                       job_cpu=0.3 + workers * worker_cpu, usable_cpus=usable),
+        host=HostSignals(seen=True, others_cpu=others),
+        disk=DiskSignals(seen=True),
+        stacks=StackSignals(available=True, main=main),
+        phases=phases, epoch_ticks=ticks,
+    )
+
+
+def _decode(s: Signals, sub: str = "workers") -> StageResult:
+    return StageResult(v.DECODE, True, True, 0.8, s.input_wait or 0.0, (), sub,
+                       {"workers": s.job.workers, "usable": s.job.usable_cpus, "cpu_short": False})
+
+
+def _tick(i: int, main: dict, starting: int = 0, validation: int = 0, workers: dict | None = None,
+          decoding: int = 0) -> Tick:
+    return Tick(t=float(i), dt=1.0, main=Counter(main), starting=starting, validation=validation,
+                worker_labels=Counter(workers or {}), worker_decoding=decoding, stacks=True)
+
+
+def _gain(gains: tuple[v.FixGain, ...], fix: str) -> v.FixGain:
+    return next(g for g in gains if g.fix == fix)
+
+
+def test_more_workers_gain_stops_where_the_training_step_is_the_limit():
+    # 80 % waiting, 20 % training: 15 workers give 7.5x the batches, but a step still takes its 20 %,
+    # so the job gains 1 / 0.2 = 5x, not 7.5x.
+    s = _signals(wait=0.8)
+    g = fg.more_workers(_decode(s), s)
+    assert g is not None and g.factor == pytest.approx(5.0)
+    assert "15 workers" in g.basis and "7.5x the batches of 2" in g.basis
+
+
+def test_more_workers_gain_is_capped_by_the_free_cores():
+    # Other processes take all but 2 free cores: only 2 more workers can run, doubling the input:
+    # the loop goes from 1.0 to max(0.2, 1.0 / 2) = 0.5 of its time.
+    s = _signals(wait=0.8, others=16 - 2.3 - 2.0)
+    g = fg.more_workers(_decode(s), s)
+    assert g.factor == pytest.approx(2.0)
+
+
+def test_more_workers_are_not_proposed_where_the_workers_fill_the_cores():
+    s = _signals(workers=15)
+    assert fg.more_workers(_decode(s), s) is None
+
+
+def test_validation_passes_are_kept_as_they_are():
+    # Over the minute: 2 of 10 ticks in a validation pass, the other 8 half waiting, half training.
+    ticks = (_tick(0, {lb.DISPATCH: 2}),) + tuple(
+        _tick(i, {lb.DATA_WAIT: 2}, validation=2) if i <= 2 else _tick(i, {lb.DATA_WAIT: 1, lb.DISPATCH: 1})
+        for i in range(1, 11))
+    phases = (v.Phase(v.VALIDATION, 1, 0.2, None, 2.0, 10.0),)
+    s = _signals(phases=phases, ticks=ticks)
+    assert fg.split(s) == pytest.approx((0.2, 0.4, 0.4))
+    # Unlimited input leaves validation (0.2) and the step (0.4): 1 / 0.6.
+    assert fg.faster_input(fg.split(s), 1e9) == pytest.approx(1 / 0.6)
+    g = fg.more_workers(_decode(s), s)
+    assert g.factor == pytest.approx(1 / 0.6, abs=0.01) and "validation passes" in g.basis
+
+
+def test_persistent_workers_gain_is_the_time_spent_starting_and_stopping_workers():
+    # 2 of 10 sampled ticks inside the DataLoader's worker start-up: 20 % of the time comes back,
+    # 1 / 0.8 = 1.25x; the waits for first batches (the other ticks' waits) are not counted.
+    ticks = (_tick(0, {lb.DISPATCH: 2}),) + tuple(
+        _tick(i, {lb.DATA_WAIT: 2}, starting=2) if i in (1, 6) else _tick(i, {lb.DATA_WAIT: 1, lb.DISPATCH: 1})
+        for i in range(1, 11))
+    respawn = v.Phase(v.RESPAWN, 2, None, 5.0, None, 10.0)
+    s = _signals(phases=(respawn,), ticks=ticks)
+    g = fg.persistent_workers(s)
+    assert g.factor == pytest.approx(1.25) and "20 %" in g.basis
+    assert fg.persistent_workers(replace(s, phases=())) is None  # no re-created workers seen: not proposed
+    thin = fg.persistent_workers(replace(s, epoch_ticks=ticks[:3]))
+    assert thin.factor is None and "too few" in thin.basis
+
+
+def test_cheaper_transform_gain_follows_the_decoders_share_of_the_workers():
+    # 4 of 10 working worker samples in a decoder: a free decode builds a batch in 60 % of the time
+    # (1.67x the input); the job at 80 % wait goes to max(0.2, 0.6): 1.67x.
+    ticks = tuple(_tick(i, {lb.DATA_WAIT: 2}, workers={lb.W_BUSY: 1}, decoding=int(i < 4)) for i in range(10))
+    g = fg.cheaper_transform(_signals(ticks=ticks))
+    assert g.factor == pytest.approx(1 / 0.6, abs=0.01) and "4 of 10" in g.basis
+    none = fg.cheaper_transform(_signals(ticks=tuple(replace(t, worker_decoding=0) for t in ticks)))
+    assert none.factor == 1.0 and "no worker sample was in an image decoder" in none.basis
+    thin = fg.cheaper_transform(_signals(ticks=ticks[:3]))
+    assert thin.factor is None and "too few" in thin.basis
+
+
+def test_decoder_frames_are_the_decoders_only():
+    assert DECODER_WORDS.search("ImageFile.load (PIL/ImageFile.py:412)")
+    assert DECODER_WORDS.search("decode_jpeg (torchvision/io/image.py:200)")
+    assert not DECODER_WORDS.search("Image.resize (PIL/Image.py:2438)")
+    assert not DECODER_WORDS.search("normalize (torchvision/transforms/_functional_tensor.py:928)")
+
+
+def test_the_estimate_goes_beside_its_remedy_in_plain_words():
+    verdict = last(replace(DECODE, workers=2, usable=16, cpu_count=16))
+    more = next(r for r in verdict.remedies if r.startswith("Raise num_workers from 2 toward 15"))
+    g = _gain(verdict.gains, v.MORE_WORKERS)
+    assert g.factor is not None and 1.0 < g.factor <= 1 / (1 - 0.8) + 0.01  # never past the data wait's ceiling
+    assert f"expected: about {g.factor:.1f}x faster" in more
+    assert verdict.speedup is not None and g.factor <= verdict.speedup
+    assert "_" not in more.split("expected:")[1]  # no internal key in the words
+    assert fg.words(v.FixGain(v.MORE_WORKERS, None, "why")) == "; gain not estimated: why"
