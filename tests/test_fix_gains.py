@@ -73,6 +73,7 @@ def test_more_workers_gain_is_capped_by_the_free_cores():
     s = _signals(wait=0.8, others=16 - 2.3 - 2.0)
     g = fg.more_workers(_decode(s), s)
     assert g.factor == pytest.approx(2.0)
+    assert g.basis.startswith("4 workers would build 2.0x the batches of 2, as many as the 2.00 cores left idle hold")
 
 
 def test_more_workers_are_not_proposed_where_the_workers_fill_the_cores():
@@ -137,3 +138,13 @@ def test_the_estimate_goes_beside_its_remedy_in_plain_words():
     assert verdict.speedup is not None and g.factor <= verdict.speedup
     assert "_" not in more.split("expected:")[1]  # no internal key in the words
     assert fg.words(v.FixGain(v.MORE_WORKERS, None, "why")) == "; gain not estimated: why"
+
+
+def test_the_tui_names_the_best_fixs_own_gain_beside_the_ceiling():
+    from gpuwatch.tui.panels.pipeline import verdict_text
+
+    verdict = last(replace(DECODE, workers=2, usable=16, cpu_count=16))
+    g = _gain(verdict.gains, v.MORE_WORKERS)
+    text = verdict_text(verdict)
+    assert f"up to {verdict.speedup:.1f}× faster while it holds" in text
+    assert f"more workers: about {g.factor:.1f}×" in text

@@ -151,11 +151,12 @@ def more_workers(r: StageResult, s: Signals) -> FixGain | None:
     added = min(target - n, free / each)
     k = (n + added) / n
     x = faster_input(parts, k)
+    cores = (f", as many as the {fmt(free, 'cores')} left idle hold at the {fmt(each, 'cores')} a worker uses now"
+             if added < target - n else "")
     kept = f"; validation passes and saves ({fmt(parts[0])} of the time) kept as they are" if parts[0] else ""
     return FixGain(MORE_WORKERS, round(x, 2),
-                   f"{n + added:.0f} workers would build {k:.1f}x the batches of {n}, at the {fmt(each, 'cores')} a "
-                   f"worker uses now with {fmt(free, 'cores')} free; the data wait of {fmt(parts[1])} shrinks until the "
-                   f"training step ({fmt(parts[2])} of the time) is the limit{kept}")
+                   f"{n + added:.0f} workers would build {k:.1f}x the batches of {n}{cores}; the data wait of "
+                   f"{fmt(parts[1])} shrinks until the training step ({fmt(parts[2])} of the time) is the limit{kept}")
 
 
 def cheaper_transform(s: Signals) -> FixGain:

@@ -50,7 +50,9 @@ tick, so three ticks without a new one mean the sampler has stopped."""
 MIN_STACK_SAMPLES = 6
 """Main-thread samples needed before a share is trusted; the stack window widens (up to WINDOW_S)
 until it has them. At n = 6 a share's standard error is at most 0.2: coarse, yet it tells a thread
-that waits 80 % from one that never waits."""
+that waits 80 % from one that never waits. The per-fix estimates (fix_gains.py) need as many samples
+over the minute: of the main thread for the share it spends starting and stopping workers, of the
+workers at work for their decoder share; with fewer the remedy says the gain is not estimated."""
 
 # -- input-bound (TensorFlow profiler's input-pipeline analyzer) -------------------------------
 WAIT_MODERATE = 0.05
@@ -241,7 +243,8 @@ about the tick-to-tick spread of NVML's utilization on a steady job."""
 HYSTERESIS_REL = 0.25
 """A quarter of a small threshold (2 % idle, 5 % of the link) or of a rate (replays/s, B/s)."""
 MAX_SPEEDUP = 20.0
-"""Speed-ups are capped: a share near 100 % would promise infinity from a noisy estimate."""
+"""Speed-ups are capped: a share near 100 % would promise infinity from a noisy estimate. The per-fix
+estimates (fix_gains.py) are capped the same way."""
 MIN_GAIN = 1.05
 """A speed-up under 5 % is within the noise of the shares: reported as no gain."""
 MAX_CONFIDENCE = 0.95

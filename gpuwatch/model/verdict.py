@@ -104,6 +104,9 @@ CHEAPER_TRANSFORM = "cheaper_transform"
 PINNED_MEMORY = "pinned_memory"
 FIXES = (MORE_WORKERS, PERSISTENT_WORKERS, CHEAPER_TRANSFORM, PINNED_MEMORY)
 """The fixes whose own gain the verdict estimates (diagnosis/fix_gains.py)."""
+FIX_WORDS = {MORE_WORKERS: "more workers", PERSISTENT_WORKERS: "persistent workers",
+             CHEAPER_TRANSFORM: "a cheaper decode", PINNED_MEMORY: "pinned memory"}
+"""Each fix in words, as the TUI names the best one."""
 
 
 @dataclass(frozen=True, slots=True)

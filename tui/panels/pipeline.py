@@ -9,7 +9,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES, Verdict
+from gpuwatch.model.verdict import FIX_WORDS, PIPELINE, STAGE_TITLES, Verdict
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WAITING, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.lazy_static import LazyStatic
 from gpuwatch.tui.panels.verdict_line import VerdictLine
@@ -49,6 +49,9 @@ def verdict_text(v: Verdict) -> str:
         head.append(f"{v.confidence_word} confidence {v.confidence:.2f}")
     if v.speedup is not None and v.speedup > 1.0:
         head.append(f"fixing it: up to {v.speedup:.1f}× faster while it holds")
+    best = max((g for g in v.gains if g.factor is not None), key=lambda g: g.factor or 0.0, default=None)
+    if best is not None:  # the ceiling above is the stage made free; this is what a proposed fix gives
+        head.append(f"{FIX_WORDS[best.fix]}: about {best.factor:.1f}×")
     lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
     text = f"{lead}: {escape(v.sentence)}"
     if v.secondary:
