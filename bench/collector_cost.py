@@ -8,7 +8,14 @@ driver answers counts too) exactly. NVML calls are timed one by one the same way
 session's single entry point. py-spy's own CPU (the stack collector's subprocesses) is not in the
 thread's time: bench/self.py counts it with the children.
 
+On a machine without a GPU (``--device cpu``) the GPU and PCIe collectors read the fake NVML that
+replays the real H200 capture (tests/fake_nvml.py, one capture tick per tick, from the bf16 matmul
+on), with the job's process on the GPU. The fake's CPU per call says nothing about the driver's,
+so the NVML table then gives the calls per tick and, beside them, what those calls cost on the
+H200: each call's median CPU in the H200 run named by H200_REFERENCE, times the calls per tick.
+
     python -m bench.collector_cost --device cuda --ticks 30 --out DIR
+    python -m bench.collector_cost --device cpu --ticks 30 --out DIR     # fake NVML, H200 estimate
 """
 
 from __future__ import annotations
@@ -25,6 +32,15 @@ if __package__ in (None, ""):  # run as a file: make `bench` importable
 
 from bench import observe
 
+H200_REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "2026-12-03-h200", "run14",
+                              "collector_cost", "collector_cost.json")
+"""The H200 run whose per-call NVML CPU prices the fake's call counts (run 14, 8c3688e's collectors'
+calls, 30 ticks; h200-signatures.md has the same order of costs)."""
+TWO_CALL = ("nvmlDeviceGetSamples", "nvmlDeviceGetProcessUtilization")
+"""The NVML reads nvidia-ml-py makes in two driver calls each."""
+FAKE_START = "matmul_bf16"
+"""The capture's workload the fake NVML starts from (a busy GPU, as the steady job's)."""
+
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -32,7 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ticks", type=int, default=30)
     p.add_argument("--interval", type=float, default=1.0)
     p.add_argument("--out", required=True)
+    p.add_argument("--nvml", choices=("real", "fake"), default=None,
+                   help="NVML to read: the driver's, or the fake replaying the H200 capture (default: real on cuda, "
+                        "fake on cpu)")
     ns = p.parse_args(argv)
+    fake_nvml = (ns.nvml or ("real" if ns.device == "cuda" else "fake")) == "fake"
 
     from gpuwatch.assemble import WatchOptions, build_collectors  # noqa: PLC0415 - after sys.path
     from gpuwatch.collectors.target import Target  # noqa: PLC0415
@@ -42,12 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     calls: dict[str, list[float]] = defaultdict(list)
     try:
         observe.wait_warm(reader, job, observe.warmup_s(ns))
-        collectors = build_collectors(Target(job.pid), WatchOptions(interval=ns.interval))
+        target = Target(job.pid)
+        collectors = build_collectors(target, WatchOptions(interval=ns.interval))
+        fake = _use_fake_nvml(collectors, target, job.pid, ns.interval) if fake_nvml else None
         _time_nvml_calls(collectors, calls)
         for c in collectors:
             c.probe()
         for tick in range(ns.ticks + 1):
             start = time.monotonic()
+            if fake is not None and fake.tick + 1 < len(fake.ticks):
+                fake.advance()  # one capture tick per tick (the capture's last tick is held)
             for c in collectors:  # the stack collector spreads its dumps over the tick (sleeps: no CPU)
                 t0 = time.thread_time()
                 c.sample()
@@ -66,34 +90,88 @@ def main(argv: list[str] | None = None) -> int:
                          for f, n, med, mean, mx in sorted(rows, key=lambda r: -r[3])]),
           f"\nAll collectors: {total:.2f} ms of CPU per tick, {total / 10 / ns.interval:.2f} % of a core "
           "(py-spy's processes not included).\n"]
-    if calls:
+    estimate = None
+    if calls and fake_nvml:
+        gpu = next(c for c in collectors if c.field == "gpus")
+        estimate = _h200_estimate(calls, ns.ticks + 1, one_call=gpu._buffers().direct)
+        md.append(f"NVML: the fake replaying the H200 capture. Calls per tick (all {ns.ticks + 1} ticks, the first "
+                  f"included) priced at each call's median CPU in {os.path.relpath(H200_REFERENCE)}:\n")
+        md.append(observe.table(("NVML call", "calls per tick", "H200 median ms CPU a call", "≈ H200 ms CPU per tick"),
+                                [(fn, f"{n:.2f}", "?" if ms is None else f"{ms:.3f}", "?" if ms is None else f"{n * ms:.2f}")
+                                 for fn, n, ms in estimate["rows"]]))
+        md.append(f"\n≈ H200 NVML calls per tick: {estimate['ms_per_tick']:.2f} ms of CPU, "
+                  f"{estimate['ms_per_tick'] / 10 / ns.interval:.2f} % of a core (nvmlGpmMetricsGet and the Python "
+                  "around the calls not included; a one-call read priced at half the reference's two-call read, "
+                  "an assumption).\n")
+    elif calls:
         per_tick = {fn: sum(v) / (ns.ticks + 1) for fn, v in calls.items()}
         md.append(observe.table(("NVML call", "calls per tick", "median ms CPU", "ms CPU per tick"),
                                 [(fn, f"{len(calls[fn]) / (ns.ticks + 1):.1f}", f"{statistics.median(calls[fn]):.3f}",
                                   f"{ms:.2f}") for fn, ms in sorted(per_tick.items(), key=lambda kv: -kv[1])]))
     result = {"schema": 1, "bench": "collector_cost", "device": ns.device, "ticks": ns.ticks, "interval_s": ns.interval,
               "workers": ns.workers, "machine": observe.machine(),
-              "collectors_ms": {f: v for f, v in per.items()}, "nvml_calls_ms": {f: v for f, v in calls.items()}}
+              "collectors_ms": {f: v for f, v in per.items()}, "nvml_calls_ms": {f: v for f, v in calls.items()},
+              "nvml": "fake (H200 capture)" if fake_nvml else "real", "h200_estimate": estimate}
     observe.write_results(ns.out, "collector_cost", result,
                           f"CPU per collector sample ({ns.device}, job with {ns.workers} workers)", "\n".join(md))
     return 0
 
 
+def _use_fake_nvml(collectors, target, job_pid: int, interval: float):
+    """Swap the GPU and PCIe collectors for ones reading the fake NVML (the H200 capture), the job's
+    process on the GPU. Returns the fake, which the tick loop moves on."""
+    from gpuwatch.collectors.gpu import GpuCollector  # noqa: PLC0415 - after sys.path
+    from gpuwatch.collectors.nvml_session import NvmlSession  # noqa: PLC0415
+    from gpuwatch.collectors.pcie import PcieCollector  # noqa: PLC0415
+    from tests.fake_nvml import CAPTURE, FakeNvml  # noqa: PLC0415
+
+    fake = FakeNvml(CAPTURE, gpu_pids=[job_pid])
+    fake.goto(FAKE_START)
+    session = NvmlSession(nvml=fake, pid_map=lambda p: p)
+    for k, c in enumerate(collectors):
+        if c.field == "gpus":
+            collectors[k] = GpuCollector(target, session, interval=interval)
+        elif c.field == "pcie":
+            collectors[k] = PcieCollector(target, session, interval=interval)
+    return fake
+
+
+def _h200_estimate(calls: dict[str, list[float]], ticks: int, one_call: bool) -> dict:
+    """Calls per tick times each call's median CPU in the H200 reference run. The reference read the
+    TWO_CALL functions through nvidia-ml-py (a size query, then the read); read in one driver call
+    (collectors/nvml_buffers.py, ``one_call``) each is priced at half that: an assumption until the
+    H200 measures it (``--device cuda`` times the one-call read itself)."""
+    import json  # noqa: PLC0415
+
+    with open(H200_REFERENCE, encoding="utf-8") as f:
+        ref = {fn: statistics.median(v) for fn, v in json.load(f)["nvml_calls_ms"].items() if v}
+    rows = []
+    for fn, v in calls.items():
+        ms = ref.get(fn)
+        if ms is not None and one_call and fn in TWO_CALL:
+            fn, ms = f"{fn} (one driver call)", ms / 2
+        rows.append((fn, len(v) / ticks, ms))
+    rows.sort(key=lambda r: -(r[1] * (r[2] or 0)))
+    return {"reference": os.path.relpath(H200_REFERENCE), "rows": rows,
+            "ms_per_tick": sum(n * ms for _, n, ms in rows if ms is not None)}
+
+
 def _time_nvml_calls(collectors, calls: dict[str, list[float]]) -> None:
-    """Wrap the NVML session's ``call`` so that every NVML function's CPU time is recorded."""
+    """Wrap the NVML session's ``invoke`` (every NVML call goes through it) so that every NVML
+    function's CPU time is recorded."""
     session = next((c.session for c in collectors if hasattr(c, "session")), None)
     if session is None:
         return
-    inner = session.call
+    inner = session.invoke
 
-    def timed(index, fn, *args):
+    def timed(index, name, func, *args):
         t0 = time.thread_time()
         try:
-            return inner(index, fn, *args)
+            return inner(index, name, func, *args)
         finally:
-            calls[fn].append((time.thread_time() - t0) * 1e3)
+            calls[name].append((time.thread_time() - t0) * 1e3)
 
-    session.call = timed
+    session.invoke = timed
 
 
 if __name__ == "__main__":

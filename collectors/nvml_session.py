@@ -246,10 +246,15 @@ class NvmlSession:
 
     def call(self, index: int, fn: str, *args: Any) -> Any:
         """``nvml.<fn>(handle(index), *args)``, turning NVMLError_GpuIsLost into GpuLost."""
+        return self.invoke(index, fn, getattr(self._nvml, fn), *args)
+
+    def invoke(self, index: int, name: str, func: Callable[..., Any], *args: Any) -> Any:
+        """``func(handle(index), *args)`` under the NVML lock, turning NVMLError_GpuIsLost into
+        GpuLost: every NVML call goes through here (``name`` says which, for bench/collector_cost.py)."""
         h = self.handle(index)
         try:
             with self.lock:
-                return getattr(self._nvml, fn)(h, *args)
+                return func(h, *args)
         except self._nvml.NVMLError_GpuIsLost:
             raise GpuLost(self.mark_lost(index)) from None
 

@@ -55,6 +55,7 @@ SCENARIOS = {
 
 _EXPORTED = (
     "NVMLError", "NVMLLibraryMismatchError", "NVML_SUCCESS", "NVML_ERROR_GPU_IS_LOST", "nvmlMemory_v2",
+    "NVML_ERROR_INSUFFICIENT_SIZE", "NVML_ERROR_NOT_FOUND", "c_nvmlSample_t", "c_nvmlProcessUtilizationSample_t",
     "NVML_GPU_UTILIZATION_SAMPLES", "NVML_MEMORY_UTILIZATION_SAMPLES", "NVML_CLOCK_SM",
     "NVML_CLOCK_MEM", "NVML_TEMPERATURE_GPU", "NVML_GPM_METRICS_GET_VERSION", "c_nvmlGpmMetricsGet_t",
 )
@@ -80,7 +81,7 @@ class FakeNvml:
     """Module-like replay of a capture. See the module docstring."""
 
     def __init__(self, capture: str | Path | dict = CAPTURE, *, gpus: int = 1, workload_pid: int | None = None,
-                 scenario: str | None = None, gpu_pids: list[int] | None = None) -> None:
+                 scenario: str | None = None, gpu_pids: list[int] | None = None, c_api: bool = True) -> None:
         self.doc = capture if isinstance(capture, dict) else load_capture(capture)
         self.ticks = self.doc["ticks"]
         self.static = self.doc.get("static", {})
@@ -104,6 +105,9 @@ class FakeNvml:
         self._gpm_next = 0x1000
         for name in _EXPORTED:
             setattr(self, name, getattr(pynvml, name))
+        if c_api:  # an instance attribute, so that c_api=False leaves the binding without it
+            self._nvmlGetFunctionPointer = self._function_pointer
+        self._c_functions: dict[str, Any] = {}
         for name in dir(pynvml):
             if name.startswith("NVMLError_"):
                 setattr(self, name, getattr(pynvml, name))
@@ -358,6 +362,36 @@ class FakeNvml:
             out.append(pynvml.c_nvmlProcessUtilizationSample_t(self._pid(pid, g), ts, sm, mem, enc, dec))
         return out
 
+    # -- the C entry points of the buffered reads (collectors/nvml_buffers.py calls them) ---------
+    def _function_pointer(self, name: str) -> Any:
+        """Like pynvml's ``_nvmlGetFunctionPointer``: a C-callable with nvml.h's contract for the
+        two buffered reads (count in, count out; no buffer: the size; too small a buffer:
+        INSUFFICIENT_SIZE with the size needed), answering from the same driver buffers as the
+        Python-level functions above. Each call counts once in ``calls``."""
+        if name not in self._c_functions:
+            if name == "nvmlDeviceGetSamples":
+                self._c_functions[name] = _SAMPLES_FN(self._c_samples)
+            elif name == "nvmlDeviceGetProcessUtilization":
+                self._c_functions[name] = _PROC_UTIL_FN(self._c_proc_util)
+            else:
+                raise pynvml.NVMLError_FunctionNotFound()
+        return self._c_functions[name]
+
+    def _c_samples(self, h: _Handle, kind: int, last_seen: int, vtype_p: Any, count_p: Any, buf: int | None) -> int:
+        try:
+            vtype, out = self.nvmlDeviceGetSamples(h, kind, last_seen)
+        except pynvml.NVMLError as e:
+            return int(e.value)
+        vtype_p[0] = vtype
+        return _fill(out, count_p, buf, pynvml.c_nvmlSample_t)
+
+    def _c_proc_util(self, h: _Handle, buf: int | None, count_p: Any, last_seen: int) -> int:
+        try:
+            out = self.nvmlDeviceGetProcessUtilization(h, last_seen)
+        except pynvml.NVMLError as e:
+            return int(e.value)
+        return _fill(out, count_p, buf, pynvml.c_nvmlProcessUtilizationSample_t)
+
     # -- GPM -------------------------------------------------------------------------------------
     def nvmlGpmQueryDeviceSupport(self, h: _Handle) -> Any:
         g = self._enter("nvmlGpmQueryDeviceSupport", h)
@@ -400,6 +434,31 @@ class FakeNvml:
             mg.metrics[k].nvmlReturn = m[1] if m else pynvml.NVML_ERROR_NO_DATA
             mg.metrics[k].value = m[2] if m and m[2] is not None else 0.0
         return mg
+
+
+_SAMPLES_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_uint, ctypes.c_ulonglong,
+                               ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint), ctypes.c_void_p)
+"""nvmlDeviceGetSamples(device, type, lastSeenTimeStamp, *sampleValType, *sampleCount, *samples); the
+device is the fake's handle object."""
+_PROC_UTIL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint),
+                                 ctypes.c_ulonglong)
+"""nvmlDeviceGetProcessUtilization(device, *utilization, *processSamplesCount, lastSeenTimeStamp)."""
+
+
+def _fill(out: list, count_p: Any, buf: int | None, struct: Any) -> int:
+    """nvml.h's buffer contract: the size when there is no buffer, INSUFFICIENT_SIZE (and the size)
+    when the caller's ``*count`` entries cannot hold them, else the entries and their number."""
+    if not buf:
+        count_p[0] = len(out)
+        return pynvml.NVML_SUCCESS
+    if len(out) > count_p[0]:
+        count_p[0] = len(out)
+        return pynvml.NVML_ERROR_INSUFFICIENT_SIZE
+    arr = ctypes.cast(buf, ctypes.POINTER(struct))
+    for k, entry in enumerate(out):
+        arr[k] = entry
+    count_p[0] = len(out)
+    return pynvml.NVML_SUCCESS
 
 
 def _addr(ptr: Any) -> int:

@@ -397,6 +397,29 @@ def test_throttle_fractions_from_cumulative_ns_counters(fake, session, clock):
     }
 
 
+def test_throttle_counters_are_read_every_slow_ttl_and_cover_the_time_since_the_last_read(fake, session, clock):
+    # Synthetic counters, as above: 1 s of SW power cap over the 4 s after the second read.
+    t0 = 1_796_212_800_000_000
+    for fid in (74, 76, 269, 270, 271):
+        fake.set_field(fid, 0, ts_us=t0)
+    c = collector(session, clock)
+    c.sample()
+    for fid in (74, 76, 269, 270, 271):
+        fake.set_field(fid, 0, ts_us=t0 + 500_000)
+    step(fake, clock)
+    assert dict(c.sample()[0].throttle)["sw_power_cap"] == 0.0
+    reads = fake.calls["nvmlDeviceGetFieldValues"]
+    assert reads == 2  # the first window closes a tick after it opens
+    fake.set_field(74, 1_000_000_000, ts_us=t0 + 4_500_000)
+    for _ in range(int(SLOW_TTL_S / 0.5) - 1):  # within SLOW_TTL_S: the last shares stand, no read
+        step(fake, clock)
+        assert dict(c.sample()[0].throttle)["sw_power_cap"] == 0.0
+    assert fake.calls["nvmlDeviceGetFieldValues"] == reads
+    step(fake, clock)
+    assert dict(c.sample()[0].throttle)["sw_power_cap"] == pytest.approx(0.25)  # 1 s of the 4 s since the last read
+    assert fake.calls["nvmlDeviceGetFieldValues"] == reads + 1
+
+
 def test_per_process_utilization_of_the_real_capture(fake, session, clock):
     fake.goto("matmul_bf16", 0)
     c = collector(session, clock)

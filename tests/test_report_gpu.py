@@ -15,6 +15,7 @@ from statistics import median
 
 import pytest
 
+from gpuwatch.collectors import gpu as gpu_module
 from gpuwatch.collectors.gpu import GpuCollector
 from gpuwatch.collectors.nvml_session import NvmlSession
 from gpuwatch.collectors.pcie import MIB, PcieCollector
@@ -104,7 +105,10 @@ def test_pageable_copies_from_the_real_h2d_pageable_run_warn():
     assert c.status == WARN and "RX ran at 20,675 MiB/s = 34% of the link's 63 GB/s" in c.reason
 
 
-def test_throttle_check_reads_the_real_counters():
+def test_throttle_check_reads_the_real_counters(monkeypatch):
+    # The collector reads the counters every SLOW_TTL_S (tests/test_gpu_collector.py); here every
+    # capture tick, so that each 0.5 s window of the real capture is a frame of its own.
+    monkeypatch.setattr(gpu_module, "SLOW_TTL_S", 0.5)
     frames = frames_of("matmul_bf16", 6)
     # Real: the capture holds the cumulative throttle counters. SW power cap held the clocks for
     # 462.8 of 499.8 ms in the first window (the matmuls had just reached the cap) and all of
