@@ -35,6 +35,15 @@ account in any way they could not alone, and the stack collector keeps its own t
 between the dumps it spreads over a tick)."""
 STALE_AFTER = 3.0
 """A sample older than this many of its collector's intervals (and the tick) is shown as stalled."""
+ALIGN_MARGIN = 0.1
+"""Share of the tick by which a collector's read is timed to end before the frame that carries it
+(:func:`aligned_start`): room for the event loop's and the thread hand-off's jitter (milliseconds
+to tens of them on a loaded host). A read that still ends after the tick is carried by the next
+frame, a tick late, never lost."""
+LEAD_DECAY = 0.8
+"""How fast a collector's expected read time forgets a slow read: the lead is the longest recent
+read, shrinking by this factor a tick, so one slow py-spy dump or NVML call does not leave every
+later read ending early, and a read that grows longer is followed at once."""
 
 
 class Watch:
@@ -61,6 +70,11 @@ class Watch:
         self._early: dict[str, tuple[Future, Future]] = {}
         """Collector field -> (probe, first sample) started by prestart()."""
         self.cpu_seconds = 0.0
+        self._next_tick: float | None = None
+        """When the next frame goes out (set once ticks have started): the collectors time their
+        reads to end just before it."""
+        self._lead: dict[str, float] = {}
+        """Collector field -> how long its reads take (LEAD_DECAY), queueing on its thread included."""
 
     async def frames(self, duration: float | None = None) -> AsyncIterator[Frame]:
         loop = asyncio.get_running_loop()
@@ -87,6 +101,7 @@ class Watch:
                 now = self.clock()
                 if now > next_tick:  # we fell behind (suspended laptop, overloaded host): skip ticks
                     next_tick = now + self.interval
+                self._next_tick = next_tick
                 alive = await loop.run_in_executor(self._named_executor("target"), self.target.alive)
                 frame = self._frame(now, alive)
                 yield frame
@@ -214,12 +229,31 @@ class Watch:
             if self._stopping:
                 return
             self._store(c, value)
-            self._stamp[c.field] = self.clock()
+            done = self._stamp[c.field] = self.clock()
+            lead = self._lead[c.field] = max(done - started, LEAD_DECAY * self._lead.get(c.field, 0.0))
             if c.field == "procs":
                 self._last_cmdline = self.target.cmdline()
             # Back off on repeated failures so a broken source costs little.
             pause = c.interval * (1 if failures < 3 else min(10, failures))
-            await asyncio.sleep(max(0.0, started + pause - self.clock()))
+            wake = started + pause
+            if failures < 3 and self._next_tick is not None and abs(c.interval - self.interval) < 1e-9:
+                wake = aligned_start(self.clock(), started, self._next_tick, self.interval, lead)
+            await asyncio.sleep(max(0.0, wake - self.clock()))
+
+
+def aligned_start(now: float, started: float, next_tick: float, interval: float, lead: float) -> float:
+    """When a collector that reads once a tick should start its next read: ``lead`` seconds (its
+    read time) plus ALIGN_MARGIN of a tick before a tick, so the frame carries a reading that ends
+    just before it. Collectors and ticks each kept a cadence of their own: on the H200 the frames
+    carried GPU readings 0.26-0.51 s old and stack samples 0.5-1.0 s old (the first frame's wait
+    set the phase), all of it added to the time a switch takes to show. Never sooner than half a
+    tick after the last read began (``started``): one read a tick, as before."""
+    ahead = lead + ALIGN_MARGIN * interval
+    earliest = max(now, started + interval / 2)
+    tick = next_tick
+    while tick - ahead < earliest:
+        tick += interval
+    return tick - ahead
 
 
 def _sample_if_probe_ok(c: Collector, probe: Future) -> object:

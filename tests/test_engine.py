@@ -196,3 +196,22 @@ def test_samples_between_two_frames_are_merged_not_lost(sleeper):
     # every sample up to the last frame's is in some frame (the loop may have run one more)
     assert set(seen) == set(range(1, seen[-1] + 1)) and seen[-1] >= fast_n - 2
     assert max(len(f.stacks.dumps) for f in frames) >= 3  # several samples per 0.5 s tick, merged
+
+
+def test_reads_are_timed_to_end_just_before_the_frame_that_carries_them():
+    from gpuwatch.engine import ALIGN_MARGIN, aligned_start
+
+    # Ticks at 10, 11, 12 ...; a read that takes 0.3 s started at 9.65 and ended at 9.95.
+    start = aligned_start(now=9.95, started=9.65, next_tick=10.0, interval=1.0, lead=0.3)
+    assert start == pytest.approx(11.0 - 0.3 - ALIGN_MARGIN)  # ends ALIGN_MARGIN of a tick before 11
+    # A free-running read out of phase (ended 0.45 s after a tick) moves into phase at once ...
+    start = aligned_start(now=10.45, started=10.3, next_tick=11.0, interval=1.0, lead=0.02)
+    assert start == pytest.approx(11.0 - 0.02 - ALIGN_MARGIN)
+    # ... but never two reads in half a tick: a read that ends too late for the next tick waits for
+    # the one after it.
+    start = aligned_start(now=10.9, started=10.5, next_tick=11.0, interval=1.0, lead=0.4)
+    assert start == pytest.approx(12.0 - 0.4 - ALIGN_MARGIN)
+    # A read longer than the tick starts as soon as it may, one read a tick at most.
+    start = aligned_start(now=12.5, started=11.0, next_tick=13.0, interval=1.0, lead=1.5)
+    assert start >= 12.5 and start - 11.0 >= 0.5
+
