@@ -23,7 +23,8 @@ import psutil
 
 from gpuwatch.collectors.base import FIRST_WINDOW_S, Collector, FirstWindow
 from gpuwatch.collectors.open_files import readable_files
-from gpuwatch.collectors.procfs import Mount, mount_of, parse_mountinfo, read_age
+from gpuwatch.collectors.procfd import ProcFiles
+from gpuwatch.collectors.procfs import Mount, mount_of, parse_io, parse_mountinfo, read_age
 from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.model.disk import BlockDevice, DataLocation, DiskSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
@@ -135,8 +136,8 @@ class DiskCollector(Collector):
         self._mounts_cache: tuple[float, list[Mount]] | None = None
         self._devices_of: dict[Mount, str] = {}
         """Mount -> its block device (sysfs reads), kept as long as the mount table is."""
-        self._handles: dict[tuple[int, float], psutil.Process] = {}
-        """(pid, create time) -> psutil handle: building one reads two /proc files."""
+        self.files = ProcFiles()
+        """Kept descriptors of each process's /proc/PID/io (collectors/procfd.py)."""
         self._first = FirstWindow()
 
     def probe(self) -> Unsupported | None:
@@ -203,11 +204,14 @@ class DiskCollector(Collector):
         for n in nodes:
             key = (n.pid, n.create_time)
             try:
-                rb = self._handle(n.pid, n.create_time).io_counters().read_bytes
-            except psutil.AccessDenied:
+                raw = self.files.read(f"{self.proc_root}/{n.pid}/io")
+                if raw is None:  # exited
+                    continue
+                rb = parse_io(raw)[0]
+            except PermissionError:
                 denied += 1
                 continue
-            except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            except ValueError:  # not the file the kernel writes: no reading
                 continue
             readable += 1
             seen[key] = rb
@@ -217,8 +221,7 @@ class DiskCollector(Collector):
                 age = read_age(n.pid, self.proc_root)
                 total += rb / max(age if age is not None else now_wall - n.create_time, 0.01)
         self._io, self._io_t = seen, now
-        for gone in [k for k in self._handles if k not in seen]:
-            del self._handles[gone]
+        self.files.retain({f"{self.proc_root}/{pid}/" for pid, _ in seen})
         if not readable and denied:
             return Unsupported("/proc/PID/io of the job is not readable: run gpuwatch as the job's user or as root")
         return total
@@ -265,12 +268,8 @@ class DiskCollector(Collector):
         self._scan_from = start + SCAN_PER_TICK
         return (pool + pool)[start:start + SCAN_PER_TICK]
 
-    def _handle(self, pid: int, create_time: float) -> psutil.Process:
-        key = (pid, create_time)
-        p = self._handles.get(key)
-        if p is None:
-            p = self._handles[key] = psutil.Process(pid)
-        return p
+    def close(self) -> None:
+        self.files.close()
 
     def _mounts(self) -> list[Mount]:
         """The target's view of the mounts (its namespace); ours when that is unreadable."""

@@ -11,11 +11,13 @@ import errno
 import os
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import psutil
 
 from gpuwatch.collectors.base import Collector, FirstWindow
 from gpuwatch.collectors.others import OtherProcs
+from gpuwatch.collectors.procfd import ProcFiles
 from gpuwatch.collectors.procfs import parse_cpu_max, parse_flat_keyed, parse_mountinfo, parse_pressure, \
     parse_proc_cgroup
 from gpuwatch.collectors.target import Target, TargetGone
@@ -31,12 +33,21 @@ PSI_MISSING = Unsupported("the kernel has no pressure stall information (/proc/p
 PSI_DISABLED = Unsupported("pressure stall information is disabled: boot the kernel with psi=1")
 
 
-def read_psi(proc_root: str = "/proc") -> Maybe[Psi]:
-    """avg10 of /proc/pressure/{cpu,io,memory} (Documentation/accounting/psi.rst)."""
+def read_psi(proc_root: str = "/proc", files: ProcFiles | None = None) -> Maybe[Psi]:
+    """avg10 of /proc/pressure/{cpu,io,memory} (Documentation/accounting/psi.rst). ``files``: read
+    through kept descriptors; a file they cannot read is opened afresh for the precise reason."""
     vals = {}
     for res in ("cpu", "io", "memory"):
+        path = f"{proc_root}/pressure/{res}"
         try:
-            with open(f"{proc_root}/pressure/{res}", encoding="ascii") as f:
+            raw = files.read(path) if files is not None else None
+        except OSError:
+            raw = None
+        if raw is not None:
+            vals[res] = parse_pressure(raw.decode("ascii", "replace"))
+            continue
+        try:
+            with open(path, encoding="ascii") as f:
                 vals[res] = parse_pressure(f.read())
         except FileNotFoundError:
             return PSI_MISSING
@@ -52,6 +63,51 @@ def read_psi(proc_root: str = "/proc") -> Maybe[Psi]:
         return Unsupported(f"{proc_root}/pressure/cpu has no 'some' line")
     return Psi(cpu_some=avg10("cpu", "some"), io_some=avg10("io", "some"), io_full=avg10("io", "full"),
                mem_some=avg10("memory", "some"), mem_full=avg10("memory", "full"))
+
+
+class Memory(NamedTuple):
+    """Memory and swap, as psutil's virtual_memory and swap_memory give them (bytes)."""
+
+    total: int
+    available: int
+    swap_used: int
+    swap_in: int
+    """Bytes swapped in since boot."""
+    swap_out: int
+
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def read_memory(files: ProcFiles, proc_root: str = "/proc") -> Memory | None:
+    """/proc/meminfo (through a kept descriptor) and the swap counters of /proc/vmstat, parsed for
+    the five numbers the host panel needs: psutil's virtual_memory and swap_memory parse both files
+    whole into dictionaries, twice for meminfo, each tick. None where MemAvailable or the swap
+    counters are missing (the caller asks psutil, which estimates them)."""
+    try:
+        raw = files.read(f"{proc_root}/meminfo")
+        # vmstat is written record by record (not for kept descriptors): opened each time, bytes only.
+        with open(f"{proc_root}/vmstat", "rb") as f:
+            vm = f.read()
+    except OSError:
+        return None
+    if raw is None:
+        return None
+    kb = {}
+    for line in raw.split(b"\n"):
+        key, _, rest = line.partition(b":")
+        if key in (b"MemTotal", b"MemAvailable", b"SwapTotal", b"SwapFree"):
+            kb[key] = int(rest.split()[0]) * 1024
+    pages = {}
+    for key in (b"\npswpin ", b"\npswpout "):
+        at = vm.find(key)
+        if at >= 0:
+            end = vm.find(b"\n", at + len(key))
+            pages[key] = int(vm[at + len(key):end if end >= 0 else None]) * PAGE_SIZE
+    if len(kb) < 4 or len(pages) < 2:
+        return None
+    return Memory(kb[b"MemTotal"], kb[b"MemAvailable"], kb[b"SwapTotal"] - kb[b"SwapFree"],
+                  pages[b"\npswpin "], pages[b"\npswpout "])
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +196,19 @@ def locate_cgroup(pid: int, proc_root: str = "/proc", fs_root: str = "") -> Cgro
     return CgroupReading(version, best[1] if best else folder, best[0] if best else None, 0, 0)
 
 
-def read_counters(where: CgroupReading) -> CgroupReading:
-    """``where`` with its cgroup's throttling counters read now."""
-    stat = parse_flat_keyed(_read(f"{where.path}/cpu.stat") or "")
+def read_counters(where: CgroupReading, files: ProcFiles | None = None) -> CgroupReading:
+    """``where`` with its cgroup's throttling counters read now (through ``files``' kept descriptors
+    when given: cpu.stat is written in one piece, like the /proc files)."""
+    path = f"{where.path}/cpu.stat"
+    if files is not None:
+        try:
+            raw = files.read(path)
+        except OSError:
+            raw = None
+        text = raw.decode("ascii", "replace") if raw is not None else None
+    else:
+        text = _read(path)
+    stat = parse_flat_keyed(text or "")
     return dataclasses.replace(where, nr_periods=stat.get("nr_periods", 0), nr_throttled=stat.get("nr_throttled", 0))
 
 
@@ -181,6 +247,8 @@ class HostCollector(Collector):
         self._prev_cg: CgroupReading | None = None
         self._where: tuple[float, CgroupReading | Unsupported] | None = None
         self.others = OtherProcs(proc_root)
+        self.files = ProcFiles()
+        """Kept descriptors of the pressure files, /proc/meminfo and the cgroup's cpu.stat."""
         self._first = FirstWindow()
 
     def probe(self) -> Unsupported | None:
@@ -193,11 +261,11 @@ class HostCollector(Collector):
         self._first.wait()  # the rest of a short first window, the first time
         now = time.monotonic()
         dt = max(now - self._prev_t, 1e-3)
-        cpu, swap, mem = psutil.cpu_times(), psutil.swap_memory(), psutil.virtual_memory()
+        cpu, mem = psutil.cpu_times(), self._memory()
         busy, steal, iowait = _cpu_shares(cpu, self._prev_cpu)
-        sin = max(0, swap.sin - self._prev_swap.sin) / dt
-        sout = max(0, swap.sout - self._prev_swap.sout) / dt
-        self._prev_cpu, self._prev_swap, self._prev_t = cpu, swap, now
+        sin = max(0, mem.swap_in - self._prev_swap.swap_in) / dt
+        sout = max(0, mem.swap_out - self._prev_swap.swap_out) / dt
+        self._prev_cpu, self._prev_swap, self._prev_t = cpu, mem, now
         return HostSample(
             t=now,
             cpu_count=psutil.cpu_count() or 1,
@@ -207,16 +275,26 @@ class HostCollector(Collector):
             load1=os.getloadavg()[0],
             mem_total=mem.total,
             mem_available=mem.available,
-            swap_used=swap.used,
+            swap_used=mem.swap_used,
             swap_in_bps=sin,
             swap_out_bps=sout,
-            psi=read_psi(self.proc_root),
+            psi=read_psi(self.proc_root, self.files),
             cgroup=self._cgroup(),
             top_others=self.others.sample(self._job_pids()),
         )
 
+    def _memory(self) -> Memory:
+        got = read_memory(self.files)
+        if got is None:  # no MemAvailable or no swap counters (kernels before 3.14): psutil works them out
+            vm, sw = psutil.virtual_memory(), psutil.swap_memory()
+            got = Memory(vm.total, vm.available, sw.used, sw.sin, sw.sout)
+        return got
+
+    def close(self) -> None:
+        self.files.close()
+
     def _baseline(self) -> None:
-        self._prev_cpu, self._prev_swap, self._prev_t = psutil.cpu_times(), psutil.swap_memory(), time.monotonic()
+        self._prev_cpu, self._prev_swap, self._prev_t = psutil.cpu_times(), self._memory(), time.monotonic()
         self._cgroup()
         self.others.baseline(self._job_pids())
         self._first.open()
@@ -226,7 +304,7 @@ class HostCollector(Collector):
         if self._where is None or now - self._where[0] >= CGROUP_TTL_S:
             self._where = (now, locate_cgroup(self.target.pid, self.proc_root, self.fs_root))
         where = self._where[1]
-        cur = where if isinstance(where, Unsupported) else read_counters(where)
+        cur = where if isinstance(where, Unsupported) else read_counters(where, self.files)
         if isinstance(cur, Unsupported):
             self._prev_cg = None
             return cur

@@ -22,9 +22,11 @@ from gpuwatch.collectors.host import (
     CgroupReading,
     HostCollector,
     read_cgroup,
+    read_memory,
     read_psi,
     throttle,
 )
+from gpuwatch.collectors.procfd import ProcFiles
 from gpuwatch.collectors.target import Target
 from gpuwatch.model.host import Psi
 from gpuwatch.model.values import Unsupported
@@ -42,6 +44,35 @@ FULL_BURN = "while True: pass\n"
 def test_psi_fixture():
     assert read_psi(str(DATA / "proc")) == Psi(cpu_some=12.5, io_some=31.25, io_full=20.75, mem_some=0.0,
                                                mem_full=0.0)
+
+
+def test_psi_through_kept_descriptors_reads_the_same(tmp_path):
+    files = ProcFiles()
+    assert read_psi(str(DATA / "proc"), files) == read_psi(str(DATA / "proc"))
+    assert len(files) == 3  # kept for the next tick
+    assert read_psi(str(tmp_path), files) is PSI_MISSING  # a missing file still gives its reason
+    files.close()
+
+
+def test_psi_disabled_at_boot_through_kept_descriptors(monkeypatch):
+    def refuse(*a, **k):
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(host_mod, "open", refuse, raising=False)
+    monkeypatch.setattr(ProcFiles, "read", lambda self, path: refuse())
+    assert read_psi("/proc", ProcFiles()) is PSI_DISABLED
+
+
+def test_memory_and_swap_match_psutil():
+    files = ProcFiles()
+    got = read_memory(files)
+    vm, sw = psutil.virtual_memory(), psutil.swap_memory()
+    assert got is not None
+    assert got.total == vm.total and got.swap_used == sw.used
+    assert abs(got.available - vm.available) < 64 << 20  # read a moment apart on a busy machine
+    # psutil counts swapped pages at 4 KiB; /proc/vmstat counts pages of the kernel's page size
+    assert got.swap_in * 4096 == sw.sin * host_mod.PAGE_SIZE and got.swap_out * 4096 == sw.sout * host_mod.PAGE_SIZE
+    files.close()
 
 
 def test_psi_old_kernel_without_cpu_full():
