@@ -11,8 +11,8 @@ sets beside the measured gain the speed-up gpuwatch estimated while watching "be
   named the scenario's true stage (refreshable after a change of the diagnosis, no GPU run);
 - ``ceiling (now)``: the same median of the verdict's ``speedup``, "the most the job could gain with
   the stage's whole cost gone", the upper bound of every fix;
-- ``ceiling (then)``: that median over the verdicts gpuwatch printed during the run (live
-  recordings carry no per-fix gains).
+- ``then``: the fix's own estimate and the ceiling, medians over the verdicts gpuwatch printed
+  during the run (recordings made before the per-fix estimates existed carry only the ceiling).
 
 Each realistic fix (more workers, persistent workers, pinned memory, a cheaper transform) is set
 against its own estimate; where the bench has it, the job whose input costs nothing
@@ -90,7 +90,7 @@ def gain(v: dict, fix: str) -> float | None:
 def estimates(recording: Path, markers: list[dict], stage: str, fix: str = CEILING,
               warmup: float = WARMUP_S) -> dict:
     """Median estimate for ``fix`` and median ceiling on scored ticks (and how many named ``stage``):
-    replayed now; the ceiling as printed then."""
+    replayed now, and as printed then."""
     from gpuwatch.analysis import Analysis
     from gpuwatch.model.codec import to_dict
     from gpuwatch.replay import load_frames
@@ -108,7 +108,7 @@ def estimates(recording: Path, markers: list[dict], stage: str, fix: str = CEILI
             rec = json.loads(line)
             if rec.get("type") == "tick" and isinstance(rec.get("verdict"), dict):
                 then_walls.append(float((rec.get("frame") or {}).get("wall", 0.0)))
-                then.append((verdict_stage(rec["verdict"]), None, gain(rec["verdict"], CEILING)))
+                then.append((verdict_stage(rec["verdict"]), gain(rec["verdict"], fix), gain(rec["verdict"], CEILING)))
 
     def pick(rows, ws, col):
         kept = [row for row, k in zip(rows, _scored(markers, ws, warmup)) if k]
@@ -117,9 +117,9 @@ def estimates(recording: Path, markers: list[dict], stage: str, fix: str = CEILI
                 sum(row[0] == stage for row in kept), len(kept))
 
     (e_now, st_now, n_now, scored), (c_now, _, _, _) = pick(now, walls, 1), pick(now, walls, 2)
-    c_then, st_then, n_then, _ = pick(then, then_walls, 2)
-    return {"now": e_now, "now_stage": st_now, "now_right": n_now, "ceiling_now": c_now, "then": c_then,
-            "then_stage": st_then, "then_right": n_then, "scored": scored}
+    (e_then, _, _, _), (c_then, st_then, n_then, _) = pick(then, then_walls, 1), pick(then, then_walls, 2)
+    return {"now": e_now, "now_stage": st_now, "now_right": n_now, "ceiling_now": c_now, "then": e_then,
+            "ceiling_then": c_then, "then_stage": st_then, "then_right": n_then, "scored": scored}
 
 
 def _recording(d: Path, name: str) -> Path | None:
@@ -147,14 +147,17 @@ def table(d: Path) -> tuple[list[dict], str]:
                      "steps_per_s_after": sa, "measured": measured, **{f"estimate_{k}": v for k, v in est.items()},
                      "ratio": ratio})
     lines = ["| before -> after | fix | steps/s before -> after | measured | the fix's estimate now (stage; right ticks) "
-             "| ceiling now | ceiling then (stage) | estimate / measured |", "|---|---|---|---|---|---|---|---|"]
+             "| estimate then | ceiling now | ceiling then (stage) | estimate / measured |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = (lambda x, p=2: "-" if x is None else f"{x:.{p}f}")
+        fx = (lambda x, p=2: "-" if x is None else f"{x:.{p}f}x")
         lines.append(
             f"| {r['before']} -> {r['after']} | {r['fix']} | {f(r['steps_per_s_before'])} -> "
-            f"{f(r['steps_per_s_after'])} | {f(r['measured'])}x | {f(r.get('estimate_now'))}x "
+            f"{f(r['steps_per_s_after'])} | {fx(r['measured'])} | {fx(r.get('estimate_now'))} "
             f"({r.get('estimate_now_stage') or '-'}; {r.get('estimate_now_right', 0)}/{r.get('estimate_scored', 0)}) "
-            f"| {f(r.get('estimate_ceiling_now'), 1)}x | {f(r.get('estimate_then'), 1)}x ({r.get('estimate_then_stage') or '-'}) "
+            f"| {fx(r.get('estimate_then'))} | {fx(r.get('estimate_ceiling_now'), 1)} "
+            f"| {fx(r.get('estimate_ceiling_then'), 1)} ({r.get('estimate_then_stage') or '-'}) "
             f"| {f(r['ratio'])} |")
     return rows, "\n".join(lines) + "\n"
 

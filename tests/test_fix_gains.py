@@ -105,7 +105,8 @@ def test_persistent_workers_gain_is_the_time_spent_starting_and_stopping_workers
     s = _signals(phases=(respawn,), ticks=ticks)
     g = fg.persistent_workers(s)
     assert g.factor == pytest.approx(1.25) and "20 %" in g.basis
-    assert fg.persistent_workers(replace(s, phases=())) is None  # no re-created workers seen: not proposed
+    unseen = fg.persistent_workers(replace(s, phases=()))  # no re-created workers: no restart cost to measure
+    assert unseen.factor is None and "no set of workers was re-created" in unseen.basis
     thin = fg.persistent_workers(replace(s, epoch_ticks=ticks[:3]))
     assert thin.factor is None and "too few" in thin.basis
 
@@ -148,3 +149,32 @@ def test_the_tui_names_the_best_fixs_own_gain_beside_the_ceiling():
     text = verdict_text(verdict)
     assert f"up to {verdict.speedup:.1f}× faster while it holds" in text
     assert f"more workers: about {g.factor:.1f}×" in text
+
+
+def test_workers_for_a_main_thread_that_loads_its_own_data():
+    # num_workers=0, the main thread decodes 80 % of the time on one core. With the host's cores
+    # idle, 15 workers build batches beside the step: max(0.2, 0.8 / 15) = 0.2 of the time, 5x (the
+    # ceiling). With only 2 cores idle, 2 workers: max(0.2, 0.8 / 2) = 0.4, 2.5x.
+    job = JobSignals(seen=True, main_thread_cpu=1.0, job_cpu=1.0, usable_cpus=16)
+    r = StageResult(v.DECODE, True, True, 0.8, 0.8, (), "inline", {"inline": 0.8, "usable": 16, "workers": 0})
+    idle = replace(_signals(wait=0.0, workers=0), job=job)
+    assert _gain(fg.gains(v.DECODE, r, idle), v.MORE_WORKERS).factor == pytest.approx(5.0)
+    busy = replace(idle, host=HostSignals(seen=True, others_cpu=13.0))
+    g = _gain(fg.gains(v.DECODE, r, busy), v.MORE_WORKERS)
+    assert g.factor == pytest.approx(2.5) and "80 %" in g.basis and "2 workers" in g.basis
+
+
+def test_waits_off_the_cpu_get_words_not_a_number():
+    # Workers waiting on storage: how far more of them overlap reads depends on the storage.
+    s = _signals()
+    r = StageResult(v.IO, True, True, 0.8, 0.8, (), "workers", {"workers": 2, "usable": 16})
+    g = _gain(fg.gains(v.IO, r, s), v.MORE_WORKERS)
+    assert g.factor is None and "storage" in g.basis
+    assert fg.words(g).startswith("; gain not estimated: the workers wait on storage")
+
+
+def test_no_fix_is_promised_more_than_the_stage_costs():
+    # The ceiling (the stage made free) bounds every fix's figure.
+    s = _signals(wait=0.8)
+    for g in fg.gains(v.DECODE, _decode(s), s):
+        assert g.factor is None or g.factor <= 1 / (1 - 0.8) + 1e-9

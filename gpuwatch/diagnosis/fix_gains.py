@@ -33,12 +33,13 @@ None: no number without positive evidence.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from gpuwatch.diagnosis.evidence import count, fmt
-from gpuwatch.diagnosis.phases import find, in_validation, periodic
+from gpuwatch.diagnosis.phases import find, in_validation
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import pageable_share, speedup
-from gpuwatch.diagnosis.stages import StageResult
+from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_STACK_SAMPLES, PAGEABLE_GAIN
 from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.model import stacks as lb
@@ -72,13 +73,25 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
     if r is None or not r.fires:
         return ()
     out: list[FixGain | None] = []
-    if stage in (IO, DECODE) and r.sub != "checkpoint":
+    if stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub != "checkpoint":
         out.append(persistent_workers(s))
     if stage == DECODE and r.sub == "workers":
         out += [more_workers(r, s), cheaper_transform(s)]
+    elif stage == DECODE and r.sub == "inline":
+        out.append(workers_for_inline(r, s))
+    elif stage in (IO, INPUT_UNMEASURED) and r.sub in ("workers", "inline"):
+        # Waits off the CPU (reads, a remote service): more workers overlap more of them only until
+        # the storage or the service is saturated, which nothing seen here tells in advance.
+        why = "the workers wait on storage" if stage == IO else "the cause of the wait is not measured"
+        out.append(FixGain(MORE_WORKERS, None, f"{why}, and more workers overlap more waits only until "
+                           "it is saturated, which gpuwatch cannot see in advance"))
     if stage == H2D and r.sub == "pageable":
         out.append(pinned_memory(stage, r, s))
-    return tuple(g for g in out if g is not None)
+    # No fix gains more than the stage costs: the ceiling (read over the verdict's window, where a
+    # fix's parts may come from the minute) bounds each figure.
+    ceiling = speedup(stage, r, s)
+    return tuple(g if ceiling is None or g.factor is None or g.factor <= ceiling else replace(g, factor=ceiling)
+                 for g in out if g is not None)
 
 
 def split(s: Signals) -> tuple[float, float, float] | None:
@@ -119,10 +132,10 @@ def restart_share(ticks: Sequence[Tick]) -> tuple[float, int] | None:
     return sum(t.dt * t.starting / t.n_main for t in sampled) / span, sum(t.n_main for t in sampled)
 
 
-def persistent_workers(s: Signals) -> FixGain | None:
-    p = find(s.phases, RESPAWN)
-    if not periodic(p):
-        return None  # no re-created workers seen: the remedies do not propose it
+def persistent_workers(s: Signals) -> FixGain:
+    if find(s.phases, RESPAWN) is None:
+        return FixGain(PERSISTENT_WORKERS, None, "no set of workers was re-created over the last minute, so no "
+                       "restart cost was seen")
     got = restart_share(s.epoch_ticks)
     if got is None or got[1] < MIN_STACK_SAMPLES:
         return FixGain(PERSISTENT_WORKERS, None, "too few stack samples of the main thread over the last minute "
@@ -157,6 +170,30 @@ def more_workers(r: StageResult, s: Signals) -> FixGain | None:
     return FixGain(MORE_WORKERS, round(x, 2),
                    f"{n + added:.0f} workers would build {k:.1f}x the batches of {n}{cores}; the data wait of "
                    f"{fmt(parts[1])} shrinks until the training step ({fmt(parts[2])} of the time) is the limit{kept}")
+
+
+def workers_for_inline(r: StageResult, s: Signals) -> FixGain:
+    """num_workers=0 -> N: the main thread loads share ``L`` of the time itself, between steps. N
+    workers, each on a core of its own as the main thread is now, build batches N times as fast and
+    beside the step: the time goes from (step + L) to max(step, L / N)."""
+    f = r.facts
+    share, target = f.get("inline"), worker_target(f.get("usable"))  # type: ignore[arg-type]
+    if share is None or not target:
+        return FixGain(MORE_WORKERS, None, "the main thread's loading share or the usable CPUs were not measured")
+    used = (s.job.job_cpu or 0.0) + (s.host.others_cpu or 0.0)
+    free = max(0.0, float(f.get("usable") or 0) - used)  # type: ignore[arg-type]
+    each = max(s.job.main_thread_cpu or 1.0, 1e-3)
+    k = min(float(target), free / each)
+    if k < 1:
+        return FixGain(MORE_WORKERS, None, f"only {fmt(free, 'cores')} left idle: workers would take cores from "
+                       "the training process")
+    share = float(share)  # type: ignore[arg-type]
+    after = max(1.0 - share, share / k)
+    x = min(MAX_SPEEDUP, 1.0 / max(after, 1.0 / MAX_SPEEDUP))
+    return FixGain(MORE_WORKERS, round(x, 2),
+                   f"the main thread loads data {fmt(share)} of the time between steps; {k:.0f} workers would "
+                   f"build batches {k:.0f}x as fast beside the step, until the step ({fmt(1 - share)} of the "
+                   "time) is the limit")
 
 
 def cheaper_transform(s: Signals) -> FixGain:

@@ -26,8 +26,10 @@ NUMA = ("Keep the trainer and its workers on the CPU socket the GPU hangs off (n
         "names it): numactl --cpunodebind=N --membind=N")
 
 
-HEADS = {PERSISTENT_WORKERS: "persistent_workers=True", MORE_WORKERS: "Raise num_workers",
-         CHEAPER_TRANSFORM: "Use a faster decoder", PINNED_MEMORY: "Pin host memory"}
+HEADS = {PERSISTENT_WORKERS: ("persistent_workers=True",),
+         MORE_WORKERS: ("Raise num_workers", "Decode in DataLoader workers", "Load in DataLoader workers",
+                        "More DataLoader workers"),
+         CHEAPER_TRANSFORM: ("Use a faster decoder",), PINNED_MEMORY: ("Pin host memory",)}
 """How the remedy of each fix whose gain is estimated (fix_gains.py) begins: its estimate goes at its end."""
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gpuwatch.collectors.environment import Environment
 from gpuwatch.model.values import Maybe
-from gpuwatch.model.verdict import Phase
+from gpuwatch.model.verdict import FixGain, Phase
 from gpuwatch.report.figures import Figures
 
 REPORT_SCHEMA = 1
@@ -85,6 +85,9 @@ class Summary:
     """Pipeline stages at warning level (close to their cuts) in a good part of the run."""
     straggler: StragglerSeen | None = None
     """A rank that held the others back (multi-rank jobs), when one was named."""
+    best_fix: FixGain | None = None
+    """The proposed fix expected to gain most while the stage held (the median of each fix's own
+    estimate over the stage's verdicts, diagnosis/fix_gains.py); None where no fix had a figure."""
 
 
 @dataclass(frozen=True, slots=True)

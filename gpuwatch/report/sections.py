@@ -14,7 +14,7 @@ from statistics import median
 from gpuwatch.diagnosis.evidence import status as evidence_status
 from gpuwatch.diagnosis.sentence import HOLDING
 from gpuwatch.diagnosis.thresholds import RUN_WARNING_SHARE, STRAGGLER_HEADLINE_SHARE
-from gpuwatch.model.verdict import IDLE, LEVEL_WARNING, PIPELINE, STAGE_TITLES, UNKNOWN, Verdict
+from gpuwatch.model.verdict import IDLE, LEVEL_WARNING, PIPELINE, STAGE_TITLES, UNKNOWN, FixGain, Verdict
 from gpuwatch.report.model import (
     FAIL, WARN, CheckResult, EvidenceLine, Remedy, Segment, StageShare, StallSummary, Summary, StragglerSeen,
 )
@@ -74,7 +74,21 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
                    speedup_run=top.speedup_run, most_held=most, warnings=_warnings(verdicts, top.stage),
-                   straggler=lagging)
+                   straggler=lagging, best_fix=best_fix([v for v in verdicts if v.stage == top.stage]))
+
+
+def best_fix(mine: Sequence[Verdict]) -> FixGain | None:
+    """The fix with the largest median estimate over the verdicts that gave it one, with the
+    latest basis said for it."""
+    seen: dict[str, list[FixGain]] = defaultdict(list)
+    for v in mine:
+        for g in v.gains:
+            if g.factor is not None:
+                seen[g.fix].append(g)
+    if not seen:
+        return None
+    fix, got = max(seen.items(), key=lambda kv: median(g.factor for g in kv[1]))  # type: ignore[misc]
+    return FixGain(fix, round(median(g.factor for g in got), 2), got[-1].basis)  # type: ignore[misc]
 
 
 def _warnings(verdicts: Sequence[Verdict], headline: str) -> tuple[StageShare, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuwatch.model.verdict import FIX_WORDS
 from gpuwatch.report.model import Remedy, Summary
 
 
@@ -17,6 +18,10 @@ def headline(m: Summary) -> tuple[str, str]:
     else:
         lead = f"held the verdict {m.share:.0%} of the time"
     text = f"{lead} (mean confidence {m.confidence:.2f}). {m.sentence}".rstrip()
+    if m.best_fix is not None and m.best_fix.factor is not None:
+        # The ceiling above is the stage's whole cost gone; a fix removes its own part of it.
+        text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: about "
+                 f"{speedup(m.best_fix.factor)} while the stage holds (each fix's own figure is under Remedies).")
     if m.most_held is not None:
         text += f" Most of the time ({m.most_held.share:.0%}) the verdict was {m.most_held.title}, which cost the run less."
     if m.warnings:
