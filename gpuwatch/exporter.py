@@ -251,6 +251,8 @@ def _verdict(out: _Families, v: Verdict) -> None:
         out.put("gpuwatch_verdict", 1 if stage == v.stage else 0, stage=stage)
     out.put("gpuwatch_verdict_confidence_ratio", v.confidence)
     out.put("gpuwatch_verdict_speedup_factor", v.speedup)
+    for g in v.gains:  # each fix's own estimate (the one above is the ceiling); none where not estimated
+        out.put("gpuwatch_verdict_fix_speedup_factor", g.factor, fix=g.fix)
     for stage, level in v.levels:
         for lv in LEVELS:
             out.put("gpuwatch_stage_level", 1 if lv == level else 0, stage=stage, level=lv)

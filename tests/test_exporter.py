@@ -154,6 +154,18 @@ def test_verdict_levels_and_confidence(exporter):
     assert val(m, "gpuwatch_verdict_speedup_factor") == 2.5
 
 
+def test_each_fixs_own_estimate_is_a_series_by_fix(exporter):
+    from dataclasses import replace
+
+    from gpuwatch.model.verdict import FixGain
+
+    gains = (FixGain("more_workers", 2.1, "why"), FixGain("cheaper_transform", None, "too few samples"))
+    exporter(full_gpu_frame(), replace(verdict(speedup=5.0), gains=gains))
+    m = scrape(exporter.port)
+    assert val(m, "gpuwatch_verdict_fix_speedup_factor", fix="more_workers") == 2.1
+    assert val(m, "gpuwatch_verdict_fix_speedup_factor", fix="cheaper_transform") is None  # not estimated: left out
+
+
 def test_straggler_and_per_rank_shares(exporter):
     for i in range(12):
         exporter(full_gpu_frame(i + 1, float(i + 1)), verdict(float(i + 1)))
@@ -181,7 +193,8 @@ def test_every_exposed_name_is_declared_with_a_unit_or_known_suffix(exporter):
     # Every metric the test frame can fill is there (host ones need a host sample).
     assert set(METRICS) - exposed == {n for n in METRICS if n.startswith(("gpuwatch_host_", "gpuwatch_cgroup_"))} | {
         "gpuwatch_gpu_temperature_celsius", "gpuwatch_pcie_link_capacity_bytes_per_second",
-        "gpuwatch_thread_cpu_seconds_total"}
+        "gpuwatch_thread_cpu_seconds_total",
+        "gpuwatch_verdict_fix_speedup_factor"}  # the test verdict proposes no fix (see the by-fix test)
 
 
 def test_counters_add_rate_times_the_time_between_samples(exporter):

@@ -139,6 +139,7 @@ def test_the_estimate_goes_beside_its_remedy_in_plain_words():
     assert verdict.speedup is not None and g.factor <= verdict.speedup
     assert "_" not in more.split("expected:")[1]  # no internal key in the words
     assert fg.words(v.FixGain(v.MORE_WORKERS, None, "why")) == "; gain not estimated: why"
+    assert fg.words(v.FixGain(v.CHEAPER_TRANSFORM, 1.0, "why")) == "; expected: little or no gain (about 1.00x), because why"
 
 
 def test_the_tui_names_the_best_fixs_own_gain_beside_the_ceiling():

@@ -40,7 +40,7 @@ from gpuwatch.diagnosis.phases import find, in_validation
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import pageable_share, speedup
 from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult
-from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_STACK_SAMPLES, PAGEABLE_GAIN
+from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, MIN_STACK_SAMPLES, PAGEABLE_GAIN
 from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
@@ -229,4 +229,6 @@ def words(g: FixGain) -> str:
     if g.factor is None:
         return f"; gain not estimated: {g.basis}"
     x = f"{g.factor:.1f}" if g.factor >= 2 else f"{g.factor:.2f}"
+    if g.factor < MIN_GAIN:  # within the noise of the shares (thresholds.MIN_GAIN): say so, not "faster"
+        return f"; expected: little or no gain (about {x}x), because {g.basis}"
     return f"; expected: about {x}x faster, because {g.basis}"

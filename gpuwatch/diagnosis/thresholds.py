@@ -246,7 +246,8 @@ MAX_SPEEDUP = 20.0
 """Speed-ups are capped: a share near 100 % would promise infinity from a noisy estimate. The per-fix
 estimates (fix_gains.py) are capped the same way."""
 MIN_GAIN = 1.05
-"""A speed-up under 5 % is within the noise of the shares: reported as no gain."""
+"""A speed-up under 5 % is within the noise of the shares: reported as no gain. A fix's own estimate
+under it reads "little or no gain"."""
 MAX_CONFIDENCE = 0.95
 """Never "certain": the signals are samples, and a window can fall between phases."""
 TAKEOVER = 0.15
