@@ -144,7 +144,7 @@ def persistent_workers(s: Signals) -> FixGain:
     x = 1.0 / max(1.0 - share, 1.0 / MAX_SPEEDUP)
     return FixGain(PERSISTENT_WORKERS, round(x, 2),
                    f"the main thread spent {fmt(share)} of the last minute starting and stopping DataLoader "
-                   f"workers ({count(n, 'sample')}); kept workers still build each epoch's first batches "
+                   f"workers ({count(n, 'stack sample')}); kept workers still build each epoch's first batches "
                    "when it starts")
 
 
