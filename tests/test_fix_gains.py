@@ -65,6 +65,8 @@ def test_more_workers_gain_stops_where_the_training_step_is_the_limit():
     g = fg.more_workers(_decode(s), s)
     assert g is not None and g.factor == pytest.approx(5.0)
     assert "15 workers" in g.basis and "7.5x the batches of 2" in g.basis
+    # 2 workers build a batch per 1.0 of time, a step takes 0.2: 2 x 1.0 / 0.2 = 10 keep up.
+    assert "about 10 would keep up with the training step" in g.basis
 
 
 def test_more_workers_gain_is_capped_by_the_free_cores():
@@ -74,6 +76,7 @@ def test_more_workers_gain_is_capped_by_the_free_cores():
     g = fg.more_workers(_decode(s), s)
     assert g.factor == pytest.approx(2.0)
     assert g.basis.startswith("4 workers would build 2.0x the batches of 2, as many as the 2.00 cores left idle hold")
+    assert "the input stays the limit (about 10 workers would keep up with the step)" in g.basis
 
 
 def test_more_workers_are_not_proposed_where_the_workers_fill_the_cores():

@@ -16,7 +16,9 @@ torchvision job 1.03x where its data wait promised 16x), so each fix gets its ow
   cores are not free: each new decoding worker takes the CPU a worker takes now) over the count now.
   In a loader-fed loop each batch costs the longer of the step and the input, and the input was the
   limit, so the loop's time outside untouched phases goes from (step + wait) to
-  max(step, (step + wait) / k): bounded by the wait share and by the cores.
+  max(step, (step + wait) / k): bounded by the wait share and by the cores. The words also give
+  the count that would keep up with the step, n * (step + wait) / step, so the user sees whether
+  the suggested count ends the wait or only shortens it.
 - cheaper transform: the share ``d`` of the workers' working samples inside an image decoder
   (timeline.DECODER_WORDS). With decoding free a worker builds a batch in (1 - d) of the time, so
   k = 1 / (1 - d) in the same formula: the most a faster decoder (or decoding once, offline) gives.
@@ -32,6 +34,7 @@ None: no number without positive evidence.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -167,9 +170,17 @@ def more_workers(r: StageResult, s: Signals) -> FixGain | None:
     cores = (f", as many as the {fmt(free, 'cores')} left idle hold at the {fmt(each, 'cores')} a worker uses now"
              if added < target - n else "")
     kept = f"; validation passes and saves ({fmt(parts[0])} of the time) kept as they are" if parts[0] else ""
+    # The workers that would keep up: n of them build a batch per (step + wait), the step needs one
+    # per step, so n * (step + wait) / step.
+    untouched, wait, step = parts
+    needed = math.ceil(n * (step + wait) / step - 1e-6) if step > 0 else None  # not 11 for 10.0000001
+    if needed is not None and needed <= n + added:
+        limit = f"about {needed} would keep up with the training step ({fmt(step)} of the time), which is then the limit"
+    else:
+        limit = (f"the data wait of {fmt(wait)} shrinks, yet the input stays the limit"
+                 + (f" (about {needed} workers would keep up with the step)" if needed is not None else ""))
     return FixGain(MORE_WORKERS, round(x, 2),
-                   f"{n + added:.0f} workers would build {k:.1f}x the batches of {n}{cores}; the data wait of "
-                   f"{fmt(parts[1])} shrinks until the training step ({fmt(parts[2])} of the time) is the limit{kept}")
+                   f"{n + added:.0f} workers would build {k:.1f}x the batches of {n}{cores}; {limit}{kept}")
 
 
 def workers_for_inline(r: StageResult, s: Signals) -> FixGain:
