@@ -83,7 +83,9 @@ def test_jobs_whose_input_keeps_up_read_gpu_bound(name):
 
 def test_the_tokenising_job_reads_decode():
     r = _run("tokenize")
-    assert r["score"]["accuracy"] >= 0.75, r["score"]["verdicts"]
+    # Its pin-memory thread is busy too, and the pinning stage explains the same data wait as the
+    # decode stage: the takeover test weighs both on the same samples, so it does not take over.
+    assert r["score"]["accuracy"] >= 0.95, r["score"]["verdicts"]
     assert "io" not in r["score"]["verdicts"]
 
 

@@ -83,7 +83,14 @@ def decide(s: Signals, current: str | None = None, challenge: bool = True) -> De
     other = -RELAX if challenge and sticky is not None else 0.0
     held = replace(s, stacks=s.sticky_stacks) if s.sticky_stacks is not None and s.sticky_stacks.available else s
     results = {name: fn(held, RELAX) if name == sticky else fn(s, other) for name, fn in table.items()}
-    return Decision(_pick(s, results, sticky), results)
+    hold = None
+    if challenge and sticky in HOST_SIDE and held is not s:
+        # The takeover test compares time shares, and a challenger's is read over the short stack
+        # window: the stage in force is credited with its share over those same samples where that
+        # is the larger (two stages that explain the same data wait, e.g. decode and a busy pin
+        # thread, weigh the same on the same samples; over different windows the fresher one won).
+        hold = max(results[sticky].weight, table[sticky](s, RELAX).weight)
+    return Decision(_pick(s, results, sticky, hold), results)
 
 
 STACK_PROVED = (IO, DECODE, LAUNCH, CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE)
@@ -95,10 +102,10 @@ def too_few_samples(s: Signals) -> bool:
     return s.stacks.available and s.stacks.n_main < MIN_EVIDENCE_SAMPLES
 
 
-def _pick(s: Signals, r: Mapping[str, StageResult], sticky: str | None) -> str:
+def _pick(s: Signals, r: Mapping[str, StageResult], sticky: str | None, hold: float | None = None) -> str:
     if r[IDLE].fires:
         return IDLE
-    other = _pick_pipeline(s, r, sticky)
+    other = _pick_pipeline(s, r, sticky, hold)
     if too_few_samples(s) and (other in STACK_PROVED or (other == H2D and r[H2D].sub not in GPU_SIDE)):
         other = UNKNOWN  # no stage before its evidence exists: the sentence says it is collecting it
     if r[CONTENTION].fires and _contention_costs_more(s, r, other, sticky):
@@ -135,7 +142,7 @@ def _contention_costs_more(s: Signals, r: Mapping[str, StageResult], other: str,
     return mine >= theirs
 
 
-def _pick_pipeline(s: Signals, r: Mapping[str, StageResult], sticky: str | None) -> str:
+def _pick_pipeline(s: Signals, r: Mapping[str, StageResult], sticky: str | None, hold: float | None = None) -> str:
     """The stage of the job's own pipeline (everything but idle and contention)."""
     host = [x for x in HOST_SIDE if r[x].fires and (s.gpu.present or x in (IO, DECODE))]
     if s.gpu.present:
@@ -150,7 +157,7 @@ def _pick_pipeline(s: Signals, r: Mapping[str, StageResult], sticky: str | None)
         if r[GPU_BOUND].fires and r[GPU_BOUND].facts.get("saturated") and sticky not in host and not recurring:
             return GPU_BOUND
     if host:
-        return _rank(host, r, sticky, s)
+        return _rank(host, r, sticky, s, hold)
     if r[INPUT_UNMEASURED].fires:
         return INPUT_UNMEASURED
     # Busy 70-90 % with no host-side cause: the GPU's own work is still the best explanation.
@@ -164,7 +171,11 @@ def _pick_pipeline(s: Signals, r: Mapping[str, StageResult], sticky: str | None)
     return UNKNOWN
 
 
-def _rank(host: list[str], r: Mapping[str, StageResult], sticky: str | None, s: Signals) -> str:
+def _rank(host: list[str], r: Mapping[str, StageResult], sticky: str | None, s: Signals,
+          hold: float | None = None) -> str:
+    """The host-side stage with the largest time share; the stage in force keeps the verdict
+    unless a challenger's share is TAKEOVER above its own (``hold``: its share as the takeover test
+    reads it, see decide)."""
     ratio = sm_per_gr(s)
     if LAUNCH in host and (IO in host or DECODE in host) and ratio is not None:
         # Launch-bound and input-starved both leave the GPU waiting; the GPU itself tells them
@@ -179,6 +190,6 @@ def _rank(host: list[str], r: Mapping[str, StageResult], sticky: str | None, s: 
         # busy main thread better than launch overhead does: pageable copies burn the CPU.
         host = [x for x in host if x != LAUNCH]
     best = max(host, key=lambda x: (r[x].weight, -HOST_SIDE.index(x)))
-    if sticky in host and r[best].weight < r[sticky].weight + TAKEOVER:
+    if sticky in host and r[best].weight < (r[sticky].weight if hold is None else hold) + TAKEOVER:
         return sticky
     return best

@@ -40,12 +40,13 @@ def last_ticks(frames: Sequence[Frame], seconds: float) -> list[Frame]:
 
 
 def since(frames: Sequence[Frame], start: float | None, seconds: float, at_least: float) -> list[Frame]:
-    """Frames after ``start`` within the last ``seconds``, but never fewer than the last ``at_least``."""
-    longest = recent(frames, seconds)
+    """Frames after ``start`` within the last ``seconds``, but never fewer than the last ``at_least``
+    (both counted in ticks, as ``last_ticks``)."""
+    longest = last_ticks(frames, seconds)
     if start is None:
         return longest
     picked = [f for f in longest if f.t >= start]
-    shortest = recent(frames, at_least)
+    shortest = last_ticks(frames, at_least)
     return picked if len(picked) >= len(shortest) else shortest
 
 
