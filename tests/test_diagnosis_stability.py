@@ -128,3 +128,20 @@ def test_a_switch_shows_as_soon_on_a_jittered_clock_as_on_an_exact_one(before):
     exact = [x.stage for x in run(frames)]
     jittered = [x.stage for x in run(_jittered(frames))]
     assert exact[-1] == v.H2D and jittered == exact
+
+
+def test_a_step_shows_one_tick_after_the_tick_it_fell_in():
+    """The fast path (thresholds.FAST_S): the tick the switch fell in reads pageable copies at 6.5 %
+    of the GPU's time (the documented cut is 6 %, a challenger needs 7.5 %), the next at 14 %. The
+    median of three waits for a second whole tick; the mean of the last two passes at once."""
+    before = replace(DECODE, gpu="idle")  # workers so slow that the GPU reads 0 % (run 11: 0.4 %)
+    split = replace(PAGEABLE, trace=lambda wall: 6.5)  # util 6.5 % instead of 14 %, all of it copies
+    frames = then(then(build(before, 12, seed=8), split, 1, seed=9), PAGEABLE, 4, seed=10)
+    stages = [x.stage for x in run(frames)]
+    assert stages[11] == v.DECODE and stages[12] == v.DECODE, stages
+    assert stages[13:] == [v.H2D] * 4, stages
+
+
+def test_one_odd_tick_still_does_not_switch():
+    frames = then(then(build(DECODE, 12, seed=8), PAGEABLE, 1, seed=9), DECODE, 5, seed=10)
+    assert {x.stage for x in run(frames)[2:]} == {v.DECODE}

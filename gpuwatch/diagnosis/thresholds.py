@@ -25,6 +25,13 @@ that is always three frames, whose median ignores one odd tick, and two new fram
 flip it, so a real change shows within 2-3 s. Cut at exactly 3.0 s, the window held three or four
 frames as the ticks jittered by a millisecond, and a median of four needs three new ticks: the
 H200 switch run took 3.3 s where three frames took 2.3 s."""
+FAST_S = 2.0
+"""The switch test's fast path (diagnosis/__init__.py, _sooner): a challenger shows a tick sooner
+when the mean of the last two ticks passes its tightened cut and the median of the last three its
+documented one. For a reading whose ticks scatter by one hysteresis band around a cut, the median's
+test passes by chance with p = 3q^2 - 2q^3 = 0.07 (q = 0.16, one band above), the mean of two with
+0.08 (sqrt 2 bands): as rare. For a step it needs one whole tick of the new state after the tick the
+change fell in, where the median needs two."""
 STICKY_STACK_FACTOR = 2
 """The stage in force reads its stack shares over twice as many samples as a challenger: a
 steady share then wanders half as far (standard error / sqrt 2), so noise in a dozen samples does
@@ -252,7 +259,9 @@ MAX_CONFIDENCE = 0.95
 """Never "certain": the signals are samples, and a window can fall between phases."""
 TAKEOVER = 0.15
 """A host-side challenger displaces the stage in force only with a time share 15 points above
-it: about one standard error of a share over a window of a dozen stack samples."""
+it: about one standard error of a share over a window of a dozen stack samples. Both shares are
+read over the challenger's samples (the stage in force counts the larger of that and its own
+longer window's): over different windows a fresher share of the same data wait took over."""
 OUTSIDE_SHARE = 0.50
 """Main thread outside every training frame for half the samples: the GPU starves for a reason
 no pipeline stage names (the job's own code)."""
