@@ -197,7 +197,9 @@ CG_THROTTLED = 0.05
 RUN_DELAY = 0.10
 """The job's threads wait for a CPU: the schedstat run delay summed over a process's threads, over
 wall time, i.e. the mean number of its threads that were ready to run but had no CPU. 0.1 is one
-thread queued 10 % of the time, a delay a single-threaded step loop feels directly."""
+thread queued 10 % of the time, a delay a single-threaded step loop feels directly. For the
+DataLoader workers it is the most-queued worker's: each is one process whose batch the main
+thread may be waiting on."""
 STEAL = 0.05
 """The hypervisor steals >= 5 % of the CPU (/proc/stat steal)."""
 PSI_CPU = 0.20
