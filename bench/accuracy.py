@@ -207,7 +207,9 @@ class _OutsideLoad:
             try:
                 procs = [psutil.Process(root)]
                 procs += procs[0].children(recursive=True)
-            except psutil.Error:
+            except (psutil.Error, IndexError, ValueError):
+                # IndexError: psutil 7.2's parent map reads every /proc/PID/stat, and a process that
+                # exits mid-read leaves an empty one; this sampler thread died of it (CPU VM, busy_host).
                 continue
             for pr in procs:
                 try:
