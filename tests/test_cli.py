@@ -65,14 +65,22 @@ def test_other_users_process_is_refused_for_non_root():
 
 
 def test_headless_ends_with_exit_0_when_the_target_exits():
-    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(2.5)"])
+    # The target exits when its stdin closes, which happens once gpuwatch has printed a tick: on a
+    # loaded machine gpuwatch's own start can take longer than any fixed lifetime given to the target.
+    target = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    gw = subprocess.Popen(GW + ["--pid", str(target.pid), "--json", "--no-stacks", "--duration", "30"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        r = run("--pid", str(target.pid), "--json", "--no-stacks", "--duration", "30", timeout=60)
+        first = gw.stdout.readline()
+        target.stdin.close()
+        rest, err = gw.communicate(timeout=60)
     finally:
         target.kill()
         target.wait()
-    assert r.returncode == 0, r.stderr
-    ticks = [json.loads(line) for line in r.stdout.splitlines()]
+        gw.kill()
+        gw.wait()
+    assert gw.returncode == 0, err
+    ticks = [json.loads(line) for line in (first + rest).splitlines()]
     assert ticks, "no ticks printed"
     assert all(t["schema"] == 1 and t["type"] == "tick" for t in ticks)
     last = ticks[-1]["frame"]["target"]
