@@ -267,3 +267,29 @@ def respawn_job(cpu_job_shared) -> CpuJob:
 def cpu_train_pid(cpu_job) -> int:
     """PID of a fresh default job of the test's own (2 workers: worker 0 busy, worker 1 idle)."""
     return cpu_job(**BUSY).pid
+
+
+# -- how CI spreads the suite over its 2 cores (.ci/run: ``-n 2 --dist loadgroup -m "not quiet"``,
+# then ``-m quiet`` alone) --------------------------------------------------------------------------
+
+SHARED_JOBS_GROUP = "shared_jobs"
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects on the marks added here
+def pytest_collection_modifyitems(config, items) -> None:
+    """Marks each test for pytest-xdist's ``loadgroup`` scheduling and for the quiet phase.
+
+    - ``quiet``: every test that asks for ``quiet_host``. Its ground truth is a verdict that load
+      from outside the job would rightly turn into contention, so CI runs these alone, after the rest.
+    - ``xdist_group``: a module's tests stay on one worker (module-scoped jobs start once), and every
+      module that watches the session's shared jobs shares one group, so those jobs start in one worker
+      only (BUSY keeps a core busy while it lives; two workers would burn both cores).
+    Without xdist the groups change nothing.
+    """
+    shared = {item.module.__name__ for item in items
+              if "cpu_job_shared" in item.fixturenames and "quiet_host" not in item.fixturenames}
+    for item in items:
+        if "quiet_host" in item.fixturenames:
+            item.add_marker(pytest.mark.quiet)
+        module = item.module.__name__
+        item.add_marker(pytest.mark.xdist_group(SHARED_JOBS_GROUP if module in shared else module))
