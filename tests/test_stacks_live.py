@@ -245,23 +245,41 @@ def test_torn_reads_at_every_try_of_the_probe_say_so():
     assert isinstance(problem, Unsupported) and "changed while py-spy read it" in problem.reason
 
 
+@contextmanager
+def lone_python():
+    """A Python process with no children: its own main. (The test process is not one when the
+    session's shared jobs run below it: then it reads as their launcher, and the job is the main.)"""
+    proc = subprocess.Popen([sys.executable, "-c", "import time\nwhile True:\n    time.sleep(0.01)"])
+    try:
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_first_sample_is_the_probes_dump_and_later_ones_follow_the_plan():
     # The first frame waits for every collector's first sample: the probe's dump of the main
     # process is that sample, instead of a tick's dumps spread over a whole interval.
-    c = StackCollector(Target(os.getpid()), interval=0.5, rate_hz=4.0)
-    try:
-        assert c.probe() is None
-        first, second = c.sample(), c.sample()
-    finally:
-        c.close()
-    assert [d.pid for d in first.dumps] == [os.getpid()] and first.dumps[0].ok
+    with lone_python() as pid:
+        c = StackCollector(Target(pid), interval=0.5, rate_hz=4.0)
+        try:
+            assert c.probe() is None
+            first, second = c.sample(), c.sample()
+        finally:
+            c.close()
+    assert [d.pid for d in first.dumps] == [pid] and first.dumps[0].ok
     assert any(t.role == S.ROLE_MAIN_THREAD for t in first.threads)
-    assert [d.pid for d in second.dumps] == [os.getpid()] * 2  # 4 Hz x 0.5 s, spread over the tick
+    assert [d.pid for d in second.dumps] == [pid] * 2  # 4 Hz x 0.5 s, spread over the tick
 
 
-def test_timeout_kills_and_reaps_pyspy():
-    res = Pyspy(PYSPY, timeout=0.001).dump(os.getpid())  # a dump takes ~10 ms: this always times out
-    assert not res.ok and "did not answer within 0.001 s" in res.error
+def test_timeout_kills_and_reaps_pyspy(tmp_path):
+    # A stand-in py-spy that never answers. A real one with a timeout under its ~10 ms dump is a race:
+    # on a loaded machine it finished its dump while Popen was still returning, and beat a 0.001 s timeout.
+    spy = _fake_pyspy(tmp_path, "time.sleep(60)")
+    started = time.monotonic()
+    res = Pyspy(spy, timeout=0.5).dump(os.getpid())
+    assert not res.ok and "did not answer within 0.5 s" in res.error
+    assert time.monotonic() - started < 10
     assert no_pyspy_children()
 
 
