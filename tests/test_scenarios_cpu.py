@@ -111,10 +111,14 @@ def test_gpuwatch_names_the_stage(scenario_run, name):
     )
 
 
+SWITCH_PHASE_S = 2.0
+"""Only the markers are checked (no verdicts), so a phase need only be long enough to tell from the next."""
+
+
 @pytest.mark.slow
 def test_switch_prints_a_marker_per_phase():
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.scenarios.switch", "--device", "cpu", "--phase", "4"],
+        [sys.executable, "-m", "bench.scenarios.switch", "--device", "cpu", "--phase", str(SWITCH_PHASE_S)],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -123,7 +127,7 @@ def test_switch_prints_a_marker_per_phase():
     assert [r["stage"] for r in stages] == ["cpu_compute", "decode", "io"]
     assert [r["phase"] for r in stages] == [0, 1, 2]
     gaps = [b["t"] - a["t"] for a, b in pairwise(stages)]
-    assert all(4.0 <= g < 15.0 for g in gaps), gaps  # each phase ran its 4 s (plus the last step)
+    assert all(SWITCH_PHASE_S <= g < SWITCH_PHASE_S + 11.0 for g in gaps), gaps  # each phase ran its length (plus the last step)
     assert recs[-1].get("event") == "end"
 
 
