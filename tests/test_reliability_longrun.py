@@ -13,6 +13,7 @@ this 2-core VM; docs/RELIABILITY.md has the numbers of that run).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -142,11 +143,15 @@ async def _watch(pid: int) -> int:
     watch = Watch(target, build_collectors(target, opts), interval=opts.interval)
     count = 0
     stacks_seen = 0
-    async for frame in LiveSource(watch).frames():
-        count += 1
-        stacks_seen += hasattr(frame.stacks, "threads")
-        if count == TICKS:
-            break
+    # Closed as gpuwatch.pipeline closes it: a generator left to asyncio.run's shutdown is closed by a
+    # task that asyncio.run cancels first, so the watch's cleanup (closing the collectors' kept /proc
+    # descriptors) would be cut off at its first await.
+    async with contextlib.aclosing(LiveSource(watch).frames()) as frames:
+        async for frame in frames:
+            count += 1
+            stacks_seen += hasattr(frame.stacks, "threads")
+            if count == TICKS:
+                break
     assert stacks_seen > TICKS // 2, "stacks were not sampled"
     return count
 
