@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from statistics import median
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -35,6 +36,21 @@ def rescore_one(recording: Path, markers: list[dict]) -> dict:
     return score(markers, ticks)
 
 
+def reading_ages(recording: Path) -> dict[str, float]:
+    """Median age of each collector's reading at the frame that carries it (frame time minus the
+    sample's own time, seconds): how late a frame shows what was read. The engine times reads to
+    end just before each tick (gpuwatch/engine.py, aligned_start)."""
+    ages: dict[str, list[float]] = {}
+    for frame in load_frames(str(recording)):
+        for field in ("gpus", "procs", "stacks"):
+            value = getattr(frame, field)
+            sample = value[0] if isinstance(value, tuple) and value else value
+            t = getattr(sample, "t", None)
+            if isinstance(t, (int, float)):
+                ages.setdefault(field, []).append(frame.t - t)
+    return {k: round(median(v), 2) for k, v in ages.items() if v}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("dir", help="an accuracy --out folder (accuracy.json + <scenario>.jsonl)")
@@ -51,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         results.append({**r, **rescore_one(rec, r["markers_seen"]), "error": None})
     print(markdown(results, {**saved.get("header", {}), "rescored": True}))
+    for r in results:
+        rec = d / f"{r['scenario']}.jsonl"
+        rec = rec if rec.exists() else d / f"{r['scenario']}.jsonl.gz"
+        if rec.exists():
+            ages = ", ".join(f"{k} {v:.2f} s" for k, v in reading_ages(rec).items())
+            print(f"{r['scenario']}: readings' median age at their frame: {ages or 'none'}")
     return 0
 
 
