@@ -75,8 +75,10 @@ def test_the_slower_relaxed_stack_pace_names_every_phase_as_soon(run):
     dropped = sum(known(a.stacks) and a.stacks is not b.stacks for a, b in zip(frames, thinned))
     assert dropped >= 2  # the GPU-bound phase ran relaxed for its last ~15 s: there was something to thin
     before, after = _scored(frames, markers), _scored(thinned, markers)
-    assert [(m["right"], m["latency_s"]) for m in after["markers"]] == \
-        [(m["right"], m["latency_s"]) for m in before["markers"]]
+    # Every phase right on as many ticks, and named no later. Run 11's second phase is named a tick
+    # sooner thinned: fewer relaxed samples of the GPU-bound phase are left to outweigh the new stage's.
+    assert [m["right"] for m in after["markers"]] == [m["right"] for m in before["markers"]]
+    assert all(a["latency_s"] <= b["latency_s"] for a, b in zip(after["markers"], before["markers"]))
 
 
 STEADY = RESULTS / "run11" / "self2" / "rec"
