@@ -13,6 +13,7 @@ from gpuwatch.diagnosis.thresholds import (
     LINK_LOAD,
     RX_SIGNIFICANT,
 )
+from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.diagnosis.window import latest_reason, mean, med, num, unique_samples
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.gpu import GpuSample
@@ -85,11 +86,12 @@ def gpu_signals(frames: Sequence[Frame], main_pids: frozenset[int], rank: int | 
     indexes, assumed = _job_gpus(ticks, main_pids, rank)
     if not indexes:
         return GpuSignals(has_gpus=True, present=False, reason="the job holds no GPU")
-    chosen = [tuple(g for g in tick if g.index in indexes) for tick in ticks]
-    chosen = [c for c in chosen if c]
-    busy = [_avg(c, lambda g: num(g.util_gpu, 0.01)) for c in chosen]
-    gpm = {k: med(_avg(c, lambda g, k=k: _gpm(g, k)) for c in chosen)
-           for k in ("gr_engine", "sm_active", "sm_occupancy", "tensor", "dram_bw")}
+    which = tuple(sorted(indexes))
+    every = [_READINGS.get(t, (id(t), which), lambda t=t: _readings(t, indexes)) for t in ticks]
+    every = [r for r in every if r[0]]
+    chosen = [r[0] for r in every]
+    busy = [r[1] for r in every]
+    gpm = {k: med(r[2][i] for r in every) for i, k in enumerate(GPM_KEYS)}
     pcie = _pcie(frames, indexes, busy)
     throttles, bad = _throttle(chosen)
     share, tenants = _tenants(chosen)
@@ -97,12 +99,25 @@ def gpu_signals(frames: Sequence[Frame], main_pids: frozenset[int], rank: int | 
         has_gpus=True, present=True, reason=None, assumed=assumed, indexes=tuple(sorted(indexes)),
         name=chosen[-1][0].name if chosen else "",
         busy=med(busy), busy_mean=mean(busy),
-        util_mem=med(_avg(c, lambda g: num(g.util_mem, 0.01)) for c in chosen),
+        util_mem=med(r[3] for r in every),
         gpm_reason=_gpm_reason(chosen),
         gr=gpm["gr_engine"], sm=gpm["sm_active"], occ=gpm["sm_occupancy"], tensor=gpm["tensor"],
         dram=gpm["dram_bw"], throttle_reasons=throttles, bad_throttle=bad,
         tenant_share=share, tenants=tenants, **pcie,
     )
+
+
+GPM_KEYS = ("gr_engine", "sm_active", "sm_occupancy", "tensor", "dram_bw")
+_READINGS: SampleMemo[tuple] = SampleMemo(2048)
+"""Each GPU sample read once per set of the job's GPUs (sample_memo.py)."""
+
+
+def _readings(tick: tuple[GpuSample, ...], indexes: set[int]) -> tuple:
+    """The job's GPUs of one sample, their mean busy share, GPM readings and memory busy share."""
+    c = tuple(g for g in tick if g.index in indexes)
+    return (c, _avg(c, lambda g: num(g.util_gpu, 0.01)),
+            tuple(_avg(c, lambda g, k=k: _gpm(g, k)) for k in GPM_KEYS),
+            _avg(c, lambda g: num(g.util_mem, 0.01)))
 
 
 def _job_gpus(ticks: list[tuple[GpuSample, ...]], main_pids: frozenset[int], rank: int | None) -> tuple[set[int], bool]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.diagnosis.thresholds import MAIN_CPU_IDLE
 from gpuwatch.diagnosis.window import latest_reason, mean, med, num, unique_samples
 from gpuwatch.model.disk import DataLocation, DiskSample
@@ -87,31 +88,80 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
     ticks: list[ProcsSample] = unique_samples(frames, "procs")  # type: ignore[assignment]
     if not ticks:
         return JobSignals(seen=False, reason=latest_reason(frames, "procs") or "no process sample")
-    rows = [_split(t, rank) for t in ticks]
-    rows = [r for r in rows if r[0]]
+    every = [_ROWS.get(t, (id(t), rank), lambda t=t: _row(t, rank)) for t in ticks]
+    rows = [r for r in every if r.main_pids]
     if not rows:
         return JobSignals(seen=False, reason="no training process in the job's tree"
                           + (f" for rank {rank}" if rank is not None else ""))
-    worker_sets = [frozenset(w.pid for w in ws) for _, ws, _ in rows]
-    respawns = sum(1 for a, b in zip(worker_sets, worker_sets[1:]) if a and b and not (a & b))
+    respawns = sum(1 for a, b in zip(rows, rows[1:]) if a.worker_pids and b.worker_pids
+                   and not (a.worker_pids & b.worker_pids))
     return JobSignals(
         seen=True,
-        main_pids=frozenset(p.pid for ms, _, _ in rows for p in ms),
-        main_cpu=med(mean(p.cpu_pct / 100 for p in ms) for ms, _, _ in rows),
-        main_thread_cpu=med(mean(_launch_threads_cpu(p) for p in ms) for ms, _, _ in rows),
-        pin_seen=any(_pin_cpu(p) is not None for ms, _, _ in rows for p in ms),
-        pin_cpu=med(mean(_pin_cpu(p) for p in ms) for ms, _, _ in rows),
-        main_run_delay=med(mean(num(p.run_delay_frac) for p in ms) for ms, _, _ in rows),
-        workers=sum(len(ws) / len(ms) for ms, ws, _ in rows) / len(rows),
-        worker_cpu=med(mean(w.cpu_pct / 100 for w in ws) for _, ws, _ in rows),
-        workers_cpu=med(sum(w.cpu_pct / 100 for w in ws) if ws else None for _, ws, _ in rows),
-        worker_d=mean(_d_share(ws) for _, ws, _ in rows),
-        worker_run_delay=med(_most_queued(ws) for _, ws, _ in rows),
-        worker_read_bps=med(_sum_known(w.read_bps for w in ws) for _, ws, _ in rows),
+        main_pids=frozenset().union(*(r.main_pids for r in rows)),
+        main_cpu=med(r.main_cpu for r in rows),
+        main_thread_cpu=med(r.main_thread_cpu for r in rows),
+        pin_seen=any(r.pin_seen for r in rows),
+        pin_cpu=med(r.pin_cpu for r in rows),
+        main_run_delay=med(r.main_run_delay for r in rows),
+        workers=sum(r.workers for r in rows) / len(rows),
+        worker_cpu=med(r.worker_cpu for r in rows),
+        workers_cpu=med(r.workers_cpu for r in rows),
+        worker_d=mean(r.worker_d for r in rows),
+        worker_run_delay=med(r.worker_run_delay for r in rows),
+        worker_read_bps=med(r.worker_read_bps for r in rows),
         worker_respawns=respawns,
-        usable_cpus=rows[-1][2].usable_cpus or None,
-        job_cpu=med(sum(p.cpu_pct / 100 for p in t.processes) for t in ticks),
-        stopped=all(p.state in STOPPED_STATES and p.cpu_pct / 100 < MAIN_CPU_IDLE for p in rows[-1][0]),
+        usable_cpus=rows[-1].usable_cpus or None,
+        job_cpu=med(r.job_cpu for r in every),
+        stopped=rows[-1].stopped,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One procs sample's readings of the job (of one rank's processes where a rank is given)."""
+
+    main_pids: frozenset[int]
+    worker_pids: frozenset[int]
+    main_cpu: float | None
+    main_thread_cpu: float | None
+    pin_seen: bool
+    pin_cpu: float | None
+    main_run_delay: float | None
+    workers: float
+    """Workers per main process."""
+    worker_cpu: float | None
+    workers_cpu: float | None
+    worker_d: float | None
+    worker_run_delay: float | None
+    worker_read_bps: float | None
+    usable_cpus: int | None
+    job_cpu: float
+    stopped: bool
+
+
+_ROWS: SampleMemo[_Row] = SampleMemo(2048)
+"""Each procs sample read once (sample_memo.py): a sample is in every window of the next minute."""
+
+
+def _row(sample: ProcsSample, rank: int | None) -> _Row:
+    ms, ws, _ = _split(sample, rank)
+    return _Row(
+        main_pids=frozenset(p.pid for p in ms),
+        worker_pids=frozenset(w.pid for w in ws),
+        main_cpu=mean(p.cpu_pct / 100 for p in ms),
+        main_thread_cpu=mean(_launch_threads_cpu(p) for p in ms),
+        pin_seen=any(_pin_cpu(p) is not None for p in ms),
+        pin_cpu=mean(_pin_cpu(p) for p in ms),
+        main_run_delay=mean(num(p.run_delay_frac) for p in ms),
+        workers=len(ws) / len(ms) if ms else 0.0,
+        worker_cpu=mean(w.cpu_pct / 100 for w in ws),
+        workers_cpu=sum(w.cpu_pct / 100 for w in ws) if ws else None,
+        worker_d=_d_share(ws),
+        worker_run_delay=_most_queued(ws),
+        worker_read_bps=_sum_known(w.read_bps for w in ws),
+        usable_cpus=sample.usable_cpus,
+        job_cpu=sum(p.cpu_pct / 100 for p in sample.processes),
+        stopped=all(p.state in STOPPED_STATES and p.cpu_pct / 100 < MAIN_CPU_IDLE for p in ms),
     )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpuwatch.diagnosis.host_signals import D_STATES
+from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
@@ -105,34 +106,20 @@ def timeline(frames: Sequence[Frame], rank: int | None) -> list[Tick]:
     return out
 
 
-_MEMO: dict[tuple, tuple[object, dict]] = {}
-_MEMO_MAX = 2048
-"""What one sample gives a tick, by the sample (held, so its id stays its own) and the rank: the
-diagnosis reads the timeline of its whole window five times a tick, and working each sample's
-share out again each time was most of the diagnosis's CPU (replaying the H200 benchmark job on
-the CPU VM: 10.6 ms a tick, 4.7 of it here). 2048 entries hold a single job's last ~800 ticks
-(two or three entries a tick: fewer than the 900 frames the history keeps alive anyway, so no
-sample outlives its frame by much) and an 8-rank job's last ~75 (27 a tick: more than the
-minute the epoch window reads)."""
-
-
-def _memo(sample: object, key: tuple, work) -> dict:  # noqa: ANN001 - a function of no arguments
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0] is sample:
-        return hit[1]
-    if len(_MEMO) >= _MEMO_MAX:
-        _MEMO.clear()
-    value = work()
-    _MEMO[key] = (sample, value)
-    return value
+_MEMO: SampleMemo[dict] = SampleMemo(2048)
+"""What one sample gives a tick, by the sample and the rank: the diagnosis reads the timeline of
+its whole window five times a tick (replaying the H200 benchmark job on the CPU VM this was 4.7 ms
+of a 10.6 ms tick before). 2048 entries hold a single job's last ~800 ticks (two or three entries
+a tick: fewer than the 900 frames the history keeps alive anyway, so no sample outlives its frame
+by much) and an 8-rank job's last ~75 (27 a tick: more than the minute the epoch window reads)."""
 
 
 def _procs_fields(p, rank: int | None, new: bool) -> dict:
-    return _memo(p, ("procs", id(p), rank, new), lambda: _with_procs(p, rank, new))
+    return _MEMO.get(p, (id(p), "procs", rank, new), lambda: _with_procs(p, rank, new))
 
 
 def _stack_fields(s, rank: int | None) -> dict:
-    return _memo(s, ("stacks", id(s), rank), lambda: _with_stacks(s, rank))
+    return _MEMO.get(s, (id(s), "stacks", rank), lambda: _with_stacks(s, rank))
 
 
 def _with_procs(p, rank: int | None, new: bool) -> dict:
