@@ -221,7 +221,7 @@ class DiskCollector(Collector):
                 age = read_age(n.pid, self.proc_root)
                 total += rb / max(age if age is not None else now_wall - n.create_time, 0.01)
         self._io, self._io_t = seen, now
-        self.files.retain({f"{self.proc_root}/{pid}/" for pid, _ in seen})
+        self.files.sweep()  # the files of processes and threads that have exited
         if not readable and denied:
             return Unsupported("/proc/PID/io of the job is not readable: run gpuwatch as the job's user or as root")
         return total

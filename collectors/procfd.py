@@ -52,10 +52,12 @@ class ProcFiles:
     def __init__(self, max_open: int = MAX_OPEN) -> None:
         self.max_open = max_open
         self._fds: dict[str, int] = {}
+        self._used: set[str] = set()
         self._lock = threading.Lock()
 
     def read(self, path: str) -> bytes | None:
         with self._lock:
+            self._used.add(path)
             fd = self._fds.get(path)
             if fd is not None:
                 try:
@@ -88,12 +90,13 @@ class ProcFiles:
         raw = self.read(path)
         return None if raw is None else raw.decode("utf-8", "replace")
 
-    def retain(self, prefixes: set[str]) -> None:
-        """Close the kept descriptors of every path that starts with none of ``prefixes`` (the
-        files of processes that left the job), keyed by their folder: pass ``{"/proc/123/", ...}``."""
+    def sweep(self) -> None:
+        """Close the kept descriptors not read since the previous sweep: the files of threads and
+        processes that have exited (a collector sweeps once a tick, after its reads)."""
         with self._lock:
-            for path in [p for p in self._fds if not p.startswith(tuple(prefixes))]:
+            for path in [p for p in self._fds if p not in self._used]:
                 self._drop(path)
+            self._used.clear()
 
     def forget(self, path: str) -> None:
         with self._lock:

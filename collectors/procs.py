@@ -113,7 +113,7 @@ class ProcsCollector(Collector):
         for cache in (self._prev, self._starts):
             for key in [k for k in cache if k not in seen]:
                 del cache[key]
-        self.files.retain({f"{self.root}/{pid}/" for pid, _ in seen})
+        self.files.sweep()  # the files of processes and threads that have exited
         return rows
 
     def _same_process(self, key: tuple[int, float], node: Node, starttime: int) -> bool:

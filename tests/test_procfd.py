@@ -75,18 +75,20 @@ def test_descriptors_are_bounded_and_reads_past_the_bound_still_answer():
     files.close()
 
 
-def test_retain_closes_the_files_of_processes_that_left():
-    files = ProcFiles()
-    me = os.getpid()
-    files.read(f"/proc/{me}/stat")
-    files.read("/proc/1/stat")
-    files.retain({f"/proc/{me}/"})
-    assert len(files) == 1
-    files.close()
-
-
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may read every process's io file")
 def test_a_refused_file_raises_permission_error():
     files = ProcFiles()
     with pytest.raises(PermissionError):
         files.read("/proc/1/io")
+
+
+def test_sweep_closes_what_was_not_read_since_the_last_sweep():
+    files = ProcFiles()
+    files.read("/proc/self/stat")
+    files.read("/proc/self/io")
+    files.sweep()
+    assert len(files) == 2
+    files.read("/proc/self/stat")  # a tick that no longer reads io (its thread or process exited)
+    files.sweep()
+    assert len(files) == 1
+    files.close()
