@@ -83,6 +83,27 @@ class Tick:
 
 def timeline(frames: Sequence[Frame], rank: int | None) -> list[Tick]:
     """One Tick per frame that brought a new procs or stack sample, oldest first."""
+    if not frames:
+        return []
+    first, last = frames[0], frames[-1]
+    key = (id(first), id(last), len(frames), rank)
+    hit = _WINDOWS.get(key)
+    if hit is not None and hit[0] is first and hit[1] is last:
+        return hit[2]
+    if len(_WINDOWS) >= 8:
+        _WINDOWS.clear()
+    out = _timeline(frames, rank)
+    _WINDOWS[key] = (first, last, out)
+    return out
+
+
+_WINDOWS: dict[tuple, tuple[Frame, Frame, list[Tick]]] = {}
+"""The last few windows' timelines, by their first and last frame (held) and length: a window is
+a run of the history's frames, so those three name it. A tick reads the same pool's timeline up
+to three times (the candidate's, the sooner test's and the verdict's extract); callers only read it."""
+
+
+def _timeline(frames: Sequence[Frame], rank: int | None) -> list[Tick]:
     out: list[Tick] = []
     seen_p: set[float] = set()
     seen_s: set[float] = set()
