@@ -18,7 +18,7 @@ from dataclasses import replace
 from gpuwatch.diagnosis.compose import compose
 from gpuwatch.diagnosis.decide import Decision, decide
 from gpuwatch.diagnosis.phases import phases, recurring_wait
-from gpuwatch.diagnosis.signals import Epochs, extract
+from gpuwatch.diagnosis.signals import Epochs, Signals, extract
 from gpuwatch.diagnosis.stability import WEAK, DiagnosisState, step
 from gpuwatch.diagnosis.stalls import find_stall
 from gpuwatch.diagnosis.thresholds import FAST_S, PHASE_WINDOW_S, SHORT_S, STALL_WINDOW_S, WINDOW_S
@@ -56,9 +56,10 @@ def _diagnose(
     minute = timeline(recent(frames, PHASE_WINDOW_S), rank)
     seen = phases(minute)
     epochs = Epochs(seen, recurring_wait(minute, seen), minute)
-    candidate = decide(extract(short, pool, rank, held, epochs), current)
+    short_signals = extract(short, pool, rank, held, epochs)
+    candidate = decide(short_signals, current)
     if current is not None and candidate.stage == current:
-        candidate = _sooner(candidate, short, pool, rank, held, epochs, current)
+        candidate = _sooner(candidate, short_signals, short, pool, rank, held, epochs, current)
     new_state = step(state if current is not None else None, candidate.stage, frames[-1].t, short[0].t)
     window = since(pool, new_state.regime_start, WINDOW_S, SHORT_S)
     signals = extract(window, pool, rank, window, epochs)
@@ -77,8 +78,8 @@ def _diagnose(
     return verdict, new_state
 
 
-def _sooner(held: Decision, short: Sequence[Frame], pool: Sequence[Frame], rank: int | None,
-            held_pool: Sequence[Frame] | None, epochs: Epochs, current: str) -> Decision:
+def _sooner(held: Decision, short_signals: Signals, short: Sequence[Frame], pool: Sequence[Frame],
+            rank: int | None, held_pool: Sequence[Frame] | None, epochs: Epochs, current: str) -> Decision:
     """A challenger that the switch test's median of three ticks does not show yet, shown a tick
     sooner where the change is clear: over the last FAST_S (two ticks, so their mean) it passes the
     challenger's tightened cuts, and over the short window (median of three) it passes the
@@ -87,12 +88,18 @@ def _sooner(held: Decision, short: Sequence[Frame], pool: Sequence[Frame], rank:
     H200's pageable copies on a second host: copy engine 6.4 % on the split tick, 10.4 % on the
     next, against 7.5 % to take over). One odd tick still cannot do it: it must be joined by one at
     the documented cut, and a reading that hovers at a cut meets this about as often as it meets
-    the median's test (docs/THRESHOLDS.md, FAST_S)."""
-    fast = decide(extract(last_ticks(short, FAST_S), pool, rank, held_pool, epochs), current)
-    if fast.stage == current or fast.stage in WEAK or len(short) < 3:
+    the median's test (docs/THRESHOLDS.md, FAST_S).
+
+    The documented-cut test reads the candidate's own signals (``short_signals``: the same window)
+    and goes first: on a steady tick it names the stage in force, and the fast window, which could
+    only name the same stage, is never read (an extract and a decision less a tick)."""
+    if len(short) < 3:
         return held
-    nominal = decide(extract(short, pool, rank, held_pool, epochs), current, challenge=False)
-    return fast if nominal.stage == fast.stage else held
+    nominal = decide(short_signals, current, challenge=False)
+    if nominal.stage == current or nominal.stage in WEAK:
+        return held
+    fast = decide(extract(last_ticks(short, FAST_S), pool, rank, held_pool, epochs), current)
+    return fast if fast.stage == nominal.stage else held
 
 
 def _shown(decision, stage: str) -> bool:
