@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from gpuwatch.diagnosis.evidence import count, fmt
-from gpuwatch.diagnosis.phases import find, in_validation
+from gpuwatch.diagnosis.phases import find, in_validation, workers_survive_epochs
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import pageable_share, speedup
 from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult
@@ -76,10 +76,11 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
     if r is None or not r.fires:
         return ()
     out: list[FixGain | None] = []
-    if stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub != "checkpoint":
+    if stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub != "checkpoint" and not workers_survive_epochs(s.phases):
         out.append(persistent_workers(s))
     if stage == DECODE and r.sub == "workers":
-        out += [more_workers(r, s), cheaper_transform(s)]
+        # A cheaper decode is proposed (remedies.py) only where the workers may decode images.
+        out += [more_workers(r, s)] + ([cheaper_transform(s)] if decoding_seen(s) is not False else [])
     elif stage == DECODE and r.sub == "inline":
         out.append(workers_for_inline(r, s))
     elif stage in (IO, INPUT_UNMEASURED) and r.sub in ("workers", "inline"):
@@ -207,10 +208,28 @@ def workers_for_inline(r: StageResult, s: Signals) -> FixGain:
                    "time) is the limit")
 
 
-def cheaper_transform(s: Signals) -> FixGain:
+def decoder_samples(s: Signals) -> tuple[int, int]:
+    """(decoding, working): the workers' samples at work over the last minute, and those of them
+    inside an image decoder (timeline.DECODER_WORDS)."""
     ticks = [t for t in s.epoch_ticks if t.stacks]
     working = sum(t.worker_labels[x] for t in ticks for x in WORKING)
     decoding = sum(min(t.worker_decoding, sum(t.worker_labels[x] for x in WORKING)) for t in ticks)
+    return decoding, working
+
+
+def decoding_seen(s: Signals) -> bool | None:
+    """Whether the workers decode images: True with a worker sample in a decoder, False when enough
+    samples of working workers (MIN_STACK_SAMPLES, the floor every stack share here reads) show
+    none, None when too few were taken to tell. A job whose workers tokenise text or hand out
+    tensors gets no decoder advice (no remedy without positive evidence)."""
+    decoding, working = decoder_samples(s)
+    if decoding:
+        return True
+    return False if working >= MIN_STACK_SAMPLES else None
+
+
+def cheaper_transform(s: Signals) -> FixGain:
+    decoding, working = decoder_samples(s)
     parts = split(s)
     if working < MIN_STACK_SAMPLES or parts is None:
         return FixGain(CHEAPER_TRANSFORM, None, f"{count(working, 'worker sample')} at work over the last minute: "

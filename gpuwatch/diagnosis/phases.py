@@ -49,6 +49,13 @@ def find(ps: Sequence[Phase], kind: str) -> Phase | None:
     return next((p for p in ps if p.kind == kind), None)
 
 
+def workers_survive_epochs(ps: Sequence[Phase]) -> bool:
+    """A validation pass was seen and no set of workers was replaced: the workers lived through an
+    epoch boundary, so they are kept already (persistent_workers=True, or one loader that never
+    ends); advice to keep them would not apply."""
+    return find(ps, VALIDATION) is not None and find(ps, RESPAWN) is None
+
+
 def periodic(p: Phase | None) -> bool:
     """Seen at least twice: a recurring part of the job, not a one-off."""
     return p is not None and p.count >= 2

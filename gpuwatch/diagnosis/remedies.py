@@ -7,9 +7,9 @@ tutorial, DS-Analyzer and the H200 measurements; each is worded with the job's o
 from __future__ import annotations
 
 from gpuwatch.diagnosis.evidence import count, fmt
-from gpuwatch.diagnosis.fix_gains import worker_target, words
+from gpuwatch.diagnosis.fix_gains import decoding_seen, worker_target, words
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.phases import find
+from gpuwatch.diagnosis.phases import find, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     DISK_BUSY,
@@ -29,7 +29,7 @@ NUMA = ("Keep the trainer and its workers on the CPU socket the GPU hangs off (n
 HEADS = {PERSISTENT_WORKERS: ("persistent_workers=True",),
          MORE_WORKERS: ("Raise num_workers", "Decode in DataLoader workers", "Load in DataLoader workers",
                         "More DataLoader workers"),
-         CHEAPER_TRANSFORM: ("Use a faster decoder",), PINNED_MEMORY: ("Pin host memory",)}
+         CHEAPER_TRANSFORM: ("Use a faster decoder", "If the workers decode images"), PINNED_MEMORY: ("Pin host memory",)}
 """How the remedy of each fix whose gain is estimated (fix_gains.py) begins: its estimate goes at its end."""
 
 
@@ -73,11 +73,17 @@ def _where(f: dict) -> str:
     return f" ({loc.path} on {loc.fstype}{', a network file system' if loc.network else ''})"
 
 
-def _workers_keep(f: dict) -> str:
+def _workers_keep(f: dict, s: Signals) -> str:
+    """Keeping the workers, where nothing seen says they are kept already. Re-created workers get
+    the remedy worded with what was seen (_remedies); workers that lived through a validation pass
+    unreplaced already survive epochs, so the advice is left out."""
     if f.get("respawns"):
         return (f"persistent_workers=True: the workers were re-created {count(f['respawns'], 'time')} in the "
                 "window (each epoch restarts them, with cold caches and file handles)")
-    return "persistent_workers=True, so workers and their open files and caches survive epochs"
+    if workers_survive_epochs(s.phases):
+        return ""
+    return ("persistent_workers=True, if the job's epochs re-create its workers (no set was re-created while "
+            "gpuwatch watched): workers and their open files and caches then survive epochs")
 
 
 def _io(f: dict, sub: str, s: Signals) -> list[str]:
@@ -107,7 +113,7 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
         out.append(f"Raise num_workers above {_n(f.get('workers'))}: workers waiting on reads use little CPU{each}, "
                    f"so more of them can overlap reads{cores}; raise prefetch_factor (default 2) to keep more "
                    "batches in flight")
-    out.append(_workers_keep(f))
+    out.append(_workers_keep(f, s))
     if (f.get("disk_busy") or 0.0) >= DISK_BUSY:
         out.append(f"The disk {f.get('device') or ''} is {fmt(f.get('disk_busy'))} busy: a faster device, or "
                    "read less per sample (smaller or pre-cropped samples)")
@@ -130,22 +136,41 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     elif target and workers < target and not f.get("cpu_short"):
         free = target - workers
         out.append(f"Raise num_workers from {workers} toward {target}: {count(free, 'usable CPU')} "
-                   f"{'is' if free == 1 else 'are'} free beside the training process, and each worker decodes "
-                   "on one core")
+                   f"{'is' if free == 1 else 'are'} free beside the training process, and each worker builds "
+                   "batches on one core")
     elif usable:
         out.append(f"The {count(workers, 'worker')} already fill the {count(usable, 'usable CPU')}: make each "
                    "sample cheaper rather than adding workers (more workers than cores only queue for CPU)")
-    hot = f" (the workers spend their time in {f['worker_detail']})" if f.get("worker_detail") else ""
-    out.append("Use a faster decoder: torchvision.io.decode_jpeg (libjpeg-turbo), or decode on the GPU with "
-               f"torchvision.io.decode_jpeg(..., device='cuda') or NVIDIA DALI{hot}")
-    out.append("Do the fixed work once, offline: pre-resize or pre-decode the dataset and keep only random "
-               "augmentations online; run those on the GPU on uint8 batches "
-               "(torchvision.transforms.v2 on CUDA tensors)")
+    out += _cheaper_items(f, sub, s)
     if f.get("cpu_short") or (s.job.worker_run_delay or 0.0) >= RUN_DELAY:
         out.append("Stop thread oversubscription in workers: worker_init_fn setting torch.set_num_threads(1), "
                    "OMP_NUM_THREADS=1 and cv2.setNumThreads(0)")
-    out.append(_workers_keep(f) + "; prefetch_factor=4 smooths out slow batches")
+    keep = _workers_keep(f, s)
+    out.append(keep + "; prefetch_factor=4 smooths out slow batches" if keep else "")
     return out
+
+
+def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
+    """Making each item cheaper to build, worded for what the workers were seen doing: image
+    decoding only where a worker sample was in a decoder; nothing where the workers were not seen
+    computing (the wait is their start-up, or receiving batches)."""
+    if sub in ("starting", "ipc"):
+        return []
+    hot = f" (the workers spend their time in {f['worker_detail']})" if f.get("worker_detail") else ""
+    seen = decoding_seen(s)
+    if seen is False:
+        return [f"Make each item cheaper to build{hot}: no worker sample was in an image decoder, so the cost is "
+                "the dataset's own per-item code; do its fixed part once, offline (pre-tokenise or pre-process "
+                "the dataset and save the result), keep only the random part online, and profile one worker "
+                "(py-spy top --pid <a worker's pid>) for the rest"]
+    decoder = ("torchvision.io.decode_jpeg (libjpeg-turbo), or decode on the GPU with "
+               f"torchvision.io.decode_jpeg(..., device='cuda') or NVIDIA DALI{hot}")
+    offline = ("pre-resize or pre-decode the dataset and keep only random augmentations online; run those on "
+               "the GPU on uint8 batches (torchvision.transforms.v2 on CUDA tensors)")
+    if seen is None:  # too few worker samples to tell: said as a condition, in one remedy
+        return [f"If the workers decode images, use a faster decoder: {decoder}; and do the fixed work once, "
+                f"offline: {offline}"]
+    return [f"Use a faster decoder: {decoder}", f"Do the fixed work once, offline: {offline}"]
 
 
 def _h2d(f: dict, sub: str, s: Signals) -> list[str]:

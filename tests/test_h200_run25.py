@@ -1,0 +1,77 @@
+"""The verdict's words on real training code, replayed from H200 run 25 (2026-12-04 04:51-04:57 UTC).
+
+Each recording is a real-code bench scenario watched live by ``gpuwatch --json --record`` (commit
+540fe44; tests/data/h200/README.md: hardware, workload), replayed here through today's diagnosis and
+report. ``run25_markers.json`` holds what each job measured of itself (its end marker: steps/s,
+epochs, validation passes, its own wait share). Each test reads a sentence a user sees (the verdict
+sentence, the report's remedies and headline) against that and against the frames.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gpuwatch.analysis import Analysis
+from gpuwatch.replay import load_frames
+from gpuwatch.report import NOT_RECORDED
+from gpuwatch.report.build import build_report
+from gpuwatch.report.gather import from_frames
+from gpuwatch.report.render_md import render_markdown
+
+DATA = Path(__file__).parent / "data" / "h200"
+MARKERS = json.loads((DATA / "run25_markers.json").read_text())
+
+
+def _path(name: str) -> str:
+    return str(DATA / f"run25_{name}.jsonl.gz")
+
+
+def _verdicts(name: str):
+    analysis = Analysis()
+    return [analysis.update(f) for f in load_frames(_path(name))]
+
+
+def _report(name: str):
+    got = from_frames(load_frames(_path(name)))
+    return build_report(got, NOT_RECORDED, "replay", path=_path(name))
+
+
+def _end(name: str) -> dict:
+    return next(m for m in MARKERS[name]["markers"] if m.get("event") == "end")
+
+
+@pytest.mark.parametrize("name", ["tokenize", "lightning"])
+def test_no_decoder_advice_for_jobs_that_decode_no_images(name):
+    """The tokeniser's workers run ``Documents.__getitem__`` (a BPE tokenizer) and Lightning's hand
+    out in-memory tensors: no worker sample is in an image decoder, so "use a faster decoder" and
+    "pre-decode the dataset" have no evidence (they were offered before, the tokeniser's with
+    "little or no gain (about 1.00x)")."""
+    verdicts = _verdicts(name)
+    said = [r for v in verdicts for r in v.remedies]
+    assert said, "the input stage gave remedies"
+    # Early ticks, with too few worker samples to tell, may say it as a condition ("If the workers
+    # decode images"); never as a fact.
+    assert not [r for r in said if r.startswith(("Use a faster decoder", "Do the fixed work once"))], name
+    text = render_markdown(_report(name))
+    assert "faster decoder" not in text and "pre-decode" not in text
+    assert "decodes on one core" not in text
+    if name == "tokenize":  # what is seen is named instead: the dataset's own per-item code
+        assert "Make each item cheaper to build (the workers spend their time in Documents.__getitem__)" in text
+        # and no figure for "a cheaper decode" (it read 1.00x: a number for advice that does not apply)
+        assert not [g for v in verdicts for g in v.gains if g.fix == "cheaper_transform" and g.factor is not None]
+
+
+def test_decoder_advice_stays_where_workers_decode_jpegs():
+    text = render_markdown(_report("imagefolder_few"))
+    assert "Use a faster decoder" in text and "ImageFile.load" in text
+
+
+def test_no_persistent_workers_advice_for_workers_that_survive_epochs():
+    """imagefolder_few runs persistent_workers=True: its workers lived through the validation pass
+    unreplaced, so keeping them is not advice for this job."""
+    assert _end("imagefolder_few")["val_passes"] >= 1
+    assert "persistent_workers=True" not in render_markdown(_report("imagefolder_few"))
