@@ -47,14 +47,15 @@ async def replay_frames(
                 position = frame.t - start_t
                 gap = 0.0 if prev is None else frame.t - prev
                 prev = frame.t
-                if not control.rewinds(position):
+                if not control.rewinds():
                     await control.wait(position, gap if 0 < gap < 3600 else 0.0)
-                if control.rewinds(position):
+                if control.rewinds():
                     rewound = True
                     break
                 control.gave(position)
                 yield frame
         if not rewound:
+            control.ran_out()
             return
         first_pass = False
         control.restart()

@@ -73,9 +73,11 @@ class ReplayControl:
 
     # ---- what the replay calls ----
 
-    def rewinds(self, position: float) -> bool:
-        """True when a seek asks for a point before ``position``: start again from the top."""
-        return self._seek_to is not None and self._seek_to < position - 1e-9
+    def rewinds(self) -> bool:
+        """True when a seek asks for a point before the frame last given out: start again from the
+        top. Compared with that frame, not the next one: a forward seek's target falls between two
+        frames, and the first frame past it ends the seek (``wait``), it is no reason to rewind."""
+        return self._seek_to is not None and self._seek_to < self.position - 1e-9
 
     def restart(self) -> None:
         self.frames = 0
@@ -112,6 +114,11 @@ class ReplayControl:
                 gap_s = max(0.0, gap_s - (loop.time() - start) * speed)  # woken by a key: the rest
                 continue
             await self._wake.wait()
+
+    def ran_out(self) -> None:
+        """The recording ended: a forward seek past its end is over (the next seek counts from the
+        last frame, not from the unreachable target)."""
+        self._seek_to = None
 
     def gave(self, position: float) -> None:
         """The replay gave out the frame at ``position``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from gpuwatch.replay import replay_frames
 from gpuwatch.replay_control import ReplayControl
@@ -57,6 +58,37 @@ async def test_seek_back_restarts_from_the_top_and_forward_skips(tmp_path):
         await agen.__anext__()
     assert control.position == 24.0 and frames[0].seq == 1
     await agen.aclose()
+
+
+async def test_a_seek_between_two_frames_stops_at_the_next_one(tmp_path):
+    """Real recordings tick at 1 s with jitter (H200 run 11: 57.0702, 58.0712, ...), so a seek's
+    target falls between two frames: the first frame past it ends the seek, and the replay plays on
+    from there (it used to take that frame for a backward seek and start from the top, forever)."""
+    frames = [dataclasses.replace(f, t=f.t + (0.0011 * i) % 0.003) for i, f in enumerate(synthetic_frames(40))]
+    path = write_recording(tmp_path / "r.jsonl", frames)
+    control = ReplayControl(0)
+    restarts = []
+    control.on_restart = lambda: restarts.append(control.position)
+    agen = replay_frames(str(path), control=control)
+    await asyncio.wait_for(_take(agen, 5), 5)
+    control.seek(10.0005)  # from 4.0044 to 14.0049: between the frames at 14.0032 and 15.0055
+    for _ in range(40):  # the frames on the way come at once (the verdict needs them)
+        f = await asyncio.wait_for(agen.__anext__(), 5)
+        if control.position >= 14.0049:
+            break
+    assert restarts == [] and f.seq == 16
+    f = await asyncio.wait_for(agen.__anext__(), 5)
+    assert f.seq == 17  # and plays on from there
+    control.seek(-5)
+    for _ in range(40):
+        f = await asyncio.wait_for(agen.__anext__(), 5)
+        if control.position >= 10.0055:
+            break
+    assert len(restarts) == 1 and f.seq == 12  # back from 15.0055 to 10.0055: the frame at 11.0011
+    control.seek(100)  # past the end: the frames run out, and the next seek counts from the last one
+    assert [f async for f in agen][-1].seq == 40
+    control.seek(-10)
+    assert control.rewinds() and control._seek_to < 30
 
 
 def test_speed_steps_and_the_flag_reads_as_replay():
