@@ -54,6 +54,8 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         p = find(s.phases, RESPAWN)
         out = [x for x in out if not x.startswith("persistent_workers=True")]  # said once, with what was seen
         times = count(p.count, "time")  # type: ignore[union-attr]
+        if p.period_s is None and p.count >= 2:  # type: ignore[union-attr]
+            times = f"at least {times}"  # about every tick: at most one a tick is seen (phases.py)
         fix = (f"persistent_workers=True: the DataLoader's workers were re-created {times} in "
                f"{p.span_s:.0f} s, and each new set builds its first batches from scratch")  # type: ignore[union-attr]
         # When the waits are the workers' start-up itself (the "starting workers" form), keeping the

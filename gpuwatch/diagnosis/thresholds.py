@@ -355,6 +355,12 @@ while a job that changed its behaviour a minute ago is no longer described by it
 PHASE_MIN_SHARE = 0.02
 """A phase taking under 2 % of the minute (about one tick) is not worth a sentence; re-created
 workers are named whatever their share (the fact itself carries the remedy)."""
+EVERY_TICK = 1.5
+"""Workers re-created with a median period under 1.5 ticks come back at about every tick: ticks one
+apart give a period of 1, and one tick in two missing (a set that lived across a tick's sample, or a
+procs sample late) gives 1.5 at most; no slower pace gives a median that low. At that pace the
+ticks cannot tell how often it really is (at most one re-creation a tick is seen), so no period is
+stated and the count is said as a lower bound (phases.py)."""
 CHECKPOINT_WRITE_BPS = 1e7
 """A main process writing >= 10 MB/s in a tick with no stack sample counts as saving: a training
 loop's own writes (logs, metrics) run at kB/s, and the smallest model checkpoints are MBs."""
