@@ -95,7 +95,7 @@ def test_validation_passes_are_kept_as_they_are():
     # Unlimited input leaves validation (0.2) and the step (0.4): 1 / 0.6.
     assert fg.faster_input(fg.split(s), 1e9) == pytest.approx(1 / 0.6)
     g = fg.more_workers(_decode(s), s)
-    assert g.factor == pytest.approx(1 / 0.6, abs=0.01) and "validation passes" in g.basis
+    assert g.factor == pytest.approx(1 / 0.6, abs=0.01) and "the ticks with a validation pass in them (20 %" in g.basis
 
 
 def test_persistent_workers_gain_is_the_time_spent_starting_and_stopping_workers():

@@ -126,3 +126,23 @@ def test_lightnings_epoch_facts_say_only_what_the_ticks_can_measure():
     assert "every ~1.0 s" not in v.sentence and "~1.0 s for its first batches" not in v.sentence
     assert "every ~4.0 s" not in v.sentence
     assert "re-created at least" in " ".join(v.remedies)
+
+
+def test_a_loaders_worker_count_is_its_own_set():
+    """The worker count was every live worker: with persistent_workers=True the validation loader
+    keeps its own set beside the training loader's, so 2 a loader read "Raise num_workers from 3
+    (or 4)" and the check counted 4; 14 a loader read "more workers than cores: 28 ... lower
+    num_workers to about 15" for a job that sets 14. Where sets are re-created every epoch, the
+    window's mean (10) was read for 14."""
+    assert MARKERS["imagefolder_few"]["markers"][0]["workers"] == 2
+    few = render_markdown(_report("imagefolder_few"))
+    assert "Raise num_workers from 2 toward 15" in few
+    assert "4 DataLoader workers of 2 loaders (2 + 2, one set a loader)" in few
+    said = [v.sentence for v in _verdicts("imagefolder_few") if "DataLoader workers of 2 loaders (2 + 2" in v.sentence]
+    assert len(said) >= 10
+    persistent = render_markdown(_report("imagefolder_persistent"))
+    assert "lower num_workers" not in persistent and "more workers than cores" not in persistent
+    assert "28 DataLoader workers of 2 loaders (14 + 14, one set a loader)" in persistent
+    assert MARKERS["imagefolder_epochs"]["markers"][0]["workers"] == 14
+    epochs = render_markdown(_report("imagefolder_epochs"))
+    assert "Raise num_workers from 14 toward 15" in epochs, epochs.split("## Remedies")[1][:600]

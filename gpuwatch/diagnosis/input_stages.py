@@ -31,7 +31,7 @@ from gpuwatch.diagnosis.thresholds import (
     WORKER_IO_SHARE,
 )
 from gpuwatch.model import stacks as lb
-from gpuwatch.diagnosis.phases import find, periodic
+from gpuwatch.diagnosis.phases import find, largest_set, periodic, worker_sets
 from gpuwatch.model.verdict import CHECKPOINT, DECODE, IO
 
 
@@ -181,6 +181,7 @@ def _facts(s: Signals) -> dict[str, object]:
         iowait=s.host.iowait, worker_cpu_mean=job.worker_cpu_mean, aligned_ticks=s.aligned.ticks,
         worker_cpu_top=s.aligned.worker_cpu_top if s.aligned.usable else None,
         storage=tuple(storage_evidence(s)), starting=s.aligned.starting, no_workers=s.aligned.no_workers,
+        sets=worker_sets(s.epoch_ticks), loader_workers=largest_set(s.epoch_ticks),
     )
 
 

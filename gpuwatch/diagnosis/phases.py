@@ -70,6 +70,47 @@ def find(ps: Sequence[Phase], kind: str) -> Phase | None:
     return next((p for p in ps if p.kind == kind), None)
 
 
+def worker_sets(ticks: Sequence[Tick], at: int | None = None) -> tuple[int, ...]:
+    """Sizes of the sets of DataLoader workers alive together at tick ``at`` (default: the latest
+    tick with workers), one set a loader, oldest first (_sets says how a set is told)."""
+    live = ticks[at].workers if at is not None else next((t.workers for t in reversed(ticks) if t.workers), frozenset())
+    return tuple(n for n in (len(g & live) for g in _sets(ticks)) if n)
+
+
+def largest_set(ticks: Sequence[Tick]) -> int:
+    """The most workers one set had: one loader's num_workers (0 without workers). Where loaders
+    re-create their workers, the window's mean count mixes a new set with none alive (run 25's
+    ImageFolder job, 14 workers a set, read 10)."""
+    return max((len(g) for g in _sets(ticks)), default=0)
+
+
+def _sets(ticks: Sequence[Tick]) -> list[frozenset[int]]:
+    """The worker PIDs of each set seen, oldest first. A DataLoader forks all its workers at once
+    when its iterator is made, so a set is the workers first seen in one tick, or in two ticks in a
+    row while the first part lives on (a procs sample can land while the set is being forked: run
+    25's ImageFolder job saw its 14 workers as 4 + 10, 1 + 13, 7 + 7). A set that joins the live ones later, while they live on, is
+    another loader's: a validation loader with persistent_workers=True keeps its own (run 25:
+    2 + 2, 14 + 14). Two loaders whose sets start a tick apart read as one set (Lightning's 2 + 2
+    read 4): the count never splits one loader's workers, it may only miss a split."""
+    first: dict[int, int] = {}
+    for i, t in enumerate(ticks):
+        for pid in t.workers:
+            first.setdefault(pid, i)
+    by_tick: dict[int, set[int]] = {}
+    for pid, i in first.items():
+        by_tick.setdefault(i, set()).add(pid)
+    out: list[tuple[int, set[int]]] = []
+    for start in sorted(by_tick):
+        # The rest of a set forked across a sample: one tick after its first part, which still
+        # lives (a set spans two ticks at most; sets that come and go within a tick stay apart).
+        if out and out[-1][0] == start - 1 and out[-1][1] <= ticks[start].workers:
+            out[-1][1].update(by_tick[start])
+            out[-1] = (start + 1, out[-1][1])  # closed: nothing more joins it
+        else:
+            out.append((start, by_tick[start]))
+    return [frozenset(g) for _, g in out]
+
+
 def workers_survive_epochs(ps: Sequence[Phase]) -> bool:
     """A validation pass was seen and no set of workers was replaced: the workers lived through an
     epoch boundary, so they are kept already (persistent_workers=True, or one loader that never

@@ -7,7 +7,7 @@ tutorial, DS-Analyzer and the H200 measurements; each is worded with the job's o
 from __future__ import annotations
 
 from gpuwatch.diagnosis.evidence import count, fmt
-from gpuwatch.diagnosis.fix_gains import decoding_seen, worker_target, words
+from gpuwatch.diagnosis.fix_gains import decoding_seen, loader_workers, worker_target, words
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -123,7 +123,7 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _decode(f: dict, sub: str, s: Signals) -> list[str]:
-    usable, workers = f.get("usable"), round(f.get("workers") or 0.0)
+    usable, workers = f.get("usable"), loader_workers(f)
     target = worker_target(usable)
     out = []
     if sub == "inline":

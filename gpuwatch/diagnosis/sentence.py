@@ -83,7 +83,13 @@ def epochs(phases: Sequence[Phase]) -> str:
 
 
 def _workers(f: dict, verb: str, verb_one: str) -> str:
-    """``2 DataLoader workers compute`` / ``1 DataLoader worker computes``."""
+    """``2 DataLoader workers compute`` / ``1 DataLoader worker computes``; where several loaders
+    keep workers alive together (phases.worker_sets), ``4 DataLoader workers of 2 loaders (2 + 2;
+    ...) compute``: the count is all of them, one loader's num_workers is a set's."""
+    sets = f.get("sets") or ()
+    if len(sets) >= 2:
+        return (f"{sum(sets)} DataLoader workers of {len(sets)} loaders ({' + '.join(str(x) for x in sets)}; "
+                f"a loader's workers idle while another's run) {verb}")
     n = round(f.get("workers") or 0)
     return f"{count(n, 'DataLoader worker')} {verb_one if n == 1 else verb}"
 

@@ -17,6 +17,8 @@ from gpuwatch.diagnosis.thresholds import (
 )
 from gpuwatch.diagnosis.evidence import count
 from gpuwatch.diagnosis.fix_gains import worker_target
+from gpuwatch.diagnosis.phases import worker_sets
+from gpuwatch.diagnosis.timeline import timeline
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcsSample
@@ -47,14 +49,26 @@ def _env_part(env: Maybe[Environment], name: str) -> object:
     return env if isinstance(env, Unsupported) else getattr(env, name)
 
 
+def _loader_sets(frames: Sequence[Frame]) -> tuple[int, ...]:
+    """The loaders' worker sets (phases.worker_sets) at the tick with the most workers alive."""
+    ticks = timeline(frames, None)
+    if not ticks:
+        return ()
+    most = max(range(len(ticks)), key=lambda i: len(ticks[i].workers))
+    return worker_sets(ticks, most)
+
+
 def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: Maybe[Environment]) -> CheckResult:
     title = "DataLoader workers fit the CPUs"
     procs = [f.procs for f in frames if isinstance(f.procs, ProcsSample)]
     target = _env_part(env, "target")
+    sets: tuple[int, ...] = ()
     if procs:
         workers = max(len(p.by_role(ROLE_WORKER)) for p in procs)
         mains = max(len(p.by_role(ROLE_MAIN)) for p in procs) or 1
         usable = procs[-1].usable_cpus
+        if mains == 1:
+            sets = _loader_sets(frames)
     elif not isinstance(target, Unsupported) and isinstance(target.affinity, tuple):  # type: ignore[union-attr]
         workers, mains, usable = target.workers, max(target.mains, 1), len(target.affinity)  # type: ignore[union-attr]
     else:
@@ -63,9 +77,14 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
     quota = _cpu_quota(frames, env)
     cores = min(usable, quota) if quota is not None else usable
     where = count(usable, "usable CPU") + (f", a CPU quota of {quota:g} cores" if quota is not None else "")
-    counted = f"{count(workers, 'DataLoader worker')} for {count(mains, 'training process', 'training processes')} on {where}"
+    alive = count(workers, "DataLoader worker")
+    if len(sets) >= 2:  # several loaders keep workers alive together: one loader's num_workers is a set's
+        alive += f" of {len(sets)} loaders ({' + '.join(str(x) for x in sets)}, one set a loader)"
+        workers = max(sets)
+    counted = f"{alive} for {count(mains, 'training process', 'training processes')} on {where}"
     # PyTorch's own rule: the DataLoader warns when num_workers exceeds the CPUs the process may use
-    # (torch/utils/data/dataloader.py, _check_worker_number_rationality).
+    # (torch/utils/data/dataloader.py, _check_worker_number_rationality): one loader's workers, so
+    # a validation loader's persistent set, idle while the training loader runs, is not added.
     if workers > cores:
         return CheckResult("workers_vs_cores", title, WARN, f"more workers than cores: {counted}",
                            f"lower num_workers to about {worker_target(cores, mains)} (cores minus the training "
