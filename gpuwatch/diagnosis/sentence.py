@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuwatch.diagnosis.evidence import count, fmt
+from gpuwatch.diagnosis.phases import worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
-from gpuwatch.diagnosis.thresholds import MIN_EVIDENCE_SAMPLES, RX_PAGEABLE_MAX, SM_HEALTHY
+from gpuwatch.diagnosis.thresholds import MIN_EVIDENCE_SAMPLES, RX_PAGEABLE_MAX, SM_HEALTHY, WAIT_HIGH
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
     CHECKPOINT,
@@ -320,4 +321,17 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         return (f"Collecting evidence: {count(n, 'stack sample')} of the main thread so far, "
                 f"{MIN_EVIDENCE_SAMPLES} needed before a stage is named.")
     gpu = f"the GPU has work {_busy(s)} of the time, but " if s.gpu.present else ""
+    if (s.input_wait or 0.0) >= WAIT_HIGH and s.job.workers > 0:
+        # The data wait is seen, what the workers do is not settled: say what is seen, not
+        # "nothing is conclusive" (the workers' CPU, with the loaders' sets where several keep
+        # theirs: a validation loader's idle set halves the mean of the one that works).
+        top = s.aligned.worker_cpu_top if s.aligned.usable else None
+        busiest = f", the busiest {fmt(top, 'cores')}" if top is not None else ""
+        sets = worker_sets(s.epoch_ticks)
+        of = (f" over {sum(sets)} workers of {len(sets)} loaders ({' + '.join(str(x) for x in sets)})"
+              if len(sets) >= 2 else "")
+        both = f"{gpu.removesuffix(', but ')} and " if gpu else ""
+        return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} of "
+                f"the time, but what holds the input back is not settled (the workers use "
+                f"{fmt(s.job.worker_cpu, 'cores')} each{of}{busiest}){lack}.")
     return f"Not enough evidence: {gpu}no stage's signals are conclusive{lack}."
