@@ -8,7 +8,7 @@ from gpuwatch.diagnosis.evidence import count, fmt
 from gpuwatch.diagnosis.phases import worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
-from gpuwatch.diagnosis.thresholds import MIN_EVIDENCE_SAMPLES, RX_PAGEABLE_MAX, SM_HEALTHY, WAIT_HIGH
+from gpuwatch.diagnosis.thresholds import MIN_EVIDENCE_SAMPLES, RX_PAGEABLE_MAX, SM_HEALTHY, WAIT_HIGH, WAIT_MODERATE
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
     CHECKPOINT,
@@ -246,6 +246,11 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
     if w is not None and w >= s.stacks.moderate:
         keeps = (f"the main thread still waits for data {fmt(w)} of the time, but the GPU stays busy on the "
                  "work queued ahead")
+    elif w is not None and w >= WAIT_MODERATE:
+        # Under the window's moderate cut only for want of samples (thresholds.moderate_cut): a share
+        # this size is not "keeping up" in words, it is too thin to count.
+        keeps = (f"the data wait reads {fmt(w)} on only {count(s.stacks.n_main, 'main-thread sample')}, too few "
+                 "to count as a wait")
     else:
         keeps = "the input keeps up" + (f" (data wait {fmt(w)})" if w is not None else "")
     if not f.get("gpm"):
