@@ -57,7 +57,7 @@ def _diagnose(
     seen = phases(minute)
     epochs = Epochs(seen, recurring_wait(minute, seen), minute)
     short_signals = extract(short, pool, rank, held, epochs)
-    candidate = decide(short_signals, current)
+    candidate = decide(short_signals, current, words=False)  # only its stage is read
     if current is not None and candidate.stage == current:
         candidate = _sooner(candidate, short_signals, short, pool, rank, held, epochs, current)
     new_state = step(state if current is not None else None, candidate.stage, frames[-1].t, short[0].t)
@@ -95,10 +95,10 @@ def _sooner(held: Decision, short_signals: Signals, short: Sequence[Frame], pool
     only name the same stage, is never read (an extract and a decision less a tick)."""
     if len(short) < 3:
         return held
-    nominal = decide(short_signals, current, challenge=False)
+    nominal = decide(short_signals, current, challenge=False, words=False)
     if nominal.stage == current or nominal.stage in WEAK:
         return held
-    fast = decide(extract(last_ticks(short, FAST_S), pool, rank, held_pool, epochs), current)
+    fast = decide(extract(last_ticks(short, FAST_S), pool, rank, held_pool, epochs), current, words=False)
     return fast if fast.stage == nominal.stage else held
 
 

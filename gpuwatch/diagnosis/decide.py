@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from gpuwatch.diagnosis.evidence import adjusted
+from gpuwatch.diagnosis.evidence import WORDS, adjusted
 from gpuwatch.diagnosis.gpu_stages import sm_per_gr
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.scorers import SCORERS
@@ -74,10 +74,19 @@ class Decision:
         return tuple(r.stage for r in others)
 
 
-def decide(s: Signals, current: str | None = None, challenge: bool = True) -> Decision:
+def decide(s: Signals, current: str | None = None, challenge: bool = True, words: bool = True) -> Decision:
     """Score every stage and pick one. ``current`` is the stage in force (its thresholds eased);
     ``challenge`` tightens the others' (the switch test) or, when False, leaves them nominal (the
-    verdict's evidence, which should show the thresholds as documented)."""
+    verdict's evidence, which should show the thresholds as documented). ``words`` False: a
+    decision only its stage is read from, whose evidence items need no text (evidence.WORDS)."""
+    token = WORDS.set(words)
+    try:
+        return _decide(s, current, challenge)
+    finally:
+        WORDS.reset(token)
+
+
+def _decide(s: Signals, current: str | None, challenge: bool) -> Decision:
     table = SCORERS
     sticky = current if current in table else None
     other = -RELAX if challenge and sticky is not None else 0.0

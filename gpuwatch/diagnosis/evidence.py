@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gpuwatch.diagnosis.thresholds import HYSTERESIS_ABS, HYSTERESIS_REL
 from gpuwatch.model.verdict import Evidence
+
+WORDS: ContextVar[bool] = ContextVar("evidence_words", default=True)
+"""False while a decision is scored that nothing shows (the switch test's, decide.py): its items
+keep their values and results but get no text, the costliest part of a check."""
 
 REQ = "required"
 SUP = "support"
@@ -90,6 +95,8 @@ class Checks:
     relax: float = 0.0
     items: list[Evidence] = field(default_factory=list)
     support: list[bool] = field(default_factory=list)
+    _signals: set[str] = field(default_factory=set, repr=False)
+    """The signals in ``items``: one row per signal, looked up without a scan of the items."""
 
     def check(self, signal: str, value: float | None, threshold: float, op: str, what: str,
               unit: str = "%", kind: str = SUP, band: float | None = None, na: str = "") -> bool | None:
@@ -101,7 +108,8 @@ class Checks:
         th = adjusted(threshold, op, self.relax, unit) if kind == REQ else threshold
         if kind == REQ and band is not None and self.relax > 0:  # the stage in force holds to its wider band
             th = threshold - self.relax * band if op in (">=", ">") else threshold + self.relax * band
-        said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0)
+        words = WORDS.get()
+        said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0) if words else ""
         if value is None:
             if na:
                 self._add(Evidence(self.stage, signal, None, th, op, False, f"{what}: does not apply ({na})",
@@ -111,7 +119,7 @@ class Checks:
                                    what, unit))
             return None
         ok = holds(value, th, op)
-        text = f"{what}: {fmt(value, unit)} ({said})"
+        text = f"{what}: {fmt(value, unit)} ({said})" if words else ""
         if self._add(Evidence(self.stage, signal, float(value), th, op, ok, text, what, unit)) and kind == SUP:
             self.support.append(ok)
         return ok
@@ -123,8 +131,9 @@ class Checks:
             self.support.append(supports)
 
     def _add(self, e: Evidence) -> bool:
-        if any(x.signal == e.signal for x in self.items):  # one row per signal and stage
+        if e.signal in self._signals:  # one row per signal and stage
             return False
+        self._signals.add(e.signal)
         self.items.append(e)
         return True
 
