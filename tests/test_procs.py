@@ -158,8 +158,12 @@ def test_run_delay_shows_cpu_contention():
 
 
 def test_target_exit_raises_and_probe_says_so():
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # The child says when it is asleep: sampled while its interpreter still starts, it reads "R".
+    proc = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                            stdout=subprocess.PIPE, text=True)
     try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.05)
         target = Target(proc.pid, refresh_s=0.0)
         c = ProcsCollector(target)
         (row,) = c.sample().processes
@@ -173,6 +177,7 @@ def test_target_exit_raises_and_probe_says_so():
     finally:
         proc.kill()
         proc.wait(10)
+        proc.stdout.close()
 
 
 def test_sample_cost_is_small(busy_job):
