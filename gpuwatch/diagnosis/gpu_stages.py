@@ -135,9 +135,11 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
         weight = 1.0 - (g.compute_busy or 0.0)
     warn = fires or (yes(busy) and yes(tiny))
     return result(c, fires, warn, weight, sub, busy=g.compute_busy, sm=g.sm, gr=g.gr, ratio=ratio,
-                  sync=st.share(lb.SYNC), dispatch=st.share(lb.DISPATCH), main_cpu=job.main_thread_cpu,
-                  sync_detail=st.top(lb.ROLE_MAIN_THREAD, lb.SYNC),
-                  dispatch_detail=st.top(lb.ROLE_MAIN_THREAD, lb.DISPATCH))
+                  # The step's ops as the sub-stage reads them (forward dispatch, backward, optimizer):
+                  # run 25's switch job read "0 % of samples in ops" with every sample in backward/optimizer.
+                  sync=st.share(lb.SYNC), dispatch=st.share(lb.DISPATCH, lb.BACKWARD, lb.OPTIMIZER),
+                  main_cpu=job.main_thread_cpu, sync_detail=st.top(lb.ROLE_MAIN_THREAD, lb.SYNC),
+                  dispatch_detail=st.top(lb.ROLE_MAIN_THREAD, lb.DISPATCH, lb.BACKWARD, lb.OPTIMIZER))
 
 
 def gpu_bound(s: Signals, relax: float = 0.0) -> StageResult:

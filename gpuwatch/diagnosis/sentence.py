@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuwatch.diagnosis.evidence import count, fmt
+from gpuwatch.diagnosis.fix_gains import decoding_seen
 from gpuwatch.diagnosis.phases import worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -65,6 +66,8 @@ def epochs(phases: Sequence[Phase]) -> str:
             said.append(f"the DataLoader workers are re-created at about every tick or more often (at least "
                         f"{count(p.count, 'time')} in {p.span_s:.0f} s, as gpuwatch sees at most one a tick: "
                         "persistent_workers=False)")
+        elif p.kind == RESPAWN and p.count == 1:  # once: a new loader, not yet a pattern of epochs
+            said.append(f"a new set of DataLoader workers replaced the last one (once in {p.span_s:.0f} s)")
         elif p.kind == RESPAWN:
             said.append(f"the DataLoader workers are re-created{every} ({count(p.count, 'time')} in {p.span_s:.0f} s: "
                         "persistent_workers=False)")
@@ -156,7 +159,10 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         return (f"Probably input-bound on CPU decode: the GPU has work only {_busy(s)} of the time while the "
                 f"{_workers(f, 'each use', 'uses')} {fmt(f.get('worker_cpu'), 'cores')}; "
                 f"no stacks to confirm the data wait.{full}")
-    return (f"Input-bound on CPU decode/augmentation: the main thread waits for data {fmt(f.get('wait'))} of "
+    # "Decode/augmentation" only where a worker sample was seen in an image decoder
+    # (fix_gains.decoding_seen): a tokenising loader's workers compute, they decode no image.
+    what = "CPU decode/augmentation" if decoding_seen(s) else "the DataLoader workers' CPU work"
+    return (f"Input-bound on {what}: the main thread waits for data {fmt(f.get('wait'))} of "
             f"the time while the {_workers(f, 'compute', 'computes')} "
             f"({fmt(f.get('worker_cpu'), 'cores')} CPU each{_while(f)}"
             f"{', in ' + str(f['worker_detail']) if f.get('worker_detail') else ''}).{full}")
@@ -203,7 +209,7 @@ def _launch(f: dict, sub: str, s: Signals) -> str:
     if sub == "dispatch":
         return (f"Launch-bound: the GPU has work only {fmt(f.get('busy'))} of the time{tiny} while the main "
                 f"thread runs the step flat out ({fmt(f.get('main_cpu'), 'cores')} CPU; "
-                f"{fmt(f.get('dispatch'))} of samples in ops{_in(f.get('dispatch_detail'))}: dispatching, or "
+                f"{fmt(f.get('dispatch'))} of samples in the step's ops{_in(f.get('dispatch_detail'))}: dispatching, or "
                 "spin-waiting in a sync such as .item()), not waiting for data.")
     return (f"Launch-bound: the GPU has work only {fmt(f.get('busy'))} of the time{tiny} while the main "
             f"thread burns {fmt(f.get('main_cpu'), 'cores')} and the workers idle; no stacks to tell "

@@ -79,6 +79,9 @@ class Summary:
     """A verdict sentence for that stage: the latest one whose readings still held the stage."""
     speedup_run: float | None = None
     """What fixing the stage would give over the whole run (None: not estimated, or not a bottleneck)."""
+    speedup_while: float | None = None
+    """What fixing it would give while it holds (the median of the verdicts' ``speedup``); at the cap
+    (MAX_SPEEDUP) it is a floor, not a ceiling, and so is ``speedup_run``."""
     most_held: StageShare | None = None
     """The stage held most of the time, when it is not the headline."""
     warnings: tuple[StageShare, ...] = ()
@@ -86,8 +89,9 @@ class Summary:
     straggler: StragglerSeen | None = None
     """A rank that held the others back (multi-rank jobs), when one was named."""
     best_fix: FixGain | None = None
-    """The proposed fix expected to gain most while the stage held (the median of each fix's own
-    estimate over the stage's verdicts, diagnosis/fix_gains.py); None where no fix had a figure."""
+    """The proposed fix expected to gain most while the stage held: the largest estimate in the verdict
+    whose remedies the report lists (the stage's latest with remedies), so the headline and the
+    Remedies quote one figure (diagnosis/fix_gains.py); None where no fix had a figure."""
 
 
 @dataclass(frozen=True, slots=True)

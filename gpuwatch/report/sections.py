@@ -73,7 +73,7 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     most = StageShare(held.stage, _title(held.stage), held.share) if held.stage != top.stage else None
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
-                   speedup_run=top.speedup_run, most_held=most, warnings=_warnings(verdicts, top.stage),
+                   speedup_run=top.speedup_run, speedup_while=top.speedup_while, most_held=most, warnings=_warnings(verdicts, top.stage),
                    straggler=lagging, best_fix=best_fix([v for v in verdicts if v.stage == top.stage]))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP
 from gpuwatch.model.verdict import FIX_WORDS
 from gpuwatch.report.model import Remedy, Summary
 
@@ -10,11 +11,19 @@ def speedup(x: float) -> str:
     return f"{x:.2f}x"
 
 
+def capped(x: float | None) -> bool:
+    """At the cap (MAX_SPEEDUP) the stage's wait was nearly all the time: the figure is a floor."""
+    return x is not None and x >= MAX_SPEEDUP - 1e-9
+
+
 def headline(m: Summary) -> tuple[str, str]:
     """(the stage's title, the rest of the paragraph): what cost the job most, how much, and why."""
     if m.speedup_run is not None:
+        much = (f"{speedup(m.speedup_run)} faster or more, as its wait was nearly all the time and "
+                f"{speedup(MAX_SPEEDUP)} while it holds is the cap" if capped(m.speedup_while)
+                else f"up to {speedup(m.speedup_run)} faster")
         lead = (f"cost the job most: it held the verdict {m.share:.0%} of the time, and fixing it could make "
-                f"the whole run up to {speedup(m.speedup_run)} faster")
+                f"the whole run {much}")
     else:
         lead = f"held the verdict {m.share:.0%} of the time"
     text = f"{lead} (mean confidence {m.confidence:.2f}). {m.sentence}".rstrip()
@@ -42,6 +51,9 @@ def headline(m: Summary) -> tuple[str, str]:
 def stage_gain(r: Remedy) -> str:
     """``held 95% of the time; fixing it: up to 1.86x over this run (1.95x while it holds)``."""
     held = f"held {r.share:.0%} of the time"
+    if r.speedup_run is not None and capped(r.speedup_while):
+        return (f"{held}; fixing it: {speedup(r.speedup_run)} or more over this run ({speedup(r.speedup_while)} or "
+                "more while it holds: the cap)")
     if r.speedup_run is not None and r.speedup_while is not None:
         return f"{held}; fixing it: up to {speedup(r.speedup_run)} over this run ({speedup(r.speedup_while)} while it holds)"
     return f"{held}; speed-up not estimated"
