@@ -212,3 +212,14 @@ def test_a_launch_bound_sentence_counts_the_ops_it_judged_on():
     assert len(said) >= 15
     shares = [int(m.group(1)) for m in (re.search(r"; (\d+) % of samples in the step's ops", x) for x in said) if m]
     assert len(shares) == len(said) and min(shares) >= 50, shares
+
+
+def test_a_checkpoint_bound_job_is_not_told_to_add_workers():
+    """The checkpoint job (2 idle workers, torch.save every 3 s took 39 % of its time) read "far fewer
+    workers than cores while loading data held the GPU back 78% of the time" and "raise num_workers
+    towards 15": the disk stage's checkpoint saves were counted as loading data."""
+    run = Path(__file__).resolve().parents[1] / "bench" / "results" / "2026-12-04-h200" / "run25" / "accuracy"
+    path = str(run / "checkpoint.jsonl.gz")
+    text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
+    assert "Checkpoint saving holds training" in text
+    assert "while loading data held the GPU back" not in text and "raise num_workers" not in text

@@ -58,6 +58,14 @@ def _loader_sets(frames: Sequence[Frame]) -> tuple[int, ...]:
     return worker_sets(ticks, most)
 
 
+def _loading(v: Verdict) -> bool:
+    """The verdict is the input (disk or decode), not checkpoint saves, which the disk stage names too
+    (run 25's checkpoint job, 2 idle workers, read "far fewer workers than cores while loading data
+    held the GPU back 78% of the time" and "raise num_workers")."""
+    saving = any(e.stage == IO and e.signal == "checkpoint" and e.supports for e in v.evidence)
+    return v.stage in (IO, DECODE) and not saving
+
+
 def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: Maybe[Environment]) -> CheckResult:
     title = "DataLoader workers fit the CPUs"
     procs = [f.procs for f in frames if isinstance(f.procs, ProcsSample)]
@@ -89,7 +97,7 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
         return CheckResult("workers_vs_cores", title, WARN, f"more workers than cores: {counted}",
                            f"lower num_workers to about {worker_target(cores, mains)} (cores minus the training "
                            "processes), or give the job more CPUs")
-    input_share = sum(1 for v in verdicts if v.stage in (IO, DECODE)) / len(verdicts) if verdicts else 0.0
+    input_share = sum(1 for v in verdicts if _loading(v)) / len(verdicts) if verdicts else 0.0
     if workers * FEW_WORKERS_RATIO <= cores and input_share >= RUN_INPUT_SHARE and worker_target(cores, mains) > workers:
         return CheckResult("workers_vs_cores", title, WARN,
                            f"far fewer workers than cores while loading data held the GPU back "
