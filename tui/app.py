@@ -137,8 +137,6 @@ class GpuwatchApp(AppKeys, App[int]):
                                       initargs=("gw-record",))
         """Recording I/O, in order, off the event loop."""
         self._latest: tuple[Frame, Verdict] | None = None
-        self._screen_ready = False
-        """Set once the main screen is composed (on_ready): no frame is drawn before."""
         self._leaving = False
         """Set once exit() was called: widgets are being torn down, draw nothing more."""
         self._self_cpu = self_cpu or _own_cpu_meter()
@@ -168,9 +166,11 @@ class GpuwatchApp(AppKeys, App[int]):
         self.consume()
 
     def on_ready(self) -> None:
-        """The main screen is composed: the latest frame, if one came meanwhile, can be drawn."""
-        self._screen_ready = True
-        self.call_after_refresh(self.render_latest)
+        """The main screen was painted once. A frame that came while it composed was drawn before
+        that paint (render_latest keeps the view, WatchScreen.on_mount shows it): the first paint
+        is the first frame, not an empty screen and a second full layout and paint after it."""
+        if self.view is None:
+            self.call_after_refresh(self.render_latest)
 
     @work(exclusive=True, group="frames", exit_on_error=False, description="Reading frames")
     async def consume(self) -> None:
@@ -216,7 +216,7 @@ class GpuwatchApp(AppKeys, App[int]):
 
     def render_latest(self) -> None:
         """Draw the latest frame on the screen on top (unless paused)."""
-        if self._latest is None or self.paused or self._leaving or not self._screen_ready:
+        if self._latest is None or self.paused or self._leaving:
             return
         frame, verdict = self._latest
         frames, verdicts = tuple(self.analysis.frames), tuple(self.analysis.verdicts)

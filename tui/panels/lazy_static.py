@@ -23,4 +23,11 @@ class LazyStatic(Measured, Static):
             return
         super().update(content, layout=False)  # also drops the cached render and dimensions
         if layout or (layout is None and self.size_changed()):
+            if self._layout_required:
+                # Textual counts a layout request only when none is pending (Widget.refresh), and
+                # caches each widget's size per count: a request made after the screen's layout
+                # measured this widget but before the pending request was handled would reuse that
+                # measurement (seen: the first frame drawn as the screen was laid out kept a panel
+                # one line short). Count this one.
+                self._layout_updates += 1
             self.refresh(layout=True)
