@@ -34,4 +34,13 @@ class KeysFooter(Footer):
         if getattr(self.app, "rank_tick", None) is None:
             hidden.add("next_rank")  # one process: no ranks to step through
         keys = [k for k in keys if _action(k) not in hidden]
+        for key in keys:
+            if "-command-palette" in key.classes:
+                continue  # not bound to the footer's compact: keeps its own default
+            # A binding's key is born with the footer's compact value, which Footer binds it to
+            # anyway: its own default (compact) and then the bound value each restyled the key on
+            # mount, two style passes per key at every recompose (the footer recomposes as the
+            # bindings settle at start).
+            key.set_reactive(type(key).compact, self.compact)
+            key.set_class(self.compact, "-compact", update=False)
         yield from sorted(keys, key=lambda key: _rank(key, first))  # stable: the rest keep Textual's order
