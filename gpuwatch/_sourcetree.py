@@ -8,7 +8,6 @@ the repository, e.g. ``python -m gpuwatch`` in the repo root), and appended last
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.util
 import os
 import sys
@@ -18,7 +17,11 @@ _ROOT = os.path.dirname(_HERE)
 _SIBLINGS = {"gpuwatch.collectors": "collectors", "gpuwatch.tui": "tui"}
 
 
-class _SiblingFinder(importlib.abc.MetaPathFinder):
+class _SiblingFinder:
+    """A meta path finder (``find_spec`` is all the import system asks of one). Not derived from
+    importlib.abc.MetaPathFinder: importing importlib.abc brings importlib.resources, tempfile,
+    shutil, bz2, lzma and random along, which nothing else on the way to the first frame needs."""
+
     def find_spec(self, name, path=None, target=None):
         folder = _SIBLINGS.get(name)
         if folder is None:
