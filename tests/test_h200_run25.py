@@ -223,3 +223,13 @@ def test_a_checkpoint_bound_job_is_not_told_to_add_workers():
     text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
     assert "Checkpoint saving holds training" in text
     assert "while loading data held the GPU back" not in text and "raise num_workers" not in text
+
+
+def test_passes_shorter_than_the_ticks_get_no_duration():
+    """Lightning with persistent workers validates 46 times in 25 s, ~28 ms a pass (5 % of its time,
+    timed): it read "Validation passes take 4 % of the time (~1.0 s)", one sample of each of two
+    ticks in a pass. The share stays; the duration is not measured."""
+    v = _last_training(_verdicts("lightning_persistent"))
+    p = _phase(v, "validation")
+    assert p is not None and p.each_s is None and p.share == pytest.approx(_end("lightning_persistent")["val_share"], abs=0.05)
+    assert "(~1.0 s)" not in v.sentence

@@ -20,8 +20,8 @@ ImageFolder jobs' validation share 19/48/42 % counted by whole ticks, 15/36/32 %
 timed; the Lightning job's first-batch waits 40 % by whole ticks (above its whole data wait of
 32 %), 20 % by samples, 19 % timed (its whole fetch time).
 
-What the ticks cannot tell is said as such: a phase lasting under one tick on average gets no
-duration or period (``each_s`` and ``period_s`` None: a pass shorter than a tick is seen only in the
+What the ticks cannot tell is said as such: a phase lasting under PHASE_MIN_TICKS ticks on average
+in ticks it only partly filled gets no duration or period (``each_s`` and ``period_s`` None: a pass shorter than a tick is seen only in the
 ticks one of whose samples landed in it, so the ticks that caught one say neither how long it is
 nor how often it comes: Lightning's 36 validation passes in 25 s read "~1.0 s every ~4.0 s"), and
 workers re-created at about every tick (a median period under 1.5 ticks: no tick is without one)
@@ -34,7 +34,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-from gpuwatch.diagnosis.thresholds import ALIGNED_WAIT, CHECKPOINT_WRITE_BPS, EVERY_TICK, PHASE_MIN_SHARE
+from gpuwatch.diagnosis.thresholds import (
+    ALIGNED_WAIT,
+    CHECKPOINT_WRITE_BPS,
+    EVERY_TICK,
+    PHASE_MIN_SHARE,
+    PHASE_MIN_TICKS,
+)
 from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import CHECKPOINT, EPOCH_START, RESPAWN, VALIDATION, Phase
@@ -214,8 +220,11 @@ def _from_runs(kind: str, ticks: Sequence[Tick], runs: list[tuple[int, int]], sp
         secs = [sum(ticks[k].dt for k in range(a, b + 1)) for a, b in runs]
         each = min(sum(secs) / len(secs), share * span / len(runs))
     period = _period([ticks[a].t for a, _ in runs])
-    if kind != CHECKPOINT and each < tick:
-        each = period = None  # shorter than a tick: neither is measured (see the module's note)
+    partial = any(weight(ticks[k]) < 1.0 for a, b in runs for k in range(a, b + 1)) if weight else False
+    if kind != CHECKPOINT and each < PHASE_MIN_TICKS * tick and partial:
+        # About a tick or less each, in ticks it only partly filled: neither is measured (see the
+        # module's note). Passes that fill whole ticks are timed to the tick.
+        each = period = None
     return [Phase(kind, len(runs), min(1.0, share), period, each, span)]
 
 

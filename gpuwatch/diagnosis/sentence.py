@@ -58,7 +58,7 @@ def epochs(phases: Sequence[Phase]) -> str:
     for p in phases:
         every = f" every ~{p.period_s:.1f} s" if p.period_s is not None else ""
         each = f"~{p.each_s:.1f} s" if p.each_s is not None else ""
-        # No period with two or more starts, or no duration: about every tick, or under a tick each,
+        # No period with two or more starts, or no duration: about every tick, or a tick or less each,
         # which the ticks cannot measure (phases.py): the count is then a lower bound.
         brief = p.each_s is None and p.kind != RESPAWN
         fast = p.period_s is None and p.count >= 2
@@ -72,11 +72,11 @@ def epochs(phases: Sequence[Phase]) -> str:
             said.append(f"the DataLoader workers are re-created{every} ({count(p.count, 'time')} in {p.span_s:.0f} s: "
                         "persistent_workers=False)")
         elif p.kind == EPOCH_START:
-            wait = "briefly (under a tick each)" if brief else each
+            wait = "briefly (about a tick or less each)" if brief else each
             said.append(f"each new set of workers makes the main thread wait {wait} for its first batches "
                         f"({fmt(p.share)} of the time)")
         elif p.kind == VALIDATION:
-            how = "under a tick each, so how often is not measured" if brief else f"{each}{every}"
+            how = "about a tick or less each, so how often is not measured" if brief else f"{each}{every}"
             said.append(f"validation passes take {fmt(p.share)} of the time ({how})")
         elif p.kind == CHECKPOINT:
             said.append(f"checkpoint saves take {fmt(p.share)} of the time ({each}{every})")

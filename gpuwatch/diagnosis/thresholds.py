@@ -361,6 +361,12 @@ apart give a period of 1, and one tick in two missing (a set that lived across a
 procs sample late) gives 1.5 at most; no slower pace gives a median that low. At that pace the
 ticks cannot tell how often it really is (at most one re-creation a tick is seen), so no period is
 stated and the count is said as a lower bound (phases.py)."""
+PHASE_MIN_TICKS = 1.5
+"""A validation pass or first-batch wait gets a duration (and a period) from 1.5 ticks each on, or
+where it fills whole ticks: a shorter one, in ticks it only partly fills, fits in one or two ticks,
+where the samples that landed in it say little of its length
+(Lightning's 28 ms validation passes, both samples of one tick or one sample of each of two in a
+pass, read "~1.0 s"; run 25's ImageFolder passes of 2-4 s read 1.9-4.0 s)."""
 CHECKPOINT_WRITE_BPS = 1e7
 """A main process writing >= 10 MB/s in a tick with no stack sample counts as saving: a training
 loop's own writes (logs, metrics) run at kB/s, and the smallest model checkpoints are MBs."""
