@@ -233,3 +233,15 @@ def test_passes_shorter_than_the_ticks_get_no_duration():
     p = _phase(v, "validation")
     assert p is not None and p.each_s is None and p.share == pytest.approx(_end("lightning_persistent")["val_share"], abs=0.05)
     assert "(~1.0 s)" not in v.sentence
+
+
+def test_the_pinned_memory_check_reads_the_ticks_of_the_copies():
+    """The switching job pinned batches in its decode phase and copied pageable tensors in its h2d
+    phase: the check said "the DataLoader pins its batches (a pt_data_pin thread exists)" of the
+    copies, beside the h2d remedy "Pin host memory". It now reads the pin thread in the ticks where
+    the copies dominated."""
+    run = Path(__file__).resolve().parents[1] / "bench" / "results" / "2026-12-04-h200" / "run25" / "accuracy_2"
+    path = str(run / "switch.jsonl.gz")
+    text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
+    assert "Pin host memory: pin_memory=True" in text
+    assert "the DataLoader pins its batches" not in text

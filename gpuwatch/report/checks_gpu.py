@@ -228,8 +228,10 @@ def check_pageable_copies(frames: Sequence[Frame], verdicts: Sequence[Verdict], 
             f"(measured on an H200 Gen5 x16: pinned {PINNED_RX_MIBS:,} MiB/s = 94 %, "
             f"pageable at most {PAGEABLE_RX_MIBS:,} MiB/s = 35 %)")
     if m < RX_PAGEABLE_MAX:
-        if job_signals(frames, None).pin_seen:
-            # The DataLoader pins its batches (its pt_data_pin thread was seen): a slow copy is then
+        if job_signals(copies, None).pin_seen:
+            # The DataLoader pins its batches (its pt_data_pin thread was seen while the copies
+            # dominated, not in another phase of the run: run 25's switch job pinned in its decode
+            # phase, and copied pageable tensors in its h2d phase): a slow copy is then
             # a tensor made after the loader (pageable again) or small copies, not pin_memory off;
             # the PCIe remedy says the same, so the check does not ask for what is already on.
             return CheckResult("pageable_h2d", title, WARN,
