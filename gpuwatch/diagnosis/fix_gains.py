@@ -190,7 +190,9 @@ def more_workers(r: StageResult, s: Signals) -> FixGain | None:
     if needed is not None and needed <= n + added:
         limit = f"about {needed} would keep up with the training step ({fmt(step)} of the time), which is then the limit"
     else:
-        limit = (f"the data wait of {fmt(wait)} shrinks, yet the input stays the limit"
+        # Said with its basis: outside those ticks, over the minute (the sentence's wait is the window's).
+        where = " outside those ticks" if untouched else ""
+        limit = (f"the data wait of {fmt(wait)} of the time{where} shrinks, yet the input stays the limit"
                  + (f" (about {needed} workers would keep up with the step)" if needed is not None else ""))
     # Each worker builds whole batches, so a pass's first batch takes one worker a whole batch
     # whatever the count: the k-fold rate holds after it. Where passes were seen (validation, new
@@ -200,7 +202,7 @@ def more_workers(r: StageResult, s: Signals) -> FixGain | None:
              "with short epochs the gain is less" if any(find(s.phases, k) for k in (VALIDATION, RESPAWN))
              else "")
     return FixGain(MORE_WORKERS, round(x, 2),
-                   f"{n + added:.0f} workers would build {k:.1f}x the batches of {n}{cores}; {limit}{kept}{first}")
+                   f"{n + added:.0f} workers would build {k:.1f}x the batches of {n}{cores}{kept}; {limit}{first}")
 
 
 def workers_for_inline(r: StageResult, s: Signals) -> FixGain:
