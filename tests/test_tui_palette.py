@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from gpuwatch.replay_control import ReplayControl
@@ -11,7 +12,9 @@ from gpuwatch.tui.screens.help import HelpScreen
 from gpuwatch.tui.screens.main import MainScreen
 from gpuwatch.tui.screens.process import ProcessScreen
 from gpuwatch.tui.screens.stage import StageScreen
-from tests.test_tui_fixtures import ListSource, make_app, settle, synthetic_frames, write_recording
+from tests.test_tui_fixtures import (
+    WORKER_PIDS, ListSource, make_app, screen_text, settle, synthetic_frames, write_recording,
+)
 
 SIZE = (120, 40)
 
@@ -95,3 +98,25 @@ async def test_replay_commands_steer_the_playback(tmp_path):
         await pilot.pause(0.2)
         assert control.frames == seen + 1
         assert isinstance(app.screen, MainScreen)
+
+
+async def test_a_process_name_with_brackets_shows_as_it_is(tmp_path):
+    """Process names are the job's: a name such as ``[b]x`` (comm, 15 characters, prctl) must show
+    its brackets, not be read as markup (a ``[@click=...]`` would make an action link)."""
+    def renamed(f):
+        procs = f.procs
+        worker = dataclasses.replace(procs.processes[1], name="[b]x[/b]")
+        return dataclasses.replace(f, procs=dataclasses.replace(procs, processes=(procs.processes[0], worker,
+                                                                                   *procs.processes[2:])))
+
+    record_dir = tmp_path / "[runs]"
+    record_dir.mkdir()
+    app = make_app(ListSource([renamed(f) for f in synthetic_frames(3)], hold=True), record_dir=str(record_dir))
+    async with app.run_test(size=SIZE) as pilot:
+        await _drawn(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.3)
+        assert "[runs]" in screen_text(app)  # the listed commands, before a query
+        await pilot.press(*"open")
+        await pilot.pause(0.3)
+        assert f"Open process {WORKER_PIDS[0]} (worker, [b]x[/b])" in screen_text(app)

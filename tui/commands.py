@@ -13,7 +13,9 @@ from functools import partial
 from typing import Any
 
 from textual.app import App, SystemCommand
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.command import DiscoveryHit, Hit, Hits, Matcher, Provider
+from textual.content import Content
+from textual.markup import escape
 from textual.screen import Screen
 
 from gpuwatch.model.procs import ProcsSample
@@ -101,6 +103,20 @@ def system_commands(app: GpuwatchApp, screen: Screen) -> Iterable[SystemCommand]
             yield command
 
 
+def highlight(matcher: Matcher, title: str) -> Content:
+    """``title`` as plain text with the query's letters marked. Textual's ``Matcher.highlight`` and a
+    str title read it as markup, and a title may hold a process name the job chose: a name such as
+    ``[b]x`` lost its brackets (``[@click=...]`` would have made an action link)."""
+    content = Content(title)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, title)
+    if not score:
+        return content
+    for offset in offsets:
+        if not title[offset].isspace():
+            content = content.stylize(matcher.match_style, offset, offset + 1)
+    return content
+
+
 class GpuwatchCommands(Provider):
     """Finds gpuwatch's commands by a fuzzy match on their titles."""
 
@@ -110,11 +126,11 @@ class GpuwatchCommands(Provider):
 
     async def discover(self) -> Hits:
         for title, about, callback in commands(self._app):
-            yield DiscoveryHit(title, callback, help=about)
+            yield DiscoveryHit(Content(title), callback, text=title, help=escape(about))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, about, callback in commands(self._app):
             score = matcher.match(title)
             if score > 0:
-                yield Hit(score, matcher.highlight(title), callback, help=about)
+                yield Hit(score, highlight(matcher, title), callback, text=title, help=escape(about))
