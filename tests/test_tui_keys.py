@@ -178,6 +178,21 @@ async def test_question_mark_opens_help_and_escape_closes_it():
         assert isinstance(app.screen, MainScreen)
 
 
+def test_help_shows_each_key_as_itself():
+    """The footer's pairs (``[ ]`` on ``]``, ``+ -`` on ``+``, ``?`` for F1 and h) are not copied into
+    the help: there each line names the keys that do what it says."""
+    from gpuwatch.tui.screens.help import help_text, key_lines
+
+    app = make_app(ListSource(synthetic_frames(1)))
+    lines = {what: keys for keys, what in key_lines(app, [app])}
+    assert lines["Replay: 10 s forward."] == "]"
+    assert lines["Replay: 10 s back (replays from the start up to there)."] == "["
+    assert lines["Replay: slower (down to ¼×)."] == "-" and lines["Replay: faster (up to 32×)."] == "+ ="
+    assert lines["Every key of this screen, and the legend."] == "? f1 h"
+    assert lines["Quit gpuwatch."] == "q f10 ^c"
+    assert "\n]    " in help_text(key_lines(app, [app]))
+
+
 async def test_q_quits_with_code_0():
     app = make_app(QueueSource())
     async with app.run_test(size=SIZE) as pilot:

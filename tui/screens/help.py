@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable
+from dataclasses import replace
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -32,16 +33,18 @@ def key_lines(app: App, nodes: Iterable[DOMNode]) -> list[tuple[str, str]]:
     """(keys, what they do) for every binding of ``nodes``, one line per action, in their order.
 
     A binding's tooltip says what it does; its description (the footer's word) stands in for one
-    without. Keys bound to the same action share a line (``F1 h ?``)."""
-    lines: dict[tuple[str, str], list[str]] = {}
+    without. Keys bound to the same action share a line (``? f1 h``). Each key is shown as itself:
+    the footer's ``key_display`` names a pair (``[ ]`` on ``]``, ``?`` on all three help keys), which
+    here put ``[`` beside "forward" and hid F1 and h."""
+    lines: dict[str, list[str]] = {}
     for node in nodes:
         for binding in own_bindings(node):
             what = binding.tooltip or binding.description or binding.action
-            keys = lines.setdefault(("", what), [])  # one line per text: ← and → share theirs
-            shown = app.get_key_display(binding)
-            if not any(shown in k for k in keys):  # → is in ←→ already
+            keys = lines.setdefault(what, [])  # one line per text: ← and → share theirs
+            shown = app.get_key_display(replace(binding, key_display=None))
+            if shown not in keys:
                 keys.append(shown)
-    return [(" ".join(keys), what) for (_, what), keys in lines.items()]
+    return [(" ".join(keys), what) for what, keys in lines.items()]
 
 
 def own_bindings(node: DOMNode) -> list[Binding]:
@@ -62,7 +65,7 @@ def help_text(lines: list[tuple[str, str]]) -> str:
     return (
         "gpuwatch: what is holding the GPU back?\n\n"
         f"{keys}\n"
-        + textwrap.fill(f"{'^p':<{KEY_W}} command palette: every command by name (record, pause, stage, "
+        + textwrap.fill(f"{'^p':<{KEY_W}} Command palette: every command by name (record, pause, stage, "
                         "process, report, theme)", TEXT_W, subsequent_indent=INDENT) + "\n\n"
         f"{stages}\n"
         f"Levels: {levels}\n"
