@@ -233,3 +233,49 @@ async def test_keys_that_come_together_act_in_order():
         panel = app.query_one(ProcessPanel)
         assert panel.query == "4251" and panel.table.row_keys == ["4251"]
         assert not app.screen.pipeline.picked  # the digits were text, not stage keys
+
+
+async def test_the_run_queue_wait_reads_as_threads_not_a_share_of_time():
+    """run_delay_frac sums the threads' waits: two threads queued most of the tick read 1.34, which
+    the detail showed as 'waits for a CPU 134 % of the time'."""
+    def queued(f):
+        main = dataclasses.replace(f.procs.processes[0], run_delay_frac=1.34)
+        return dataclasses.replace(f, procs=dataclasses.replace(f.procs, processes=(main, *f.procs.processes[1:])))
+
+    app = make_app(ListSource([queued(f) for f in synthetic_frames(3)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("down", "up", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen) and app.screen.pid == 4242
+        text = screen_text(app)
+        assert "on average 1.34 threads wait for a CPU" in text and "134 %" not in text
+
+
+@pytest.mark.parametrize("width", [80, 100])
+async def test_no_footer_key_is_cut_at_the_right_end(tmp_path, width):
+    """A key that does not fit before the palette key goes whole (it is in the help): a replay's
+    footer at 80 columns ended '↑↓ Process  ←▏' and a live one at 100 'p▏'."""
+    from gpuwatch.replay_control import ReplayControl
+    from gpuwatch.source import ReplaySource
+    from gpuwatch.tui.panels.footer import KeysFooter
+    from tests.test_tui_fixtures import write_recording
+
+    path = write_recording(tmp_path / "r.jsonl", synthetic_frames(30))
+    app = make_app(ReplaySource(str(path), control=ReplayControl(1.0)))
+    async with app.run_test(size=(width, 24)) as pilot:
+        for keys in ((), ("down", "enter")):
+            await pilot.press(*keys)
+            for _ in range(60):
+                await pilot.pause(0.05)
+                footer = screen_text(app).splitlines()[-1]
+                if "Help" in footer and "palette" in footer:
+                    break
+            await pilot.pause(0.2)
+            footer = screen_text(app).splitlines()[-1]
+            words = {"Help", "Quit", "Details", "Pause", "Step", "Seek", "Speed", "Process", "Stage", "Back", "Record",
+                     "Stacks", "Sort", "Filter", "Tree"}
+            assert footer.split("▏")[0].split()[-1] in words, footer
+            bar = app.screen.query_one(KeysFooter)
+            palette = next(k for k in bar.children if k.has_class("-command-palette"))
+            assert all(k.region.right <= palette.region.x for k in bar.children if k.display and k is not palette)

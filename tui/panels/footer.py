@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 FIRST = ("help", "quit")
 """Actions whose keys lead the footer, in this order (the screen's own Back goes right after)."""
@@ -44,3 +45,35 @@ class KeysFooter(Footer):
             key.set_reactive(type(key).compact, self.compact)
             key.set_class(self.compact, "-compact", update=False)
         yield from sorted(keys, key=lambda key: _rank(key, first))  # stable: the rest keep Textual's order
+
+    # ---- a narrow terminal: whole keys give way, none is cut mid-word ----
+
+    _fitted_width = 0
+    """The width the keys were last fitted to (hiding a key resizes the footer's content, not it)."""
+
+    def on_resize(self) -> None:
+        if self.size.width == self._fitted_width:
+            return
+        self._fitted_width = self.size.width
+        for key in self.query_children(FooterKey):
+            key.display = True  # the layout after this paint tells which fit now
+        self.call_after_refresh(self._fit)
+
+    async def recompose(self) -> None:
+        await super().recompose()
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """Hide the keys that run past the palette key, from the first that does: the footer's
+        right end used to cut a key with no mark ("↑↓ Process  ←" at 80 columns in a replay)."""
+        keys = [k for k in self.query_children(FooterKey) if not k.has_class("-command-palette")]
+        palette = next((k for k in self.query_children(FooterKey) if k.has_class("-command-palette")), None)
+        right = palette.region.x if palette is not None and palette.display else self.region.right
+        if any(k.display and not k.region for k in keys):
+            self.call_after_refresh(self._fit)  # not laid out yet
+            return
+        cut = False
+        for key in keys:
+            cut = cut or key.region.right > right
+            if key.display == cut:
+                key.display = not cut

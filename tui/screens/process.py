@@ -88,7 +88,9 @@ class ProcessScreen(WatchScreen):
         self.query_one("#proc-cmd", Plain).update(last.cmdline or "(not readable)")
         width = self.app.size.width
         self._show_history(view, seen)
-        delay = f" · waits for a CPU {100 * last.run_delay_frac:.0f} % of the time" \
+        # The mean number of the process's threads runnable with no CPU free (summed over threads,
+        # so above 1 when several wait: not a share of the time).
+        delay = f" · on average {last.run_delay_frac:.2f} threads wait for a CPU" \
             if known(last.run_delay_frac) else ""
         self.query_one("#proc-states", Plain).update(
             f"State now: {last.state or '?'} · over {len([s for s in seen if s])} ticks: {state_shares(seen)}{delay}\n"
