@@ -318,3 +318,23 @@ async def test_process_table_keys_move_the_cursor_and_an_update_repaints_only_th
         assert str(table.get_cell(keys[3], "cpu")) == f"{busier.cpu_pct:.0f}"
         assert f"{busier.cpu_pct:.0f}" in screen_text(app).splitlines()[table.region.y + 4]
         source.put(None)
+
+
+LONG_FRAME = "DistributedDataParallel._distributed_broadcast_coalesced (torch/nn/parallel/distributed.py:2013)"
+
+
+async def test_a_long_stack_frame_ends_in_an_ellipsis_and_shows_whole_when_there_is_room():
+    def longer(f):
+        threads = tuple(dataclasses.replace(t, frames=(LONG_FRAME, *t.frames)) for t in f.stacks.threads)
+        return dataclasses.replace(f, stacks=dataclasses.replace(f.stacks, threads=threads))
+
+    app = make_app(ListSource([longer(f) for f in synthetic_frames(3)]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("s")
+        await pilot.pause()
+        rows = [line for line in screen_text(app).splitlines() if "_distributed_broadcast" in line]
+        assert rows and all("(…" in line for line in rows), rows  # cut where the screen ends, and marked
+        await pilot.resize_terminal(120, 30)
+        await pilot.pause()
+        assert LONG_FRAME in screen_text(app)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.text import Text
+from textual.widgets.data_table import ColumnKey
 
 from gpuwatch.model.stacks import ThreadStack
 from gpuwatch.tui.hot import hot_frames
@@ -24,12 +25,30 @@ class StackTable(RowTable):
         self.add_column("%Total", key="total")
         self.add_column("Frame", key="frame")
 
+    def on_resize(self) -> None:
+        self._fit_frames()
+
+    def _fit_frames(self) -> None:
+        """The Frame column takes the width the numbers leave, and a frame longer than that ends
+        in "…" (no_wrap, ellipsis: set on each cell): an auto-width column ran past the screen's
+        edge, cut there with no mark, and the table scrolled sideways."""
+        frame = self.columns.get(ColumnKey("frame"))
+        if frame is None:
+            return
+        numbers = sum(self.columns[ColumnKey(k)].get_render_width(self) for k in ("own", "total"))
+        width = max(frame.label.cell_len, self.scrollable_content_region.width - numbers - 2 * self.cell_padding)
+        if frame.auto_width or frame.width != width:
+            frame.auto_width, frame.width = False, width
+            self._require_update_dimensions = True
+            self.refresh()
+
     def show(self, stacks: Sequence[ThreadStack]) -> None:
         n = len(stacks)
         hot = hot_frames(stacks, self.limit) if n else []
         # Fixed-width strings: they print as py-spy does and sort right as text.
         # The frame as Text: DataTable reads a str as markup, and frames may hold [brackets].
-        rows = {h.frame: (f"{100 * h.own / n:5.1f}", f"{100 * h.total / n:5.1f}", Text(h.frame)) for h in hot}
+        rows = {h.frame: (f"{100 * h.own / n:5.1f}", f"{100 * h.total / n:5.1f}",
+                          Text(h.frame, no_wrap=True, overflow="ellipsis")) for h in hot}
         for key in [k.value for k in self.rows if k.value not in rows]:
             self.remove_row(key)
         for key, cells in rows.items():
