@@ -209,3 +209,22 @@ async def test_footer_lists_the_keys():
         footer = screen_text(app).splitlines()[-1]
         for word in ("Stage", "Details", "Stacks", "Pause", "Record", "Help", "Quit"):
             assert word in footer
+
+
+async def test_a_toast_quoting_a_path_with_brackets_shows_it(tmp_path):
+    """Toasts quote paths and error texts: '[/y]' in them is text, not markup (a record folder
+    'x[/y]' made the 'Recording to ...' toast fail to draw)."""
+    from textual.widgets._toast import Toast
+
+    folder = tmp_path / "x[" / "y]"
+    folder.mkdir(parents=True)
+    app = make_app(ListSource(synthetic_frames(3), hold=True), record_dir=str(folder))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        await pilot.press("r")
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if app.recording_path:
+                break
+        said = [n for n in app._notifications if n.message.startswith("Recording to")]
+        assert said and "x[/y]" in Toast(said[0]).render().plain

@@ -43,6 +43,12 @@ class AppKeys:
         control.on_change = self._replay_changed
         control.on_restart = self._replay_restarted
 
+    def notify(self, message: str, *, title: str = "", severity: Any = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Textual's notify, as plain text unless asked: the app's toasts quote paths and error
+        texts, where ``[...]`` is not markup (a record folder ``x[/y]`` showed no toast at all)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)  # type: ignore[misc]
+
     # ---- help, quit, back ----
 
     def action_help(self) -> None:
