@@ -26,7 +26,7 @@ from gpuwatch.collectors.open_files import readable_files
 from gpuwatch.collectors.procfd import ProcFiles
 from gpuwatch.collectors.procfs import Mount, mount_of, parse_io, parse_mountinfo, read_age
 from gpuwatch.collectors.target import Target, TargetGone
-from gpuwatch.model.disk import BlockDevice, DataLocation, DiskSample
+from gpuwatch.model.disk import NO_IO, BlockDevice, DataLocation, DiskSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.values import Maybe, Unsupported
 
@@ -181,7 +181,7 @@ class DiskCollector(Collector):
                 continue
             ios = reads + writes
             wait_ms = max(0, c.read_time - p.read_time) + max(0, c.write_time - p.write_time)
-            await_ms: Maybe[float] = wait_ms / ios if ios else Unsupported("no I/O completed this tick")
+            await_ms: Maybe[float] = wait_ms / ios if ios else NO_IO
             yield BlockDevice(
                 name=name,
                 busy_pct=min(100.0, busy_ms / (dt * 1000.0) * 100.0),

@@ -21,7 +21,7 @@ from gpuwatch.collectors.procfd import ProcFiles
 from gpuwatch.collectors.procfs import parse_cpu_max, parse_flat_keyed, parse_mountinfo, parse_pressure, \
     parse_proc_cgroup
 from gpuwatch.collectors.target import Target, TargetGone
-from gpuwatch.model.host import CgroupCpu, HostSample, Psi
+from gpuwatch.model.host import NO_CPU_QUOTA, CgroupCpu, HostSample, Psi
 from gpuwatch.model.values import Maybe, Unsupported
 
 CGROUP_TTL_S = 10.0
@@ -228,8 +228,7 @@ def throttle(cur: CgroupReading, prev: CgroupReading | None) -> CgroupCpu:
     periods = cur.nr_periods - prev.nr_periods if same else 0
     throttled = cur.nr_throttled - prev.nr_throttled if same else 0
     frac = min(1.0, throttled / periods) if periods > 0 and throttled > 0 else 0.0
-    quota: Maybe[float] = cur.quota_cores if cur.quota_cores is not None else Unsupported(
-        "no CPU quota on the job's cgroup or its parents")
+    quota: Maybe[float] = cur.quota_cores if cur.quota_cores is not None else NO_CPU_QUOTA
     return CgroupCpu(version=cur.version, quota_cores=quota, throttled_frac=frac, nr_throttled_delta=max(0, throttled))
 
 

@@ -28,7 +28,7 @@ from gpuwatch.collectors.procfd import ProcFiles
 from gpuwatch.collectors.procfs import CLK_TCK, Task, age_s, parse_io, read_stat, read_tasks, read_waits
 from gpuwatch.collectors.target import Node, Target, TargetGone
 from gpuwatch.model.procs import ROLE_MAIN, ProcInfo, ProcsSample, ThreadCpu
-from gpuwatch.model.values import Maybe, Unsupported
+from gpuwatch.model.values import JOB_EXITED, Maybe, Unsupported
 
 FRESH_TREE_S = 0.1
 """The table lists the processes of this moment: a tree another collector walked longer ago than
@@ -79,7 +79,7 @@ class ProcsCollector(Collector):
         try:
             self.target.tree()
         except TargetGone as e:
-            return Unsupported(f"the target exited: {e}")
+            return Unsupported(f"{JOB_EXITED}: {e}")
         if not os.path.exists(f"{self.root}/{self.target.pid}/task"):
             return Unsupported(f"{self.root}/{self.target.pid}/task is not readable: is /proc mounted?")
         self._baseline()

@@ -25,7 +25,7 @@ from gpuwatch.collectors.pyspy import (
 from gpuwatch.collectors.stack_labels import classify, thread_role
 from gpuwatch.collectors.target import Node, Target, TargetGone, Tree
 from gpuwatch.model.stacks import ROLE_OTHER_THREAD, DumpResult, StackSample, ThreadStack
-from gpuwatch.model.values import Unsupported
+from gpuwatch.model.values import JOB_EXITED, Unsupported
 
 # How often to look. Measured on this project's 2-core CPU VM (Python 3.11.7, torch 2.13.0+cpu,
 # py-spy 0.4.3, 2026-12-02) against a torch-importing job with DataLoader workers:
@@ -105,7 +105,7 @@ class StackCollector(Collector):
         try:
             mains = self.target.tree().mains()
         except TargetGone as e:
-            return Unsupported(f"stacks: {e}")
+            return Unsupported(f"stacks: {JOB_EXITED} ({e})")
         pid = mains[0].pid if mains else self.target.pid
         out = self._spy.dump(pid)
         for _ in range(PROBE_RETRIES):  # a torn read says nothing about whether stacks can be read
@@ -137,7 +137,7 @@ class StackCollector(Collector):
         try:
             tree = self.target.tree()
         except TargetGone as e:
-            return Unsupported(f"stacks: {e}")
+            return Unsupported(f"stacks: {JOB_EXITED} ({e})")
         plan = self.plan(tree)
         start = time.monotonic()
         threads: list[ThreadStack] = []

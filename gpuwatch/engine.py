@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from gpuwatch.collectors.base import Collector, Merges, Paced
-from gpuwatch.collectors.target import Target
+from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.model.frame import Frame, TargetInfo
-from gpuwatch.model.values import PENDING, Unsupported, known
+from gpuwatch.model.values import JOB_EXITED, PENDING, Unsupported, known
 from gpuwatch.threadname import name_this_thread
 
 FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
@@ -223,6 +223,9 @@ class Watch:
                 failures += 1
             except asyncio.CancelledError:
                 raise
+            except TargetGone as e:  # the job ended between two reads: said as such, not as an error
+                value = Unsupported(f"{c.field}: {JOB_EXITED} ({e})")
+                failures += 1
             except Exception as e:  # noqa: BLE001 - one failing collector never stalls the others
                 value = Unsupported(f"{c.field}: {type(e).__name__}: {e}")
                 failures += 1

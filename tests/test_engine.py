@@ -11,7 +11,7 @@ import time
 import pytest
 
 from gpuwatch.collectors.base import Collector
-from gpuwatch.collectors.target import Target
+from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.engine import Watch
 from gpuwatch.model.values import Unsupported
 
@@ -36,6 +36,14 @@ class Failing(Collector):
 
     def sample(self):
         raise OSError("disk went away")
+
+
+class Exiting(Collector):
+    field = "pcie"
+    interval = 0.1
+
+    def sample(self):
+        raise TargetGone("process no longer exists (pid=1)")
 
 
 class Hung(Collector):
@@ -78,7 +86,7 @@ async def _collect(watch, n):
 
 def test_one_bad_collector_does_not_stall_the_others(sleeper):
     counting, hung = Counting(), Hung()
-    watch = Watch(Target(sleeper.pid), [counting, Failing(), hung, Refusing()], interval=0.25)
+    watch = Watch(Target(sleeper.pid), [counting, Failing(), hung, Refusing(), Exiting()], interval=0.25)
     t0 = time.monotonic()
     frames = asyncio.run(_collect(watch, 8))
     hung.release.set()
@@ -90,6 +98,7 @@ def test_one_bad_collector_does_not_stall_the_others(sleeper):
     last = frames[-1]
     assert isinstance(last.disk, Unsupported) and "disk went away" in last.disk.reason
     assert last.gpus == Unsupported("NVML unavailable: no driver")
+    assert last.pcie == Unsupported("pcie: the job exited (process no longer exists (pid=1))")  # no class name
     assert isinstance(last.stacks, Unsupported) and ("longer than" in last.stacks.reason or "stalled" in last.stacks.reason)
     assert [f.seq for f in frames] == list(range(1, 9))
 

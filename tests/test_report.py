@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import re
+import types
+import typing
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,10 +15,14 @@ import pytest
 
 from gpuwatch.cli import parse_args
 from gpuwatch.model import Evidence, Stall, StackSample, ThreadStack, Unsupported
-from gpuwatch.model.values import PENDING
+from gpuwatch.collectors.gpu import THROTTLE_FIRST
+from gpuwatch.collectors.pcie import FIRST_WINDOW as PCIE_FIRST_WINDOW
+from gpuwatch.model.disk import NO_IO
+from gpuwatch.model.values import JOB_EXITED, PENDING
 from gpuwatch.report import NOT_RECORDED, run_diagnose
 from gpuwatch.report import gather
 from gpuwatch.report.build import build_report
+from gpuwatch.report.gap_words import WORDS
 from gpuwatch.report.gaps import collect_gaps
 from gpuwatch.report.gather import Collected
 from gpuwatch.report.model import FAIL, WARN
@@ -91,7 +99,7 @@ def test_markdown_for_gpu_frames_holds_the_values():
     assert "| 0 | NVIDIA H200 | 0000:17:00.0 | Gen5 x16 | Gen3 x8 (6 ticks) | yes | no | 0 / 0 | 0 (sysfs) | yes |" in md
     assert "**GPU-bound** held the verdict 100% of the time (mean confidence 0.80)" in md
     assert "- **main thread** 100% (6 samples), waiting for the GPU:" in md
-    assert "`gpus[].gpm` (6 ticks)" in md and "GPM off in this test" in md
+    assert "- GPU performance counters (GPM) (6 ticks). Why: GPM off in this test" in md
 
 
 def test_markdown_for_a_cpu_only_job_says_why_the_gpu_is_missing():
@@ -102,12 +110,12 @@ def test_markdown_for_a_cpu_only_job_says_why_the_gpu_is_missing():
     md = render_markdown(r)
     assert f"- NVIDIA driver: n/a ({NO_NVML})" in md
     assert f"- GPUs: n/a ({NO_NVML})" in md
-    line = next(x for x in md.splitlines() if x.startswith(f"- {NO_NVML}:"))
+    line = next(x for x in md.splitlines() if x.endswith(f". Why: {NO_NVML}"))
     for title in ("PCIe link at full speed under load", "No other processes on the job's GPUs",
                   "No thermal, power-brake or HW slowdown", "Host-to-device copies from pinned memory",
                   "No uncorrected ECC errors", "Job runs on the GPU's NUMA node"):
-        assert f"check *{title}*" in line
-    assert "`gpus` (3 ticks)" in line and "`pcie` (3 ticks)" in line and "`environment.gpus`" in line
+        assert f"*{title}*" in line
+    assert line.startswith("- GPU readings (NVML) (3 ticks), PCIe link and traffic (3 ticks), NVIDIA driver and CUDA versions, the GPUs' setup; the checks")
     assert "**Unknown** held the verdict 100% of the time" in md
 
 
@@ -164,6 +172,59 @@ def test_gaps_are_deduplicated_and_early_pending_is_dropped():
     assert gaps[("environment.gpus", "x")] == 1
     never = [replace(make_frame(i), host=PENDING) for i in range(2)]
     assert {(g.what, g.reason) for g in collect_gaps(never)} >= {("host", PENDING.reason)}
+
+
+def test_gaps_leave_out_normal_states_and_the_runs_edges():
+    """No CPU quota and a tick without disk requests are facts, not gaps; a counter's first window
+    and the reads after the job exited are the run's edges where the place read fine otherwise."""
+    frames = [make_frame(i) for i in range(4)]  # make_frame has no CPU quota on every tick
+    dev = frames[1].disk.devices[0]
+    frames[1] = replace(frames[1], disk=replace(frames[1].disk, devices=(replace(dev, await_ms=NO_IO),)))
+    frames[0] = replace(frames[0], pcie=(replace(frames[0].pcie[0], rx_bps=Unsupported(PCIE_FIRST_WINDOW)),),
+                        gpus=(replace(frames[0].gpus[0], throttle=THROTTLE_FIRST),))
+    gone = "process no longer exists (pid=100)"
+    frames[3] = replace(frames[3], disk=Unsupported(f"disk: TargetGone: {gone}"),
+                        stacks=Unsupported(f"stacks: {JOB_EXITED} ({gone})"))
+    gaps = {g.what: g.reason for g in collect_gaps(frames)}
+    assert gaps == {"gpus[].gpm": "GPM off in this test", "host.psi": "no PSI"}  # what make_frame never reads
+    # a place that never read past its first window was not measured at all
+    never = [replace(f, gpus=(replace(f.gpus[0], throttle=THROTTLE_FIRST),)) for f in frames[:1]]
+    assert "gpus[].throttle" in {g.what for g in collect_gaps(never)}
+
+
+def test_not_checked_names_readings_in_plain_words():
+    frames = [make_frame(i, gpus=Unsupported(NO_NVML)) for i in range(3)]
+    r = build_report(collected(frames, [verdict(f.t) for f in frames]), Unsupported("a recording holds frames only"),
+                     "replay", path="r.jsonl")
+    md = render_markdown(r).split("## Not checked, and why")[1]
+    assert "GPU readings (NVML) (3 ticks), PCIe link and traffic (3 ticks); the checks *" in md
+    assert "- The machine's setup; the checks *" in md and f"Why: {NO_NVML}" in md
+    assert not re.search(r"`[a-z_]+(\[\])?\.|\b[a-z]+_[a-z_]+\b|\[\]", md.replace("`gpuwatch diagnose --pid PID`", ""))
+    doc = json.loads(render_json(r))
+    assert {(g["what"], g["title"]) for g in doc["not_checked"]} >= {("gpus", "GPU readings (NVML)"),
+                                                                    ("environment", "the machine's setup")}
+
+
+def test_every_place_that_can_go_unread_has_plain_words():
+    """The words cover every Maybe field of a frame and of the environment, so no report falls back."""
+    def places(tp, path):
+        args = typing.get_args(tp)
+        if typing.get_origin(tp) in (typing.Union, types.UnionType):
+            yield from ([path] if Unsupported in args else [])
+            for a in args:
+                yield from places(a, path)
+        elif typing.get_origin(tp) is tuple:
+            for a in args:
+                yield from places(a, path + "[]")
+        elif dataclasses.is_dataclass(tp):
+            hints = typing.get_type_hints(tp)
+            for f in dataclasses.fields(tp):
+                yield from places(hints[f.name], f"{path}.{f.name}" if path else f.name)
+
+    from gpuwatch.collectors.environment import Environment
+    from gpuwatch.model.frame import Frame
+    wanted = set(places(Frame, "")) | set(places(Environment, "environment")) | {"environment"}
+    assert len(wanted) > 50 and wanted <= set(WORDS), sorted(wanted - set(WORDS))
 
 
 def test_long_runs_keep_an_even_sample_of_frames_but_every_mark(monkeypatch):

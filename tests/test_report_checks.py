@@ -20,6 +20,7 @@ from gpuwatch.model import (
     HostSample, PcieSample, ProcInfo, ProcsSample, StackSample, TargetInfo, ThreadStack, Unsupported,
     Verdict,
 )
+from gpuwatch.model.host import NO_CPU_QUOTA
 from gpuwatch.model.verdict import PIPELINE
 from gpuwatch.report.checks import run_checks
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, WARN
@@ -56,7 +57,7 @@ def make_frame(seq: int, *, util=95.0, gen=5, width=16, rx=1e9, others=(), throt
     host = HostSample(t=t, cpu_count=16, cpu_pct=30.0, steal_pct=0.0, iowait_pct=0.0, load1=2.0,
                       mem_total=64 << 30, mem_available=32 << 30, swap_used=0, swap_in_bps=swap_in,
                       swap_out_bps=0.0, psi=Unsupported("no PSI"),
-                      cgroup=CgroupCpu(2, quota if quota is not None else Unsupported("no CPU quota"), throttled, 0),
+                      cgroup=CgroupCpu(2, quota if quota is not None else NO_CPU_QUOTA, throttled, 0),
                       top_others=())
     disk = DiskSample(t=t, devices=(BlockDevice("nvme0n1", 5.0, 1e6, 0.0, 10.0, 0.0, 0.2),),
                       locations=(DataLocation("data", "/data/imagenet", "/data", "nvme0n1", fstype, network, 8),),

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwatch.model.values import Maybe
+from gpuwatch.model.values import Maybe, Unsupported
+
+NO_IO = Unsupported("no I/O completed this tick")
+"""``await_ms`` of a device that finished no request in the tick: a normal state, nothing was
+missed (the report does not list it under "Not checked")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwatch.model.values import Maybe
+from gpuwatch.model.values import Maybe, Unsupported
+
+NO_CPU_QUOTA = Unsupported("no CPU quota on the job's cgroup or its parents")
+"""``quota_cores`` when no cgroup above the job sets a CPU quota: a fact, not a reading that
+failed (the report does not list it under "Not checked")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,9 @@ class Unsupported:
 Maybe = Union[T, Unsupported]
 """A field that holds either a value or an :class:`Unsupported` with its reason."""
 
+JOB_EXITED = "the job exited"
+"""Begins the reason of a read that found the job gone: the end of the run, not a failure."""
+
 PENDING = Unsupported("no sample yet")
 """Placeholder for a collector that has not produced its first sample."""
 

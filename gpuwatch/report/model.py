@@ -194,10 +194,12 @@ class Gap:
     """Something that could not be read, and why (deduplicated)."""
 
     what: str
-    """Where: a frame field path like ``gpus[].gpm.tensor``, or ``environment.ptrace``."""
+    """Where, for tools: a frame field path like ``gpus[].gpm.tensor``, or ``environment.ptrace``."""
     reason: str
     count: int
     """How many ticks (or 1 for the environment) met it."""
+    title: str = ""
+    """What was not measured, in plain words (what the report shows; empty in reports from before it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from gpuwatch.model.stacks import ROLE_TITLES as ROLE_WORDS
 from gpuwatch.model.values import Unsupported
 from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
+from gpuwatch.report.gap_words import words
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
 from gpuwatch.report.words import headline, stage_gain
 from gpuwatch.untrusted import clean, markdown, markdown_code
@@ -219,17 +220,24 @@ def _storage_table(env: Environment) -> list[str]:
 
 
 def _gaps(r: Report) -> list[str]:
-    """Grouped by reason: one missing library often explains a whole list of fields and checks."""
+    """Grouped by reason: one missing library often explains a whole list of readings and checks.
+    Each line: what was not measured (plain words, with the ticks it was missing), then why."""
     out = ["", "## Not checked, and why", ""]
-    by_reason: dict[str, list[str]] = {}
+    readings: dict[str, list[str]] = {}
+    checks: dict[str, list[str]] = {}
     for c in r.checks:
         if c.status == NOT_CHECKED:
-            by_reason.setdefault(c.reason, []).append(f"check *{c.title}*")
+            checks.setdefault(c.reason, []).append(f"*{_cell(c.title)}*")
+            readings.setdefault(c.reason, [])
     for g in r.not_checked:
         times = f" ({count(g.count, 'tick')})" if not g.what.startswith("environment") else ""
-        by_reason.setdefault(g.reason, []).append(f"`{g.what}`{times}")
-    if not by_reason:
+        readings.setdefault(g.reason, []).append(f"{_cell(g.title or words(g.what))}{times}")
+    if not readings:
         return out + ["Everything could be read."]
-    for reason, items in by_reason.items():
-        out.append(f"- {_cell(reason)}: {', '.join(items)}")
+    for reason, items in readings.items():
+        named = checks.get(reason, [])
+        what = ", ".join(items)
+        if named:
+            what += ("; " if items else "") + ("the check " if len(named) == 1 else "the checks ") + ", ".join(named)
+        out.append(f"- {what[0].upper()}{what[1:]}. Why: {_cell(reason)}")
     return out
