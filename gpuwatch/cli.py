@@ -59,6 +59,17 @@ def _gpus(text: str) -> list[int]:
     return out
 
 
+def _file(name: str):
+    """A file name that names something: an empty one (``--record "$UNSET_VAR"``) would record
+    nothing or read nothing without a word."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{name} needs a file name, not an empty one")
+        return text
+
+    return parse
+
+
 def _listen(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
     if not sep:
@@ -88,36 +99,36 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--json", action="store_true", help="stream one JSON object per tick instead of the TUI")
     w.add_argument("--duration", type=_positive("--duration", 0.1, 10**7), default=None, metavar="S",
                    help="stop after S seconds")
-    w.add_argument("--record", metavar="FILE", default=None,
+    w.add_argument("--record", type=_file("--record"), metavar="FILE", default=None,
                    help="write every frame to FILE (JSONL); an existing FILE is refused unless --force")
     w.add_argument("--force", action="store_true", help="let --record overwrite an existing file")
     w.add_argument("--prometheus", type=_listen, default=None, metavar="[HOST:]PORT",
                    help="serve metrics for Prometheus (binds 127.0.0.1 unless HOST is given)")
 
     r = sub.add_parser("replay", help="replay a recording through the same pipeline")
-    r.add_argument("file", metavar="FILE", help="a recording written by --record (JSONL, gzip-compressed or not)")
+    r.add_argument("file", type=_file("replay"), metavar="FILE", help="a recording written by --record (JSONL, gzip-compressed or not)")
     r.add_argument("--speed", type=_positive("--speed", 0, 1000), default=1.0,
                    help="playback speed (0: as fast as possible)")
     r.add_argument("--json", action="store_true", help="print the ticks as JSON instead of the TUI")
 
     d = sub.add_parser("diagnose", help="watch for a while, then print a report")
     _watch_options(d, pid_required=False)
-    d.add_argument("--replay", metavar="FILE", default=None, help="diagnose a recording instead of a live job")
+    d.add_argument("--replay", type=_file("--replay"), metavar="FILE", default=None, help="diagnose a recording instead of a live job")
     d.add_argument("--duration", type=_positive("--duration", 1, 86400), default=None, metavar="S",
                    help="seconds to watch the job (default 60); with --replay, diagnose the recording's first S "
                         "seconds (default: all of it)")
     d.add_argument("--format", choices=("md", "json", "html"), default="md",
                    help="md (default), json for tools, html: one self-contained file with charts")
-    d.add_argument("-o", "--output", metavar="FILE", default=None,
+    d.add_argument("-o", "--output", type=_file("-o"), metavar="FILE", default=None,
                    help="write the report to FILE (an existing FILE is refused unless --force)")
     d.add_argument("--force", action="store_true", help="let -o overwrite an existing file")
 
     c = sub.add_parser("compare", help="what changed between two runs (recordings or JSON reports)")
-    c.add_argument("before", metavar="BEFORE", help="recording or `diagnose --format json` report of the run before")
-    c.add_argument("after", metavar="AFTER", help="the same, after the fix")
+    c.add_argument("before", type=_file("compare"), metavar="BEFORE", help="recording or `diagnose --format json` report of the run before")
+    c.add_argument("after", type=_file("compare"), metavar="AFTER", help="the same, after the fix")
     c.add_argument("--format", choices=("text", "md", "json", "html"), default="text",
                    help="text (default), md, json for tools, html: one self-contained file with both runs' charts")
-    c.add_argument("-o", "--output", metavar="FILE", default=None,
+    c.add_argument("-o", "--output", type=_file("-o"), metavar="FILE", default=None,
                    help="write to FILE (an existing FILE is refused unless --force)")
     c.add_argument("--force", action="store_true", help="let -o overwrite an existing file")
 

@@ -45,6 +45,21 @@ def test_bad_input_is_one_line_and_exit_2(args, fragment):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("args, says", [
+    (["--pid", "5", "--record", ""], "--record needs a file name"),
+    (["replay", " "], "replay needs a file name"),
+    (["diagnose", "--replay", ""], "--replay needs a file name"),
+    (["diagnose", "--replay", "x.jsonl", "-o", ""], "-o needs a file name"),
+    (["compare", "", "x.jsonl"], "compare needs a file name"),
+])
+def test_an_empty_file_name_is_refused(args, says):
+    """``--record "$OUT"`` with OUT unset recorded nothing and said nothing (exit 0)."""
+    from gpuwatch.cli import UsageError, parse_args
+
+    with pytest.raises(UsageError, match=says):
+        parse_args(args)
+
+
 def test_own_pid_is_refused():
     from gpuwatch.cli import UsageError, check_pid
 
