@@ -58,6 +58,14 @@ async def test_the_palette_lists_gpuwatchs_commands_and_help_instead_of_keys():
         assert "Theme" in system and "Keys" not in system
 
 
+def test_the_palette_names_the_folder_it_writes_to(tmp_path, monkeypatch):
+    """The default folder is the working directory: the palette named it '.' ("... in .")."""
+    monkeypatch.chdir(tmp_path)
+    helps = {title: help for title, help, _ in commands(make_app(ListSource(synthetic_frames(3))))}
+    assert helps["Record: start"].endswith(f".jsonl in {tmp_path}")
+    assert helps["Export report"].endswith(f"(Markdown) to {tmp_path}")
+
+
 async def test_go_to_stage_open_process_help_and_export(tmp_path):
     app = make_app(ListSource(synthetic_frames(3), hold=True), record_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:

@@ -127,7 +127,9 @@ class GpuwatchApp(AppKeys, App[int]):
         self.rank_tick: RankTick | None = None
         """The latest tick's ranks, or None while the job shows fewer than two."""
         self.on_tick = on_tick
-        self.record_dir = record_dir
+        self.record_dir = os.path.abspath(record_dir)
+        """Where ``r`` records and the palette exports, absolute: the palette and the toasts name it
+        (relative, the palette read "... .jsonl in .")."""
         self.handle_signals = handle_signals
         self.view: View | None = None
         self._recorder = recorder
