@@ -103,6 +103,7 @@ async def test_s_opens_the_stacks_view():
         text = screen_text(app)
         assert "convert (PIL/Image.py:995)" in text  # the workers' hottest frame
         assert "waiting for a batch 100%" in text
+        assert "DataLoader workers" in text and "Dataloader" not in text  # the role's own spelling
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
 

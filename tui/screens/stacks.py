@@ -29,7 +29,8 @@ class StacksScreen(WatchScreen):
         with VerticalScroll(id="stacks-body"):
             yield Plain("", id="stacks-status")
             for role, title in ROLES:
-                yield Plain(title.capitalize(), classes="section", id=f"title-{role}")
+                # The first letter only: str.capitalize() lowers the rest ("Dataloader workers").
+                yield Plain(title[:1].upper() + title[1:], classes="section", id=f"title-{role}")
                 yield Plain("", classes="shares", id=f"shares-{role}")
                 yield StackTable(limit=8, id=f"table-{role}")
         yield KeysFooter()
