@@ -9,7 +9,7 @@ import math
 from gpuwatch.model.stacks import StackSample
 from gpuwatch.model.verdict import DECODE, GPU_BOUND, IO
 from gpuwatch.tui.chart_draw import (
-    OVERLAP, SERIES, Plot, Series, SpanCache, band_line, chart_lines, plot_rows, ticks_span,
+    OVERLAP, SERIES, Plot, Series, SpanCache, band_line, chart_lines, frames_span, plot_rows, span_text, ticks_span,
 )
 from gpuwatch.tui.chart_series import ChartSeries, nice
 from gpuwatch.tui.panels.chart import TimeChart
@@ -96,6 +96,16 @@ def test_a_short_chart_keeps_the_first_plots_and_the_band():
     assert ticks_span(40) == 80  # two ticks a cell
 
 
+def test_the_title_says_the_time_the_frames_cover_not_the_axis_width():
+    """80 ticks of axis are 80 s at --interval 1 but 400 s at 5, and a 26 s replay holds 26 s."""
+    plots = [one([10.0] * 26)]
+    assert text(chart_lines(plots, [GPU_BOUND] * 26, 40, 4, span_s=frames_span(0.0, 25.0, 1.0))[0]).endswith(
+        "0-100 % · last 26s")
+    assert span_text(frames_span(100.0, 495.0, 5.0)) == "6m40s"  # 80 frames, 5 s apart
+    assert span_text(frames_span(0.0, 1.0, 0.5)) == "1.5s"
+    assert text(chart_lines(plots, [GPU_BOUND] * 26, 40, 4)[0]).endswith("0-100 %")  # no frames: no span said
+
+
 def test_nice_scales_round_up_to_one_two_or_five():
     assert [nice(x) for x in (0.0, 0.7, 1.0, 3.1, 7.0, 99.9, 120.0, 4.2e9)] == [1, 1, 1, 5, 10, 100, 200, 5e9]
 
@@ -131,6 +141,7 @@ async def test_the_main_screen_chart_fills_the_width_and_shows_more_plots_when_t
         assert chart.size.width == 78  # the width less its margins
         text_80 = screen_text(app)
         assert "GPU busy" in text_80 and "data wait" not in text_80
+        assert "0-100 % · last 30s" in text_80  # the 30 frames held, not the 156 ticks the axis could hold
         assert "Decode" in text_80.splitlines()[app.screen.query_one(JobCharts).region.bottom - 1]
         await pilot.resize_terminal(200, 60)
         await pilot.pause()

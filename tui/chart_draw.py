@@ -62,10 +62,11 @@ class Plot:
 
 
 def chart_lines(plots: Sequence[Plot], stages: Sequence[str | None], width: int, height: int,
-                cache: SpanCache | None = None) -> list[list[Part]]:
+                cache: SpanCache | None = None, span_s: float | None = None) -> list[list[Part]]:
     """As many of ``plots`` as fit in ``height`` lines (the first ones), each a title line and at
     least two rows of plot, then the band of ``stages`` (one per tick, aligned with the values).
-    Spare lines go to the plots' rows."""
+    Spare lines go to the plots' rows. ``span_s``: the seconds the values cover (``frames_span``),
+    said in each title; None says no span."""
     if width <= 0 or height <= 0:
         return []
     room = height - 1  # the band
@@ -76,7 +77,7 @@ def chart_lines(plots: Sequence[Plot], stages: Sequence[str | None], width: int,
         extra = room - len(shown) * (rows_each + 1)
         for i, p in enumerate(shown):
             rows = rows_each + (1 if i < extra else 0)
-            lines.append(title_line(p, width, span=ticks_span(width)))
+            lines.append(title_line(p, width, span_s))
             lines += plot_rows(p, width, rows, cache, i)
     lines.append(band_line(stages, width))
     return lines[:height]
@@ -87,7 +88,14 @@ def ticks_span(width: int) -> int:
     return width * TICKS_PER_CELL
 
 
-def title_line(plot: Plot, width: int, span: int) -> list[Part]:
+def frames_span(first_t: float, last_t: float, interval: float) -> float:
+    """Seconds a chart of the frames from ``first_t`` to ``last_t`` covers: the frames' own clock
+    (the recorded one on a replay) plus the last frame's tick, so it holds for any --interval and
+    never says more than the frames held."""
+    return max(0.0, last_t - first_t) + max(0.0, interval)
+
+
+def title_line(plot: Plot, width: int, span_s: float | None) -> list[Part]:
     """``GPU busy ━ 99 %  SM active ━ 86 %`` left, ``0-100 % · last 6m20s`` right."""
     parts: list[Part] = []
     used = 0
@@ -99,7 +107,7 @@ def title_line(plot: Plot, width: int, span: int) -> list[Part]:
             break
         parts += [(text, TITLE), (mark, SERIES[i % len(SERIES)]), (now, None)]
         used += len(text) + len(mark) + len(now)
-    right = f"{plot.scale} · last {_span_text(span)}"
+    right = plot.scale if span_s is None else f"{plot.scale} · last {span_text(span_s)}"
     if used + len(right) <= width:
         parts += [(" " * (width - used - len(right)), None), (right, MUTED)]
     else:
@@ -107,8 +115,11 @@ def title_line(plot: Plot, width: int, span: int) -> list[Part]:
     return parts
 
 
-def _span_text(ticks: int) -> str:
-    m, s = divmod(ticks, 60)
+def span_text(seconds: float) -> str:
+    """``6m20s``, ``26s``, ``1.5s``: whole seconds from 10 s up, a tenth below."""
+    if seconds < 10 and round(seconds, 1) != round(seconds):
+        return f"{seconds:.1f}s"
+    m, s = divmod(int(round(seconds)), 60)
     return f"{m}m{s:02d}s" if m else f"{s}s"
 
 

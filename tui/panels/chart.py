@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from gpuwatch.model.verdict import STAGES
-from gpuwatch.tui.chart_draw import OVERLAP, SERIES, Plot, SpanCache, band_component, chart_lines
+from gpuwatch.model.frame import Frame
+from gpuwatch.tui.chart_draw import OVERLAP, SERIES, Plot, SpanCache, band_component, chart_lines, frames_span
 from gpuwatch.tui.panels.parts_widget import Part, PartsWidget
 
 _BAND_COLOURS = {
@@ -41,15 +42,18 @@ class TimeChart(PartsWidget):
         super().__init__(id=id, classes=classes)
         self._plots: tuple[Plot, ...] = ()
         self._stages: tuple[str | None, ...] = ()
+        self._span_s: float | None = None
         self._spans = SpanCache()
 
-    def set_data(self, plots: Sequence[Plot], stages: Sequence[str | None]) -> None:
-        """New values (one per tick in each series, and the verdict's stage per tick, aligned)."""
+    def set_data(self, plots: Sequence[Plot], stages: Sequence[str | None], frames: Sequence[Frame] = ()) -> None:
+        """New values (one per tick in each series, and the verdict's stage per tick, aligned);
+        ``frames``: the ticks they come from, whose time span the titles say."""
         plots, stages = tuple(plots), tuple(stages)
-        if plots == self._plots and stages == self._stages:  # a redraw without a new frame
+        span_s = frames_span(frames[0].t, frames[-1].t, frames[-1].interval) if frames else None
+        if plots == self._plots and stages == self._stages and span_s == self._span_s:  # no new frame
             return
-        self._plots, self._stages = plots, stages
+        self._plots, self._stages, self._span_s = plots, stages, span_s
         self.redraw()
 
     def _parts(self) -> list[list[Part]]:
-        return chart_lines(self._plots, self._stages, self.size.width, self.size.height, self._spans)
+        return chart_lines(self._plots, self._stages, self.size.width, self.size.height, self._spans, self._span_s)

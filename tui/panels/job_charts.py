@@ -19,4 +19,5 @@ class JobCharts(TimeChart):
     def show(self, view: View) -> None:
         width = self.size.width or self.app.size.width  # before the first layout: the terminal's
         n = ticks_span(width)
-        self.set_data(self._series.plots(view.frames[-n:]), stages(view.verdicts[-n:]))
+        frames = view.frames[-n:]
+        self.set_data(self._series.plots(frames), stages(view.verdicts[-n:]), frames)

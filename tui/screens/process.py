@@ -121,7 +121,7 @@ class ProcessScreen(WatchScreen):
                  io_top, f"0-{fmt.rate(io_top)}"),
             Plot((Series("RSS", rss, now(rss, lambda x: fmt.size(int(x)))),), rss_top, f"0-{fmt.size(int(rss_top))}"),
         ]
-        chart.set_data(plots, band)
+        chart.set_data(plots, band, view.frames[-n:])
 
     def _section(self, name: str, text: str) -> None:
         self.query_one(f"#proc-{name}", Plain).update(text)

@@ -148,7 +148,7 @@ class StageScreen(WatchScreen):
             top = s.top or nice(max((x for x in values if x is not None), default=0.0))
             plots.append(Plot((Series(s.label, values, text),), top,
                               f"0-{fmt.rate(top)}" if rate else f"0-{fmt_value(top, 'cores')}" if cores else f"0-{top:.0f} %"))
-        signal_chart.set_data(plots, band)
+        signal_chart.set_data(plots, band, frames)
         note = self.query_one("#history-na", Plain)
         note.update("\n".join(f"N/A {', '.join(labels)}: {r}" for r, labels in reasons.items()))
         note.display = bool(reasons)
@@ -163,7 +163,7 @@ class StageScreen(WatchScreen):
             if e.threshold is not None:
                 line.append(Series("cut", tuple(e.threshold for _ in values), cut(e.threshold, e.unit)))
             plots.append(Plot(tuple(line), top, f"0-{fmt_value(top, e.unit)}"))
-        evidence_chart.set_data(plots, band)
+        evidence_chart.set_data(plots, band, frames)
 
     def _show_stacks(self, view: View) -> None:
         roles = STACK_ROLES[self.stage]
