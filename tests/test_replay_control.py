@@ -138,6 +138,22 @@ async def test_the_replay_is_marked_from_the_first_frame_and_its_keys_work(tmp_p
         assert control.position < before and len(app.analysis.frames) <= control.frames
 
 
+async def test_an_ended_replay_says_so_without_its_play_mark_and_speed(tmp_path):
+    path = write_recording(tmp_path / "r.jsonl", synthetic_frames(5))
+    control = ReplayControl(0)
+    control.faster(3)
+    app = make_app(ReplaySource(str(path), control=control))
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(60):
+            await pilot.pause(0.05)
+            if app.ended:
+                break
+        await pilot.pause()
+        top = screen_text(app).splitlines()[0]
+        assert "REPLAY ■ ended ([ seeks back)" in top
+        assert "▶" not in top and "×" not in top and "replay ended" not in top
+
+
 async def test_a_live_watch_hides_the_replay_keys():
     from tests.test_tui_fixtures import QueueSource, synthetic_frame
 

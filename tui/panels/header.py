@@ -12,6 +12,10 @@ from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.view import View
 
 
+REPLAY_ENDED = "REPLAY ■ ended ([ seeks back)"
+"""A replay whose frames ran out (the keys' handlers say the same: "The replay ended: [ seeks back.")."""
+
+
 class HeaderBar(Horizontal):
     """Left: ``PID 1234 python train.py · GPU 0 NVIDIA H200`` (``Rank 1 of 2 · ...`` when the job has
     ranks); right: state, watch time, own CPU.
@@ -75,13 +79,15 @@ class HeaderBar(Horizontal):
 
     def _draw_flags(self) -> None:
         flags = []
-        if self.replay:
+        if self.replay and self.ended:  # its play mark and speed no longer hold: only the way back does
+            flags.append(REPLAY_ENDED)
+        elif self.replay:
             flags.append(self.replay)
         if self.paused:
             flags.append("❚❚ PAUSED")
         if self.recording:
             flags.append("● REC")
-        if self.ended:
+        if self.ended and not self.replay:
             flags.append(f"■ {self.ended}")
         w = self.query_one("#header-flags", Plain)
         w.update(" ".join(flags))
