@@ -113,3 +113,17 @@ def test_a_decode_job_with_an_idle_worker_beside_a_hog_holds_its_verdict():
     changes = sum(1 for a, b in zip(late, late[1:]) if a.stage != b.stage)
     assert changes <= len(late) / 60, Counter(x.stage for x in late)
     assert Counter(x.stage for x in late).most_common(1)[0][0] == v.DECODE
+
+
+def test_a_script_named_for_validation_is_not_a_validation_pass():
+    """The script's name holds '_val_' (j4_val_ckpt.py) and its ``<module>`` frame is under every
+    main-thread sample; the job never validated in this run (it timed 0 s of it). Only a function
+    named for evaluation, never the file a frame is in, marks a pass: before, every tick read as
+    one ("Validation passes take 90 % of the time (~7.3 s every ~3.0 s)")."""
+    frames, verdicts = _replay("train_val_named_cpu.jsonl.gz")
+    mains = [th for f in frames if known(f.stacks) for th in f.stacks.threads if th.role == "main"]
+    assert mains and all(any("(j4_val_ckpt.py:" in fr for fr in th.frames) for th in mains)
+    for x in verdicts:
+        assert v.VALIDATION not in {p.kind for p in x.phases}, x.phases
+        assert "alidation" not in x.sentence, x.sentence
+

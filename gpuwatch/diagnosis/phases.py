@@ -8,7 +8,7 @@ validation passes and checkpoint saves, each with its count, share of the time a
   worker start-up), the ticks in which the main thread waits for data most of its samples: the
   wait for the first batches, which a fresh set of workers must build from scratch.
 - validation: ticks in which most main-thread samples are inside an evaluation pass
-  (timeline.VALIDATION_WORDS).
+  (timeline.validation_frame).
 - checkpoint: main-thread samples in torch.save & co. (stack_labels.CHECKPOINTS); where no stack
   sample covers a tick, a write burst of the main process (CHECKPOINT_WRITE_BPS) stands in.
 

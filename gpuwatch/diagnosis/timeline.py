@@ -24,12 +24,24 @@ from gpuwatch.model.values import known
 
 VALIDATION_WORDS = re.compile(
     r"(^|[._ ])(val|valid|validate|validation|validation_step|eval|evaluate|evaluation|evaluation_loop|"
-    r"_evaluation_loop|test_step|_run_evaluation)([ (._]|$)|EvaluationLoop|evaluation_loop\.py|"
-    r"^decorate_context \(torch/utils/_contextlib\.py", re.IGNORECASE)
-"""A main-thread frame of an evaluation pass: a function named for validation/evaluation (the
-user's ``validate``/``evaluate``, Lightning's ``_EvaluationLoop``, ``validation_step``), or the
-``torch.no_grad`` decorator's wrapper (torch/utils/_contextlib.py). A ``with torch.no_grad():`` block
-leaves no frame, so a pass written that way is seen only through a function named for it."""
+    r"_evaluation_loop|test_step|_run_evaluation)([._]|$)|EvaluationLoop", re.IGNORECASE)
+"""A main-thread function of an evaluation pass: named for validation/evaluation (the user's
+``validate``/``evaluate``, Lightning's ``_EvaluationLoop``, ``validation_step``). Matched on the
+function's name only (the part of a frame before " ("): the file part names the script, whose
+``<module>`` frame is under every sample, and a script named ``train_val.py`` or ``run_eval.py``
+made every sample of a job that never validated read as a validation pass."""
+VALIDATION_FILES = re.compile(
+    r"^decorate_context \(torch/utils/_contextlib\.py|[ /(]evaluation_loop\.py:")
+"""Frames of an evaluation pass told by their file: Lightning's loop module, and the
+``torch.no_grad`` decorator's wrapper (torch/utils/_contextlib.py). A ``with torch.no_grad():``
+block leaves no frame, so a pass written that way is seen only through a function named for it."""
+
+
+def validation_frame(frame: str) -> bool:
+    """One stack frame ("function (file:line)") is inside an evaluation pass."""
+    return bool(VALIDATION_WORDS.search(frame.partition(" (")[0]) or VALIDATION_FILES.search(frame))
+
+
 DECODER_WORDS = re.compile(
     r"ImageFile\.load|decode_jpeg|decode_png|decode_image|decode_webp|decode_avif|decode_heic|read_image|"
     r"imdecode|imread|simplejpeg|TurboJPEG\.decode|jpeg4py|VideoReader|decode_video|av/container|PyAV", re.IGNORECASE)
@@ -168,7 +180,7 @@ def _with_stacks(s, rank: int | None) -> dict:
         if th.role == lb.ROLE_MAIN_THREAD:
             main[th.label] += 1
             starting += STARTING in (th.detail or "")
-            validation += any(VALIDATION_WORDS.search(fr) for fr in th.frames)
+            validation += any(validation_frame(fr) for fr in th.frames)
         elif th.role == lb.ROLE_WORKER:
             workers[th.label] += 1
             decoding += any(DECODER_WORDS.search(fr) for fr in th.frames)
