@@ -127,3 +127,14 @@ def test_a_script_named_for_validation_is_not_a_validation_pass():
         assert v.VALIDATION not in {p.kind for p in x.phases}, x.phases
         assert "alidation" not in x.sentence, x.sentence
 
+
+def test_a_starved_job_is_not_idle():
+    """The host was full (outside processes 1.5-2.0 of 2 CPUs); a worker of the job, queued for a
+    CPU with 2-3 threads ready to run, got 0.05 core while the main thread waited for its batch.
+    Low CPU with the job's threads queued is the host's doing: never "Not training" (it was, for
+    one tick where no stack sample came back)."""
+    frames, verdicts = _replay("starved_worker_cpu.jsonl.gz")
+    queued = [f for f in frames if known(f.procs) and any(
+        p.role == "worker" and (p.run_delay_frac or 0.0) >= 2.0 and p.cpu_pct < 10 for p in f.procs.processes)]
+    assert queued  # the starved worker is in the recording
+    assert Counter(x.stage for x in verdicts) == Counter({v.CONTENTION: len(verdicts)})

@@ -125,6 +125,14 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
         storage_busy = ((job.worker_d or 0.0) >= WORKER_D_SHARE or (h.psi_io or 0.0) >= PSI_IO
                         or (s.disk.data_busy or 0.0) >= DISK_BUSY)
         host_quiet = yes(main_quiet) and workers_quiet and not storage_busy
+    # A job whose threads queue for a CPU wants to run: its low CPU is the host's doing, not a
+    # pause (a starved worker on a full 2-core host read 0.05 core with 2.1 threads queued, and the
+    # main thread waited for its batch). RUN_DELAY is the cut contention names such a queue by.
+    queued = max((x for x in (job.main_run_delay, job.worker_run_delay) if x is not None), default=None)
+    if queued is not None and c.check("run_delay", queued, RUN_DELAY, "<",
+                                      "job's threads ready to run but waiting for a CPU (mean)",
+                                      unit="threads", kind=REQ) is False:
+        host_quiet = False
     c.support.extend(x for x in (main_quiet, workers_quiet, host_quiet) if x is not None)
     if g.present:
         gpu_idle = c.check("gpu_util", g.busy, BUSY_IDLE, "<", "GPU utilization (NVML, copies included)", kind=REQ)
