@@ -27,9 +27,13 @@ process needs ~80; the default soft limit (``ulimit -n``) is 1024 and gpuwatch h
 descriptors (py-spy's pipes, the recording, the terminal)."""
 
 CHUNK = 4096
-"""Bytes asked for per ``pread``. Only files the kernel writes in one piece are read this way (see
-ProcFiles): one read of this many bytes returns all of a file up to this size (a stat line is ~300
-bytes), and a read that fills the chunk goes on until the end."""
+"""Bytes asked for per ``pread``. A file the kernel writes in one piece comes back whole from one
+read of this many bytes when it is that small (a stat line is ~300 bytes); a longer one is read on
+until the end."""
+RECORD_MAX = 64
+"""A file the kernel writes record by record stops a read short, by less than one record, when the
+next record does not fit: a read that ends further than this from the chunk's end is the whole
+file when its records are shorter than this (a thread's ``children`` list: a PID and a space each)."""
 
 GONE = (FileNotFoundError, ProcessLookupError, NotADirectoryError)
 """What opening or reading a file of a process that has exited raises."""
@@ -40,9 +44,10 @@ class ProcFiles:
 
     For files the kernel writes in one piece (its ``single_open`` files: a process's or thread's
     ``stat``, ``statm``, ``status``, ``io``, ``schedstat``, ``/proc/pressure/*``, ``/proc/meminfo``,
-    cgroup ``cpu.stat``), where a read returns the whole text when the buffer holds it. Files
-    written record by record (``/proc/vmstat``, ``/proc/diskstats``, ``smaps``) may come back
-    short from one read: read those with ``open``.
+    cgroup ``cpu.stat``), where a read returns the whole text when the buffer holds it, and for
+    files written in records shorter than RECORD_MAX (a thread's ``children``). Other files written
+    record by record (``/proc/vmstat``, ``/proc/diskstats``, ``smaps``) may come back short from
+    one read: read those with ``open``.
 
     PermissionError is raised, not swallowed: "not allowed" is a different answer from "gone"
     (``/proc/PID/io`` of another user's process). One instance per collector; the lock makes it
@@ -107,6 +112,12 @@ class ProcFiles:
             for path in list(self._fds):
                 self._drop(path)
 
+    def __del__(self) -> None:  # a reader dropped without close() (a Target, a test's collector)
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to release
+            pass
+
     def __len__(self) -> int:
         return len(self._fds)
 
@@ -121,7 +132,7 @@ class ProcFiles:
 
 def _pread_all(fd: int) -> bytes:
     data = os.pread(fd, CHUNK, 0)
-    if len(data) < CHUNK:
+    if len(data) <= CHUNK - RECORD_MAX:
         return data
     parts = [data]
     offset = len(data)

@@ -31,7 +31,9 @@ from dataclasses import dataclass
 
 import psutil
 
+from gpuwatch.collectors.procfd import ProcFiles
 from gpuwatch.collectors.procfs import read_stat
+from gpuwatch.collectors.tid_lists import TidLists
 from gpuwatch.model.procs import ROLE_LAUNCHER, ROLE_MAIN, ROLE_OTHER, ROLE_WORKER
 from gpuwatch.redact import redact_cmdline
 from gpuwatch.untrusted import clean
@@ -143,6 +145,12 @@ class Target:
         self._known: dict[int, tuple[int, _Raw]] = {}
         """PID -> (its starttime, its identity) from the last walk: a process seen before is re-read
         from its stat line alone (parent, name, state), its command line and create time kept."""
+        self._files = ProcFiles()
+        """Kept descriptors of the job's stat files and its threads' children lists (one ``pread``
+        each a walk instead of an open, a read and a close)."""
+        self._tids = TidLists()
+        self._children_files = False
+        """Whether the kernel has per-thread children lists (looked up until found)."""
         self.exit_reason: str | None = None
 
     @property
@@ -152,7 +160,7 @@ class Target:
     def reused(self) -> bool:
         """Whether the PID now names another process (the job exited and the kernel gave its PID
         to a new one): its start time differs from the job's."""
-        st = read_stat(self.pid)
+        st = read_stat(self.pid, files=self._files)
         return st is not None and self.starttime is not None and st.starttime != self.starttime
 
     def cmdline(self) -> str:
@@ -233,16 +241,19 @@ class Target:
         on the host. A process seen in an earlier walk costs one stat read (the walk runs about
         once a tick; reading its command line and redacting it each time was most of its cost).
         """
-        if not self._proc.is_running():
-            raise psutil.NoSuchProcess(self.pid)
-        pids = _descendant_pids(self.pid)
-        if pids is None:
+        if not self._children_files:
+            self._children_files = os.path.exists(f"/proc/{self.pid}/task/{self.pid}/children")
+        if not self._children_files:
+            if not self._proc.is_running():
+                raise psutil.NoSuchProcess(self.pid)
             procs = [self._proc] + _psutil_children(self._proc)
             return {p.pid: raw for p in procs if (raw := _read(p)) is not None}
+        stats = self._descendant_stats()
+        if self.pid not in stats:
+            raise psutil.NoSuchProcess(self.pid)
         info: dict[int, _Raw] = {}
         known: dict[int, tuple[int, _Raw]] = {}
-        for pid in [self.pid, *pids]:
-            st = read_stat(pid)
+        for pid, st in stats.items():
             if st is None or st.state == "Z":  # gone, or exited and not yet reaped
                 continue
             seen = self._known.get(pid)
@@ -259,6 +270,37 @@ class Target:
             known[pid] = (st.starttime, raw)
         self._known = known
         return info
+
+    def _descendant_stats(self) -> dict:
+        """The stat line of the target and of every process below it (None for one that exited
+        mid-walk), the target first, the others in the order the walk found them.
+
+        The PIDs come from the kernel's per-thread ``children`` lists (CONFIG_PROC_CHILDREN, on in
+        distribution kernels): that reads only the job's own /proc entries, where psutil's
+        ``children(recursive=True)`` reads the stat file of every process on the host. Each file is
+        read through a descriptor kept from walk to walk, and a process's thread list is listed
+        again only when its thread count changes (collectors/tid_lists.py).
+        """
+        out: dict = {}
+        todo = [self.pid]
+        seen = {self.pid}
+        order = [self.pid]
+        while todo:
+            pid = todo.pop()
+            st = out[pid] = read_stat(pid, files=self._files)
+            if st is None:  # exited: its children were re-parented outside the tree
+                continue
+            for tid in self._tids.get(pid, st.starttime, st.num_threads) or ():
+                raw = self._files.read(f"/proc/{pid}/task/{tid}/children")
+                for k in (raw or b"").split():
+                    child = int(k)
+                    if child not in seen:
+                        seen.add(child)
+                        order.append(child)
+                        todo.append(child)
+        self._files.sweep()  # the files of processes and threads that have exited
+        self._tids.keep_only(seen)
+        return {pid: out[pid] for pid in order}
 
     def _rank(self, pid: int, create_time: float) -> int | None:
         key = (pid, create_time)
@@ -279,35 +321,6 @@ def _psutil_children(proc: psutil.Process) -> list[psutil.Process]:
         except UNPARSEABLE:
             continue
     return []
-
-
-def _descendant_pids(root: int, proc_root: str = "/proc") -> list[int] | None:
-    """PIDs below ``root`` from /proc/PID/task/TID/children; None when the kernel lacks those files.
-    A process that exits mid-walk just drops out (its children are re-parented outside the tree)."""
-    if not os.path.exists(f"{proc_root}/{root}/task/{root}/children"):
-        return None
-    out: list[int] = []
-    todo = [root]
-    seen = {root}
-    while todo:
-        pid = todo.pop()
-        try:
-            tids = os.listdir(f"{proc_root}/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"{proc_root}/{pid}/task/{tid}/children", encoding="ascii") as f:
-                    kids = f.read().split()
-            except OSError:
-                continue
-            for k in kids:
-                child = int(k)
-                if child not in seen:
-                    seen.add(child)
-                    out.append(child)
-                    todo.append(child)
-    return out
 
 
 @functools.lru_cache(maxsize=256)

@@ -171,3 +171,34 @@ def test_read_waits_reads_only_the_schedstat_files():
     assert waits == {t.stat.tid: t.wait_ns for t in read_tasks(4242, PROC) if t.wait_ns is not None}
     assert read_waits(4243, PROC) == (1, {})  # a thread without schedstat: counted, no wait
     assert read_waits(999999, PROC) is None
+
+
+def test_thread_lists_follow_the_thread_count_and_forget():
+    """A process's thread list is listed again when its stat's thread count changes, or after a
+    reader found one of its threads gone; else the kept list is handed back."""
+    from gpuwatch.collectors.procfs import read_stat
+    from gpuwatch.collectors.tid_lists import TidLists
+
+    me = os.getpid()
+    lists = TidLists(ttl_s=60.0)
+
+    def tids() -> tuple[int, ...] | None:
+        st = read_stat(me)
+        return lists.get(me, st.starttime, st.num_threads)
+
+    before = tids()
+    assert me in before and tids() is before  # same count: the kept list
+    stop = threading.Event()
+    th = threading.Thread(target=stop.wait, args=(5,))
+    th.start()
+    try:
+        with_thread = tids()
+        assert th.native_id in with_thread and th.native_id not in before
+    finally:
+        stop.set()
+        th.join()
+    assert th.native_id not in tids()
+    kept = tids()
+    lists.forget(me)
+    assert tids() is not kept and tids() == kept
+    assert lists.get(999_999_999, 0, 1) is None

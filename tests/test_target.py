@@ -3,6 +3,7 @@ workers, exit) and the role rules on synthetic trees (launchers, wrappers, mp.sp
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -13,7 +14,6 @@ import pytest
 from gpuwatch.collectors.target import (
     Target,
     TargetGone,
-    _descendant_pids,
     _is_launcher_cmd,
     _Raw,
     assign_roles,
@@ -282,11 +282,12 @@ def test_descendants_from_children_files_match_psutil():
         want = wait_for(lambda: {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
                         if len(psutil.Process(proc.pid).children(recursive=True)) >= 3 else None)
         assert want and len(want) == 3
-        got = _descendant_pids(proc.pid)
-        if got is None:
+        if not os.path.exists(f"/proc/{proc.pid}/task/{proc.pid}/children"):
             pytest.skip("this kernel has no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)")
-        assert set(got) == want and len(got) == len(want)
-        assert set(Target(proc.pid, refresh_s=0.0).tree().pids()) == want | {proc.pid}
+        target = Target(proc.pid, refresh_s=0.0)
+        got = list(target._descendant_stats())
+        assert got[0] == proc.pid and set(got[1:]) == want and len(got) == len(want) + 1
+        assert set(target.tree().pids()) == want | {proc.pid}
     finally:
         for p in psutil.Process(proc.pid).children(recursive=True):
             p.kill()
