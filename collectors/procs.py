@@ -6,11 +6,12 @@ respawned worker never inherits another process's counters. A process first seen
 worker respawned at an epoch boundary) is measured from its birth: its counters started at zero
 when it was created. Processes that exited or turned zombie are dropped (no stale rows).
 
-Cost per tick: the tree walk (shared, cached 0.5 s; about 1 ms), two /proc reads per process
-(``stat`` and ``io``) and one ``sched_getaffinity`` call, two small reads per thread of a main process
-(stat and schedstat, signals.md §1.7) and one per thread of the others (schedstat: their threads'
-names and CPU are not shown). Every file is read through a descriptor kept open between ticks
-(collectors/procfd.py): one ``pread`` each. With psutil's ``oneshot`` per process (four files
+Cost per tick: the tree walk (shared with the other collectors, about once a tick), two /proc
+reads per process (``stat`` and ``io``) and one ``sched_getaffinity`` call, two small reads per
+thread of a main process (stat and schedstat, signals.md §1.7) and one per thread of the others
+(schedstat: their threads' names and CPU are not shown). Every file is read through a descriptor
+kept open between ticks (collectors/procfd.py): one ``pread`` each; a process's threads are listed
+again only when its thread count changes (collectors/tid_lists.py). With psutil's ``oneshot`` per process (four files
 opened and parsed: stat, status, statm, io) and every file opened afresh, a tick of the steady job
 with 8 workers cost 3.0 ms of CPU on the 2-core CPU VM; this way 1.0 ms (bench/collector_cost.py).
 """
@@ -27,6 +28,7 @@ from gpuwatch.collectors.base import Collector, FirstWindow
 from gpuwatch.collectors.procfd import ProcFiles
 from gpuwatch.collectors.procfs import CLK_TCK, Task, age_s, parse_io, read_stat, read_tasks, read_waits
 from gpuwatch.collectors.target import Node, Target, TargetGone
+from gpuwatch.collectors.tid_lists import TidLists
 from gpuwatch.model.procs import ROLE_MAIN, ProcInfo, ProcsSample, ThreadCpu
 from gpuwatch.model.values import JOB_EXITED, Maybe, Unsupported
 
@@ -69,6 +71,7 @@ class ProcsCollector(Collector):
         self.interval = interval
         self.root = proc_root
         self.files = ProcFiles()
+        self._tids = TidLists(proc_root)
         self._boot = psutil.boot_time()
         self._starts: dict[tuple[int, float], int] = {}
         """(pid, create time) -> the starttime its stat showed when first read."""
@@ -113,6 +116,7 @@ class ProcsCollector(Collector):
         for cache in (self._prev, self._starts):
             for key in [k for k in cache if k not in seen]:
                 del cache[key]
+        self._tids.keep_only({pid for pid, _ in seen})
         self.files.sweep()  # the files of processes and threads that have exited
         return rows
 
@@ -149,13 +153,18 @@ class ProcsCollector(Collector):
         except OSError:
             affinity = ()
         nthreads = st.num_threads
+        tids = self._tids.get(node.pid, st.starttime, nthreads)
         if node.role == ROLE_MAIN:  # its threads are shown: names, states, CPU
-            tasks = read_tasks(node.pid, self.root, files=self.files) or []
+            tasks = read_tasks(node.pid, self.root, files=self.files, tids=tids) or []
             waits = {t.stat.tid: t.wait_ns for t in tasks if t.wait_ns is not None}
             n_tasks = len(tasks)
+            missing = tids is not None and len(tasks) < len(tids)
         else:
             tasks = []
-            n_tasks, waits = read_waits(node.pid, self.root, self.files) or (0, {})
+            n_tasks, waits = read_waits(node.pid, self.root, self.files, tids) or (0, {})
+            missing = tids is not None and len(waits) < len(tids)
+        if missing:  # a listed thread has exited: list the process's threads again next tick
+            self._tids.forget(node.pid)
         now = time.monotonic()
         cur = _Reading(
             t=now,
