@@ -119,3 +119,22 @@ def test_views_read_a_recorded_worker_sleep_as_a_wait_like_the_diagnosis():
     assert label_shares([asleep, asleep, reading]) == [("wait", 2 / 3), ("io", 1 / 3)]
     assert thread_summary(asleep).startswith("waiting, no read seen: ")
     assert thread_summary(reading).startswith("reading: ")
+
+
+def test_an_idle_worker_reads_as_idle_not_as_its_helper_thread():
+    """A persistent DataLoader worker between epochs, as sampled on the H200 (Lightning, persistent
+    workers): its resource-sharer thread in socket.accept came first and the table said 'outside
+    training: socket.accept'; the worker's own thread says it is idle."""
+    from gpuwatch.model.stacks import StackSample, ThreadStack
+    from gpuwatch.tui.panels.processes import hottest
+
+    def th(role, label, name, detail, active=False):
+        return ThreadStack(pid=9, tid=hash(name) % 1000, role=role, rank=None, thread_name=name, label=label,
+                           detail=detail, active=active, owns_gil=False, frames=(f"{detail} (x.py:1)",))
+
+    sample = StackSample(t=1.0, threads=(
+        th("other", "other", "Thread-1 (_serve)", "socket.accept", active=True),
+        th("other", "other", "QueueFeederThread", "Condition.wait"),
+        th("worker", "idle", "MainThread", "Queue.get"),
+    ), dumps=())
+    assert hottest(sample, 9) == "idle: Queue.get"

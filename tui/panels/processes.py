@@ -18,7 +18,7 @@ from textual.widgets import Input
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.gpu import GpuProcess
 from gpuwatch.model.procs import ProcInfo
-from gpuwatch.model.stacks import LABEL_WORDS, StackSample, ThreadStack, activity
+from gpuwatch.model.stacks import LABEL_WORDS, ROLE_MAIN_THREAD, ROLE_WORKER, StackSample, ThreadStack, activity
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.panels.keyed_table import KeyedTable
@@ -54,13 +54,15 @@ def role_text(p: ProcInfo) -> str:
 
 
 def hottest(stacks: object, pid: int) -> str:
-    """What the process's most telling thread was doing in the latest stack sample."""
+    """What the process's most telling thread was doing in the latest stack sample: its own
+    training or worker thread where one was sampled (an idle persistent worker's resource-sharer
+    thread, parked in ``socket.accept``, says nothing of the worker), else a thread on the CPU."""
     if not isinstance(stacks, StackSample):
         return fmt.NA
     threads = [t for t in stacks.threads if t.pid == pid]
     if not threads:
         return ""
-    pick = next((t for t in threads if t.role == "main"), None) or next(
+    pick = next((t for t in threads if t.role in (ROLE_MAIN_THREAD, ROLE_WORKER)), None) or next(
         (t for t in threads if t.active), threads[0]
     )
     return thread_summary(pick)
