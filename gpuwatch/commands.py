@@ -10,6 +10,7 @@ from gpuwatch.errors import UsageError
 from gpuwatch.headless import run_headless
 from gpuwatch.recording import BadLineReport, NotARecording, Recorder, RecordingError
 from gpuwatch.source import ReplaySource, live_source
+from gpuwatch.startup_heap import release
 
 
 def _open_recorder(path: str | None, force: bool = False) -> Recorder | None:
@@ -34,9 +35,11 @@ def watch(ns: argparse.Namespace) -> int:
     recorder = _open_recorder(ns.record, getattr(ns, "force", False))
     source.watch.prestart()  # collectors take their first readings while the TUI starts
     if ns.json:
+        release()
         return run_headless(source, recorder, ns.prometheus)
     from gpuwatch.tui.app import run_app
 
+    release()  # every module is loaded: freeze them out of garbage collection (gpuwatch/startup_heap.py)
     return run_app(source, recorder=recorder, prometheus=ns.prometheus)
 
 
@@ -46,6 +49,7 @@ def replay(ns: argparse.Namespace) -> int:
                           on_bad_line=bad)
     try:
         if ns.json:
+            release()
             try:
                 return run_headless(source, None)
             except NotARecording as e:  # a FIFO or pipe: known only once read
@@ -54,6 +58,7 @@ def replay(ns: argparse.Namespace) -> int:
         from gpuwatch.tui.app import run_app
 
         source.control = ReplayControl(ns.speed)  # the TUI's pause, step, seek and speed keys
+        release()
         return run_app(source)
     finally:
         bad.close()
