@@ -138,3 +138,15 @@ def test_a_starved_job_is_not_idle():
         p.role == "worker" and (p.run_delay_frac or 0.0) >= 2.0 and p.cpu_pct < 10 for p in f.procs.processes)]
     assert queued  # the starved worker is in the recording
     assert Counter(x.stage for x in verdicts) == Counter({v.CONTENTION: len(verdicts)})
+
+
+def test_contention_in_force_holds_through_a_dip_of_the_neighbours_load():
+    """A CPU-bound job beside other test runs: its main thread queued 0.12-0.15 of the time, then
+    for five ticks 0.07, 0.05, 0.16, 0.04, 0.03, then 0.13-0.45 again. Contention in force reads the
+    queue over its own window too, so the dip does not hand the verdict to CPU-bound and back
+    within 10 s (it did: contention 4, CPU-bound 5, contention 8)."""
+    frames, verdicts = _replay("cpu_job_neighbours_cpu.jsonl.gz")
+    delays = [p.run_delay_frac for f in frames if known(f.procs) for p in f.procs.processes if p.role == "main"]
+    assert min(delays[6:11]) < 0.05 and max(delays[:6]) >= 0.12  # the dip is in the recording
+    named = [x.stage for x in verdicts if x.stage != v.UNKNOWN]
+    assert named and set(named) == {v.CONTENTION}, Counter(named)

@@ -84,6 +84,13 @@ class DiskSignals:
     read_bps: float | None = None
 
 
+def queued_threads(job: JobSignals) -> float | None:
+    """The job's threads queued for a CPU: the main process's run delay or the most-queued
+    worker's, whichever is larger (each is the mean number of that process's threads ready to run
+    with no CPU free)."""
+    return max((x for x in (job.main_run_delay, job.worker_run_delay) if x is not None), default=None)
+
+
 def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
     ticks: list[ProcsSample] = unique_samples(frames, "procs")  # type: ignore[assignment]
     if not ticks:

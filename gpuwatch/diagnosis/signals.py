@@ -15,6 +15,7 @@ from gpuwatch.diagnosis.host_signals import (
     disk_signals,
     host_signals,
     job_signals,
+    queued_threads,
 )
 from gpuwatch.diagnosis.stack_signals import StackSignals, stack_signals
 from gpuwatch.diagnosis.thresholds import JOB_CPU_SATURATED, MIN_WORKER_SAMPLES, STICKY_STACK_FACTOR
@@ -52,6 +53,11 @@ class Signals:
     stacks: StackSignals
     sticky_stacks: StackSignals | None = None
     """The same counts over STICKY_STACK_FACTOR times the samples, for the stage in force."""
+    held_queue: float | None = None
+    """The job's threads queued for a CPU (host_signals.queued_threads) over the stage in force's
+    own window (its regime, up to WINDOW_S), for contention held in force (system_stages.py)."""
+    held_others: float | None = None
+    """Cores used outside the job over that same window (HostSignals.others_cpu)."""
     aligned: Aligned = Aligned()
     """The workers' readings in the ticks where the main thread waited for data (aligned.py).
     Where there are enough of them, ``job`` and ``stacks`` already carry them in place of the
@@ -102,6 +108,7 @@ def extract(frames: Sequence[Frame], pool: Sequence[Frame], rank: int | None,
             during = aligned(timeline(pool, rank))
     if during.usable:
         job, stacks, sticky = _during_wait(during, job, stacks, sticky)
+    host = host_signals(frames, job.job_cpu)
     return Signals(
         t=last.t,
         frames=len(frames),
@@ -110,16 +117,29 @@ def extract(frames: Sequence[Frame], pool: Sequence[Frame], rank: int | None,
         exit_reason=last.target.exit_reason,
         gpu=gpu_signals(frames, job.main_pids, rank),
         job=job,
-        host=host_signals(frames, job.job_cpu),
+        host=host,
         disk=disk_signals(frames),
         stacks=stacks,
         sticky_stacks=sticky,
+        **_held(held_pool, frames, rank, job, host),
         aligned=during,
         phases=epochs.phases,
         recurring_wait=epochs.recurring_wait if stacks.available else None,
         epoch_samples=epochs.samples,
         epoch_ticks=epochs.ticks,
     )
+
+
+def _held(held_pool: Sequence[Frame] | None, frames: Sequence[Frame], rank: int | None, job: JobSignals,
+          host: HostSignals) -> dict[str, float | None]:
+    """The CPU queue and the outside load over the stage in force's own window (the window itself
+    where the decision reads that window already)."""
+    if not held_pool:
+        return {}
+    if held_pool is frames:
+        return dict(held_queue=queued_threads(job), held_others=host.others_cpu)
+    hj = job_signals(held_pool, rank)
+    return dict(held_queue=queued_threads(hj), held_others=host_signals(held_pool, hj.job_cpu).others_cpu)
 
 
 def _during_wait(a: Aligned, job: JobSignals, stacks: StackSignals, sticky: StackSignals):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, adjusted, yes
+from gpuwatch.diagnosis.host_signals import queued_threads as threads_queued
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult, result
 from gpuwatch.diagnosis.thresholds import (
@@ -66,8 +67,22 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
     if yes(c.check("steal", h.steal, STEAL, ">=", "CPU steal (the hypervisor runs someone else)", kind=REQ)):
         causes["steal"] = h.steal
     usable = job.usable_cpus or h.cpu_count
-    others = h.others_cpu / usable if h.others_cpu is not None and usable else None
-    queued_threads = max((x for x in (job.main_run_delay, job.worker_run_delay) if x is not None), default=None)
+    others_cpu = h.others_cpu
+    queued_threads = threads_queued(job)
+    if relax > 0:
+        # The stage in force also reads the outside load and the CPU queue over its own window (up
+        # to WINDOW_S, as it reads its stack shares over more samples) and holds on the larger
+        # reading. Beside neighbours whose load comes and goes, the 3-tick readings dip for a few
+        # seconds: a CPU job beside other test runs queued 0.12-0.15 a tick, then 0.07, 0.05, 0.16,
+        # 0.04, 0.03, then 0.13-0.45; a decode job's outside load read 0.41, then 0.07 for two
+        # ticks, then 0.36-0.59, its workers queued 0.75 throughout. Contention let go and came
+        # back within 10 s. A neighbour that is really gone drops out of the longer window's median
+        # too, after about half of it (~4 s).
+        if s.held_queue is not None:
+            queued_threads = max(queued_threads or 0.0, s.held_queue)
+        if s.held_others is not None:
+            others_cpu = max(others_cpu or 0.0, s.held_others)
+    others = others_cpu / usable if others_cpu is not None and usable else None
     # A process's run delay sums its threads' waits: the mean number of them queued for a CPU, which
     # can pass 1 and is said as such; as a share of the time lost (the cost) it stops at 1.
     delay = min(queued_threads, 1.0) if queued_threads is not None else None
@@ -128,8 +143,8 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
     # A job whose threads queue for a CPU wants to run: its low CPU is the host's doing, not a
     # pause (a starved worker on a full 2-core host read 0.05 core with 2.1 threads queued, and the
     # main thread waited for its batch). RUN_DELAY is the cut contention names such a queue by.
-    queued = max((x for x in (job.main_run_delay, job.worker_run_delay) if x is not None), default=None)
-    if queued is not None and c.check("run_delay", queued, RUN_DELAY, "<",
+    waiting = threads_queued(job)
+    if waiting is not None and c.check("run_delay", waiting, RUN_DELAY, "<",
                                       "job's threads ready to run but waiting for a CPU (mean)",
                                       unit="threads", kind=REQ) is False:
         host_quiet = False
