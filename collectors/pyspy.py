@@ -86,6 +86,34 @@ class ParseError(ValueError):
     """py-spy printed something that is not its dump JSON."""
 
 
+FRAME_MEMO = 8192
+"""Frames kept by their raw fields (see _frame): a training loop's dumps show the same few hundred
+frames again and again, and cleaning three strings per frame was a third of parsing a dump."""
+_frames: dict[tuple, FrameRecord] = {}
+
+
+def _frame(f: dict) -> FrameRecord:
+    """The FrameRecord of one JSON frame; the same frame seen before comes back as the same object."""
+    key = (f.get("name"), f.get("filename"), f.get("short_filename"), f.get("line"))
+    try:
+        hit = _frames.get(key)
+    except TypeError:  # a field that is not a plain value (not py-spy's output): no memo
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    rec = FrameRecord(
+        name=clean(str(f.get("name") or "?"), MAX_NAME),
+        filename=clean(str(f.get("filename") or ""), MAX_NAME),
+        short_filename=clean(str(f.get("short_filename") or f.get("filename") or ""), MAX_NAME),
+        line=int(f.get("line") or 0),
+    )
+    if key is not None:
+        if len(_frames) >= FRAME_MEMO:
+            _frames.clear()
+        _frames[key] = rec
+    return rec
+
+
 def find_pyspy() -> str | None:
     """The py-spy next to this Python (the venv's bin folder), else the one on PATH."""
     # Not resolved: a venv's python is a symlink, and its bin folder is what holds py-spy.
@@ -106,15 +134,7 @@ def parse_dump(text: str, pid: int) -> tuple[ThreadRecord, ...]:
     threads = []
     for t in data:
         try:
-            frames = tuple(
-                FrameRecord(
-                    name=clean(str(f.get("name") or "?"), MAX_NAME),
-                    filename=clean(str(f.get("filename") or ""), MAX_NAME),
-                    short_filename=clean(str(f.get("short_filename") or f.get("filename") or ""), MAX_NAME),
-                    line=int(f.get("line") or 0),
-                )
-                for f in t.get("frames") or ()
-            )
+            frames = tuple(_frame(f) for f in t.get("frames") or ())
             threads.append(ThreadRecord(
                 pid=int(t.get("pid") or pid),
                 tid=int(t.get("os_thread_id") or 0),

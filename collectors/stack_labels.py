@@ -230,6 +230,14 @@ def short_name(f: FrameRecord) -> str:
 
 def origin(f: FrameRecord) -> str:
     """torch, lib (other installed packages), stdlib, or user (the job's own code)."""
+    key = (f.filename, f.short_filename)
+    hit = _origins.get(key)
+    if hit is None:
+        hit = _memo(_origins, key, _origin(f))
+    return hit
+
+
+def _origin(f: FrameRecord) -> str:
     path = f.filename.replace("\\", "/")
     if f.short_filename.startswith("torch/"):
         return "torch"
@@ -375,7 +383,29 @@ def _hot(frames: Sequence[FrameRecord], fetch_at: int) -> str:
 
 # -- matching helpers ------------------------------------------------------------------------------
 
+MEMO = 8192
+"""Answers kept per file name (origin, file-suffix matches): every dump of a training loop shows the
+same few files, and the string work per frame and pattern was most of labelling a dump."""
+_origins: dict[tuple[str, str], str] = {}
+_suffixes: dict[tuple[str, str, str], bool] = {}
+
+
+def _memo(memo: dict, key: tuple, value):
+    if len(memo) >= MEMO:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
 def _file_matches(frame: FrameRecord, suffix: str) -> bool:
+    key = (frame.filename, frame.short_filename, suffix)
+    hit = _suffixes.get(key)
+    if hit is None:
+        hit = _memo(_suffixes, key, _file_matches_now(frame, suffix))
+    return hit
+
+
+def _file_matches_now(frame: FrameRecord, suffix: str) -> bool:
     short = "/" + frame.short_filename.replace("\\", "/")
     full = frame.filename.replace("\\", "/")
     if suffix.endswith("/") or "." not in suffix.rsplit("/", 1)[-1]:  # a folder or a name fragment

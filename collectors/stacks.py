@@ -24,7 +24,7 @@ from gpuwatch.collectors.pyspy import (
 )
 from gpuwatch.collectors.stack_labels import classify, thread_role
 from gpuwatch.collectors.target import Node, Target, TargetGone, Tree
-from gpuwatch.model.stacks import ROLE_OTHER_THREAD, DumpResult, StackSample, ThreadStack
+from gpuwatch.model.stacks import ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, DumpResult, StackSample, ThreadStack
 from gpuwatch.model.values import JOB_EXITED, Unsupported
 
 # How often to look. Measured on this project's 2-core CPU VM (Python 3.11.7, torch 2.13.0+cpu,
@@ -220,17 +220,31 @@ class StackCollector(Collector):
         return None
 
 
+LABEL_MEMO = 4096
+"""Labels kept by what decides them: the idle threads of a training loop show the same stack in
+every dump, and its main thread cycles through a few dozen."""
+_labels: dict[tuple, tuple[str, str, tuple[str, ...]]] = {}
+
+
 def label_threads(out: DumpOutcome, node: Node) -> list[ThreadStack]:
     """Every thread of one dump, with its stack role, label and detail."""
     stacks = []
     for rec in out.threads:
         role = thread_role(rec, node.role)
         state = thread_state(rec.pid, rec.tid) if role != ROLE_OTHER_THREAD and rec.tid else None
-        label, detail = classify(rec, role, state, source_line=functools.partial(source_line, rec.pid))
+        # A label is decided by the frames, the role, py-spy's activity flag and the kernel state;
+        # a main thread's also by its own source (a sync call on the leaf line), hence its PID.
+        key = (rec.frames, role, state, rec.active, rec.pid if role == ROLE_MAIN_THREAD else 0)
+        got = _labels.get(key)
+        if got is None:
+            if len(_labels) >= LABEL_MEMO:
+                _labels.clear()
+            label, detail = classify(rec, role, state, source_line=functools.partial(source_line, rec.pid))
+            got = _labels[key] = (label, detail, tuple(f.text() for f in rec.frames[:MAX_FRAMES]))
+        label, detail, frames = got
         stacks.append(ThreadStack(
             pid=rec.pid, tid=rec.tid, role=role, rank=node.rank, thread_name=rec.name, label=label,
-            detail=detail, active=rec.active, owns_gil=rec.owns_gil,
-            frames=tuple(f.text() for f in rec.frames[:MAX_FRAMES]),
+            detail=detail, active=rec.active, owns_gil=rec.owns_gil, frames=frames,
         ))
     return stacks
 

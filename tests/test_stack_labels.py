@@ -120,6 +120,38 @@ def test_parse_tolerates_nulls():
     assert t.name == "" and t.tid == 5 and t.frames[0].text() == "<module> (<string>:1)"
 
 
+def test_parse_keeps_frames_that_are_not_plain_values():
+    """Frames seen before come back as the same record; a field that is not a plain value (not
+    py-spy's output) is read as its text, as before, without the memo."""
+    frame = {"name": "step", "filename": "/x/train.py", "short_filename": "train.py", "line": 7}
+    text = json.dumps([{"pid": 5, "os_thread_id": 5, "frames": [frame, frame]}])
+    (a,), (b,) = parse_dump(text, 5), parse_dump(text, 5)
+    assert a.frames[0] is a.frames[1] is b.frames[0] and a.frames[0].text() == "step (train.py:7)"
+    odd = json.dumps([{"pid": 5, "frames": [dict(frame, name=["a", "b"])]}])
+    (t,) = parse_dump(odd, 5)
+    assert t.frames[0].name == "['a', 'b']"
+
+
+def test_labels_from_the_memo_match_a_fresh_classification():
+    """label_threads keeps labels by what decides them; each is what classify says afresh, and
+    the kernel state still counts (a worker in D state inside __getitem__ reads)."""
+    from gpuwatch.collectors import stacks as st
+    from gpuwatch.collectors.pyspy import DumpOutcome
+    from gpuwatch.collectors.target import Node
+
+    for _, job in (p.values for p in _jobs()):
+        for d in job["dumps"]:
+            if "output" not in d:
+                continue
+            threads = parse_dump(json.dumps(d["output"]), d["pid"])
+            node = Node(d["pid"], 1, PROCESS_ROLE[d["process_role"]], None, None, "python", "")
+            for _ in range(2):  # the second pass answers from the memo
+                for t, got in zip(threads, st.label_threads(DumpOutcome(d["pid"], threads, 1.0), node)):
+                    want = classify(t, got.role, st.thread_state(t.pid, t.tid) if got.role != S.ROLE_OTHER_THREAD
+                                    and t.tid else None, source_line=lambda f, n, pid=t.pid: st.source_line(pid, f, n))
+                    assert (got.label, got.detail) == want
+
+
 # -- hand-built records (frames as py-spy prints them; from torch 2.13 sources) --------------------
 
 SITE = "/venv/lib/python3.11/site-packages/"
