@@ -241,7 +241,7 @@ def test_progress_bar_on_a_terminal_and_lines_otherwise():
     p = Progress(out, 60, "diag", tty=True)
     p.tick(make_frame(0), verdict(1.0, "decode"), 30)
     p.done()
-    assert out.getvalue().startswith("\rdiag [" + "#" * 15 + "-" * 15 + "] 30/60 s  verdict: Decode")
+    assert out.getvalue().startswith("\rdiag [" + "#" * 15 + "-" * 15 + "] 30/60 s  verdict: CPU prep")
     assert out.getvalue().endswith("\r")
     log = io.StringIO()
     p = Progress(log, 60, "diag", tty=False)
@@ -309,7 +309,7 @@ def test_evidence_renders_per_stage_with_median_and_share():
     frames, verdicts = decode_then_gpu_bound()
     md = render_markdown(build_report(collected(frames, verdicts), make_env(), "live", pid=1))
     # the middle of the readings, with its own wording, so the text and the median agree
-    assert "**Decode**\n\n- ● workers busy 90%: met in 80% of the ticks Decode held (the middle reading is shown)" in md
+    assert "**CPU prep**\n\n- ● workers busy 90%: met in 80% of the ticks CPU prep held (the middle reading is shown)" in md
     assert "The GPU idled about 0.4 s every 2.0 s, coinciding with checkpoint (seen in 50% of the ticks)." in md
 
 

@@ -154,7 +154,7 @@ def test_a_stage_the_tui_showed_at_warning_is_named_in_the_report():
     verdicts = [_verdict(float(t), v.CONTENTION, 1.2, ("x",), levels=warn) for t in range(10)]
     m = summary(marks, verdicts)
     assert [w.stage for w in m.warnings] == [v.DECODE]
-    assert "Decode 100% of the time" in headline(m)[1]
+    assert "CPU prep 100% of the time" in headline(m)[1]
 
 
 def test_the_headline_sentence_is_one_whose_readings_held_the_stage():

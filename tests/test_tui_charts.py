@@ -142,7 +142,7 @@ async def test_the_main_screen_chart_fills_the_width_and_shows_more_plots_when_t
         text_80 = screen_text(app)
         assert "GPU busy" in text_80 and "data wait" not in text_80
         assert "0-100 % · last 30s" in text_80  # the 30 frames held, not the 156 ticks the axis could hold
-        assert "Decode" in text_80.splitlines()[app.screen.query_one(JobCharts).region.bottom - 1]
+        assert "CPU prep" in text_80.splitlines()[app.screen.query_one(JobCharts).region.bottom - 1]
         await pilot.resize_terminal(200, 60)
         await pilot.pause()
         await pilot.pause()

@@ -67,7 +67,7 @@ async def test_a_frame_that_comes_while_a_drill_down_composes_is_drawn_once_it_c
         app.render_latest()  # the frame that comes now: nothing drawn, nothing raised
         await pilot.pause()
         assert screen.composed
-        assert "Decode" in str(screen.query_one("#stage-title").content)  # drawn on mount
+        assert "CPU prep" in str(screen.query_one("#stage-title").content)  # drawn on mount
         assert "PID 4242" in str(screen.query_one("#header-what").content)
         source.put(None)
 
@@ -81,7 +81,7 @@ async def test_enter_opens_the_selected_stage_and_escape_returns():
         assert isinstance(app.screen, StageScreen)
         assert app.screen.stage == DECODE
         text = screen_text(app)
-        assert "Decode" in text and "BOTTLENECK" in text
+        assert "CPU prep" in text and "BOTTLENECK" in text
         assert "workers busy in transforms" in text and "wbusy" not in text  # the evidence, in words
         assert "Raise num_workers" in text  # the remedies
         await pilot.press("right")

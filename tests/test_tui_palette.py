@@ -84,7 +84,7 @@ async def test_go_to_stage_open_process_help_and_export(tmp_path):
             if reports:
                 break
             await pilot.pause(0.05)
-        assert len(reports) == 1 and "Decode" in reports[0].read_text()
+        assert len(reports) == 1 and "CPU prep" in reports[0].read_text()
         await _run(pilot, app, "pause the display")
         assert app.paused
 

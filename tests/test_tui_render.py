@@ -40,7 +40,7 @@ async def test_every_screen_draws_at_both_sizes(size, keys):
             assert STAGE_TITLES[stage] in lines[1]  # the drill-down's title line
         elif not keys:
             assert "PID 4242" in lines[0]
-            assert "Decode" in text and "BOTTLENECK" in text
+            assert "CPU prep" in text and "BOTTLENECK" in text
             assert "Image.convert" in text  # the workers' hottest frame in the processes table
 
 

@@ -40,8 +40,8 @@ def test_rank_spans_and_the_grouped_ranks_line():
     v = synthetic_verdict(synthetic_frame(0))
     verdicts = tuple((r, dataclasses.replace(v, stage=DECODE if r == 3 else GPU_BOUND)) for r in range(8))
     tick = RankTick(verdicts=verdicts, signals=(), straggler=None)
-    assert ranks_text(tick, None) == "Ranks (8): [all] · GPU-bound 0-2,4-7 · Decode 3"
-    assert ranks_text(tick, 3) == "Ranks (8): all · GPU-bound 0-2,4-7 · Decode 3 · [3 Decode]"
+    assert ranks_text(tick, None) == "Ranks (8): [all] · GPU-bound 0-2,4-7 · CPU prep 3"
+    assert ranks_text(tick, 3) == "Ranks (8): all · GPU-bound 0-2,4-7 · CPU prep 3 · [3 CPU prep]"
     two = RankTick(verdicts=verdicts[:2], signals=(), straggler=None)
     assert ranks_text(two, 1) == "Ranks: all · 0 GPU-bound · [1 GPU-bound]"  # few ranks: one each
 

@@ -52,7 +52,7 @@ def role_reason(p: ProcInfo, frame: Frame) -> str:
         return f"Main: a training process of the job ({why})." + rank
     if p.role == ROLE_WORKER:
         return (f"DataLoader worker of PID {p.main_pid}: PyTorch names its workers pt_data_worker, and "
-                "this one's parent is that training process. Workers load and decode the batches the "
+                "this one's parent is that training process. Workers load and prepare the batches the "
                 "main process waits for.")
     return ("Other: a child of the job that is neither a training process nor a DataLoader worker "
             "(a multiprocessing helper, a shell, a compiler).")

@@ -22,7 +22,7 @@ STAGES = PIPELINE + (GPU_BOUND, CPU_BOUND, IDLE, UNKNOWN)
 
 STAGE_TITLES = {
     IO: "Disk",
-    DECODE: "Decode",
+    DECODE: "CPU prep",  # decoding and augmenting on the CPU, or a tokeniser's work: not only images
     H2D: "PCIe",
     GPU_MEMORY: "GPU memory",
     LAUNCH: "Launch",

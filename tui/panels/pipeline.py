@@ -63,7 +63,7 @@ def verdict_text(v: Verdict) -> str:
 
 
 class PipelinePanel(Vertical):
-    """Disk → Decode → PCIe → GPU memory → Launch → Contention, then the verdict."""
+    """Disk → CPU prep → PCIe → GPU memory → Launch → Contention, then the verdict."""
 
     selected: reactive[str] = reactive(PIPELINE[0])
     """The stage Enter drills into: the verdict's stage until the user picks one (:meth:`pick`)."""

@@ -15,7 +15,7 @@ would run past 80 columns with eight ranks and wrap."""
 
 def ranks_text(tick: RankTick, selected: int | None) -> str:
     """``Ranks: [all] · 0 Unknown · 1 I/O`` with the rank on show in brackets; from GROUP_FROM ranks
-    on ``Ranks (8): [all] · GPU-bound 0-2,4-7 · Decode 3``, the rank on show after them."""
+    on ``Ranks (8): [all] · GPU-bound 0-2,4-7 · CPU prep 3``, the rank on show after them."""
     parts = ["[all]" if selected is None else "all"]
     if len(tick.verdicts) >= GROUP_FROM:
         groups: dict[str, list[int]] = {}
