@@ -69,6 +69,22 @@ def test_neighbours_queueing_is_said_as_threads_not_a_share_over_100():
     assert "127 %" not in text and "1.27 threads ready to run" in text and "2 CPUs" in text
 
 
+# -- "decode" only where a decoder was seen ---------------------------------------------------------
+
+def test_the_cpu_prep_sentences_say_decode_only_on_a_decoder_seen():
+    """An inline load (no workers to sample) and a worker stage seen without stacks said 'CPU decode'
+    with no decoder frame behind it; a tokenising job's workers decode nothing."""
+    inline = StageResult(stage=v.DECODE, fires=True, warn=True, strength=1.0, weight=0.6, evidence=(), sub="inline",
+                         facts={"inline": 0.6, "main_detail": "Documents.__getitem__"})
+    blind = StageResult(stage=v.DECODE, fires=True, warn=True, strength=1.0, weight=0.6, evidence=(), sub="no_stacks",
+                        facts={"worker_cpu": 0.95, "workers": 2})
+    for r in (inline, blind):
+        text = sentence(v.DECODE, r, _signals(DECODE), None)
+        assert "decod" not in text.lower(), text
+    assert "main thread loads and prepares each batch itself 60 % of the time in Documents.__getitem__" in \
+        sentence(v.DECODE, inline, _signals(DECODE), None)
+
+
 # -- remedies that suggest what is already true ---------------------------------------------------
 
 def test_no_raise_num_workers_from_1_toward_1():

@@ -143,8 +143,9 @@ def _io(f: dict, sub: str, s: Signals) -> str:
 
 def _decode(f: dict, sub: str, s: Signals) -> str:
     if sub == "inline":
-        return (f"Input-bound on CPU decode: with num_workers=0 the main thread loads and decodes data itself "
-                f"{fmt(f.get('inline'))} of the time{_in(f.get('main_detail'))}.")
+        # no worker to sample for a decoder: the main thread's own load is said as loading, not decoding
+        return (f"Input-bound on loading in the training process: with num_workers=0 the main thread loads and "
+                f"prepares each batch itself {fmt(f.get('inline'))} of the time{_in(f.get('main_detail'))}.")
     if sub == "starting":
         return (f"Input-bound on starting workers: the main thread waits for data {fmt(f.get('wait'))} of the time, "
                 "mostly while the DataLoader starts or stops a set of workers (or has none yet), before they "
@@ -156,9 +157,9 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
     if f.get("cpu_short") and f.get("usable"):
         full = f" The workers fill the {count(f['usable'], 'usable CPU')}."
     if sub == "no_stacks":
-        return (f"Probably input-bound on CPU decode: the GPU has work only {_busy(s)} of the time while the "
-                f"{_workers(f, 'each use', 'uses')} {fmt(f.get('worker_cpu'), 'cores')}; "
-                f"no stacks to confirm the data wait.{full}")
+        return (f"Probably input-bound on the DataLoader workers' CPU work: the GPU has work only {_busy(s)} of the "
+                f"time while the {_workers(f, 'each use', 'uses')} {fmt(f.get('worker_cpu'), 'cores')}; "
+                f"no stacks to confirm the data wait or to tell what the workers compute.{full}")
     # "Decode/augmentation" only where a worker sample was seen in an image decoder
     # (fix_gains.decoding_seen): a tokenising loader's workers compute, they decode no image.
     what = "CPU decode/augmentation" if decoding_seen(s) else "the DataLoader workers' CPU work"
