@@ -12,14 +12,21 @@ counters through an old fd. Such an fd is closed and the path opened afresh: it 
 whoever holds the PID now (None when nobody does), and telling a new process from the old one is
 the caller's check (its start time), as it is for any fresh open.
 
-Kept fds are bounded (``max_open``): past the bound a file is opened, read and closed as before,
-so a job with thousands of threads cannot exhaust gpuwatch's descriptor limit.
+Kept fds are bounded, per reader (``max_open``) and for the whole process (``KEPT_TOTAL``, shared
+by every reader): past either bound a file is opened, read and closed as before, so a job with
+thousands of threads or a host with thousands of processes cannot exhaust gpuwatch's descriptor
+limit.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+
+try:
+    import resource
+except ImportError:  # not on Linux: no limit to read
+    resource = None  # type: ignore[assignment]
 
 MAX_OPEN = 256
 """Descriptors kept open at most per reader: a 9-process job with a few dozen threads in its main
@@ -34,6 +41,46 @@ RECORD_MAX = 64
 """A file the kernel writes record by record stops a read short, by less than one record, when the
 next record does not fit: a read that ends further than this from the chunk's end is the whole
 file when its records are shorter than this (a thread's ``children`` list: a PID and a space each)."""
+
+KEPT_TOTAL = 512
+"""Descriptors kept open at most by all readers together, and at most half of the soft limit: the
+common default soft limit is 1024, and the rest is for py-spy's pipes, the recording, the
+terminal and the libraries."""
+
+
+def _kept_total() -> int:
+    soft = 1024
+    if resource is not None:
+        try:
+            soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        except (OSError, ValueError):
+            pass
+        if soft == resource.RLIM_INFINITY:
+            soft = 1 << 20
+    return max(16, min(KEPT_TOTAL, soft // 2))
+
+
+class _Budget:
+    """How many descriptors every ProcFiles of this process keeps open together."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.used >= self.limit:
+                return False
+            self.used += 1
+            return True
+
+    def give(self) -> None:
+        with self._lock:
+            self.used = max(0, self.used - 1)
+
+
+BUDGET = _Budget(_kept_total())
 
 GONE = (FileNotFoundError, ProcessLookupError, NotADirectoryError)
 """What opening or reading a file of a process that has exited raises."""
@@ -73,22 +120,21 @@ class ProcFiles:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             except GONE:
                 return None
-            keep = len(self._fds) < self.max_open
             try:
-                return _pread_all(fd)
+                data = _pread_all(fd)
             except GONE:
-                keep = False
+                os.close(fd)
                 return None
             except OSError as e:
-                keep = False
-                if isinstance(e, PermissionError):
+                os.close(fd)
+                if isinstance(e, PermissionError):  # an answer ("not allowed"), not "gone"
                     raise
                 return None
-            finally:
-                if keep:
-                    self._fds[path] = fd
-                else:
-                    os.close(fd)
+            if len(self._fds) < self.max_open and BUDGET.take():
+                self._fds[path] = fd
+            else:
+                os.close(fd)
+            return data
 
     def text(self, path: str) -> str | None:
         """:meth:`read`, decoded (names in /proc files are the job's choice: undecodable bytes replaced)."""
@@ -124,6 +170,7 @@ class ProcFiles:
     def _drop(self, path: str) -> None:
         fd = self._fds.pop(path, None)
         if fd is not None:
+            BUDGET.give()
             try:
                 os.close(fd)
             except OSError:

@@ -92,3 +92,16 @@ def test_sweep_closes_what_was_not_read_since_the_last_sweep():
     files.sweep()
     assert len(files) == 1
     files.close()
+
+
+def test_kept_descriptors_share_one_budget_across_readers(monkeypatch):
+    """Past the process-wide budget a file is read and closed, not kept; closing gives it back."""
+    monkeypatch.setattr(procfd, "BUDGET", procfd._Budget(2))
+    a, b = ProcFiles(), ProcFiles()
+    assert a.read("/proc/self/stat") and a.read("/proc/self/io")
+    assert b.read("/proc/self/schedstat") is not None
+    assert (len(a), len(b)) == (2, 0)
+    a.close()
+    assert b.read("/proc/self/schedstat") is not None and len(b) == 1 and procfd.BUDGET.used == 1
+    b.close()
+    assert procfd.BUDGET.used == 0
