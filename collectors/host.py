@@ -291,6 +291,7 @@ class HostCollector(Collector):
 
     def close(self) -> None:
         self.files.close()
+        self.others.files.close()
 
     def _baseline(self) -> None:
         self._prev_cpu, self._prev_swap, self._prev_t = psutil.cpu_times(), self._memory(), time.monotonic()
