@@ -87,6 +87,33 @@ def _raise_stop(signum: int, _frame: object) -> None:
     raise Stopped(signum)
 
 
+RESIGNAL_S = 0.02
+"""How long after a swallowed stop the signal comes again: long enough for the hook to return."""
+
+
+def _unraisable(args) -> None:
+    """sys.unraisablehook while stop signals raise: a :class:`Stopped` that landed where Python
+    cannot raise (a weakref or ``__del__`` callback, e.g. importlib's module-lock clean-up during an
+    import) is swallowed and printed as "Exception ignored ... Traceback", and the program runs
+    on. Here it is not printed, and the signal is sent again a moment later from another thread
+    (sent now, its handler would run inside this hook and be swallowed again), so that the handler raises
+    it in the main thread's own flow, where the ``with`` block's clean-up catches it; should it land
+    in such a callback again, this hook sends it once more."""
+    exc = args.exc_value
+    if isinstance(exc, Stopped):
+        import threading
+
+        _stopping.clear()
+        again = threading.Timer(RESIGNAL_S, os.kill, (os.getpid(), exc.signum))
+        again.daemon = True
+        again.start()
+        return
+    _before_unraisable(args)
+
+
+_before_unraisable = sys.unraisablehook
+
+
 def rearm() -> None:
     """Step 3: after an event loop closed (it resets the signals to their defaults), stop signals
     raise :class:`Stopped` again, while :func:`raising_stop` is active."""
@@ -105,10 +132,13 @@ def raising_stop() -> Iterator[None]:
     _stopping.clear()
     _armed = True
     rearm()
+    global _before_unraisable
+    _before_unraisable, sys.unraisablehook = sys.unraisablehook, _unraisable
     try:
         yield
     finally:
         _armed = False
+        sys.unraisablehook = _before_unraisable
         for sig, h in before.items():
             signal.signal(sig, h if h is not None else signal.SIG_DFL)
 
