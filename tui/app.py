@@ -16,6 +16,7 @@ import psutil
 from textual import work
 from textual.app import App
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.driver import Driver
 from textual.message import Message
 from textual.reactive import var
@@ -237,7 +238,15 @@ class GpuwatchApp(AppKeys, App[int]):
         )
         screen = self._watch_screen()
         if screen is not None:
-            screen.show(self.view)
+            try:
+                screen.show(self.view)
+            except NoMatches:
+                # A frame handled while Textual takes the screens down without App.exit (Pilot's
+                # run_test ends in App._shutdown, which clears _running first and removes a
+                # screen's widgets before the screen): nothing to draw on. While the app runs,
+                # every widget a screen's show() asks for is there.
+                if getattr(self, "_running", True):
+                    raise
 
     def _watch_screen(self) -> WatchScreen | None:
         """The screen on top if it draws frames and is composed; None while quitting (no screens left)."""
