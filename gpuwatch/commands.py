@@ -7,7 +7,6 @@ import sys
 
 from gpuwatch.assemble import WatchOptions
 from gpuwatch.errors import UsageError
-from gpuwatch.headless import run_headless
 from gpuwatch.recording import BadLineReport, NotARecording, Recorder, RecordingError
 from gpuwatch.source import ReplaySource, live_source
 from gpuwatch.startup_heap import release
@@ -33,8 +32,12 @@ def watch(ns: argparse.Namespace) -> int:
         raise UsageError(STDOUT_CLOSED)
     source = live_source(ns.pid, WatchOptions.from_args(ns), ns.duration)
     recorder = _open_recorder(ns.record, getattr(ns, "force", False))
-    source.watch.prestart()  # collectors take their first readings while the TUI starts
+    # Collectors take their first readings while the rest of gpuwatch loads: the analysis, and
+    # the TUI or the JSON stream (all imported from here on, not before).
+    source.watch.prestart()
     if ns.json:
+        from gpuwatch.headless import run_headless
+
         release()
         return run_headless(source, recorder, ns.prometheus)
     from gpuwatch.tui.app import run_app
@@ -49,6 +52,8 @@ def replay(ns: argparse.Namespace) -> int:
                           on_bad_line=bad)
     try:
         if ns.json:
+            from gpuwatch.headless import run_headless
+
             release()
             try:
                 return run_headless(source, None)

@@ -16,7 +16,6 @@ import errno
 import gzip
 import json
 import os
-import platform
 import stat
 import sys
 import time
@@ -59,7 +58,7 @@ def header_record(note: str = "") -> dict[str, Any]:
         "type": "header",
         "gpuwatch": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "host": platform.node(),
+        "host": os.uname().nodename,  # platform.node()'s value, without importing platform at start-up
         "note": note,
     }
 

@@ -10,7 +10,6 @@ from gpuwatch.collectors.target import Target
 from gpuwatch.engine import Watch
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
-from gpuwatch.pace import stack_pace
 from gpuwatch.recording import BadLine
 from gpuwatch.replay import replay_frames
 from gpuwatch.replay_control import ReplayControl
@@ -30,6 +29,10 @@ class LiveSource:
 
     def follow(self, verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> None:
         """Adapt the sampling to the verdicts and frames so far (gpuwatch/pace.py)."""
+        # Imported here, not with this module: it loads the diagnosis, which the collectors do not
+        # wait for at start-up (gpuwatch/commands.py starts them before it).
+        from gpuwatch.pace import stack_pace
+
         self.watch.set_pace(*stack_pace(verdicts, frames))
 
 
