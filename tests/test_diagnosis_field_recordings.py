@@ -150,3 +150,21 @@ def test_contention_in_force_holds_through_a_dip_of_the_neighbours_load():
     assert min(delays[6:11]) < 0.05 and max(delays[:6]) >= 0.12  # the dip is in the recording
     named = [x.stage for x in verdicts if x.stage != v.UNKNOWN]
     assert named and set(named) == {v.CONTENTION}, Counter(named)
+
+
+def test_a_loop_fed_by_a_prefetch_thread_waits_for_data_and_is_not_idle():
+    """No DataLoader workers: a thread of the job fills a queue.Queue and the loop takes its batches
+    with next(loader), waiting 95 % of its time by its own clock. That wait is a data wait (it read
+    as a main thread outside every training frame, which on a quiet host is "Not training"); the
+    host was full, so contention is named, and without it the sentence says what is seen."""
+    from gpuwatch.diagnosis.sentence import sentence
+    from gpuwatch.diagnosis.signals import extract
+    from gpuwatch.model import stacks as lb
+
+    frames, verdicts = _replay("thread_prefetch_cpu.jsonl.gz")
+    assert not any(x.stage == v.IDLE for x in verdicts)
+    signals = extract(frames, frames, None)  # the whole recording, 16 ticks
+    assert signals.job.workers == 0 and signals.input_wait >= 0.7
+    assert "prefetch thread's queue" in (signals.stacks.top(lb.ROLE_MAIN_THREAD, lb.DATA_WAIT) or "")
+    text = sentence(v.UNKNOWN, None, signals, None)
+    assert "waits for data" in text and "no DataLoader workers" in text, text

@@ -213,6 +213,14 @@ LOOP = fr("main", "/home/me/train.py", 90)
       fr("_MultiProcessingDataLoaderIter.__init__", "torch/utils/data/dataloader.py"),
       fr("DataLoader.__iter__", "torch/utils/data/dataloader.py"), USER], True, S.DATA_WAIT,
      "DataLoader workers starting or stopping (_MultiProcessingDataLoaderIter.__init__)"),
+    # A background-thread prefetcher: the loop's next batch from a queue.Queue a thread of the same
+    # process fills (prefetch_generator's BackgroundGenerator: __next__ -> next -> Queue.get).
+    ([fr("Condition.wait", "threading.py"), fr("Queue.get", "queue.py"),
+      fr("BackgroundGenerator.next", "/home/me/prefetch.py"), fr("BackgroundGenerator.__next__", "/home/me/prefetch.py"),
+      USER], False, S.DATA_WAIT, "a prefetch thread's queue (BackgroundGenerator.next)"),
+    # A queue read that is no iterator's next item says nothing of the input.
+    ([fr("Condition.wait", "threading.py"), fr("Queue.get", "queue.py"), fr("drain_logs", "/home/me/log.py"),
+      USER], False, S.OTHER, "Condition.wait"),
     ([], True, S.OTHER, "no Python frames"),
     # Importing torch on start-up: module set-up, not the step (trial report item 5).
     ([fr("<module>", "torch/fx/experimental/symbolic_shapes.py"),

@@ -346,4 +346,11 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} of "
                 f"the time, but what holds the input back is not settled (the workers use "
                 f"{fmt(s.job.worker_cpu, 'cores')} each{of}{busiest}){lack}.")
+    if (s.input_wait or 0.0) >= WAIT_HIGH and s.job.seen and s.job.workers <= 0:
+        # No DataLoader workers, yet the loop waits for its batches: they come from elsewhere in the
+        # process (a prefetch thread's queue), whose work is not measured per thread.
+        both = f"{gpu.removesuffix(', but ')} and " if gpu else ""
+        return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} "
+                f"of the time{_in(s.stacks.top(lb.ROLE_MAIN_THREAD, lb.DATA_WAIT))} with no DataLoader workers: "
+                f"the batches come from elsewhere in the process, which gpuwatch does not measure{lack}.")
     return f"Not enough evidence: {gpu}no stage's signals are conclusive{lack}."
