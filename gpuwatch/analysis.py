@@ -20,8 +20,12 @@ class Analysis:
         self.verdicts: deque[Verdict] = deque(maxlen=history)
         self.state: DiagnosisState | None = None
         self.rank = rank
+        self.first_t: float | None = None
+        """The first frame's time: the watch began there, however many frames the window has let go."""
 
     def update(self, frame: Frame) -> Verdict:
+        if self.first_t is None:
+            self.first_t = frame.t
         self.frames.append(frame)
         verdict, self.state = diagnose(list(self.frames), self.state, rank=self.rank)
         self.verdicts.append(verdict)

@@ -86,8 +86,8 @@ async def test_live_target_sigkilled_under_the_tui():
                 await pilot.pause(0.1)
             await pilot.pause()
             assert app.is_running  # stays up to show what happened
-            assert app.ended and app.ended.startswith("target exited"), app.ended
-            assert "target exited" in screen_text(app)
+            assert app.ended and app.ended.startswith("job ended"), app.ended
+            assert "job ended" in screen_text(app)
             await pilot.press("q")
         assert app.return_code == 0
         me = psutil.Process()

@@ -130,7 +130,7 @@ async def test_end_of_replay_and_target_exit_show_in_the_header():
     app = make_app(ListSource([*synthetic_frames(3), gone]))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
-        assert "target exited: exit code 1" in screen_text(app)
+        assert "job ended: exit code 1" in screen_text(app)
 
 
 async def test_a_broken_source_is_reported_and_the_app_stays_up():

@@ -138,3 +138,19 @@ def test_an_idle_worker_reads_as_idle_not_as_its_helper_thread():
         th("worker", "idle", "MainThread", "Queue.get"),
     ), dumps=())
     assert hottest(sample, 9) == "idle: Queue.get"
+
+
+def test_watched_time_counts_from_the_first_frame_not_the_history_window():
+    """An hour's watch keeps 15 minutes of frames: the header said 'watched 14:59'. It counts from
+    the watch's first frame, with the latest frame's tick, as the report's covered time does."""
+    import dataclasses
+
+    from gpuwatch.tui.view import View
+    from tests.test_tui_fixtures import synthetic_frames, synthetic_verdict
+
+    frames = [dataclasses.replace(f, t=2700.0 + i) for i, f in enumerate(synthetic_frames(900))]
+    verdicts = [synthetic_verdict(f) for f in frames]
+    view = View(frames[-1], verdicts[-1], tuple(frames), tuple(verdicts), "PID 1", first_t=0.0)
+    assert view.watched_s == 3600.0
+    ten = frames[:10]
+    assert View(ten[-1], verdicts[9], tuple(ten), tuple(verdicts[:10]), "PID 1").watched_s == 10.0

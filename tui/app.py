@@ -193,7 +193,7 @@ class GpuwatchApp(AppKeys, App[int]):
             self.ended = "source failed"
         else:
             if last is not None and not last.target.alive:
-                self.ended = f"target exited: {last.target.exit_reason or 'gone'}"  # stay: show what happened
+                self.ended = f"job ended: {last.target.exit_reason or 'gone'}"  # stay: show what happened
             elif self.source.live:
                 self.exit(0)  # a live watch ran its --duration: done, as in --json mode
             else:
@@ -235,6 +235,7 @@ class GpuwatchApp(AppKeys, App[int]):
             verdicts=verdicts,
             source=self.source.describe(),
             ended=self.ended,
+            first_t=self.analysis.first_t,
         )
         screen = self._watch_screen()
         if screen is not None:

@@ -21,9 +21,13 @@ class View:
     source: str
     """Where the frames come from ("PID 1234", "replay of x.jsonl")."""
     ended: str | None = None
-    """Why no more frames will come (replay finished, target exited), or None."""
+    """Why no more frames will come (replay finished, the job ended), or None."""
+    first_t: float | None = None
+    """When the watch began (its first frame's time), or None for the window's first frame."""
 
     @property
     def watched_s(self) -> float:
-        """Seconds covered by the history window (first to latest frame)."""
-        return self.frame.t - self.frames[0].t if self.frames else 0.0
+        """Seconds watched: from the first frame to the latest, plus the latest frame's tick (as the
+        report's covered time and the charts' span count it). Not capped at the history window."""
+        start = self.first_t if self.first_t is not None else (self.frames[0].t if self.frames else self.frame.t)
+        return max(0.0, self.frame.t - start) + max(0.0, self.frame.interval)

@@ -30,7 +30,7 @@ class HeaderBar(Horizontal):
     paused: reactive[bool] = reactive(False)
     """True while the display is frozen."""
     ended: reactive[str] = reactive("")
-    """Why frames stopped coming (replay finished, target exited), else empty."""
+    """Why frames stopped coming (replay finished, the job ended), else empty."""
     replay: reactive[str] = reactive("")
     """The replay's playback (``REPLAY ▶ 1×``), else empty: a replay never looks like a live watch."""
 
@@ -101,7 +101,7 @@ class HeaderBar(Horizontal):
         if self._view is not None and control is not None:
             parts.append(f"at {fmt.duration(control.position)}")  # into the recording
         elif self._view is not None:
-            parts.append(f"watched {fmt.duration(self._view.watched_s)}")
+            parts.append(f"watched {fmt.duration(round(self._view.watched_s))}")  # rounded as the charts' span
         pad = ""
         if self.self_cpu is not None:
             cpu = f"{min(self.self_cpu, 99.9):.1f}"
