@@ -47,6 +47,12 @@ START_SLACK_S = 1.0
 the same field plus the boot time) and still be the same process: a reused PID starts later by far
 more than the clock-tick and boot-time rounding of the two."""
 
+LIST_TTL_S = 10.0
+"""A main process's threads are listed, and all their names read, at least this often. Reads here
+see a thread exit (its schedstat answers ESRCH) and the count shows a new one, so the listing only
+bounds how long a thread that renamed itself keeps its old name in the table (the pin thread names
+itself as it starts: at most one listing can fall in between)."""
+
 IO_DENIED = Unsupported("/proc/PID/io is not readable: run gpuwatch as the job's user or as root")
 
 
@@ -71,7 +77,9 @@ class ProcsCollector(Collector):
         self.interval = interval
         self.root = proc_root
         self.files = ProcFiles()
-        self._tids = TidLists(proc_root)
+        self._tids = TidLists(proc_root, ttl_s=LIST_TTL_S)
+        self._shown: dict[int, tuple[tuple[int, ...], set[int]]] = {}
+        """Main process -> (the thread listing it was learned from, the tids the table shows)."""
         self._boot = psutil.boot_time()
         self._starts: dict[tuple[int, float], int] = {}
         """(pid, create time) -> the starttime its stat showed when first read."""
@@ -116,7 +124,10 @@ class ProcsCollector(Collector):
         for cache in (self._prev, self._starts):
             for key in [k for k in cache if k not in seen]:
                 del cache[key]
-        self._tids.keep_only({pid for pid, _ in seen})
+        pids = {pid for pid, _ in seen}
+        self._tids.keep_only(pids)
+        for pid in [p for p in self._shown if p not in pids]:
+            del self._shown[pid]
         self.files.sweep()  # the files of processes and threads that have exited
         return rows
 
@@ -133,6 +144,32 @@ class ProcsCollector(Collector):
 
     def close(self) -> None:
         self.files.close()
+
+    def _main_threads(self, pid: int, tids: tuple[int, ...] | None) -> tuple[list[Task], int, dict[int, int], bool]:
+        """(the threads read in full, the number of threads, {tid: run-queue wait ns}, whether a
+        listed thread was found gone) of a main process.
+
+        Every thread's stat is read when its threads are listed (a new thread count, or every
+        TidLists.ttl_s): that names them. In between, only the threads the table shows (the main
+        thread, the pin thread, autograd's: _interesting) have their stat read; the others only
+        their schedstat, for the run-queue wait. A CUDA training process has a score of threads
+        and shows two to four. A thread that renames itself is seen by the next listing."""
+        known = self._shown.get(pid)
+        if tids is None or known is None or known[0] is not tids:
+            tasks = read_tasks(pid, self.root, files=self.files, tids=tids) or []
+            if tids is not None:
+                self._shown[pid] = (tids, {t.stat.tid for t in tasks if _interesting(pid, t)})
+            waits = {t.stat.tid: t.wait_ns for t in tasks if t.wait_ns is not None}
+            return tasks, len(tasks), waits, tids is not None and len(tasks) < len(tids)
+        shown = known[1]
+        want = [t for t in tids if t in shown]
+        tasks = read_tasks(pid, self.root, files=self.files, tids=want) or []
+        waits = {t.stat.tid: t.wait_ns for t in tasks if t.wait_ns is not None}
+        rest = [t for t in tids if t not in shown]
+        _, rest_waits = read_waits(pid, self.root, self.files, rest) or (0, {})
+        waits.update(rest_waits)
+        gone = len(tasks) < len(want) or len(rest_waits) < len(rest)
+        return tasks, len(tasks) + len(rest), waits, gone
 
     def _one(self, node: Node, key: tuple[int, float]) -> ProcInfo | None:
         base = f"{self.root}/{node.pid}"
@@ -155,10 +192,7 @@ class ProcsCollector(Collector):
         nthreads = st.num_threads
         tids = self._tids.get(node.pid, st.starttime, nthreads)
         if node.role == ROLE_MAIN:  # its threads are shown: names, states, CPU
-            tasks = read_tasks(node.pid, self.root, files=self.files, tids=tids) or []
-            waits = {t.stat.tid: t.wait_ns for t in tasks if t.wait_ns is not None}
-            n_tasks = len(tasks)
-            missing = tids is not None and len(tasks) < len(tids)
+            tasks, n_tasks, waits, missing = self._main_threads(node.pid, tids)
         else:
             tasks = []
             n_tasks, waits = read_waits(node.pid, self.root, self.files, tids) or (0, {})

@@ -197,3 +197,32 @@ def test_interesting_threads_on_fixture():
     tasks = read_tasks(4242, str(Path(__file__).parent / "data" / "proc"))
     names = sorted(t.stat.name for t in tasks if _interesting(4242, t))
     assert names == ["pt_autograd_0", "pt_data_pin", "python"]
+
+
+def test_main_threads_shown_between_listings():
+    """Between two listings of a main process's threads only the shown ones are read in full; they
+    keep showing, a thread that starts later shows at once, and the run-queue wait counts them all."""
+    import threading
+
+    stop = threading.Event()
+
+    def named(name: str) -> threading.Thread:
+        th = threading.Thread(target=stop.wait, args=(30,))
+        th.start()
+        Path(f"/proc/self/task/{th.native_id}/comm").write_text(name)
+        return th
+
+    threads = [named("pt_data_pin"), named("gw_idle")]
+    try:
+        c = ProcsCollector(Target(os.getpid()))
+        first, second = (next(p for p in s.processes if p.pid == os.getpid()) for s in ticks(c, 2, gap=0.1))
+        for row in (first, second):
+            assert {t.name for t in row.threads} >= {"pt_data_pin"} and "gw_idle" not in {t.name for t in row.threads}
+            assert isinstance(row.run_delay_frac, float)
+        threads.append(named("pt_autograd_0"))
+        (row,) = (p for p in c.sample().processes if p.pid == os.getpid())
+        assert {t.tid for t in row.threads if t.name == "pt_autograd_0"} == {threads[-1].native_id}
+    finally:
+        stop.set()
+        for th in threads:
+            th.join()
