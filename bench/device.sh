@@ -2,7 +2,7 @@
 # One device run, parameterised: each argument is one step, "TOOL [ARGS...]", run as
 #   python3 -m bench.TOOL ARGS --out $R/NAME    (its log: $R/NAME.log)
 # where NAME is TOOL, or TOOL_2, TOOL_3... when a tool runs twice. TOOL is a bench module:
-# - accuracy, overhead, self, first_frame, collector_cost, profile_self write into --out; given
+# - accuracy, overhead, self, first_frame, startup_trace, collector_cost, profile_self write into --out; given
 #   without ARGS they run with the arguments behind the current figures in bench/RESULTS.md
 #   (DEFAULTS below), so rerunning a figure is `bash bench/device.sh TOOL`;
 # - fixes and rescore read an earlier step's folder and print a table: their output is kept as
@@ -22,6 +22,7 @@ declare -A DEFAULTS=(
   [overhead]="--device cuda --phase 5 --rounds 3"
   [self]="--device cuda --duration 90 --alone 4 --steady-after 30 --skip nvidia-smi,py-spy"
   [first_frame]="--device cuda --starts 5"
+  [startup_trace]="--device cuda --starts 3 --warmup 3"
   [collector_cost]="--device cuda --ticks 30"
   [profile_self]="--device cuda --settle 30 --duration 40"
 )

@@ -197,3 +197,25 @@ def test_loop_cost_writes_the_same_tick_lines_as_the_json_stream(tmp_path):
     want = [dumps(tick_record(f, analysis.update(f))) for f in load_frames(path)]
     assert lines == want and len(lines) == 10
     assert all(json.loads(x)["verdict"]["stage"] for x in lines)
+
+
+def test_startup_trace_marks_the_stages_of_a_replay_start(tmp_path):
+    """The probe's marks are patched into gpuwatch from outside: a renamed method would silently
+    drop a stage. One replay start (no collectors) must mark the app's stages in order."""
+    from bench import startup_trace
+
+    path = os.path.join(REPO, "tests", "data", "h200", "healthy.jsonl")
+    start = startup_trace.one_start(["replay", path], None, str(tmp_path / "marks.jsonl"))
+    marks = start["marks"]
+    stages = ["interpreter started", "imported gpuwatch.cli", "imported gpuwatch.commands", "imported textual.app",
+              "imported gpuwatch.tui.app", "app created", "app mounted", "first verdict",
+              "first frame put on the widgets", "first frame with data written to the terminal"]
+    assert all(s in marks for s in stages), sorted(marks)
+    times = [marks[s]["t"] for s in stages]
+    assert times == sorted(times) and 0 < times[-1] < startup_trace.TIMEOUT_S, times
+    steps = marks[startup_trace.LAST_MARK]["spans"]
+    assert {"CSS parse", "CSS apply", "layout", "render and write"} <= set(steps), steps
+    assert all(cpu > 0 and calls >= 1 for cpu, calls in steps.values()), steps
+    md = startup_trace.report([start], {"gpuwatch.cli": (1500, 2000), "textual.app": (9000, 90000)})
+    assert "| app mounted | " in md and "| collectors prestarted | - | - | 0 |" in md
+    assert "| textual | 9.0 |" in md and "| CSS apply |" in md
