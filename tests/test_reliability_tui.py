@@ -20,6 +20,8 @@ from gpuwatch.collectors.target import Target
 from gpuwatch.engine import Watch
 from gpuwatch.source import LiveSource, ReplaySource
 from gpuwatch.tui.app import GpuwatchApp
+from gpuwatch.tui.screens.main import MainScreen
+from gpuwatch.tui.screens.too_small import TooSmallScreen
 from tests.test_tui_fixtures import screen_text, settle
 
 DATA = Path(__file__).parent / "data"
@@ -126,3 +128,33 @@ async def test_starting_a_recording_on_a_full_disk_notifies_and_watching_goes_on
             assert any("Cannot record" in n.message and "No space left" in n.message for n in app._notifications)
     finally:
         subprocess.run(["umount", str(full)], check=False)
+
+
+async def test_a_terminal_too_small_says_so_lets_only_quit_through_and_gives_the_screen_back():
+    """At 20x10 the main screen ran the verdict three words a line and its footer kept only
+    '^p palette'; now a notice says what size is needed, and only q acts (Escape would have taken
+    the notice away, F1 opened a help nobody could read)."""
+    app = _app(ReplaySource(str(RECORDINGS[0]), speed=0))
+    async with app.run_test(size=(20, 10)) as pilot:
+        await settle(pilot, app)
+        text = screen_text(app)
+        _fits(text, (20, 10))
+        words = " ".join(text.split())
+        assert "Terminal 20x10: gpuwatch needs at least 60x16." in words and "press q to quit" in words
+        for key in ("escape", "f1", "ctrl+p", "s", "1", "enter"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, TooSmallScreen), key
+        await pilot.resize_terminal(60, 15)
+        await pilot.pause()
+        assert "60x15" in " ".join(screen_text(app).split())
+        await pilot.resize_terminal(*NORMAL)
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen) and len(app.screen_stack) == 1
+        assert "Disk" in screen_text(app)  # the latest frame is drawn again
+        await pilot.resize_terminal(59, 24)
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running and app.return_code == 0

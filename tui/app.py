@@ -35,6 +35,7 @@ from gpuwatch.tui.commands import GpuwatchCommands, system_commands
 from gpuwatch.tui.record import open_recording
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.screens.main import MainScreen
+from gpuwatch.tui.screens.too_small import TooSmallScreen, too_small
 from gpuwatch.tui.view import View
 
 SELF_CPU_INTERVAL = 2.0
@@ -174,6 +175,28 @@ class GpuwatchApp(AppKeys, App[int]):
         is the first frame, not an empty screen and a second full layout and paint after it."""
         if self.view is None:
             self.call_after_refresh(self.render_latest)
+        self.fit_screen()
+
+    def on_resize(self) -> None:
+        self.call_later(self.fit_screen)  # after Textual's own handler has taken the new size
+
+    def fit_screen(self) -> None:
+        """Below the smallest usable size, a screen that says so stands in for the others; back
+        above it, the screen that was on top returns and redraws the latest frame."""
+        if self._leaving or not self.screen_stack:
+            return
+        small, shown = too_small(self.size), isinstance(self.screen, TooSmallScreen)
+        if small and not shown:
+            self.push_screen(TooSmallScreen())
+        elif shown and not small:
+            self.pop_screen()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While the terminal is too small only quitting works: help, the palette or a replay key
+        would act on screens that cannot be seen (Escape would even take the notice away)."""
+        if self.screen_stack and isinstance(self.screen, TooSmallScreen):
+            return action == "quit"
+        return super().check_action(action, parameters)
 
     @work(exclusive=True, group="frames", exit_on_error=False, description="Reading frames")
     async def consume(self) -> None:
