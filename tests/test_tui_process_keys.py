@@ -122,6 +122,27 @@ async def test_t_shows_the_tree():
         assert table.get_cell(str(WORKER_PIDS[1]), "role").plain == "worker"
 
 
+async def test_the_rows_left_after_the_job_exited_say_they_are_the_last_seen():
+    """The last frame lists the processes as they were; beside a verdict that says the job is
+    gone, a row 'main 12 % R' read as a live one."""
+    frames = synthetic_frames(3)
+    gone = dataclasses.replace(frames[-1].target, alive=False, exit_reason=f"process {MAIN_PID} exited")
+    app = make_app(ListSource([*frames[:-1], dataclasses.replace(frames[-1], target=gone)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert "last seen before the job exited" in screen_text(app)
+        await pilot.press("f6")  # the sort joins the line, the mark stays
+        await pilot.pause()
+        assert "last seen before the job exited · sorted by CPU" in screen_text(app)
+
+
+async def test_a_live_job_has_no_last_seen_mark():
+    app = make_app(ListSource(synthetic_frames(3)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert "last seen" not in screen_text(app)
+
+
 async def test_gpu_processes_of_other_users_are_listed_as_outside_and_open():
     app = make_app(ListSource(frames_with_a_neighbour()))
     async with app.run_test(size=(200, 50)) as pilot:

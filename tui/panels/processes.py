@@ -116,6 +116,8 @@ class ProcessPanel(Vertical):
         """PID -> the hottest frame of its latest stack sample."""
         self._shown_cpu: dict[int, float] = {}
         """PID -> the CPU % on show (see CPU_STEP)."""
+        self._view: View | None = None
+        """The view on show, kept to redraw at once when the sort, tree or filter changes."""
         self._absorbed: Frame | None = None
         """The newest frame folded into the two memos above. Every frame is folded in,
         drawn or not (a frame can come before the screen is ready, or while paused), so what the
@@ -127,7 +129,6 @@ class ProcessPanel(Vertical):
         self.query_one(".stacks-note", Plain).display = False
         self.query_one(".procs-state", Plain).display = False
         self.query_one("#procs-filter", Input).display = False
-        self._view: View | None = None
 
     def open_filter(self) -> None:
         box = self.query_one("#procs-filter", Input)
@@ -169,8 +170,19 @@ class ProcessPanel(Vertical):
             self.query = query
         labels = [label + ("▼" if SORT_COLUMN.get(self.sort or "") == key else "") for key, label in COLUMNS]
         self.table.set_header(labels)
+        self._draw_state()
+        if self._view is not None:
+            self.show(self._view)
+
+    def _draw_state(self) -> None:
+        """The line under the table: filter, sort, tree, and whether the rows are the last ones seen."""
         state = self.query_one(".procs-state", Plain)
         parts = []
+        view = self._view
+        if view is not None and not view.frame.target.alive:
+            # The job is gone and no frame comes after this one: the rows are what the last frame
+            # saw (a main process 'R 12 %' beside a verdict saying it exited).
+            parts.append("last seen before the job exited")
         if self.query:
             parts.append(f"filter “{self.query}” (Esc clears)")
         if self.sort:
@@ -179,8 +191,6 @@ class ProcessPanel(Vertical):
             parts.append("tree")
         state.update(" · ".join(parts))
         state.display = bool(parts)
-        if self._view is not None:
-            self.show(self._view)
 
     def step_sort(self, step: int) -> str | None:
         """The next (``step`` 1) or previous sort column; returns the new one."""
@@ -188,7 +198,10 @@ class ProcessPanel(Vertical):
         return self.sort
 
     def show(self, view: View) -> None:
+        ended = self._view is not None and not self._view.frame.target.alive
         self._view = view
+        if ended != (not view.frame.target.alive):
+            self._draw_state()
         procs = view.frame.procs
         notice = self.query_one(".procs-notice", Plain)
         table = self.query_one("#procs", KeyedTable)
