@@ -168,3 +168,16 @@ def test_a_loop_fed_by_a_prefetch_thread_waits_for_data_and_is_not_idle():
     assert "prefetch thread's queue" in (signals.stacks.top(lb.ROLE_MAIN_THREAD, lb.DATA_WAIT) or "")
     text = sentence(v.UNKNOWN, None, signals, None)
     assert "waits for data" in text and "no DataLoader workers" in text, text
+
+
+def test_more_disk_workers_are_not_advised_past_the_cpus_while_they_queue_for_one():
+    """Two workers read small files cold (~330 MB/s) on a full 2-core host, each at 0.20 core and
+    queued for a CPU a third of the time or more. Their low CPU is the queue's doing too: the disk
+    remedy must not say more workers "can overlap reads (even more than the 2 usable CPUs)"."""
+    frames, verdicts = _replay("disk_starved_workers_cpu.jsonl.gz")
+    disk = [x for x in verdicts if x.stage == v.IO]
+    assert disk  # the disk stage held part of the run
+    for x in disk:
+        more = [r for r in x.remedies if r.startswith("Raise num_workers")]
+        assert more and "queue for a CPU" in more[0], x.remedies
+        assert not any("even more than" in r for r in x.remedies), x.remedies

@@ -111,10 +111,20 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
                    "blocking the main thread")
     else:
         each = f" ({fmt(f['worker_cpu'], 'cores')} each)" if f.get("worker_cpu") is not None else ""
-        cores = f" (even more than the {count(usable, 'usable CPU')})" if usable else ""
-        out.append(f"Raise num_workers above {_n(f.get('workers'))}: workers waiting on reads use little CPU{each}, "
-                   f"so more of them can overlap reads{cores}; raise prefetch_factor (default 2) to keep more "
-                   "batches in flight")
+        queue = s.job.worker_run_delay
+        if (queue or 0.0) >= RUN_DELAY or f.get("cpu_short"):
+            # Workers queued for a CPU use little of it because they wait for one, not only for the
+            # reads (a disk job on a full 2-core host: 0.20 core each, queued 0.3-0.7 of each tick):
+            # more of them, "even more than the CPUs", would queue as well.
+            why = (f"they queue for a CPU {fmt(min(queue, 1.0))} of the time" if (queue or 0.0) >= RUN_DELAY
+                   else f"they fill the {count(usable, 'usable CPU')}")
+            out.append(f"Raise num_workers above {_n(f.get('workers'))} only once the workers get a CPU: {why}, "
+                       f"so their low CPU{each} is not only the reads' doing, and more workers would queue as well")
+        else:
+            cores = f" (even more than the {count(usable, 'usable CPU')})" if usable else ""
+            out.append(f"Raise num_workers above {_n(f.get('workers'))}: workers waiting on reads use little CPU{each}, "
+                       f"so more of them can overlap reads{cores}; raise prefetch_factor (default 2) to keep more "
+                       "batches in flight")
     out.append(_workers_keep(f, s))
     if (f.get("disk_busy") or 0.0) >= DISK_BUSY:
         out.append(f"The disk {f.get('device') or ''} is {fmt(f.get('disk_busy'))} busy: a faster device, or "
