@@ -199,30 +199,39 @@ def test_interesting_threads_on_fixture():
     assert names == ["pt_autograd_0", "pt_data_pin", "python"]
 
 
+THREADS_JOB = """
+import sys, threading, time
+def named(name):
+    th = threading.Thread(target=time.sleep, args=(60,), daemon=True)
+    th.start()
+    open(f"/proc/self/task/{th.native_id}/comm", "w").write(name)
+    return th
+named("pt_data_pin"); named("gw_idle")
+print("ready", flush=True)
+sys.stdin.readline()
+print(named("pt_autograd_0").native_id, flush=True)
+time.sleep(60)
+"""
+
+
 def test_main_threads_shown_between_listings():
     """Between two listings of a main process's threads only the shown ones are read in full; they
     keep showing, a thread that starts later shows at once, and the run-queue wait counts them all."""
-    import threading
-
-    stop = threading.Event()
-
-    def named(name: str) -> threading.Thread:
-        th = threading.Thread(target=stop.wait, args=(30,))
-        th.start()
-        Path(f"/proc/self/task/{th.native_id}/comm").write_text(name)
-        return th
-
-    threads = [named("pt_data_pin"), named("gw_idle")]
+    job = subprocess.Popen([sys.executable, "-c", THREADS_JOB], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True)
     try:
-        c = ProcsCollector(Target(os.getpid()))
-        first, second = (next(p for p in s.processes if p.pid == os.getpid()) for s in ticks(c, 2, gap=0.1))
-        for row in (first, second):
-            assert {t.name for t in row.threads} >= {"pt_data_pin"} and "gw_idle" not in {t.name for t in row.threads}
+        assert job.stdout.readline().strip() == "ready"
+        c = ProcsCollector(Target(job.pid))
+        for s in ticks(c, 2, gap=0.1):
+            (row,) = s.processes
+            names = {t.name for t in row.threads}
+            assert row.role == "main" and "pt_data_pin" in names and "gw_idle" not in names, row
             assert isinstance(row.run_delay_frac, float)
-        threads.append(named("pt_autograd_0"))
-        (row,) = (p for p in c.sample().processes if p.pid == os.getpid())
-        assert {t.tid for t in row.threads if t.name == "pt_autograd_0"} == {threads[-1].native_id}
+        job.stdin.write("go\n")
+        job.stdin.flush()
+        tid = int(job.stdout.readline())
+        (row,) = c.sample().processes
+        assert {t.tid for t in row.threads if t.name == "pt_autograd_0"} == {tid}
     finally:
-        stop.set()
-        for th in threads:
-            th.join()
+        job.kill()
+        job.wait(10)
