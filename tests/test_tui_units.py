@@ -154,3 +154,16 @@ def test_watched_time_counts_from_the_first_frame_not_the_history_window():
     assert view.watched_s == 3600.0
     ten = frames[:10]
     assert View(ten[-1], verdicts[9], tuple(ten), tuple(verdicts[:10]), "PID 1").watched_s == 10.0
+
+
+def test_a_main_thread_in_unlabelled_code_is_not_said_to_be_outside_training():
+    """The label for main-thread samples that match no known step named them 'outside training',
+    beside frames such as the H200 ImageFolder job's own training step and Lightning's epoch loop."""
+    from gpuwatch.model.stacks import ThreadStack
+    from gpuwatch.tui.panels.processes import thread_summary
+
+    step = ThreadStack(pid=1, tid=1, role="main", rank=None, thread_name="MainThread", label="other",
+                       detail="ImageFolderJob._step (bench/scenarios/imagefolder.py:125)", active=True, owns_gil=True,
+                       frames=("ImageFolderJob._step (bench/scenarios/imagefolder.py:125)",))
+    said = thread_summary(step)
+    assert "outside" not in said and said.startswith("other work: ImageFolderJob._step")
