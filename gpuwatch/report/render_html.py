@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 
 from gpuwatch.model.codec import to_dict
+from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.figures import MEASURES
 from gpuwatch.report.model import STATUSES, Report
@@ -164,8 +165,10 @@ def _stacks(r: Report) -> list[str]:
                "<th>doing</th><th>stack (innermost first)</th></tr>")
     for h in r.stacks:
         frames = "<br>".join(("← " if i else "") + html(f) for i, f in enumerate(h.frames)) or "(no frames)"
+        words = LABEL_WORDS.get(h.label, h.label)  # the label in words, as the Markdown report says it
+        doing = f"{words}: {h.detail}" if h.detail else words
         out.append(f'<tr data-role="{html(h.role)}"><td>{html(ROLE_WORDS.get(h.role, h.role))}</td>'
-                   f"<td>{h.share:.0%}</td><td>{h.count}</td><td>{html(h.label)} {html(h.detail)}</td>"
+                   f"<td>{h.share:.0%}</td><td>{h.count}</td><td>{html(doing)}</td>"
                    f"<td><code>{frames}</code></td></tr>")
     return out + ["</table>"]
 
