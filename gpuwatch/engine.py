@@ -191,7 +191,7 @@ class Watch:
             pid=self.target.pid,
             cmdline=self.target.cmdline() if alive else self._cmdline_cache(),
             alive=alive,
-            exit_reason=None if alive else (self.target.exit_reason or "target exited"),
+            exit_reason=None if alive else (self.target.exit_reason or JOB_EXITED),
         )
         return Frame(seq=self._seq, t=now, wall=time.time(), interval=self.interval, target=info, **fields)
 
