@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import psutil
 
 from gpuwatch.collectors.procfd import ProcFiles
-from gpuwatch.collectors.procfs import read_stat
+from gpuwatch.collectors.procfs import parse_stat, read_stat
 from gpuwatch.collectors.tid_lists import TidLists
 from gpuwatch.model.procs import ROLE_LAUNCHER, ROLE_MAIN, ROLE_OTHER, ROLE_WORKER
 from gpuwatch.redact import redact_cmdline
@@ -66,6 +66,9 @@ RANK_VARS = ("RANK", "LOCAL_RANK")
 COMM_LEN = 15
 """The kernel keeps 15 characters of a process name; psutil completes a name that long from the
 command line, so such a name is always read through psutil."""
+CMDLINE_TTL_S = 10.0
+"""The job's command line is read again at most this often: it only changes when the job retitles
+itself (setproctitle), and reading and redacting it at every frame cost ~0.1 ms each time."""
 REFRESH_S = 0.9
 """The tree is re-walked at most this often: about once per tick at the default 1 s refresh, however
 many collectors ask for it (a new DataLoader worker shows within a tick)."""
@@ -138,6 +141,7 @@ class Target:
         """Clock ticks after boot the process started: with the PID it names the process, so a PID
         the kernel gives to a new process after the job exits is not taken for the job."""
         self._cmdline = ""
+        self._cmdline_t: float | None = None
         self._lock = threading.Lock()
         self._tree: Tree | None = None
         self._tree_t = 0.0
@@ -165,29 +169,36 @@ class Target:
 
     def cmdline(self) -> str:
         """The job's redacted command line; once the PID is reused, the job's last one (never the
-        new process's)."""
+        new process's). Read again every CMDLINE_TTL_S (a job may retitle itself), not at every
+        call: each frame asks for it."""
         if self.reused():
             return self._cmdline
+        now = time.monotonic()
+        if self._cmdline_t is not None and now - self._cmdline_t < CMDLINE_TTL_S:
+            return self._cmdline
         try:
-            text = redact_cmdline(self._proc.cmdline())
+            text = _shown_cmdline(tuple(self._proc.cmdline()))
         except (psutil.Error, OSError, *UNPARSEABLE):
             return self._cmdline
         if self.reused():  # reused while it was read
             return self._cmdline
-        self._cmdline = text
+        self._cmdline, self._cmdline_t = text, now
         return text
 
     def alive(self) -> bool:
+        """Whether the job still runs: its stat line (through the kept descriptor) is there, is
+        not a zombie's, and has the job's start time. A line that cannot be read or parsed is
+        unknown, not taken for an exit."""
         try:
-            ok = self._proc.is_running() and self._proc.status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            ok = False
-        except (psutil.Error, *UNPARSEABLE):  # unknown: not taken for an exit
-            ok = True
-        if ok and self.reused():
-            ok = False
+            text = self._files.text(f"/proc/{self.pid}/stat")
+            st = parse_stat(text) if text else None
+        except (OSError, ValueError, IndexError):  # unknown: not taken for an exit
+            return True
+        if st is not None and self.starttime is not None and st.starttime != self.starttime:
             if self.exit_reason is None:
                 self.exit_reason = f"process {self.pid} exited (its PID now belongs to another process)"
+            return False
+        ok = st is not None and st.state not in ("Z", "X")
         if not ok and self.exit_reason is None:
             self.exit_reason = f"process {self.pid} exited"
         return ok
