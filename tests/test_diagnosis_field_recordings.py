@@ -181,3 +181,14 @@ def test_more_disk_workers_are_not_advised_past_the_cpus_while_they_queue_for_on
         more = [r for r in x.remedies if r.startswith("Raise num_workers")]
         assert more and "queue for a CPU" in more[0], x.remedies
         assert not any("even more than" in r for r in x.remedies), x.remedies
+
+
+def test_torch_compile_is_not_a_validation_pass():
+    """A torch.compile'd job still compiling (Inductor, g++ children of the job): its main thread
+    sat in Inductor's ``valid_vec_isa_list`` in part of its samples, which read as "Validation passes
+    take 70-81 % of the time (~5.3 s every ~6.0 s)". torch's own functions are never the job's pass."""
+    frames, verdicts = _replay("compile_cpu.jsonl.gz")
+    mains = [fr for f in frames if known(f.stacks) for th in f.stacks.threads if th.role == "main" for fr in th.frames]
+    assert any(fr.startswith("valid_vec_isa_list") for fr in mains)  # the trap is in the recording
+    for x in verdicts:
+        assert v.VALIDATION not in {p.kind for p in x.phases}, x.phases
