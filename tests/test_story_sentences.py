@@ -85,6 +85,15 @@ def test_the_cpu_prep_sentences_say_decode_only_on_a_decoder_seen():
         sentence(v.DECODE, inline, _signals(DECODE), None)
 
 
+def test_the_worker_busy_evidence_does_not_claim_decoding():
+    """Its share counts every computing worker sample, a tokeniser's too: it read 'worker samples
+    decoding or transforming' on jobs that decode nothing."""
+    from gpuwatch.diagnosis.input_stages import decode
+
+    busy = next(e for e in decode(_signals(DECODE)).evidence if e.signal == "worker_busy")
+    assert busy.what.startswith("worker samples computing")
+
+
 # -- remedies that suggest what is already true ---------------------------------------------------
 
 def test_no_raise_num_workers_from_1_toward_1():

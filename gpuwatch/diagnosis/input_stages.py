@@ -201,7 +201,7 @@ def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
                 na=na)
         c.check("iowait", host.iowait, IOWAIT, ">=", "host CPU time in iowait")
     else:
-        c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, ">=", "worker samples decoding or transforming",
+        c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, ">=", "worker samples computing",
                 na=na)
         c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, ">=", "CPU per DataLoader worker", unit="cores", na=na)
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, "<", "workers in D state (waiting on the disk)", na=na)
