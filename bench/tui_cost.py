@@ -54,7 +54,7 @@ def _frames(path: str) -> tuple[int, float]:
 def one_run(path: str, cols: int, rows: int, settle: float) -> dict:
     n, span = _frames(path)
     argv = [*observe.gpuwatch_argv(), "replay", path]
-    run = run_pty(argv, cols, rows, r"replay ended")
+    run = run_pty(argv, cols, rows, r"REPLAY ■ ended")  # the header once the frames ran out (tui/panels/header.py)
     try:
         sampler = observe.TreeSampler(run.proc.pid, every=0.25)
         time.sleep(settle)
