@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 
 from gpuwatch.model import GpuProcess
+from gpuwatch.model.values import Unsupported
 from gpuwatch.tui.panels.processes import OUTSIDE, ProcessPanel
 from gpuwatch.tui.screens.help import HelpScreen, own_bindings, screen_nodes
 from gpuwatch.tui.screens.main import MainScreen
@@ -134,6 +135,40 @@ async def test_the_rows_left_after_the_job_exited_say_they_are_the_last_seen():
         await pilot.press("f6")  # the sort joins the line, the mark stays
         await pilot.pause()
         assert "last seen before the job exited · sorted by CPU" in screen_text(app)
+
+
+async def test_no_last_seen_mark_when_the_last_read_found_no_process():
+    """The last read found the job gone: no rows, only the panel's reason; nothing to mark."""
+    frames = synthetic_frames(3)
+    gone = dataclasses.replace(frames[-1].target, alive=False, exit_reason=f"process {MAIN_PID} exited")
+    last = dataclasses.replace(frames[-1], target=gone, procs=Unsupported(f"the job exited (process {MAIN_PID})"))
+    app = make_app(ListSource([*frames[:-1], last]))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        text = screen_text(app)
+        assert "Processes: unavailable" in text and "last seen" not in text
+
+
+async def test_enter_with_no_row_says_why_the_list_is_empty():
+    """It said 'No process listed yet.' whatever the cause: a filter that matches nothing, or a
+    job that has exited (no process will ever come)."""
+    frames = synthetic_frames(3)
+    gone = dataclasses.replace(frames[-1].target, alive=False, exit_reason=f"process {MAIN_PID} exited")
+    last = dataclasses.replace(frames[-1], target=gone, procs=Unsupported(f"the job exited (process {MAIN_PID})"))
+    for source, keys, says in (
+        (ListSource(synthetic_frames(3)), ("slash", *"zzz", "enter", "down", "enter"),
+         "No process matches the filter “zzz” (Esc clears it)."),
+        (ListSource([*frames[:-1], last]), ("down", "enter"), "No process listed: the job exited."),
+    ):
+        app = make_app(source)
+        app.said = []
+        notify = app.notify
+        app.notify = lambda message, said=app.said, notify=notify, **kw: said.append(message) or notify(message, **kw)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press(*keys)
+            await pilot.pause()
+            assert isinstance(app.screen, MainScreen) and app.said[-1] == says, app.said
 
 
 async def test_a_live_job_has_no_last_seen_mark():

@@ -92,6 +92,13 @@ def outside_cells(index: int, p: GpuProcess) -> tuple[Text, ...]:
                                    f"GPU {index}: {mem}{sm} · {p.name} (user {user})"))
 
 
+def _last_seen(view: View | None) -> bool:
+    """True when the job is gone and the table still lists processes: no frame comes after this
+    one, so the rows are what the last frame saw (a main process 'R 12 %' beside a verdict saying it
+    exited). Without rows (the last read found the job gone) there is nothing to mark."""
+    return view is not None and not view.frame.target.alive and not isinstance(view.frame.procs, Unsupported)
+
+
 class ProcessPanel(Vertical):
     """Processes of the watched job with CPU, state, reads, memory and what they run."""
 
@@ -178,10 +185,7 @@ class ProcessPanel(Vertical):
         """The line under the table: filter, sort, tree, and whether the rows are the last ones seen."""
         state = self.query_one(".procs-state", Plain)
         parts = []
-        view = self._view
-        if view is not None and not view.frame.target.alive:
-            # The job is gone and no frame comes after this one: the rows are what the last frame
-            # saw (a main process 'R 12 %' beside a verdict saying it exited).
+        if _last_seen(self._view):
             parts.append("last seen before the job exited")
         if self.query:
             parts.append(f"filter “{self.query}” (Esc clears)")
@@ -198,9 +202,9 @@ class ProcessPanel(Vertical):
         return self.sort
 
     def show(self, view: View) -> None:
-        ended = self._view is not None and not self._view.frame.target.alive
+        was = _last_seen(self._view)
         self._view = view
-        if ended != (not view.frame.target.alive):
+        if was != _last_seen(view):
             self._draw_state()
         procs = view.frame.procs
         notice = self.query_one(".procs-notice", Plain)

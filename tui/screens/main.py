@@ -148,10 +148,20 @@ class MainScreen(WatchScreen):
 
         key = self.processes.table.cursor_key
         if key is None:
-            self.notify("No process listed yet.", timeout=2)
+            self.notify(self._why_no_process(), timeout=3)
             return
         outside = key.startswith(OUTSIDE_KEY)
         self.app.push_screen(ProcessScreen(int(key.removeprefix(OUTSIDE_KEY)), outside=outside))
+
+    def _why_no_process(self) -> str:
+        """Enter with no row to open: why the list is empty ("yet" only while frames still come)."""
+        panel = self.processes
+        if panel.query:
+            return f"No process matches the filter “{panel.query}” (Esc clears it)."
+        view = self.watch_app.view
+        if view is not None and not view.frame.target.alive:
+            return "No process listed: the job exited."
+        return "No process listed yet."
 
     def action_sort(self, step: int) -> None:
         sort = self.processes.step_sort(step)
