@@ -7,6 +7,8 @@ from textual.app import ComposeResult
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
+from gpuwatch.tui.panels.steady import SteadyLines
+
 FIRST = ("help", "quit")
 """Actions whose keys lead the footer, in this order (the screen's own Back goes right after)."""
 REPLAY = ("toggle_pause", "replay_step", "replay_seek", "replay_speed")
@@ -24,7 +26,7 @@ def _rank(widget: object, first: tuple[str, ...]) -> int:
     return first.index(action) if action in first else len(first)
 
 
-class KeysFooter(Footer):
+class KeysFooter(SteadyLines, Footer):
     """Textual's footer with the keys reordered: Help, Quit, then the screen's own, then the app's."""
 
     def compose(self) -> ComposeResult:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Grid, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.gpu import GpuSample
@@ -13,6 +13,7 @@ from gpuwatch.tui.gpu_metrics import METRICS, gpu_of, reading
 from gpuwatch.tui.panels.gpu_list import FOLD_AT, GpuList
 from gpuwatch.tui.panels.metric_row import MetricRow
 from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.panels.steady import SteadyGrid, SteadyLines
 from gpuwatch.tui.view import View
 
 NARROW_W = 120
@@ -23,7 +24,7 @@ SCALE_FRAMES = 60
 The rows draw no history: the time charts above them do."""
 
 
-class GpuPanel(Vertical):
+class GpuPanel(SteadyLines, Vertical):
     """Every metric of one GPU."""
 
     def __init__(self, index: int) -> None:
@@ -40,7 +41,7 @@ class GpuPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Plain(f"GPU {self.index}", classes="gpu-title")
         yield Plain("", classes="na-note")
-        with Grid(classes="gpu-metrics"):
+        with SteadyGrid(classes="gpu-metrics"):
             for m in METRICS:
                 yield MetricRow(m.label, m.about, id=f"m-{m.key}", with_plot=False)
 
@@ -103,7 +104,7 @@ def _title(g: GpuSample) -> str:
     return " · ".join(parts)
 
 
-class GpuArea(VerticalScroll):
+class GpuArea(SteadyLines, VerticalScroll):
     """Holds a GpuPanel per GPU in the frame, or a GpuList of them all when there are FOLD_AT or
     more; says why when the GPU field is unsupported."""
 

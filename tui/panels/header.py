@@ -9,6 +9,7 @@ from textual.reactive import reactive
 from gpuwatch.model.values import known
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.panels.steady import SteadyLines
 from gpuwatch.tui.view import View
 
 
@@ -16,7 +17,7 @@ REPLAY_ENDED = "REPLAY ■ ended ([ seeks back)"
 """A replay whose frames ran out (the keys' handlers say the same: "The replay ended: [ seeks back.")."""
 
 
-class HeaderBar(Horizontal):
+class HeaderBar(SteadyLines, Horizontal):
     """Left: ``PID 1234 python train.py · GPU 0 NVIDIA H200`` (``Rank 1 of 2 · ...`` when the job has
     ranks); right: state, watch time, own CPU.
 

@@ -11,10 +11,12 @@ from textual.visual import VisualType
 from textual.widgets import Static
 
 from gpuwatch.tui.panels.measured import Measured
+from gpuwatch.tui.panels.steady import SteadyLines
 
 
-class LazyStatic(Measured, Static):
-    """``update`` is a no-op for the content on show; a repaint when the size stays; else a layout."""
+class LazyStatic(SteadyLines, Measured, Static):
+    """``update`` is a no-op for the content on show; a repaint when the size stays; else a layout.
+    Unchanged, it hands the compositor its last lines again (:class:`SteadyLines`)."""
 
     def update(self, content: VisualType = "", *, layout: bool | None = None) -> None:
         """``layout`` None: only if the new content changes the size (True / False: as Static)."""

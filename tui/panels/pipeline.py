@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.markup import escape
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widgets import Static
 
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP
 from gpuwatch.model.verdict import FIX_WORDS, PIPELINE, STAGE_TITLES, Verdict
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WAITING, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.lazy_static import LazyStatic
+from gpuwatch.tui.panels.steady import SteadyHorizontal, SteadyLines, SteadyStatic
 from gpuwatch.tui.panels.verdict_line import VerdictLine
 
 
@@ -62,7 +62,7 @@ def verdict_text(v: Verdict) -> str:
     return text
 
 
-class PipelinePanel(Vertical):
+class PipelinePanel(SteadyLines, Vertical):
     """Disk → CPU prep → PCIe → GPU memory → Launch → Contention, then the verdict."""
 
     selected: reactive[str] = reactive(PIPELINE[0])
@@ -82,10 +82,10 @@ class PipelinePanel(Vertical):
             self.stage = stage
 
     def compose(self) -> ComposeResult:
-        with Horizontal(classes="flow"):
+        with SteadyHorizontal(classes="flow"):
             for i, stage in enumerate(PIPELINE):
                 if i:
-                    yield Static("→", classes="arrow")
+                    yield SteadyStatic("→", classes="arrow")
                 yield StageBox(stage, i + 1)
         yield VerdictLine("Waiting for the first frame…", classes="verdict")  # markup: the stage in bold
 

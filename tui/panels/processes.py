@@ -23,6 +23,7 @@ from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.panels.keyed_table import KeyedTable
 from gpuwatch.tui.panels.plain import Plain
+from gpuwatch.tui.panels.steady import SteadyLines
 from gpuwatch.tui.proc_order import SORT_COLUMN, SORT_WORDS, SORTS, matches, order
 from gpuwatch.tui.view import View
 
@@ -99,7 +100,7 @@ def _last_seen(view: View | None) -> bool:
     return view is not None and not view.frame.target.alive and not isinstance(view.frame.procs, Unsupported)
 
 
-class ProcessPanel(Vertical):
+class ProcessPanel(SteadyLines, Vertical):
     """Processes of the watched job with CPU, state, reads, memory and what they run."""
 
     sort: str | None = None

@@ -9,6 +9,7 @@ from textual.screen import Screen
 
 from gpuwatch.multirank import RankTick
 from gpuwatch.tui.panels.header import HeaderBar
+from gpuwatch.tui.panels.steady import SteadyLines
 from gpuwatch.tui.view import View
 
 
@@ -26,7 +27,7 @@ class WatchApp(Protocol):
     def shown_rank(self) -> int | None: ...
 
 
-class WatchScreen(Screen):
+class WatchScreen(SteadyLines, Screen):
     """A screen that shows the latest :class:`View` and the app's state flags."""
 
     composed = False

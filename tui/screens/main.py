@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.widgets import Input
 
 from gpuwatch.tui.panels.footer import KeysFooter
@@ -24,6 +23,7 @@ from gpuwatch.tui.panels.job_charts import JobCharts
 from gpuwatch.tui.panels.pipeline import PipelinePanel
 from gpuwatch.tui.panels.processes import ProcessPanel
 from gpuwatch.tui.panels.rank_table import RankTable
+from gpuwatch.tui.panels.steady import SteadyHorizontal, SteadyVertical
 from gpuwatch.tui.panels.ranks import GROUP_FROM, RankBar
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.view import View
@@ -78,9 +78,9 @@ class MainScreen(WatchScreen):
         yield RankBar(id="ranks")
         yield PipelinePanel(id="pipeline")
         yield JobCharts(id="charts")
-        with Horizontal(id="body"):
+        with SteadyHorizontal(id="body"):
             yield GpuArea(id="gpus")
-            with Vertical(id="side"):
+            with SteadyVertical(id="side"):
                 yield RankTable(min_ranks=GROUP_FROM, id="rank-table")
                 yield ProcessPanel(id="processes")
                 yield ActivityPanel(id="activity")
