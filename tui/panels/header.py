@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.reactive import reactive
+from textual.reactive import var
 
 from gpuwatch.model.values import known
 from gpuwatch.tui import format as fmt
@@ -24,15 +24,17 @@ class HeaderBar(SteadyLines, Horizontal):
     The right part never gets cut: a long command line is what gives way on a narrow terminal.
     """
 
-    self_cpu: reactive[float | None] = reactive(None)
+    # var, not reactive: the watchers draw into the child lines; a reactive would also repaint the
+    # bar itself each time one changes (the CPU figure: every 2 s).
+    self_cpu: var[float | None] = var(None)
     """gpuwatch's own CPU use in percent of one core (None until measured)."""
-    recording: reactive[str] = reactive("")
+    recording: var[str] = var("")
     """The recording's file name while recording, else empty."""
-    paused: reactive[bool] = reactive(False)
+    paused: var[bool] = var(False)
     """True while the display is frozen."""
-    ended: reactive[str] = reactive("")
+    ended: var[str] = var("")
     """Why frames stopped coming (replay finished, the job ended), else empty."""
-    replay: reactive[str] = reactive("")
+    replay: var[str] = var("")
     """The replay's playback (``REPLAY ▶ 1×``), else empty: a replay never looks like a live watch."""
 
     def __init__(self) -> None:
