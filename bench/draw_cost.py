@@ -37,11 +37,20 @@ DEFAULT = os.path.join(ROOT, "bench/results/2026-12-03-h200/run11/self2/rec/tui.
 
 
 class _Analysed:
-    """The app's ``analysis`` with the frames and verdicts worked out beforehand."""
+    """The app's ``analysis`` (what the TUI reads of gpuwatch.analysis.Analysis) with the frames and
+    verdicts worked out beforehand."""
 
     def __init__(self) -> None:
         self.frames: deque = deque(maxlen=Analysis().frames.maxlen)
         self.verdicts: deque = deque(maxlen=Analysis().verdicts.maxlen)
+        self.first_t: float | None = None
+
+    def add(self, frame, verdict) -> None:  # noqa: ANN001
+        """As Analysis.update keeps them, without the diagnosis."""
+        if self.first_t is None:
+            self.first_t = frame.t
+        self.frames.append(frame)
+        self.verdicts.append(verdict)
 
 
 class _Idle:
@@ -102,8 +111,7 @@ async def one_pass(ticks: list, size: tuple[int, int], skip: int, profile=None) 
             if timed and profile is not None:
                 profile.enable()
             t0 = time.thread_time()
-            app.analysis.frames.append(frame)
-            app.analysis.verdicts.append(verdict)
+            app.analysis.add(frame, verdict)
             app._latest = (frame, verdict)
             app.render_latest()  # what the app does on each FrameReady
             tm = time.thread_time()

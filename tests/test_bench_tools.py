@@ -199,6 +199,18 @@ def test_loop_cost_writes_the_same_tick_lines_as_the_json_stream(tmp_path):
     assert all(json.loads(x)["verdict"]["stage"] for x in lines)
 
 
+def test_draw_cost_times_each_frame_it_hands_the_app():
+    import asyncio
+
+    from bench import draw_cost
+
+    path = os.path.join(REPO, "tests", "data", "h200", "healthy.jsonl")
+    ticks = draw_cost.analysed(path)
+    runs = asyncio.run(draw_cost.one_pass(ticks, (80, 24), skip=2))
+    assert len(runs) == len(ticks) - 2 == 8
+    assert all(whole > panels > 0 for whole, panels in runs)
+
+
 def test_startup_trace_marks_the_stages_of_a_replay_start(tmp_path):
     """The probe's marks are patched into gpuwatch from outside: a renamed method would silently
     drop a stage. One replay start (no collectors) must mark the app's stages in order."""
