@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 
 from gpuwatch.model.verdict import DECODE, GPU_MEMORY, H2D, IO, PIPELINE
+from gpuwatch.replay_control import ReplayControl
+from gpuwatch.source import ReplaySource
 from gpuwatch.tui.screens.help import HelpScreen
 from gpuwatch.tui.screens.main import MainScreen
 from gpuwatch.tui.screens.stacks import StacksScreen
 from gpuwatch.tui.screens.stage import StageScreen
 from tests.test_tui_fixtures import ListSource, QueueSource, make_app, screen_text, settle, synthetic_frame, \
-    synthetic_frames
+    synthetic_frames, write_recording
 
 SIZE = (120, 40)
 
@@ -192,6 +194,23 @@ def test_help_shows_each_key_as_itself():
     assert lines["Every key of this screen, and the legend."] == "? f1 h"
     assert lines["Quit gpuwatch."] == "q f10 ^c"
     assert "\n]    " in help_text(key_lines(app, [app]))
+
+
+async def test_help_lists_only_the_keys_that_act_here(tmp_path):
+    """A live watch of one process: no playback keys and no rank key (its footer leaves them out
+    too; pressed, they say why). A replay lists its playback keys. The box says how it closes."""
+    live = make_app(ListSource(synthetic_frames(2)))
+    replay = make_app(ReplaySource(str(write_recording(tmp_path / "r.jsonl", synthetic_frames(2))), speed=0,
+                                   control=ReplayControl(0)))  # as `gpuwatch replay` gives the TUI
+    for app, shown in ((live, False), (replay, True)):
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("question_mark")
+            await pilot.pause()
+            text = str(app.screen.query_one("#help-text").content)
+            assert "(Esc or q closes this)" in text and "Start or stop recording" in text
+            assert ("Replay: 10 s forward." in text) == shown and ("Replay: faster" in text) == shown
+            assert "next rank" not in text
 
 
 async def test_q_quits_with_code_0():

@@ -15,6 +15,17 @@ REPLAY = ("toggle_pause", "replay_step", "replay_seek", "replay_speed")
 """In a replay, the playback keys come next: a replay must look like one."""
 
 
+def not_here(app: object) -> set[str]:
+    """Actions that mean nothing in this session, left out of the footer and the help (pressed,
+    they still say why): the playback keys in a live watch, the rank key for a single process."""
+    out: set[str] = set()
+    if getattr(app, "replay", None) is None:
+        out.update(REPLAY[1:])
+    if getattr(app, "rank_tick", None) is None:
+        out.add("next_rank")
+    return out
+
+
 def _action(widget: object) -> str:
     return str(getattr(widget, "action", "")).rsplit(".", 1)[-1].split("(", 1)[0]
 
@@ -33,9 +44,7 @@ class KeysFooter(SteadyLines, Footer):
         keys = list(super().compose())  # FooterKeys only: gpuwatch's bindings use no groups
         replay = getattr(self.app, "replay", None) is not None
         first = FIRST + REPLAY if replay else FIRST
-        hidden = set() if replay else set(REPLAY[1:])  # a live watch: no playback keys (pressed, they say why)
-        if getattr(self.app, "rank_tick", None) is None:
-            hidden.add("next_rank")  # one process: no ranks to step through
+        hidden = not_here(self.app)
         keys = [k for k in keys if _action(k) not in hidden]
         for key in keys:
             if "-command-palette" in key.classes:

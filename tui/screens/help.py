@@ -8,7 +8,7 @@ app's, hidden ones included), so a key cannot exist without being listed here.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import replace
 
 from textual.app import App, ComposeResult
@@ -19,6 +19,7 @@ from textual.screen import ModalScreen, Screen
 
 from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS
+from gpuwatch.tui.panels.footer import not_here
 from gpuwatch.tui.panels.plain import Plain
 
 KEY_W = 12
@@ -29,16 +30,19 @@ TEXT_W = 64
 """Width the key lines wrap at (the help box: 72 columns less border, padding and scrollbar)."""
 
 
-def key_lines(app: App, nodes: Iterable[DOMNode]) -> list[tuple[str, str]]:
+def key_lines(app: App, nodes: Iterable[DOMNode], leave_out: Collection[str] = ()) -> list[tuple[str, str]]:
     """(keys, what they do) for every binding of ``nodes``, one line per action, in their order.
 
     A binding's tooltip says what it does; its description (the footer's word) stands in for one
     without. Keys bound to the same action share a line (``? f1 h``). Each key is shown as itself:
     the footer's ``key_display`` names a pair (``[ ]`` on ``]``, ``?`` on all three help keys), which
-    here put ``[`` beside "forward" and hid F1 and h."""
+    here put ``[`` beside "forward" and hid F1 and h. Bindings whose action is in ``leave_out``
+    (its name, without arguments) are not listed."""
     lines: dict[str, list[str]] = {}
     for node in nodes:
         for binding in own_bindings(node):
+            if binding.action.split("(")[0] in leave_out:
+                continue
             what = binding.tooltip or binding.description or binding.action
             keys = lines.setdefault(what, [])  # one line per text: ← and → share theirs
             shown = app.get_key_display(replace(binding, key_display=None))
@@ -63,7 +67,8 @@ def help_text(lines: list[tuple[str, str]]) -> str:
     stages = " → ".join(STAGE_TITLES[s] for s in PIPELINE)
     levels = "   ".join(f"{LEVEL_GLYPHS[lv]} {LEVEL_WORDS[lv]}" for lv in LEVEL_GLYPHS)
     return (
-        "gpuwatch: what is holding the GPU back?\n\n"
+        # The box covers the footer: it says itself how it closes.
+        "gpuwatch: what is holding the GPU back?  (Esc or q closes this)\n\n"
         f"{keys}\n"
         + textwrap.fill(f"{'^p':<{KEY_W}} Command palette: every command by name (record, pause, stage, "
                         "process, report, theme)", TEXT_W, subsequent_indent=INDENT) + "\n\n"
@@ -107,4 +112,4 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         nodes = screen_nodes(self._under) if self._under is not None else [self.app]
         with VerticalScroll(id="help-body"):
-            yield Plain(help_text(key_lines(self.app, nodes)), id="help-text")
+            yield Plain(help_text(key_lines(self.app, nodes, not_here(self.app))), id="help-text")
