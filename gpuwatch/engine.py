@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from gpuwatch.collectors.base import Collector, Merges, Paced
 from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.model.frame import Frame, TargetInfo
+from gpuwatch.model.field_words import words
 from gpuwatch.model.values import JOB_EXITED, PENDING, Unsupported, known
 from gpuwatch.threadname import name_this_thread
 
@@ -185,7 +186,7 @@ class Watch:
             if stamp is not None and c is not None:
                 limit = STALE_AFTER * max(c.interval, self.interval) + c.timeout
                 if now - stamp > limit:
-                    value = Unsupported(f"{f} collector stalled: last sample {now - stamp:.0f} s ago")
+                    value = Unsupported(f"no new reading of {words(f)} for {now - stamp:.0f} s (its collector is stalled)")
             fields[f] = value
         info = TargetInfo(
             pid=self.target.pid,
@@ -206,7 +207,7 @@ class Watch:
             started_probe = asyncio.wrap_future(early[0]) if early else loop.run_in_executor(ex, c.probe)
             problem = await asyncio.wait_for(started_probe, timeout=c.timeout + 10)
         except Exception as e:  # noqa: BLE001 - a broken probe disables one panel, not the app
-            problem = Unsupported(f"{c.field}: probe failed: {e}")
+            problem = Unsupported(f"{words(c.field)} could not start: {e}")
         if problem is not None:
             self._latest[c.field] = problem
             return
@@ -219,15 +220,15 @@ class Watch:
                 value = await asyncio.wait_for(pending, timeout=c.timeout)
                 failures = 0
             except asyncio.TimeoutError:
-                value = Unsupported(f"{c.field}: a read took longer than {c.timeout:.0f} s")
+                value = Unsupported(f"{words(c.field)}: a read took longer than {c.timeout:.0f} s")
                 failures += 1
             except asyncio.CancelledError:
                 raise
             except TargetGone as e:  # the job ended between two reads: said as such, not as an error
-                value = Unsupported(f"{c.field}: {JOB_EXITED} ({e})")
+                value = Unsupported(f"{words(c.field)}: {JOB_EXITED} ({e})")
                 failures += 1
             except Exception as e:  # noqa: BLE001 - one failing collector never stalls the others
-                value = Unsupported(f"{c.field}: {type(e).__name__}: {e}")
+                value = Unsupported(f"{words(c.field)}: {type(e).__name__}: {e}")
                 failures += 1
             if self._stopping:
                 return

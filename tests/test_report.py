@@ -22,7 +22,7 @@ from gpuwatch.model.values import JOB_EXITED, PENDING
 from gpuwatch.report import NOT_RECORDED, run_diagnose
 from gpuwatch.report import gather
 from gpuwatch.report.build import build_report
-from gpuwatch.report.gap_words import WORDS
+from gpuwatch.model.field_words import WORDS
 from gpuwatch.report.gaps import collect_gaps
 from gpuwatch.report.gather import Collected
 from gpuwatch.report.model import FAIL, WARN
@@ -164,11 +164,11 @@ def test_hot_stacks_count_each_sample_once_and_merge_line_numbers():
 
 def test_gaps_are_deduplicated_and_early_pending_is_dropped():
     f0 = replace(make_frame(0), host=PENDING, stacks=PENDING)
-    stalled = [replace(make_frame(i), disk=Unsupported(f"disk collector stalled: last sample {i * 3} s ago"))
+    stalled = [replace(make_frame(i), disk=Unsupported(f"no new reading of disk activity for {i * 3} s (its collector is stalled)"))
                for i in range(1, 4)]
     gaps = {(g.what, g.reason): g.count for g in collect_gaps([f0] + stalled, make_env(gpus=Unsupported("x")))}
     assert ("host", PENDING.reason) not in gaps  # the host collector got going later
-    assert gaps[("disk", "disk collector stalled: last sample 3 s ago")] == 3
+    assert gaps[("disk", "no new reading of disk activity for 3 s (its collector is stalled)")] == 3
     assert gaps[("environment.gpus", "x")] == 1
     never = [replace(make_frame(i), host=PENDING) for i in range(2)]
     assert {(g.what, g.reason) for g in collect_gaps(never)} >= {("host", PENDING.reason)}

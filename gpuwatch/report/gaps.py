@@ -15,7 +15,7 @@ from gpuwatch.model.disk import NO_IO
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import NO_CPU_QUOTA
 from gpuwatch.model.values import JOB_EXITED, PENDING, Unsupported
-from gpuwatch.report.gap_words import words
+from gpuwatch.model.field_words import words
 from gpuwatch.report.model import Gap
 
 _NUMBERS = re.compile(r"\d+(\.\d+)?")

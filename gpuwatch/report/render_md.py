@@ -12,7 +12,7 @@ from gpuwatch.model.stacks import ROLE_TITLES as ROLE_WORDS
 from gpuwatch.model.values import Unsupported
 from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
-from gpuwatch.report.gap_words import words
+from gpuwatch.model.field_words import words
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
 from gpuwatch.report.words import headline, stage_gain
 from gpuwatch.untrusted import clean, markdown, markdown_code

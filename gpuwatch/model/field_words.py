@@ -1,5 +1,6 @@
 """What each readable place of a frame or of the environment measures, in plain words: the report
-names what was not checked this way (the JSON keeps the field path beside it as ``what``)."""
+names what was not checked this way (the JSON keeps the field path beside it as ``what``), and the
+engine names a stalled or failed collector by what it reads."""
 
 from __future__ import annotations
 
