@@ -138,6 +138,8 @@ def test_collector_main_waits_for_slow_workers_that_read_files():
         try:
             assert c.probe() is None
             samples = [c.sample() for _ in range(2)]
+            while len(samples) < 6 and sum(t.role == S.ROLE_WORKER for s in samples for t in s.threads) < 3:
+                samples.append(c.sample())  # a loaded host gets fewer worker dumps a tick
         finally:
             c.close()
     threads = [t for s in samples for t in s.threads]
@@ -145,7 +147,10 @@ def test_collector_main_waits_for_slow_workers_that_read_files():
     assert sum(main.values()) >= 5 and majority(main) == S.DATA_WAIT, main
     workers = [t for t in threads if t.role == S.ROLE_WORKER]
     assert workers, "the collector dumped no worker in two ticks"
-    assert Counter(t.label for t in workers) == Counter({S.W_IO: len(workers)})
+    # On a loaded host a worker back from its sleep waits for a CPU (kernel state R) and a sample
+    # there is rightly busy (it wants a CPU): at least one of the dumps is in the read or sleep.
+    labels = Counter(t.label for t in workers)
+    assert labels[S.W_IO] >= 1 and set(labels) <= {S.W_IO, S.W_BUSY}, labels
     assert {t.detail for t in workers} == {"stack_targets.read_slowly"}
     dumps = [d for s in samples for d in s.dumps]
     assert sum(d.ok for d in dumps) >= len(dumps) - 2 and all(d.ms > 0 for d in dumps), dumps
