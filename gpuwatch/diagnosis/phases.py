@@ -5,8 +5,11 @@ validation passes and checkpoint saves, each with its count, share of the time a
   the last set seen): ``persistent_workers=False`` re-creates them for every pass over a loader
   (PyTorch DataLoader internals), and a validation loader brings its own.
 - epoch_start: after new workers appear (or while the main thread sits in the DataLoader's
-  worker start-up), the ticks in which the main thread waits for data most of its samples: the
-  wait for the first batches, which a fresh set of workers must build from scratch.
+  worker start-up), the ticks in which the main thread waits for data most of its samples, up to
+  the first batch (a main-thread sample out of the wait): the wait for the first batches, which a
+  fresh set of workers must build from scratch. Not when the main thread goes on waiting through
+  most of the set's life: then it is the input's steady pace (a decode-bound set), not a start-up
+  cost (the CPU demo's decode phase, one worker for 20 s, read "~19.2 s for its first batches").
 - validation: ticks in which most main-thread samples are inside an evaluation pass
   (timeline.validation_frame).
 - checkpoint: main-thread samples in torch.save & co. (stack_labels.CHECKPOINTS); where no stack
@@ -143,7 +146,11 @@ def _respawns(ticks: Sequence[Tick]) -> list[int]:
 
 def _epoch_starts(ticks: Sequence[Tick], respawns: list[int]) -> list[tuple[int, int]]:
     """(first, last) tick of each first-batch wait: from a respawn (or a tick in the workers'
-    start-up) on, while the main thread waits most of its samples."""
+    start-up) on, while the main thread waits most of its samples, until its first batch comes: the
+    first tick after the one the new workers showed in with a main-thread sample out of the data
+    wait (it got a batch and trains) is the wait's last. A wait whose workers go on to keep the main
+    thread waiting most of their later ticks is no first-batch wait: they are busy producing batches
+    the main thread waits for all along (a decode-bound set), so the first batch is no special cost."""
     begins = sorted(set(respawns) | {i for i, t in enumerate(ticks) if t.starting})
     out: list[tuple[int, int]] = []
     for k, b in enumerate(begins):
@@ -155,16 +162,35 @@ def _epoch_starts(ticks: Sequence[Tick], respawns: list[int]) -> list[tuple[int,
         j = first
         while j < stop and (_waiting(ticks[j]) or (j == b and ticks[j].starting)):
             j += 1
-        if j > first:
+            # In the tick the workers showed in, a sample out of the wait may predate them.
+            if j - 1 > b and _served(ticks[j - 1]):
+                break
+        if j > first and not _waits_on(ticks, b, j, stop):
             out.append((first, j - 1))
     return out
+
+
+def _served(t: Tick) -> bool:
+    """A main-thread sample of the tick is out of the data wait: a batch came."""
+    return t.stacks and (t.wait or 0.0) < 1.0
+
+
+def _waits_on(ticks: Sequence[Tick], begin: int, end: int, stop: int) -> bool:
+    """The main thread waits in most sampled ticks the set of workers that appeared at ``begin``
+    lives through after its first batch (from ``end`` to ``stop``); False when none is sampled."""
+    own = next((t.workers for t in ticks[begin:stop] if t.workers), frozenset())
+    later = [t for t in ticks[end:stop] if t.stacks and t.workers & own]
+    return _mostly_waiting(later)
 
 
 def _steady_wait(ticks: Sequence[Tick], runs: list[tuple[int, int]]) -> bool:
     """The main thread waits in most sampled ticks outside the first-batch waits too."""
     inside = {k for a, b in runs for k in range(a, b + 1)}
-    rest = [t for k, t in enumerate(ticks) if k not in inside and t.stacks]
-    return bool(rest) and sum(_waiting(t) for t in rest) * 2 >= len(rest)
+    return _mostly_waiting([t for k, t in enumerate(ticks) if k not in inside and t.stacks])
+
+
+def _mostly_waiting(ts: Sequence[Tick]) -> bool:
+    return bool(ts) and sum(_waiting(t) for t in ts) * 2 >= len(ts)
 
 
 def _waiting(t: Tick) -> bool:
