@@ -16,7 +16,7 @@ from gpuwatch.collectors.base import Collector, Merges, Paced
 from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.field_words import words
-from gpuwatch.model.values import JOB_EXITED, PENDING, Unsupported, known
+from gpuwatch.model.values import JOB_EXITED, PENDING, Unsupported, job_exited, known
 from gpuwatch.threadname import name_this_thread
 
 FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
@@ -225,7 +225,7 @@ class Watch:
             except asyncio.CancelledError:
                 raise
             except TargetGone as e:  # the job ended between two reads: said as such, not as an error
-                value = Unsupported(f"{words(c.field)}: {JOB_EXITED} ({e})")
+                value = Unsupported(f"{words(c.field)}: {job_exited(str(e))}")
                 failures += 1
             except Exception as e:  # noqa: BLE001 - one failing collector never stalls the others
                 value = Unsupported(f"{words(c.field)}: {type(e).__name__}: {e}")

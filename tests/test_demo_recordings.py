@@ -1,5 +1,5 @@
 """Replays of `gpuwatch demo`'s CPU job, recorded on the 2-core VM (tests/data/demo/README.md): what
-its verdicts say of its epoch structure."""
+its verdicts say of its epoch structure and of its end."""
 
 from __future__ import annotations
 
@@ -9,6 +9,10 @@ from gpuwatch.analysis import Analysis
 from gpuwatch.diagnosis.timeline import timeline
 from gpuwatch.model.verdict import EPOCH_START, RESPAWN
 from gpuwatch.replay import load_frames
+from gpuwatch.report import NOT_RECORDED, gather
+from gpuwatch.report.build import build_report
+from gpuwatch.report.render_md import render_markdown
+from tests.test_tui_fixtures import ListSource
 
 DATA = Path(__file__).parent / "data" / "demo"
 
@@ -46,3 +50,26 @@ def test_a_decode_bound_worker_is_no_first_batch_wait():
     assert not any(p.kind == EPOCH_START for v in seen[len(seen) // 2:] for p in v.phases)
     assert not any("first batches" in v.sentence for v in seen[len(seen) // 2:])
 
+
+async def test_the_job_s_exit_is_said_with_one_exited():
+    """The demo job's last ticks: it exits on its --duration. The report and the verdict say that
+    the job exited once ("the job exited (process N exited)" before)."""
+    frames = load_frames(str(DATA / "demo_cpu_exit.jsonl.gz"))
+    pid = frames[-1].target.pid
+    assert not frames[-1].target.alive and frames[-1].target.exit_reason == f"process {pid} exited"
+    got = await gather.watch_live(ListSource(frames))
+    assert got.early and got.ended == f"the job exited (process {pid})"
+    md = render_markdown(build_report(got, NOT_RECORDED, "live", pid=pid, requested_s=60))
+    assert f"; the job exited (process {pid})." in md
+    assert f"**Watching ended early** (the job exited (process {pid}))" in md
+    assert md.count("exited") == md.count("the job exited (process"), md
+    assert got.verdicts[-1].sentence == f"Not training: the job exited (process {pid})."
+
+
+def test_other_exit_reasons_keep_their_words():
+    from gpuwatch.model.values import job_exited
+
+    assert job_exited(None) == job_exited("the job exited") == "the job exited"
+    assert job_exited("process 7 exited (its PID now belongs to another process)") == \
+        "the job exited (process 7; its PID now belongs to another process)"
+    assert job_exited("process no longer exists (pid=1)") == "the job exited (process no longer exists (pid=1))"

@@ -121,9 +121,9 @@ def test_markdown_for_a_cpu_only_job_says_why_the_gpu_is_missing():
 
 def test_early_exit_is_said():
     frames = [make_frame(i) for i in range(3)] + [make_frame(3, alive=False)]
-    got = collected(frames, [verdict(f.t) for f in frames], "the job exited (process 100 exited)", early=True)
+    got = collected(frames, [verdict(f.t) for f in frames], "the job exited (process 100)", early=True)
     md = render_markdown(build_report(got, make_env(), "live", pid=100, requested_s=60))
-    assert "**Watching ended early** (the job exited (process 100 exited)): this report covers only the 4 s of the 60 s asked for" in md
+    assert "**Watching ended early** (the job exited (process 100)): this report covers only the 4 s of the 60 s asked for" in md
 
 
 def test_json_report_is_versioned_and_complete():

@@ -36,7 +36,7 @@ def test_a_job_that_exits_early_is_reported_on_what_was_seen(tmp_path, capsys):
     assert rc == 0 and took < 20
     md = out.read_text()
     assert f"# gpuwatch diagnosis: PID {job.pid}" in md
-    assert f"; the job exited (process {job.pid} exited)." in md
+    assert f"; the job exited (process {job.pid})." in md
     assert "**Watching ended early** (the job exited" in md and "of the 30 s asked for" in md
     assert "verdict so far" in capsys.readouterr().err  # plain progress lines: stderr is not a terminal here
 

@@ -11,6 +11,7 @@ from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import MIN_EVIDENCE_SAMPLES, RX_PAGEABLE_MAX, SM_HEALTHY, WAIT_HIGH, WAIT_MODERATE
 from gpuwatch.model import stacks as lb
+from gpuwatch.model.values import job_exited
 from gpuwatch.model.verdict import (
     CHECKPOINT,
     CONTENTION,
@@ -276,7 +277,7 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
 
 def _idle(f: dict, sub: str, s: Signals) -> str:
     if sub == "exited":
-        return f"Not training: the job is gone ({s.exit_reason or 'exited'})."
+        return f"Not training: {job_exited(s.exit_reason)}."
     if sub == "stopped":
         return ("The job is stopped (state T: SIGSTOP, Ctrl-Z or a debugger): nothing to diagnose until it "
                 "runs again (kill -CONT resumes it).")

@@ -40,6 +40,7 @@ from gpuwatch.diagnosis.thresholds import (
     WORKER_D_SHARE,
 )
 from gpuwatch.model import stacks as lb
+from gpuwatch.model.values import job_exited
 from gpuwatch.model.verdict import CONTENTION, IDLE, UNKNOWN
 
 CAUSE_ORDER = ("tenant", "throttle", "cgroup", "neighbours", "steal", "memory", "link")
@@ -121,7 +122,7 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
     """Not training: the GPU idles and the main thread is outside the loop, or nothing runs at all."""
     c = Checks(IDLE, relax)
     if not s.alive:
-        c.note("alive", f"the job is gone ({s.exit_reason or 'exited'})", True)
+        c.note("alive", job_exited(s.exit_reason), True)
         return result(c, True, False, 1.0, "exited")
     if s.job.stopped:
         # A frozen job has no pipeline to judge: its last stack samples describe the moment it stopped.

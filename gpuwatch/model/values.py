@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TypeVar, Union
 
@@ -31,6 +32,20 @@ Maybe = Union[T, Unsupported]
 
 JOB_EXITED = "the job exited"
 """Begins the reason of a read that found the job gone: the end of the run, not a failure."""
+
+_PROCESS_EXITED = re.compile(r"process (\d+) exited(?: \((.+)\))?")
+"""How collectors/target.py words the job's end: "process N exited", maybe with why in brackets."""
+
+
+def job_exited(reason: str | None) -> str:
+    """"the job exited" with what is known of the end, saying "exited" once: the target's reason
+    "process N exited" reads "the job exited (process N)" (not "the job exited (process N
+    exited)"); another reason (psutil's words in older recordings) goes in brackets as it is."""
+    if not reason or reason.startswith(JOB_EXITED):
+        return reason or JOB_EXITED
+    m = _PROCESS_EXITED.fullmatch(reason)
+    detail = (f"process {m[1]}" + (f"; {m[2]}" if m[2] else "")) if m else reason
+    return f"{JOB_EXITED} ({detail})"
 
 PENDING = Unsupported("no sample yet")
 """Placeholder for a collector that has not produced its first sample."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from gpuwatch.analysis import Analysis
 from gpuwatch.model.frame import Frame
+from gpuwatch.model.values import job_exited
 from gpuwatch.model.verdict import Verdict
 from gpuwatch.multirank import MultiRank, RankTick
 from gpuwatch.pipeline import Pipeline, Source, Tick
@@ -103,7 +104,7 @@ async def watch_live(
     elif stop.is_set():
         out.ended, out.early = "stopped early (interrupted)", True
     elif out.last is not None and not out.last.target.alive:
-        out.ended, out.early = f"the job exited ({out.last.target.exit_reason or 'process gone'})", True
+        out.ended, out.early = job_exited(out.last.target.exit_reason), True
     else:
         out.ended = "duration reached"
     return out
