@@ -40,3 +40,19 @@ async def test_own_path_draws_what_textuals_pass_draws(monkeypatch, no_color):
             assert all(seg.style.color is None or seg.style.color.is_system_defined or
                        seg.style.color.triplet is None or len(set(seg.style.color.triplet)) == 1
                        for row in rows for strip in row.render_lines(Region(0, 0, *row.size)) for seg in strip)
+
+
+async def test_own_path_follows_a_new_background():
+    """The row keeps what it worked out of its styles (background, border, opacity) between style
+    updates: a theme switched under it must show on the next draw, as Textual's pass draws it."""
+    app = make_app(ListSource(synthetic_frames(20)))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot, app)
+        row = app.query_one("#m-sm", MetricRow)
+        crop = Region(0, 0, *row.size)
+        before = _segments(row.render_lines(crop))
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await settle(pilot, app)
+        after = _segments(row.render_lines(crop))
+        assert after == _segments(Widget.render_lines(row, crop))
+        assert [s for _, s in after[0]] != [s for _, s in before[0]]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.text import Text
+from textual.color import Color
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.style import Style as VisualStyle
@@ -43,6 +44,9 @@ class PartsWidget(Widget):
         self._final: list[Strip] | None = None
         """The lines as shown (filters applied) for ``_final_size``; None: draw again."""
         self._final_size = Size(0, 0)
+        self._shape: tuple[bool, Color] | None = None
+        """(True: drawn through Textual's own path, the background beneath the runs), worked out once
+        per style update (see :meth:`render_lines`); None: work it out again."""
         super().__init__(id=id, classes=classes)
 
     def _parts(self) -> list[list[Part]]:
@@ -75,6 +79,7 @@ class PartsWidget(Widget):
         self._styles.clear()
         self._filtered.clear()
         self._lines = self._final = None
+        self._shape = None
 
     def render(self) -> Text:
         """The lines as Text (what Textual measures; the screen is drawn by :meth:`render_line`)."""
@@ -96,12 +101,19 @@ class PartsWidget(Widget):
         every segment of every line each tick: Textual's line filters map each segment's style and
         leave its text alone, so filtering the style first draws the same segments (tests/test_metric_row.py
         compares the two paths, NO_COLOR included)."""
-        styles = self.styles
-        if (styles.border.spacing or styles.padding or styles.outline.spacing or styles.tint.a
-                or self.opacity != 1.0 or styles.text_opacity != 1.0 or styles.has_rule("hatch")):
+        shape = self._shape
+        if shape is None:
+            # Both walk the styles (the background and opacity: of every ancestor too), and both
+            # change only through the stylesheet, which calls notify_style_update on the widget and
+            # all its descendants; worked out each tick they were a third of the metric rows' drawing.
+            styles = self.styles
+            own_path = bool(styles.border.spacing or styles.padding or styles.outline.spacing or styles.tint.a
+                            or self.opacity != 1.0 or styles.text_opacity != 1.0 or styles.has_rule("hatch"))
+            shape = self._shape = (own_path, self.background_colors[1])
+        own_path, background = shape
+        if own_path:
             return super().render_lines(crop)
         size = self.size
-        _, background = self.background_colors
         key = (tuple(self.get_line_filters()), background)
         if key != self._filter_key:  # NO_COLOR toggled, ANSI colours switched, a new background
             self._filter_key = key
