@@ -1,4 +1,5 @@
-"""MetricRow's own drawing path against Textual's: the same segments, with colour and without.
+"""MetricRow's own drawing path against Textual's: the same segments, with colour and without (and the
+header's state line, drawn the same way with its padding).
 
 MetricRow.render_lines skips Textual's per-line styling pass and applies the app's line filters to
 its few run styles instead of to every segment. These tests draw each row of the main screen both
@@ -10,6 +11,7 @@ import pytest
 from textual.geometry import Region
 from textual.widget import Widget
 
+from gpuwatch.tui.panels.header import StateLine
 from gpuwatch.tui.panels.metric_row import MetricRow
 from tests.test_tui_fixtures import ListSource, make_app, settle, synthetic_frames
 
@@ -36,6 +38,11 @@ async def test_own_path_draws_what_textuals_pass_draws(monkeypatch, no_color):
                 ours = row.render_lines(crop)
                 textuals = Widget.render_lines(row, crop)
                 assert _segments(ours) == _segments(textuals), row.id
+        line = app.query_one("#header-state", StateLine)  # drawn the same way, its padding too
+        w, h = line.outer_size
+        assert "watched" in line._text and w == len(line._text) + 2  # its width follows the text
+        for crop in (Region(0, 0, w, h), Region(2, 0, w - 4, h)):
+            assert _segments(line.render_lines(crop)) == _segments(Widget.render_lines(line, crop))
         if no_color:  # the filter really ran: no colour left in any style
             assert all(seg.style.color is None or seg.style.color.is_system_defined or
                        seg.style.color.triplet is None or len(set(seg.style.color.triplet)) == 1
@@ -56,3 +63,4 @@ async def test_own_path_follows_a_new_background():
         after = _segments(row.render_lines(crop))
         assert after == _segments(Widget.render_lines(row, crop))
         assert [s for _, s in after[0]] != [s for _, s in before[0]]
+

@@ -32,6 +32,10 @@ class PartsWidget(Widget):
     the CPU box: 24.8 -> 18-20 ms a tick). Bars, plots and charts are not text to copy; the values
     are in ``--json``."""
 
+    OWN_PADDING = False
+    """True: padding at the sides is drawn here too (checked against Textual's pass for one line of
+    one style only: tests/test_metric_row.py); else a padded widget is drawn by Textual's pass."""
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         self._styles: dict[str | None, VisualStyle] = {}
         """Run styles by component class, kept across repaints (see :meth:`_style`)."""
@@ -44,9 +48,10 @@ class PartsWidget(Widget):
         self._final: list[Strip] | None = None
         """The lines as shown (filters applied) for ``_final_size``; None: draw again."""
         self._final_size = Size(0, 0)
-        self._shape: tuple[bool, Color] | None = None
-        """(True: drawn through Textual's own path, the background beneath the runs), worked out once
-        per style update (see :meth:`render_lines`); None: work it out again."""
+        self._shape: tuple[bool, Color, int, int, RichStyle] | None = None
+        """(True: drawn through Textual's own path, the background beneath the runs, the padding left
+        and right and its style), worked out once per style update (see :meth:`render_lines`); None:
+        work it out again."""
         super().__init__(id=id, classes=classes)
 
     def _parts(self) -> list[list[Part]]:
@@ -93,9 +98,10 @@ class PartsWidget(Widget):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The lines as drawn, without Textual's per-line styling pass where it has nothing to add:
-        a widget without border, padding, tint, hatch or transparency draws exactly the strips of
-        :meth:`render_line` (they carry the styles, background included), so only the app's line
-        filters (truecolor conversion, NO_COLOR, dimming) and the crop are left to apply.
+        a widget without border, padding above or below, tint, hatch or transparency draws exactly the
+        strips of :meth:`render_line` (they carry the styles, background included) between blanks for
+        the padding at its sides, so only the app's line filters (truecolor conversion, NO_COLOR,
+        dimming) and the crop are left to apply.
 
         The filters are applied to the half-dozen run styles once (:meth:`_shown_style`), not to
         every segment of every line each tick: Textual's line filters map each segment's style and
@@ -107,10 +113,16 @@ class PartsWidget(Widget):
             # change only through the stylesheet, which calls notify_style_update on the widget and
             # all its descendants; worked out each tick they were a third of the metric rows' drawing.
             styles = self.styles
-            own_path = bool(styles.border.spacing or styles.padding or styles.outline.spacing or styles.tint.a
-                            or self.opacity != 1.0 or styles.text_opacity != 1.0 or styles.has_rule("hatch"))
-            shape = self._shape = (own_path, self.background_colors[1])
-        own_path, background = shape
+            pad = styles.padding
+            own_path = bool(styles.border.spacing or styles.outline.spacing
+                            or (pad and not self.OWN_PADDING) or pad.top or pad.bottom
+                            or styles.tint.a or self.opacity != 1.0 or styles.text_opacity != 1.0
+                            or styles.has_rule("hatch"))
+            base_background, background = self.background_colors
+            # Padding at the sides as Textual's pass draws it: blanks in the background alone.
+            pad_style = VisualStyle(background=base_background + background).rich_style
+            shape = self._shape = (own_path, background, pad.left, pad.right, pad_style)
+        own_path, background, pad_left, pad_right, pad_style = shape
         if own_path:
             return super().render_lines(crop)
         size = self.size
@@ -119,16 +131,26 @@ class PartsWidget(Widget):
             self._filter_key = key
             self._filtered.clear()
             self._final = None
-        if self._final is None or self._final_size != size:
-            self._final = [self._strip(parts, size.width, self._shown_style) for parts in self._parts()]
-            self._final_size = size
-        blank = self._shown_style(None)
         width = size.width
-        strips = [self._final[y] if y < len(self._final) else Strip.blank(width, blank)
+        blank = self._shown_style(None)
+        if self._final is None or self._final_size != size:
+            if pad_left or pad_right:  # the text's own line filled out with the padding's blanks, as Textual does
+                shown_pad = self._filtered_style(pad_style)
+                self._final = [Strip.join([Strip.blank(pad_left, shown_pad),
+                                           self._strip(parts, width, self._shown_style).adjust_cell_length(width, shown_pad),
+                                           Strip.blank(pad_right, shown_pad)])
+                               for parts in self._parts()]
+            else:
+                self._final = [self._strip(parts, width, self._shown_style).adjust_cell_length(width, blank)
+                               for parts in self._parts()]
+            self._final_size = size
+        outer = width + pad_left + pad_right
+        if pad_left or pad_right:
+            blank = self._filtered_style(pad_style)  # a line below the text: padding and blank content alike
+        strips = [self._final[y] if y < len(self._final) else Strip.blank(outer, blank)
                   for y in crop.line_range]
-        strips = [s.adjust_cell_length(width, blank) for s in strips]
         x1, x2 = crop.column_span
-        if (x1, x2) != (0, width):
+        if (x1, x2) != (0, outer):
             strips = [strip.crop(x1, x2) for strip in strips]
         return strips
 
@@ -136,12 +158,16 @@ class PartsWidget(Widget):
         """A run's style with the app's line filters applied, as they would apply to its segment."""
         style = self._filtered.get(component)
         if style is None:
-            filters, background = self._filter_key or ((), None)
-            strip = Strip([Segment(" ", self._style(component).rich_style)])
-            for line_filter in filters:
-                strip = strip.apply_filter(line_filter, background)
-            style = self._filtered[component] = next(iter(strip)).style or RichStyle()
+            style = self._filtered[component] = self._filtered_style(self._style(component).rich_style)
         return style
+
+    def _filtered_style(self, style: RichStyle) -> RichStyle:
+        """``style`` with the app's line filters applied, as they would apply to a segment of it."""
+        filters, background = self._filter_key or ((), None)
+        strip = Strip([Segment(" ", style)])
+        for line_filter in filters:
+            strip = strip.apply_filter(line_filter, background)
+        return next(iter(strip)).style or RichStyle()
 
     def render_line(self, y: int) -> Strip:
         # Drawn as strips (Textual's line API) rather than through render(): a Text goes through
