@@ -182,7 +182,7 @@ def test_a_job_that_holds_no_gpu_on_a_gpu_host():
 def test_an_exited_job_is_idle():
     frames = build(HEALTHY, 5) + build(replace(HEALTHY, alive=False), 1, t0=1005.0, seq0=5)
     verdict = run(frames)[-1]
-    assert verdict.stage == v.IDLE and "gone" in verdict.sentence
+    assert verdict.stage == v.IDLE and "exited" in verdict.sentence
 
 
 def test_first_ticks_are_said_with_low_confidence():

@@ -39,6 +39,10 @@ def _job(x: object) -> str:
     return _cell(x) if isinstance(x, (Unsupported, bool)) or x is None else markdown(str(x))
 
 
+HEADLINE_LIMIT = 8000
+"""Characters of the verdict paragraph kept (it runs to ~1,000 with every clause)."""
+
+
 def _title(stage: str) -> str:
     return STAGE_TITLES.get(stage, stage)
 
@@ -64,7 +68,8 @@ def render_markdown(r: Report) -> str:
     out += ["", "## Verdict", ""]
     m = r.summary
     title, rest = headline(m)
-    out.append(f"**{title}** {rest}")
+    # The sentence quotes the job's own strings (a frame, a file): no Markdown of theirs survives.
+    out.append(f"**{title}** {markdown(rest, HEADLINE_LIMIT)}")
     out += _checks(r) + _remedies(r) + _timeline(r) + _evidence(r) + _stall(r) + _epochs(r) + _stacks(r)
     out += _environment(r) + _gaps(r)
     return "\n".join(out).rstrip() + "\n"
