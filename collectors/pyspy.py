@@ -7,6 +7,7 @@ call that hangs is killed and reaped; :meth:`Pyspy.kill` ends the one in flight 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -87,31 +88,30 @@ class ParseError(ValueError):
 
 
 FRAME_MEMO = 8192
-"""Frames kept by their raw fields (see _frame): a training loop's dumps show the same few hundred
-frames again and again, and cleaning three strings per frame was a third of parsing a dump."""
-_frames: dict[tuple, FrameRecord] = {}
+"""Frames kept by their raw fields (functools.lru_cache): a training loop's dumps show the same few
+hundred frames again and again, and cleaning three strings per frame was a third of parsing a dump."""
 
 
 def _frame(f: dict) -> FrameRecord:
     """The FrameRecord of one JSON frame; the same frame seen before comes back as the same object."""
-    key = (f.get("name"), f.get("filename"), f.get("short_filename"), f.get("line"))
+    raw = (f.get("name"), f.get("filename"), f.get("short_filename"), f.get("line"))
     try:
-        hit = _frames.get(key)
+        hash(raw)
     except TypeError:  # a field that is not a plain value (not py-spy's output): no memo
-        key, hit = None, None
-    if hit is not None:
-        return hit
-    rec = FrameRecord(
-        name=clean(str(f.get("name") or "?"), MAX_NAME),
-        filename=clean(str(f.get("filename") or ""), MAX_NAME),
-        short_filename=clean(str(f.get("short_filename") or f.get("filename") or ""), MAX_NAME),
-        line=int(f.get("line") or 0),
+        return _frame_record(*raw)
+    return _remembered_frame(*raw)
+
+
+def _frame_record(name: object, filename: object, short_filename: object, line: object) -> FrameRecord:
+    return FrameRecord(
+        name=clean(str(name or "?"), MAX_NAME),
+        filename=clean(str(filename or ""), MAX_NAME),
+        short_filename=clean(str(short_filename or filename or ""), MAX_NAME),
+        line=int(line or 0),
     )
-    if key is not None:
-        if len(_frames) >= FRAME_MEMO:
-            _frames.clear()
-        _frames[key] = rec
-    return rec
+
+
+_remembered_frame = functools.lru_cache(maxsize=FRAME_MEMO)(_frame_record)
 
 
 def find_pyspy() -> str | None:

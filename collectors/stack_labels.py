@@ -23,6 +23,7 @@ What the frames cannot tell (py-spy without ``--native`` shows Python frames onl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
@@ -35,6 +36,11 @@ from gpuwatch.model.stacks import ROLE_WORKER as ROLE_WORKER_THREAD
 
 # (function, file suffix): function is "Class.method" or "func"; "" matches any function.
 Pattern = tuple[str, str]
+
+MEMO = 8192
+"""Answers kept per file name (origin, file-suffix matches; functools.lru_cache): every dump of a
+training loop shows the same few files, and the string work per frame and pattern was most of
+labelling a dump."""
 
 DATALOADER = "torch/utils/data/dataloader.py"
 FETCH: Pattern = ("fetch", "torch/utils/data/_utils/fetch.py")
@@ -234,16 +240,13 @@ def short_name(f: FrameRecord) -> str:
 
 def origin(f: FrameRecord) -> str:
     """torch, lib (other installed packages), stdlib, or user (the job's own code)."""
-    key = (f.filename, f.short_filename)
-    hit = _origins.get(key)
-    if hit is None:
-        hit = _memo(_origins, key, _origin(f))
-    return hit
+    return _origin(f.filename, f.short_filename)
 
 
-def _origin(f: FrameRecord) -> str:
-    path = f.filename.replace("\\", "/")
-    if f.short_filename.startswith("torch/"):
+@functools.lru_cache(maxsize=MEMO)
+def _origin(filename: str, short_filename: str) -> str:
+    path = filename.replace("\\", "/")
+    if short_filename.startswith("torch/"):
         return "torch"
     if "/site-packages/" in path or "/dist-packages/" in path:
         return "lib"
@@ -405,31 +408,14 @@ def _hot(frames: Sequence[FrameRecord], fetch_at: int) -> str:
 
 # -- matching helpers ------------------------------------------------------------------------------
 
-MEMO = 8192
-"""Answers kept per file name (origin, file-suffix matches): every dump of a training loop shows the
-same few files, and the string work per frame and pattern was most of labelling a dump."""
-_origins: dict[tuple[str, str], str] = {}
-_suffixes: dict[tuple[str, str, str], bool] = {}
-
-
-def _memo(memo: dict, key: tuple, value):
-    if len(memo) >= MEMO:
-        memo.clear()
-    memo[key] = value
-    return value
-
-
 def _file_matches(frame: FrameRecord, suffix: str) -> bool:
-    key = (frame.filename, frame.short_filename, suffix)
-    hit = _suffixes.get(key)
-    if hit is None:
-        hit = _memo(_suffixes, key, _file_matches_now(frame, suffix))
-    return hit
+    return _path_matches(frame.filename, frame.short_filename, suffix)
 
 
-def _file_matches_now(frame: FrameRecord, suffix: str) -> bool:
-    short = "/" + frame.short_filename.replace("\\", "/")
-    full = frame.filename.replace("\\", "/")
+@functools.lru_cache(maxsize=MEMO)
+def _path_matches(filename: str, short_filename: str, suffix: str) -> bool:
+    short = "/" + short_filename.replace("\\", "/")
+    full = filename.replace("\\", "/")
     if suffix.endswith("/") or "." not in suffix.rsplit("/", 1)[-1]:  # a folder or a name fragment
         return ("/" + suffix) in short or ("/" + suffix) in full
     return short.endswith("/" + suffix) or full.endswith("/" + suffix)
