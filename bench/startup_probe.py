@@ -117,12 +117,33 @@ class _Wrapped:
         return getattr(self._loader, name)
 
 
+def _time_first_calls(c) -> None:
+    """Mark when ``c``'s probe and first sample start and end on its thread, with that thread's CPU
+    seconds in the call (``thread_cpu``): a call whose wall time far exceeds its CPU waited, for
+    the GIL most of all while the main thread imports."""
+    for name in ("probe", "sample"):
+        real = getattr(c, name)
+
+        def timed(*a, _real=real, _name=name, **kw):
+            setattr(c, _name, _real)  # the first call only
+            t0 = time.thread_time()
+            mark(f"{_name} starts: {c.field}")
+            try:
+                return _real(*a, **kw)
+            finally:
+                mark(f"{_name} ends: {c.field}", thread_cpu=round(time.thread_time() - t0, 4))
+
+        setattr(c, name, timed)
+
+
 @after("gpuwatch.engine")
 def _patch_engine(engine) -> None:
     prestart, first_round, sample = engine.Watch.prestart, engine.Watch._first_round, engine._sample_if_probe_ok
 
     def prestart_marked(self):
         mark("collectors prestarted")
+        for c in self.collectors:
+            _time_first_calls(c)
         return prestart(self)
 
     def sample_marked(c, probe):

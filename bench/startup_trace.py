@@ -118,8 +118,31 @@ def _package(name: str) -> str:
     return ".".join(parts[:2]) if parts[0] == "gpuwatch" else parts[0]
 
 
-def _med(xs: list[float]) -> str:
-    return "" if not xs else f"{statistics.median(xs):.3f} ({min(xs):.3f}..{max(xs):.3f})"
+def _med(xs: list[float], fmt: str = ".3f") -> str:
+    return "" if not xs else f"{statistics.median(xs):{fmt}} ({min(xs):{fmt}}..{max(xs):{fmt}})"
+
+
+FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
+
+
+def _first_calls(starts: list[dict]) -> list[str]:
+    """Each collector's probe and first sample: when they ran (wall from exec) and the CPU their
+    own thread spent in them. Wall far above CPU is time spent waiting, for the GIL above all
+    while the main thread imports and lays out (or, for the sample, the first rate window)."""
+    rows = []
+    for f in FIELDS:
+        for call in ("probe", "sample"):
+            got = [(s["marks"][f"{call} starts: {f}"], s["marks"][f"{call} ends: {f}"]) for s in starts
+                   if f"{call} starts: {f}" in s["marks"] and f"{call} ends: {f}" in s["marks"]]
+            if got:
+                rows.append(f"| {f} {call} | {_med([a['t'] for a, _ in got])} | {_med([b['t'] for _, b in got])} | "
+                            f"{_med([b.get('thread_cpu', 0.0) * 1e3 for _, b in got], '.1f')} | {len(got)} |")
+    if not rows:
+        return []
+    return ["", "Collectors' probes and first samples on their own threads: wall s from exec, and the CPU ms "
+            "their thread spent in the call (the first sample waits out the rest of the rate window), "
+            "median (min..max):", "", "| call | starts at | ends at | thread CPU ms | starts |", "|---|---|---|---|---|",
+            *rows]
 
 
 def report(starts: list[dict], imports: dict[str, tuple[int, int]]) -> str:
@@ -137,6 +160,7 @@ def report(starts: list[dict], imports: dict[str, tuple[int, int]]) -> str:
     if pending:
         md += ["", "First round cut at its limit with collectors still pending: "
                + ", ".join(f"{f} ({n} starts)" for f, n in pending.items()) + "."]
+    md += _first_calls(starts)
     painted = [s["marks"].get("first frame with data written to the terminal", {}) for s in starts]
     gc_cpu = [p["gc_cpu"] for p in painted if "gc_cpu" in p]
     md += ["", f"Garbage collection up to the first painted frame, CPU s (all threads): {_med(gc_cpu) or '-'}."]
