@@ -76,9 +76,13 @@ class Watch:
         reads to end just before it."""
         self._lead: dict[str, float] = {}
         """Collector field -> how long its reads take (LEAD_DECAY), queueing on its thread included."""
+        self._all_in: asyncio.Future | None = None
+        """Done once every collector has reported (a sample, or why it has none): the first
+        frame's wait ends then (made in frames(), on its event loop)."""
 
     async def frames(self, duration: float | None = None) -> AsyncIterator[Frame]:
         loop = asyncio.get_running_loop()
+        self._all_in = loop.create_future()
         tasks = []
         for c in self.collectors:
             if c.field not in self._early:
@@ -97,7 +101,8 @@ class Watch:
                 # --duration wins over --interval: the last frame comes at the end of the duration
                 # (a 60 s interval with a 0.5 s duration ran 61 s).
                 wake = next_tick if end is None else min(next_tick, end)
-                await asyncio.sleep(max(0.0, wake - self.clock()))
+                if wake > self.clock():  # the first frame is due at once: no turn of the loop for it
+                    await asyncio.sleep(wake - self.clock())
                 next_tick += self.interval
                 now = self.clock()
                 if now > next_tick:  # we fell behind (suspended laptop, overloaded host): skip ticks
@@ -159,10 +164,26 @@ class Watch:
         return self._executors[what]
 
     async def _first_round(self, deadline: float) -> None:
-        while self.clock() < deadline:
-            if all(c.field in self._stamp or self._latest[c.field] is not PENDING for c in self.collectors):
-                return
-            await asyncio.sleep(0.02)
+        """Wait until every collector has reported once, or until ``deadline``. The last report
+        ends the wait (a plain future and a timer: one turn of the event loop, where a poll or
+        asyncio.wait_for take several, each a layout pass long while the TUI starts)."""
+        fut = self._all_in
+        assert fut is not None
+        if self._all_reported():
+            return
+        timer = asyncio.get_running_loop().call_later(max(0.0, deadline - self.clock()), _finish, fut)
+        try:
+            await fut
+        finally:
+            timer.cancel()
+
+    def _all_reported(self) -> bool:
+        return all(c.field in self._stamp or self._latest[c.field] is not PENDING for c in self.collectors)
+
+    def _reported(self) -> None:
+        """A collector has just reported: wake the first frame's wait if it was the last one."""
+        if self._all_in is not None and not self._all_in.done() and self._all_reported():
+            self._all_in.set_result(None)
 
     def _store(self, c: Collector, value: object) -> None:
         """Keep ``value`` as the field's latest. A collector that :class:`Merges` (the stack collector) does
@@ -204,20 +225,30 @@ class Watch:
         ex = self._executor(c)
         early = self._early.pop(c.field, None)
         try:
-            started_probe = asyncio.wrap_future(early[0]) if early else loop.run_in_executor(ex, c.probe)
-            problem = await asyncio.wait_for(started_probe, timeout=c.timeout + 10)
+            # A prestarted probe or first sample that has already finished is taken as it is: each
+            # await on it would cost turns of an event loop that is busy laying out the TUI, and
+            # the first frame would miss the first paint that it could have made.
+            if early is not None and early[0].done():
+                problem = early[0].result()
+            else:
+                started_probe = asyncio.wrap_future(early[0]) if early else loop.run_in_executor(ex, c.probe)
+                problem = await asyncio.wait_for(started_probe, timeout=c.timeout + 10)
         except Exception as e:  # noqa: BLE001 - a broken probe disables one panel, not the app
             problem = Unsupported(f"{words(c.field)} could not start: {e}")
         if problem is not None:
             self._latest[c.field] = problem
+            self._reported()
             return
         failures = 0
         while not self._stopping:
             started = self.clock()
+            first, early = early, None
             try:
-                pending = asyncio.wrap_future(early[1]) if early else loop.run_in_executor(ex, c.sample)
-                early = None
-                value = await asyncio.wait_for(pending, timeout=c.timeout)
+                if first is not None and first[1].done():
+                    value = first[1].result()
+                else:
+                    pending = asyncio.wrap_future(first[1]) if first else loop.run_in_executor(ex, c.sample)
+                    value = await asyncio.wait_for(pending, timeout=c.timeout)
                 failures = 0
             except asyncio.TimeoutError:
                 value = Unsupported(f"{words(c.field)}: a read took longer than {c.timeout:.0f} s")
@@ -234,6 +265,7 @@ class Watch:
                 return
             self._store(c, value)
             done = self._stamp[c.field] = self.clock()
+            self._reported()
             lead = self._lead[c.field] = max(done - started, LEAD_DECAY * self._lead.get(c.field, 0.0))
             if c.field == "procs":
                 self._last_cmdline = self.target.cmdline()
@@ -258,6 +290,11 @@ def aligned_start(now: float, started: float, next_tick: float, interval: float,
     while tick - ahead < earliest:
         tick += interval
     return tick - ahead
+
+
+def _finish(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def _sample_if_probe_ok(c: Collector, probe: Future) -> object:

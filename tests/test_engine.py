@@ -224,3 +224,32 @@ def test_reads_are_timed_to_end_just_before_the_frame_that_carries_them():
     start = aligned_start(now=12.5, started=11.0, next_tick=13.0, interval=1.0, lead=1.5)
     assert start >= 12.5 and start - 11.0 >= 0.5
 
+
+
+def test_prestarted_readings_make_the_first_frame_within_a_few_turns_of_a_busy_loop(sleeper):
+    """The TUI's event loop is busy laying out its first screen while the first frame is waited
+    for: each turn of it runs a long callback. Readings that prestart() already has are taken as
+    they are, and the last report wakes the wait, so the first frame comes after a few turns
+    instead of the many that awaiting each finished reading and polling took."""
+    watch = Watch(Target(sleeper.pid), [Counting(), Refusing(), Failing()], interval=1.0)
+    watch.prestart()
+    deadline = time.monotonic() + 5
+    while not all(f[1].done() for f in watch._early.values()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    turns = []
+
+    async def main():
+        async def busy():  # a layout pass a turn
+            while True:
+                time.sleep(0.01)
+                turns.append(1)
+                await asyncio.sleep(0)
+
+        hog = asyncio.create_task(busy())
+        async for f in watch.frames(duration=0.0):
+            hog.cancel()
+            return f
+
+    frame = asyncio.run(main())
+    assert frame.host == Unsupported("call 1")
+    assert len(turns) <= 6, f"the first frame waited {len(turns)} turns of the loop"
