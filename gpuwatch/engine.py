@@ -17,6 +17,7 @@ from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.field_words import words
 from gpuwatch.model.values import JOB_EXITED, PENDING, Unsupported, job_exited, known
+from gpuwatch.startup_switch import restore, shorten
 from gpuwatch.threadname import name_this_thread
 
 FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
@@ -95,6 +96,7 @@ class Watch:
             # FIRST_FRAME_S at most (the stack collector spreads its dumps over a whole tick, so it
             # may still say "no sample yet"): the screen fills within about a second of attaching.
             await self._first_round(start + min(self.interval, FIRST_FRAME_S))
+            restore()  # the first readings are in: Python's switch interval again (prestart shortened it)
             next_tick = self.clock()
             end = None if duration is None else start + duration
             while True:
@@ -121,6 +123,7 @@ class Watch:
             # and a collector loop that missed it would keep this gather waiting forever (seen:
             # a headless watch that did not exit at --duration, about 1 run in 15).
             self._stopping = True
+            restore()  # ended before its first round (a stop at start-up)
             for t in tasks:
                 t.cancel()
             if tasks:
@@ -142,7 +145,10 @@ class Watch:
     def prestart(self) -> None:
         """Start every collector's probe and first sample now, on its own thread, before an event
         loop runs: the TUI imports and starts Textual meanwhile (about half a second), so its first
-        frame is not the sum of both. ``frames`` picks the results up."""
+        frame is not the sum of both. ``frames`` picks the results up. The threads switch more
+        often meanwhile (gpuwatch/startup_switch.py): the main thread, importing, holds the GIL
+        that each of the collectors' reads gives up."""
+        shorten()
         todo = [c for c in self.collectors if c.field not in self._early]
         # Every probe before any first sample: collectors that share a thread then take their
         # baselines together and wait out one first window, not one each (collectors/base.py).

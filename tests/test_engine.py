@@ -253,3 +253,23 @@ def test_prestarted_readings_make_the_first_frame_within_a_few_turns_of_a_busy_l
     frame = asyncio.run(main())
     assert frame.host == Unsupported("call 1")
     assert len(turns) <= 6, f"the first frame waited {len(turns)} turns of the loop"
+
+
+def test_threads_switch_often_only_until_the_first_readings_are_in(sleeper):
+    """prestart() shortens the switch interval (the collectors' reads wait less for the GIL that the
+    importing main thread holds); the first frame's round puts Python's own back."""
+    import sys
+
+    from gpuwatch.startup_switch import STARTUP_SWITCH_S
+
+    before = sys.getswitchinterval()
+    watch = Watch(Target(sleeper.pid), [Counting()], interval=1.0)
+    watch.prestart()
+    assert sys.getswitchinterval() == pytest.approx(min(before, STARTUP_SWITCH_S))
+
+    async def first():
+        async for f in watch.frames(duration=0.0):
+            return f
+
+    asyncio.run(first())
+    assert sys.getswitchinterval() == pytest.approx(before)
