@@ -7,9 +7,13 @@ utilization since a cursor, and GPM metrics over exactly the tick. Most of these
 5-50 us on an H200 (h200-signatures.md). ``nvmlDeviceGetPcieThroughput`` is never called: it
 blocks ~21 ms per call there.
 
-Two reads cost ~2 ms of CPU each on the H200 (a fifth of all collectors' CPU; bench.collector_cost): the memory-utilization sample buffer and per-process utilization. Both are cursor reads, so
-reading them less often loses no sample, only time resolution; each is read every tick only where
-the diagnosis needs it then (see ``_util_mem`` and ``_processes``), else every SLOW_TTL_S.
+Every read of a sample buffer (GPU utilization, memory utilization, per-process utilization)
+costs ~2.3 ms of CPU on the H200, in the driver, whatever the buffer or cursor
+(bench/results/2026-12-04-h200/run27): the GPU collector's largest costs. They are cursor reads, so
+reading them less often loses no sample, only time resolution. Memory and per-process utilization
+are read every tick only where the diagnosis needs them then (see ``_util_mem`` and
+``_processes``), else every SLOW_TTL_S; GPU utilization every tick, or every second tick while the
+stack pace is relaxed (see ``_util_gpu``).
 """
 
 from __future__ import annotations
@@ -52,6 +56,24 @@ IDLE_AFTER_PERIODS = 2
 the driver has stopped sampling because the GPU is idle (signals.md §1.2), so 0 % is real. Sooner,
 the tick was just shorter than the driver's period and nothing is known yet."""
 
+RELAXED_BUFFER_EVERY = 2
+"""While the stack pace is relaxed (gpuwatch/pace.py: GPU-bound at a steady confidence for ten
+ticks, the GPU as busy as before), the GPU-utilization buffer is read every this many ticks, and
+the ticks between take ``nvmlDeviceGetUtilizationRates``: the driver's latest sample period, 0.04
+ms of CPU on the H200 against 2.3 ms for the buffer (bench/results/2026-12-04-h200/run27). What
+the relaxed pace watches for is busy falling, and a fall that lasts shows in the latest period as
+soon as in the tick's mean. The next buffer read carries every sample since the last one, so the
+200 ms trace (diagnosis/stalls.py) loses none, only shows them a tick later.
+
+Checked by replaying the 66 H200 recordings with GPU frames (2,444 ticks), each skipped tick's
+busy share taken as its last 200 ms sample (the shortest period nvml.h allows is 1/6 s; a 1 s
+period would be the tick's mean itself), with the skipped ticks at either phase (tests/test_relaxed_util_replay.py):
+no stage, confidence or stall changed, and every switch went back to full pace on the same tick.
+Two kinds of tick differ in the pace alone: a 200 ms dip deeper than its tick's mean sent it to
+full for a tick (twice in 79 relaxed ticks of the benchmark job), and a one-tick dip on a skipped
+tick kept it relaxed through it (once, the tokenize job). Every third tick held two ticks' samples
+back, and the tokenize job's stall, seen on its last busy tick, went unseen."""
+
 MEMORY_V2_MISSING = ("NVMLError_FunctionNotFound", "NVMLError_ArgumentVersionMismatch", "NVMLError_NotSupported",
                      "NVMLError_NoData")
 """nvmlDeviceGetMemoryInfo_v2 answers that mean "use v1 instead": an older driver lacks
@@ -70,6 +92,10 @@ class _GpuState:
     """Sampling type -> the driver's sample spacing, as observed (200 ms on an H200)."""
     last_new: dict[int, float] = dc_field(default_factory=dict)
     """Sampling type -> our clock when the buffer last gave new samples."""
+    buffer_skipped: int = 0
+    """Ticks since the last GPU-utilization buffer read (they took nvmlDeviceGetUtilizationRates)."""
+    rates_work: bool = True
+    """nvmlDeviceGetUtilizationRates answered (False: the buffer every tick)."""
     proc_cursor: int = 0
     proc_seen: bool = False
     proc_util: tuple[float, dict[int, float] | Unsupported] | None = None
@@ -90,6 +116,12 @@ class GpuCollector(NvmlCollector):
         self._temp_v = True
         self._mem_v2 = True
         self._bufs: NvmlBuffers | None = None
+        self._relaxed = False
+
+    def set_pace(self, main: float, workers: float | None = None) -> None:
+        """The stack pace (gpuwatch/pace.py), set after every verdict: below full, the job has been
+        steadily GPU-bound, and the GPU-utilization buffer is read less often (RELAXED_BUFFER_EVERY)."""
+        self._relaxed = main < 1.0
 
     # -- one tick ----------------------------------------------------------------------------
     def sample(self) -> tuple[GpuSample, ...] | Unsupported:
@@ -128,7 +160,7 @@ class GpuCollector(NvmlCollector):
         ):
             if key not in st.static:  # constant for the GPU's life: read once
                 st.static[key] = self._get(i, what, fn, *args)
-        util_gpu, trace = self._util(i, st, nv.NVML_GPU_UTILIZATION_SAMPLES, "GPU utilization")
+        util_gpu, trace = self._util_gpu(i, st)
         util_mem = self._util_mem(i, st, gpm_works=self._gpm.supported(i) is True)
         mem = self._memory(i)
         return GpuSample(
@@ -195,8 +227,29 @@ class GpuCollector(NvmlCollector):
                 return Unsupported(describe(e, "temperature"))
         return _scale(self._get(i, "temperature", "nvmlDeviceGetTemperature", nv.NVML_TEMPERATURE_GPU), 1)
 
-    def _util(self, i: int, st: _GpuState, kind: int, what: str) -> tuple[Any, tuple[tuple[float, float], ...]]:
-        """Mean of the driver's utilization samples newer than the cursor, and those samples."""
+    def _util_gpu(self, i: int, st: _GpuState) -> tuple[Any, tuple[tuple[float, float], ...]]:
+        """GPU utilization and its samples from the buffer; while the pace is relaxed, on every
+        tick but one in RELAXED_BUFFER_EVERY, the driver's latest period and no samples (they come
+        with the next buffer read). Only once the buffer has given samples: before that, its
+        answers say whether the GPU ran anything at all."""
+        nv = self.session.nvml
+        kind = nv.NVML_GPU_UTILIZATION_SAMPLES
+        if self._relaxed and st.rates_work and kind in st.cursors and st.buffer_skipped < RELAXED_BUFFER_EVERY - 1:
+            try:
+                latest = float(self.session.call(i, "nvmlDeviceGetUtilizationRates").gpu)
+            except (nv.NVMLError, AttributeError):
+                st.rates_work = False  # not on this GPU or driver: the buffer every tick
+            else:
+                st.buffer_skipped += 1
+                return latest, ()
+        spanned, st.buffer_skipped = st.buffer_skipped > 0, 0
+        return self._util(i, st, kind, "GPU utilization", spanned)
+
+    def _util(self, i: int, st: _GpuState, kind: int, what: str,
+              spanned: bool = False) -> tuple[Any, tuple[tuple[float, float], ...]]:
+        """Mean of the driver's utilization samples newer than the cursor, and those samples. After
+        skipped ticks (``spanned``) the samples are all returned, the mean is over the last
+        interval's: the frame's value covers its own tick."""
         nv = self.session.nvml
         cursor = st.cursors.get(kind, 0)
         try:
@@ -213,9 +266,8 @@ class GpuCollector(NvmlCollector):
         except nv.NVMLError as e:
             return Unsupported(describe(e, what)), ()
         new = [(ts, float(v)) for ts, v in samples if ts > cursor]
-        if cursor == 0 and new:  # first read returns the whole buffer (~20 s): keep one tick of it
-            newest = max(ts for ts, _ in new)
-            new = [p for p in new if p[0] >= newest - self.interval * 1e6]
+        if cursor == 0:  # first read returns the whole buffer (~20 s): keep one tick of it
+            new = self._last_tick(new)
         st.seen.add(kind)
         if not new:
             return 0.0, ()
@@ -225,7 +277,15 @@ class GpuCollector(NvmlCollector):
         gaps = [b[0] - a[0] for a, b in zip(new, new[1:]) if b[0] > a[0]]
         if gaps:
             st.period_s[kind] = min(gaps) / 1e6
-        return sum(v for _, v in new) / len(new), tuple((ts / 1e6, v) for ts, v in new)
+        tick = self._last_tick(new) if spanned else new
+        return sum(v for _, v in tick) / len(tick), tuple((ts / 1e6, v) for ts, v in new)
+
+    def _last_tick(self, samples: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """The samples of the last interval before the newest one (driver timestamps, us)."""
+        if not samples:
+            return samples
+        newest = max(ts for ts, _ in samples)
+        return [p for p in samples if p[0] >= newest - self.interval * 1e6]
 
     def _util_mem(self, i: int, st: _GpuState, gpm_works: bool) -> Any:
         """Memory-controller utilization: every tick where it is the diagnosis's only DRAM signal

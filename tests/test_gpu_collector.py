@@ -21,6 +21,7 @@ from gpuwatch.collectors.nvml_session import NvmlSession
 from gpuwatch.collectors.pcie import MIB, PcieCollector
 from gpuwatch.model.gpu import GpmMetrics
 from gpuwatch.model.values import Unsupported
+from gpuwatch.pace import FULL, RELAXED
 from tests.fake_nvml import CAPTURE, FakeNvml, load_capture
 
 MIB = 2**20
@@ -195,6 +196,62 @@ def test_beside_gpm_memory_utilization_is_read_every_slow_ttl_as_the_mean_since_
     since = {ts: float(v) for k in range(fake.tick - 8, fake.tick + 1)
              for ts, v in fake.raw("samples_mem", tick=k)["v"]["s"] if ts > read_before}
     assert len(since) >= 9 and later.util_mem == pytest.approx(sum(since.values()) / len(since))
+
+
+def per_tick_calls(fake, c, clock, ticks):
+    """(GPU samples, NVML calls by name) of ``ticks`` capture ticks, the calls counted over them."""
+    before = dict(fake.calls)
+    out = []
+    for _ in range(ticks):
+        step(fake, clock)
+        out.append(c.sample()[0])
+    return out, {fn: n - before.get(fn, 0) for fn, n in fake.calls.items() if n != before.get(fn, 0)}
+
+
+def test_relaxed_pace_reads_the_gpu_buffer_every_second_tick(fake, session, clock):
+    # The pageable copy: its samples vary (37-42 %), so the latest period and the tick's mean differ.
+    fake.goto("h2d_pageable", 1)
+    c = collector(session, clock, interval=0.5)
+    c.sample()
+    full, calls = per_tick_calls(fake, c, clock, 4)
+    assert calls["nvmlDeviceGetSamples"] == 4 and "nvmlDeviceGetUtilizationRates" not in calls
+    assert all(g.util_trace for g in full)
+    c.set_pace(*RELAXED)
+    relaxed, calls = per_tick_calls(fake, c, clock, 4)
+    # Memory utilization is read every SLOW_TTL_S beside GPM, not in these 2 s: the buffer reads are GPU's.
+    assert calls["nvmlDeviceGetSamples"] == 2 and calls["nvmlDeviceGetUtilizationRates"] == 2
+    skipped, read = relaxed[0], relaxed[1]
+    assert skipped.util_trace == () and skipped.util_gpu == float(fake.raw("samples_gpu", tick=fake.tick - 3)["v"]["s"][-1][1])
+    # The buffer read after it carries both ticks' samples; its mean is over its own tick's.
+    both = [(ts / 1e6, float(v)) for k in (fake.tick - 3, fake.tick - 2) for ts, v in fake.raw("samples_gpu", tick=k)["v"]["s"]]
+    assert read.util_trace == tuple(both)
+    own = [v for ts, v in both if ts >= both[-1][0] - 0.5]
+    assert read.util_gpu == pytest.approx(sum(own) / len(own))
+    assert relaxed[2].util_trace == () and relaxed[3].util_trace
+
+
+def test_back_at_full_pace_the_next_tick_reads_the_buffer(fake, session, clock):
+    fake.goto("matmul_bf16", 1)
+    c = collector(session, clock)
+    c.sample()
+    c.set_pace(*RELAXED)
+    step(fake, clock)
+    assert c.sample()[0].util_trace == ()
+    c.set_pace(*FULL)  # busy fell: the pace went back to full
+    after, calls = per_tick_calls(fake, c, clock, 2)
+    assert calls["nvmlDeviceGetSamples"] == 2 and "nvmlDeviceGetUtilizationRates" not in calls
+    assert after[0].util_trace[0][0] < after[0].util_trace[-1][0] - 0.5  # the skipped tick's samples too
+
+
+def test_relaxed_pace_without_utilization_rates_reads_the_buffer_every_tick(fake, session, clock):
+    fake.goto("matmul_bf16", 1)
+    c = collector(session, clock)
+    c.sample()
+    c.set_pace(*RELAXED)
+    fake.not_supported("utilization_rates")
+    got, calls = per_tick_calls(fake, c, clock, 3)
+    assert calls["nvmlDeviceGetSamples"] == 3 and calls["nvmlDeviceGetUtilizationRates"] == 1  # asked once
+    assert all(g.util_trace and g.util_gpu == 99.0 for g in got)
 
 
 def test_no_new_samples_after_a_good_read_is_a_real_zero(fake, session, clock):

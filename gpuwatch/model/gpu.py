@@ -49,10 +49,13 @@ class GpuSample:
     name: str
     used_by_target: bool
     util_gpu: Maybe[float]
-    """Mean of the driver's utilization samples new this tick (%). Counts copy-engine time too."""
+    """Mean of the driver's utilization samples of this tick (%). Counts copy-engine time too. On a
+    tick that skipped the buffer (relaxed pace, collectors/gpu.py RELAXED_BUFFER_EVERY): the
+    driver's latest sample period (nvmlDeviceGetUtilizationRates)."""
     util_mem: Maybe[float]
     util_trace: tuple[tuple[float, float], ...]
-    """The driver's 200 ms utilization samples new this tick: (unix seconds, percent)."""
+    """The driver's 200 ms utilization samples new since the last buffer read: (unix seconds,
+    percent). Empty on a tick that skipped the buffer; the next read carries its samples."""
     mem_used: Maybe[int]
     """Bytes in use without the driver's reservation (NVML memory info v2), as nvidia-smi shows."""
     mem_total: Maybe[int]
