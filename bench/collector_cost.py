@@ -16,6 +16,10 @@ H200: each call's median CPU in the H200 run named by H200_REFERENCE, times the 
 
     python -m bench.collector_cost --device cuda --ticks 30 --out DIR
     python -m bench.collector_cost --device cpu --ticks 30 --out DIR     # fake NVML, H200 estimate
+
+``--pace relaxed`` hands the collectors that follow the pace (collectors/base.py Paced) the relaxed
+pace of gpuwatch/pace.py from the second tick on, as a watch of the steady GPU-bound job does
+after ten ticks: fewer stack dumps, the GPU utilization buffer read every second tick.
 """
 
 from __future__ import annotations
@@ -32,12 +36,13 @@ if __package__ in (None, ""):  # run as a file: make `bench` importable
 
 from bench import observe
 
-H200_REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "2026-12-03-h200", "run14",
+H200_REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "2026-12-04-h200", "run29",
                               "collector_cost", "collector_cost.json")
-"""The H200 run whose per-call NVML CPU prices the fake's call counts (run 14, 8c3688e's collectors'
-calls, 30 ticks; h200-signatures.md has the same order of costs)."""
-TWO_CALL = ("nvmlDeviceGetSamples", "nvmlDeviceGetProcessUtilization")
-"""The NVML reads nvidia-ml-py makes in two driver calls each."""
+"""The H200 run whose per-call NVML CPU prices the fake's call counts (run 29, 44da06d's collectors,
+the buffered reads in one driver call each, 30 ticks)."""
+H200_PRICES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "2026-12-04-h200", "run27",
+                           "nvml_prices", "nvml_prices.json")
+"""Prices of calls the reference run did not make (bench/nvml_prices.py on the same kind of H200)."""
 FAKE_START = "matmul_bf16"
 """The capture's workload the fake NVML starts from (a busy GPU, as the steady job's)."""
 
@@ -48,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ticks", type=int, default=30)
     p.add_argument("--interval", type=float, default=1.0)
     p.add_argument("--out", required=True)
+    p.add_argument("--pace", choices=("full", "relaxed"), default="full",
+                   help="the sampling pace from the second tick on (gpuwatch/pace.py; default: full)")
     p.add_argument("--nvml", choices=("real", "fake"), default=None,
                    help="NVML to read: the driver's, or the fake replaying the H200 capture (default: real on cuda, "
                         "fake on cpu)")
@@ -55,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     fake_nvml = (ns.nvml or ("real" if ns.device == "cuda" else "fake")) == "fake"
 
     from gpuwatch.assemble import WatchOptions, build_collectors  # noqa: PLC0415 - after sys.path
+    from gpuwatch.collectors.base import Paced  # noqa: PLC0415
     from gpuwatch.collectors.target import Target  # noqa: PLC0415
+    from gpuwatch.pace import FULL, RELAXED  # noqa: PLC0415
 
     reader, job = observe.launch_job(ns)
     per: dict[str, list[float]] = defaultdict(list)
@@ -77,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
                 c.sample()
                 if tick:  # the first tick opens rate windows and caches: not steady
                     per[c.field].append((time.thread_time() - t0) * 1e3)
+            if tick == 0:
+                for c in collectors:
+                    if isinstance(c, Paced):
+                        c.set_pace(*(RELAXED if ns.pace == "relaxed" else FULL))
             time.sleep(max(0.0, ns.interval - (time.monotonic() - start)))
         for c in collectors:
             c.close()
@@ -92,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
           "(py-spy's processes not included).\n"]
     estimate = None
     if calls and fake_nvml:
-        gpu = next(c for c in collectors if c.field == "gpus")
-        estimate = _h200_estimate(calls, ns.ticks + 1, one_call=gpu._buffers().direct)
+        estimate = _h200_estimate(calls, ns.ticks + 1)
         md.append(f"NVML: the fake replaying the H200 capture. Calls per tick (all {ns.ticks + 1} ticks, the first "
                   f"included) priced at each call's median CPU in {os.path.relpath(H200_REFERENCE)}:\n")
         md.append(observe.table(("NVML call", "calls per tick", "H200 median ms CPU a call", "≈ H200 ms CPU per tick"),
@@ -101,19 +113,21 @@ def main(argv: list[str] | None = None) -> int:
                                  for fn, n, ms in estimate["rows"]]))
         md.append(f"\n≈ H200 NVML calls per tick: {estimate['ms_per_tick']:.2f} ms of CPU, "
                   f"{estimate['ms_per_tick'] / 10 / ns.interval:.2f} % of a core (nvmlGpmMetricsGet and the Python "
-                  "around the calls not included; a one-call read priced at half the reference's two-call read, "
-                  "an assumption).\n")
+                  f"around the calls not included; a call the reference did not make priced from "
+                  f"{os.path.relpath(H200_PRICES)}).\n")
     elif calls:
         per_tick = {fn: sum(v) / (ns.ticks + 1) for fn, v in calls.items()}
         md.append(observe.table(("NVML call", "calls per tick", "median ms CPU", "ms CPU per tick"),
                                 [(fn, f"{len(calls[fn]) / (ns.ticks + 1):.1f}", f"{statistics.median(calls[fn]):.3f}",
                                   f"{ms:.2f}") for fn, ms in sorted(per_tick.items(), key=lambda kv: -kv[1])]))
     result = {"schema": 1, "bench": "collector_cost", "device": ns.device, "ticks": ns.ticks, "interval_s": ns.interval,
+              "pace": ns.pace,
               "workers": ns.workers, "machine": observe.machine(),
               "collectors_ms": {f: v for f, v in per.items()}, "nvml_calls_ms": {f: v for f, v in calls.items()},
               "nvml": "fake (H200 capture)" if fake_nvml else "real", "h200_estimate": estimate}
     observe.write_results(ns.out, "collector_cost", result,
-                          f"CPU per collector sample ({ns.device}, job with {ns.workers} workers)", "\n".join(md))
+                          f"CPU per collector sample ({ns.device}, job with {ns.workers} workers, {ns.pace} pace)",
+                          "\n".join(md))
     return 0
 
 
@@ -136,21 +150,16 @@ def _use_fake_nvml(collectors, target, job_pid: int, interval: float):
     return fake
 
 
-def _h200_estimate(calls: dict[str, list[float]], ticks: int, one_call: bool) -> dict:
-    """Calls per tick times each call's median CPU in the H200 reference run. The reference read the
-    TWO_CALL functions through nvidia-ml-py (a size query, then the read); read in one driver call
-    (collectors/nvml_buffers.py, ``one_call``) each is priced at half that: an assumption until the
-    H200 measures it (``--device cuda`` times the one-call read itself)."""
+def _h200_estimate(calls: dict[str, list[float]], ticks: int) -> dict:
+    """Calls per tick times each call's median CPU in the H200 reference run, or in H200_PRICES for
+    a call it did not make."""
     import json  # noqa: PLC0415
 
+    with open(H200_PRICES, encoding="utf-8") as f:
+        ref = {fn: statistics.median(v) for fn, v in json.load(f)["cpu_ms"].items() if v}
     with open(H200_REFERENCE, encoding="utf-8") as f:
-        ref = {fn: statistics.median(v) for fn, v in json.load(f)["nvml_calls_ms"].items() if v}
-    rows = []
-    for fn, v in calls.items():
-        ms = ref.get(fn)
-        if ms is not None and one_call and fn in TWO_CALL:
-            fn, ms = f"{fn} (one driver call)", ms / 2
-        rows.append((fn, len(v) / ticks, ms))
+        ref.update({fn: statistics.median(v) for fn, v in json.load(f)["nvml_calls_ms"].items() if v})
+    rows = [(fn, len(v) / ticks, ref.get(fn)) for fn, v in calls.items()]
     rows.sort(key=lambda r: -(r[1] * (r[2] or 0)))
     return {"reference": os.path.relpath(H200_REFERENCE), "rows": rows,
             "ms_per_tick": sum(n * ms for _, n, ms in rows if ms is not None)}
