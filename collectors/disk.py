@@ -1,6 +1,8 @@
 """Block devices over one tick, where the job's data lives, and how fast the job reads it.
 
-Devices come from psutil ``disk_io_counters(perdisk=True)`` (/proc/diskstats). Only whole devices
+Devices come from /proc/diskstats, read and parsed here into the counters psutil's
+``disk_io_counters(perdisk=True)`` gives (which also stats the file, keeps its wrap bookkeeping and
+builds namedtuples: 95 against 39 µs a call on the 2-core CPU VM). Only whole devices
 are listed (a partition's I/O is already in its disk's counters); loop, ram and zram devices only
 when they were active. ``busy_pct`` is the share of the tick the device had I/O in flight
 (``io_ticks``): 100 % saturates a single-queue disk, but an NVMe or a RAID set can serve much more
@@ -24,7 +26,8 @@ import psutil
 from gpuwatch.collectors.base import FIRST_WINDOW_S, Collector, FirstWindow
 from gpuwatch.collectors.open_files import readable_files
 from gpuwatch.collectors.procfd import ProcFiles
-from gpuwatch.collectors.procfs import Mount, mount_of, parse_io, parse_mountinfo, read_age
+from gpuwatch.collectors.procfs import DiskCounters, Mount, mount_of, parse_diskstats, parse_io, parse_mountinfo, \
+    read_age
 from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.model.disk import NO_IO, BlockDevice, DataLocation, DiskSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
@@ -142,15 +145,14 @@ class DiskCollector(Collector):
 
     def probe(self) -> Unsupported | None:
         try:
-            if psutil.disk_io_counters(perdisk=True) is None:
-                return Unsupported("no block device statistics: /proc/diskstats is unreadable")
-        except (OSError, RuntimeError) as e:
+            self._read_disks()
+        except (OSError, RuntimeError, ValueError) as e:
             return Unsupported(f"no block device statistics: {e}")
         self._baseline()
         return None
 
     def _baseline(self) -> None:
-        self._prev_disks = psutil.disk_io_counters(perdisk=True) or {}
+        self._prev_disks = self._read_disks()
         self._prev_t = time.monotonic()
         self._target_read_bps()
         self._first.open()
@@ -159,7 +161,7 @@ class DiskCollector(Collector):
         if self._prev_disks is None:
             self._baseline()
         self._first.wait()  # the rest of a short first window, the first time
-        disks = psutil.disk_io_counters(perdisk=True) or {}
+        disks = self._read_disks()
         now = time.monotonic()
         dt = max(now - self._prev_t, 1e-3)
         devices = tuple(self._devices(disks, self._prev_disks, dt))
@@ -168,6 +170,14 @@ class DiskCollector(Collector):
         return DiskSample(t=now, devices=devices, locations=self._locations(now), target_read_bps=read_bps)
 
     # -- devices -------------------------------------------------------------------------
+    def _read_disks(self) -> dict[str, DiskCounters]:
+        """Every device's counters. psutil reads /sys/block where /proc/diskstats is missing."""
+        try:
+            with open(f"{self.proc_root}/diskstats", "rb") as f:  # written record by record: read to the end
+                return parse_diskstats(f.read())
+        except FileNotFoundError:
+            return psutil.disk_io_counters(perdisk=True) or {}
+
     def _devices(self, cur: dict, prev: dict, dt: float) -> Iterable[BlockDevice]:
         for name in sorted(cur):
             if name not in self._partitions:
@@ -175,18 +185,18 @@ class DiskCollector(Collector):
             if self._partitions[name] or name not in prev:
                 continue
             c, p = cur[name], prev[name]
-            reads, writes = max(0, c.read_count - p.read_count), max(0, c.write_count - p.write_count)
-            busy_ms = max(0, getattr(c, "busy_time", 0) - getattr(p, "busy_time", 0))
+            reads, writes = _grown(c.read_count, p.read_count), _grown(c.write_count, p.write_count)
+            busy_ms = _grown(getattr(c, "busy_time", 0), getattr(p, "busy_time", 0))
             if name.startswith(QUIET_PREFIXES) and reads + writes == 0 and busy_ms == 0:
                 continue
             ios = reads + writes
-            wait_ms = max(0, c.read_time - p.read_time) + max(0, c.write_time - p.write_time)
+            wait_ms = _grown(c.read_time, p.read_time) + _grown(c.write_time, p.write_time)
             await_ms: Maybe[float] = wait_ms / ios if ios else NO_IO
             yield BlockDevice(
                 name=name,
                 busy_pct=min(100.0, busy_ms / (dt * 1000.0) * 100.0),
-                read_bps=max(0, c.read_bytes - p.read_bytes) / dt,
-                write_bps=max(0, c.write_bytes - p.write_bytes) / dt,
+                read_bps=_grown(c.read_bytes, p.read_bytes) / dt,
+                write_bps=_grown(c.write_bytes, p.write_bytes) / dt,
                 read_iops=reads / dt,
                 write_iops=writes / dt,
                 await_ms=await_ms,
@@ -297,6 +307,13 @@ class DiskCollector(Collector):
             device = self._devices_of[m] = device_of(m, self.sys_root)
         return DataLocation(kind=kind, path=path, mountpoint=m.mountpoint, device=device,
                             fstype=m.fstype, network=is_network_fs(m.fstype, m.source), open_files=nfiles)
+
+
+def _grown(cur: int, prev: int) -> int:
+    """How far a counter grew over the tick. One that went down wrapped or restarted from zero
+    (the kernel keeps the millisecond counters in 32 bits): it grew by its new value, which is what
+    psutil's ``nowrap`` counters gave."""
+    return cur - prev if cur >= prev else cur
 
 
 def _merge_by_mount(folders: dict[str, int], mounts: list[Mount]) -> dict[str, int]:

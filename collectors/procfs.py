@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuwatch.collectors.procfd import ProcFiles
 from gpuwatch.untrusted import clean
@@ -214,6 +215,51 @@ def parse_pressure(text: str) -> dict[str, dict[str, float]]:
             except ValueError:
                 continue
         out[parts[0]] = vals
+    return out
+
+
+class DiskCounters(NamedTuple):
+    """One device's line of /proc/diskstats (Documentation/admin-guide/iostats.rst), with the names
+    and units of psutil's ``disk_io_counters(perdisk=True)``: bytes, times in milliseconds."""
+
+    read_count: int
+    write_count: int
+    read_bytes: int
+    write_bytes: int
+    read_time: int
+    write_time: int
+    busy_time: int
+    """Milliseconds the device had I/O in flight (``io_ticks``)."""
+
+
+SECTOR_BYTES = 512
+"""/proc/diskstats counts sectors of 512 bytes whatever the device's own sector size."""
+
+
+def parse_diskstats(raw: bytes) -> dict[str, DiskCounters]:
+    """Every device of /proc/diskstats, by kernel name. The line layouts psutil reads: 14 or 18+
+    fields (Linux 2.6+; 4.18 and 5.5 appended discard and flush counters), 7 (a partition on 2.6
+    kernels before 2.6.25: no times), 15 (Linux 2.4); a line of any other layout is skipped."""
+    out = {}
+    for line in raw.split(b"\n"):
+        f = line.split()
+        n = len(f)
+        if n == 14 or n >= 18:
+            reads, rsect, rtime, writes, wsect, wtime, busy = (
+                int(f[3]), int(f[5]), int(f[6]), int(f[7]), int(f[9]), int(f[10]), int(f[12]))
+            name = f[2]
+        elif n == 7:
+            reads, rsect, writes, wsect = int(f[3]), int(f[4]), int(f[5]), int(f[6])
+            rtime = wtime = busy = 0
+            name = f[2]
+        elif n == 15:
+            reads, rsect, rtime, writes, wsect, wtime, busy = (
+                int(f[2]), int(f[5]), int(f[6]), int(f[7]), int(f[9]), int(f[10]), int(f[12]))
+            name = f[3]
+        else:
+            continue
+        out[name.decode("utf-8", "replace")] = DiskCounters(
+            reads, writes, rsect * SECTOR_BYTES, wsect * SECTOR_BYTES, rtime, wtime, busy)
     return out
 
 

@@ -109,6 +109,17 @@ def test_devices_skip_partitions_and_idle_loops_and_compute_rates():
     assert isinstance(rows["dm-0"].await_ms, Unsupported) and rows["dm-0"].busy_pct == 0.0
 
 
+def test_device_counters_that_wrapped_grew_by_their_new_value():
+    """The kernel prints the millisecond counters in 32 bits: one that went down wrapped (psutil's
+    ``nowrap`` counters read the same)."""
+    c = DiskCollector.__new__(DiskCollector)
+    c.sys_root, c._partitions = SYS, {}
+    prev = {"nvme0n1": io(100, 0, 0, 0, (1 << 32) - 100, 0, (1 << 32) - 10)}
+    cur = {"nvme0n1": io(200, 0, 0, 0, 300, 0, 490)}
+    n = next(iter(c._devices(cur, prev, 1.0)))
+    assert n.busy_pct == pytest.approx(49.0) and n.await_ms == pytest.approx(3.0)
+
+
 def test_open_file_scan_is_bounded_and_rotates_over_workers():
     nodes = [Node(1, 0, "main", 0, None, "python", ""), Node(2, 0, "main", 1, None, "python", "")]
     nodes += [Node(100 + i, 1, "worker", 0, 1, "pt_data_worker", "") for i in range(30)]

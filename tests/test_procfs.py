@@ -11,7 +11,9 @@ import pytest
 from gpuwatch.collectors.procfs import (
     CLK_TCK,
     mount_of,
+    DiskCounters,
     parse_cpu_max,
+    parse_diskstats,
     parse_flat_keyed,
     parse_mountinfo,
     parse_pressure,
@@ -150,6 +152,39 @@ def test_parse_mountinfo_of_this_machine_has_root():
     mounts = parse_mountinfo(Path("/proc/self/mountinfo").read_text())
     assert mount_of("/", mounts) is not None
     assert mount_of("/proc/self", mounts).fstype == "proc"
+
+
+DISKSTATS = (
+    # Linux 5.5+: 20 fields (discard and flush counters appended).
+    " 259       0 nvme0n1 4137 1203 402854 1611 9283 7120 1170992 9310 0 5724 11015 0 0 0 0 1247 93\n"
+    " 259       1 nvme0n1p1 3900 1203 398000 1500 9000 7120 1169000 9200 0 5600 10800 0 0 0 0 0 0\n"
+    # Linux 2.6 to 4.17: 14 fields; a partition in the 2.6.x short layout: 7.
+    "   8       0 sda 10 2 160 7 4 1 48 3 0 9 10\n"
+    "   8       1 sda1 5 80 2 16\n"
+    # Linux 2.4: the name comes fourth.
+    "   3     0   8 hda 9 10 11 12 13 14 15 16 17 18 19\n"
+    "   7       0 odd 1 2 3\n"  # no layout psutil knows: skipped
+)
+
+
+def test_parse_diskstats_layouts():
+    d = parse_diskstats(DISKSTATS.encode())
+    assert set(d) == {"nvme0n1", "nvme0n1p1", "sda", "sda1", "hda"}
+    assert d["nvme0n1"] == DiskCounters(read_count=4137, write_count=9283, read_bytes=402854 * 512,
+                                        write_bytes=1170992 * 512, read_time=1611, write_time=9310, busy_time=5724)
+    assert d["sda"] == DiskCounters(10, 4, 160 * 512, 48 * 512, 7, 3, 9)
+    assert d["sda1"] == DiskCounters(5, 2, 80 * 512, 16 * 512, 0, 0, 0)
+    assert d["hda"] == DiskCounters(8, 12, 10 * 512, 14 * 512, 11, 15, 17)
+
+
+def test_parse_diskstats_matches_psutil_on_this_machine():
+    psutil = pytest.importorskip("psutil")
+    ours = parse_diskstats(Path("/proc/diskstats").read_bytes())
+    theirs = psutil.disk_io_counters(perdisk=True)
+    assert set(ours) == set(theirs)
+    for name, c in ours.items():  # counters move between the two reads: only an idle device is compared exactly
+        t = theirs[name]
+        assert c.read_count <= t.read_count and c.write_count <= t.write_count and c.busy_time <= t.busy_time
 
 
 def test_cgroup_value_files():
