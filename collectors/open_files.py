@@ -22,29 +22,47 @@ O_DIRECTORY = 0o200000
 
 def readable_files(pid: int, keep, proc_root: str = "/proc") -> list[str]:
     """Paths of the regular files ``pid`` has open for reading, for which ``keep(path)`` is true.
-    Raises OSError when the process is gone or its fds are not readable."""
-    fd_dir = f"{proc_root}/{pid}/fd"
+    Raises OSError when the process is gone or its fds are not readable.
+
+    The links and fdinfo files are looked up relative to descriptors of their two folders: the
+    kernel resolves one name each time instead of the whole path (and the process's entry), and a
+    process that exits mid-scan answers ENOENT rather than its PID's next holder."""
+    fd_dir = os.open(f"{proc_root}/{pid}/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    info_dir = None
     out = []
-    for fd in os.listdir(fd_dir):
-        try:
-            path = os.readlink(f"{fd_dir}/{fd}")
-        except OSError:  # closed since the listing
-            continue
-        if not path.startswith("/") or path.endswith(" (deleted)") or not keep(path):
-            continue
-        flags = _flags(f"{proc_root}/{pid}/fdinfo/{fd}")
-        if flags is None or flags & O_DIRECTORY or flags & O_ACCMODE == O_WRONLY:
-            continue
-        out.append(clean(path))
+    try:
+        for fd in os.listdir(fd_dir):
+            try:
+                path = os.readlink(fd, dir_fd=fd_dir)
+            except OSError:  # closed since the listing
+                continue
+            if not path.startswith("/") or path.endswith(" (deleted)") or not keep(path):
+                continue
+            if info_dir is None:
+                try:
+                    info_dir = os.open(f"{proc_root}/{pid}/fdinfo", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                except OSError:
+                    return out
+            flags = _flags(fd, info_dir)
+            if flags is None or flags & O_DIRECTORY or flags & O_ACCMODE == O_WRONLY:
+                continue
+            out.append(clean(path))
+    finally:
+        os.close(fd_dir)
+        if info_dir is not None:
+            os.close(info_dir)
     return out
 
 
-def _flags(path: str) -> int | None:
+def _flags(fd: str, info_dir: int) -> int | None:
+    """The octal ``flags:`` line of fdinfo file ``fd`` (the second line: one read holds it)."""
     try:
-        with open(path, encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
+        f = os.open(fd, os.O_RDONLY | os.O_CLOEXEC, dir_fd=info_dir)
+        try:
+            raw = os.read(f, 4096)
+        finally:
+            os.close(f)
+        at = raw.index(b"flags:")
+        return int(raw[at + 6:raw.index(b"\n", at)], 8)
+    except (OSError, ValueError):
         return None
-    return None
