@@ -11,7 +11,7 @@ import functools
 import json
 import os
 import re
-import selectors
+import select
 import shutil
 import signal
 import subprocess
@@ -157,11 +157,13 @@ class Pyspy:
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._closed = False
+        self._env = {**os.environb, b"RUST_BACKTRACE": b"0"}
+        """py-spy's environment: ours (taken once: gpuwatch never changes its own), with one-line
+        errors instead of Rust backtraces. Bytes, which subprocess passes on as they are."""
 
     def dump(self, pid: int, nonblocking: bool = True) -> DumpOutcome:
         """One dump of ``pid`` (never ``--locals``, never a shell). Failures come back as ``error``."""
         args = [self.path, "dump", "--pid", str(pid), "--json"] + (["--nonblocking"] if nonblocking else [])
-        env = dict(os.environ, RUST_BACKTRACE="0")  # one-line errors instead of Rust backtraces
         start = time.perf_counter()
         with self._lock:
             if self._closed:
@@ -169,7 +171,7 @@ class Pyspy:
             try:
                 # A session (and process group) of its own: whatever py-spy starts is killed with it.
                 proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+                                        stdin=subprocess.DEVNULL, env=self._env, start_new_session=True)
             except OSError as e:
                 return DumpOutcome(pid, (), 0.0, f"cannot run {self.path}: {e}")
             self._proc = proc
@@ -234,25 +236,29 @@ def _read_bounded(proc: subprocess.Popen[bytes], timeout: float, limit: int) -> 
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     bufs = {out_fd: bytearray(), err_fd: bytearray()}
     total = 0
-    with selectors.DefaultSelector() as sel:
-        for fd in bufs:
-            sel.register(fd, selectors.EVENT_READ)
-        while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return b"", b"", f"py-spy did not answer within {timeout:g} s; killed it"
-            for key, _ in sel.select(left):
-                try:
-                    chunk = os.read(key.fd, 65536)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    sel.unregister(key.fd)
-                    continue
-                total += len(chunk)
-                if total > limit:
-                    return b"", b"", f"py-spy printed more than {limit // (1024 * 1024)} MiB; killed it"
-                bufs[key.fd] += chunk
+    # poll(2) on the two pipes: no epoll descriptor to create and close per dump (py-spy writes its
+    # JSON in one piece, so a dump is three or four wake-ups).
+    poller = select.poll()
+    for fd in bufs:
+        poller.register(fd, select.POLLIN)
+    left_open = len(bufs)
+    while left_open:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return b"", b"", f"py-spy did not answer within {timeout:g} s; killed it"
+        for fd, _ in poller.poll(left * 1000.0):
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:  # end of file (POLLHUP comes with it)
+                poller.unregister(fd)
+                left_open -= 1
+                continue
+            total += len(chunk)
+            if total > limit:
+                return b"", b"", f"py-spy printed more than {limit // (1024 * 1024)} MiB; killed it"
+            bufs[fd] += chunk
     try:
         proc.wait(timeout=max(0.1, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
