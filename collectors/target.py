@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import psutil
 
 from gpuwatch.collectors.procfd import ProcFiles
-from gpuwatch.collectors.procfs import parse_stat, read_stat
+from gpuwatch.collectors.procfs import TaskStat, parse_stat, read_stat
 from gpuwatch.collectors.tid_lists import TidLists
 from gpuwatch.model.procs import ROLE_LAUNCHER, ROLE_MAIN, ROLE_OTHER, ROLE_WORKER
 from gpuwatch.redact import redact_cmdline
@@ -145,6 +145,9 @@ class Target:
         self._lock = threading.Lock()
         self._tree: Tree | None = None
         self._tree_t = 0.0
+        self._walked: tuple[dict[int, _Raw], dict[int, int | None]] | None = None
+        """The identities and ranks the last tree was built from: a walk that finds the same keeps
+        that tree's nodes (its roles and nodes follow from them alone)."""
         self._rank_cache: dict[tuple[int, float], int | None] = {}
         self._known: dict[int, tuple[int, _Raw]] = {}
         """PID -> (its starttime, its identity) from the last walk: a process seen before is re-read
@@ -216,11 +219,12 @@ class Target:
 
     # -- walking ---------------------------------------------------------------------------
     def _walk(self) -> Tree:
-        if self.reused():
+        root = read_stat(self.pid, files=self._files)
+        if root is not None and self.starttime is not None and root.starttime != self.starttime:  # reused
             self.alive()
             raise TargetGone(self.exit_reason or f"process {self.pid} exited")
         try:
-            info = self._identities()
+            info = self._identities(root)
         except psutil.NoSuchProcess as e:  # also raised when the PID was reused by another process
             self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(str(e)) from e
@@ -230,6 +234,11 @@ class Target:
             self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(f"process {self.pid} exited")
         ranks = {pid: self._rank(pid, r.create_time) for pid, r in info.items()}
+        if self._tree is not None and self._walked == (info, ranks):
+            # The same processes, parents, names and ranks: the same roles and nodes (a new Tree all
+            # the same: a walk's tree is never the previous walk's object).
+            return Tree(self.pid, self._tree.nodes)
+        self._walked = (info, ranks)
         roles = assign_roles(self.pid, info, ranks)
         ranks.update(start_order_ranks(info, roles, ranks))
         nodes = []
@@ -243,7 +252,7 @@ class Target:
         nodes.sort(key=lambda n: (n.role != ROLE_LAUNCHER, n.role != ROLE_MAIN, n.pid))
         return Tree(self.pid, tuple(nodes))
 
-    def _identities(self) -> dict[int, _Raw]:
+    def _identities(self, root: TaskStat | None) -> dict[int, _Raw]:
         """The identity of the target and every process below it, by PID (zombies left out).
 
         The PIDs come from the kernel's per-thread ``children`` lists when it has them
@@ -251,6 +260,7 @@ class Target:
         entries, where psutil's ``children(recursive=True)`` reads the stat file of every process
         on the host. A process seen in an earlier walk costs one stat read (the walk runs about
         once a tick; reading its command line and redacting it each time was most of its cost).
+        ``root``: the target's stat line, just read (None: it has exited).
         """
         if not self._children_files:
             self._children_files = os.path.exists(f"/proc/{self.pid}/task/{self.pid}/children")
@@ -259,7 +269,7 @@ class Target:
                 raise psutil.NoSuchProcess(self.pid)
             procs = [self._proc] + _psutil_children(self._proc)
             return {p.pid: raw for p in procs if (raw := _read(p)) is not None}
-        stats = self._descendant_stats()
+        stats = self._descendant_stats(root)
         if self.pid not in stats:
             raise psutil.NoSuchProcess(self.pid)
         info: dict[int, _Raw] = {}
@@ -282,7 +292,7 @@ class Target:
         self._known = known
         return info
 
-    def _descendant_stats(self) -> dict:
+    def _descendant_stats(self, root: TaskStat | None) -> dict:
         """The stat line of the target and of every process below it (None for one that exited
         mid-walk), the target first, the others in the order the walk found them.
 
@@ -298,7 +308,7 @@ class Target:
         order = [self.pid]
         while todo:
             pid = todo.pop()
-            st = out[pid] = read_stat(pid, files=self._files)
+            st = out[pid] = root if pid == self.pid else read_stat(pid, files=self._files)
             if st is None:  # exited: its children were re-parented outside the tree
                 continue
             for tid in self._tids.get(pid, st.starttime, st.num_threads) or ():

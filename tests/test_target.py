@@ -11,6 +11,7 @@ import time
 import psutil
 import pytest
 
+from gpuwatch.collectors.procfs import read_stat
 from gpuwatch.collectors.target import (
     Target,
     TargetGone,
@@ -285,7 +286,7 @@ def test_descendants_from_children_files_match_psutil():
         if not os.path.exists(f"/proc/{proc.pid}/task/{proc.pid}/children"):
             pytest.skip("this kernel has no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)")
         target = Target(proc.pid, refresh_s=0.0)
-        got = list(target._descendant_stats())
+        got = list(target._descendant_stats(read_stat(proc.pid)))
         assert got[0] == proc.pid and set(got[1:]) == want and len(got) == len(want) + 1
         assert set(target.tree().pids()) == want | {proc.pid}
     finally:
@@ -312,3 +313,32 @@ def test_psutil_children_read_again_when_its_scan_races_an_exiting_process():
 
     assert _psutil_children(Racy(fails=2)) == ["child"]
     assert _psutil_children(Racy(fails=5)) == []
+
+
+def test_a_walk_that_finds_the_same_processes_keeps_the_tree_and_a_new_child_changes_it():
+    """The roles and nodes follow from the processes' identities and ranks alone: an unchanged walk
+    returns the same tree; a new child is seen by the next walk."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        wait_for(lambda: read_stat(proc.pid) and "python" in " ".join(psutil.Process(proc.pid).cmdline()))
+        target = Target(proc.pid, refresh_s=0.0)
+        first = target.tree()
+        assert target.tree().nodes is first.nodes
+        kid = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # not under the target
+        try:
+            assert target.tree().nodes is first.nodes
+        finally:
+            kid.kill()
+            kid.wait(10)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    respawned = Target(os.getpid(), refresh_s=0.0)
+    before = respawned.tree()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        after = wait_for(lambda: t if child.pid in (t := respawned.tree()).pids() else None)
+        assert after.nodes is not before.nodes and set(after.pids()) == set(before.pids()) | {child.pid}
+    finally:
+        child.kill()
+        child.wait(10)
