@@ -6,7 +6,8 @@ collector's ``sample()`` runs on this thread, one after the other once per ``--i
 ``time.thread_time()`` around it measures its CPU (user and system: an NVML call that the kernel
 driver answers counts too) exactly. NVML calls are timed one by one the same way, by wrapping the
 session's single entry point. py-spy's own CPU (the stack collector's subprocesses) is not in the
-thread's time: bench/self.py counts it with the children.
+thread's time: it is counted apart, from the reaped children's CPU around the stack collector's
+sample, and both are given per dump.
 
 On a machine without a GPU (``--device cpu``) the GPU and PCIe collectors read the fake NVML that
 replays the real H200 capture (tests/fake_nvml.py, one capture tick per tick, from the bf16 matmul
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -69,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     reader, job = observe.launch_job(ns)
     per: dict[str, list[float]] = defaultdict(list)
     calls: dict[str, list[float]] = defaultdict(list)
+    dumps: list[int] = []
+    """py-spy dumps per tick (at the pace --pace sets)."""
+    pyspy_ms: list[float] = []
+    """CPU of the py-spy processes each tick (reaped children; the job is reaped only at the end)."""
     try:
         observe.wait_warm(reader, job, observe.warmup_s(ns))
         target = Target(job.pid)
@@ -82,10 +88,14 @@ def main(argv: list[str] | None = None) -> int:
             if fake is not None and fake.tick + 1 < len(fake.ticks):
                 fake.advance()  # one capture tick per tick (the capture's last tick is held)
             for c in collectors:  # the stack collector spreads its dumps over the tick (sleeps: no CPU)
+                k0 = _children_cpu_ms()
                 t0 = time.thread_time()
-                c.sample()
+                got = c.sample()
                 if tick:  # the first tick opens rate windows and caches: not steady
                     per[c.field].append((time.thread_time() - t0) * 1e3)
+                    if c.field == "stacks":
+                        dumps.append(len(getattr(got, "dumps", ())))
+                        pyspy_ms.append(_children_cpu_ms() - k0)
             if tick == 0:
                 for c in collectors:
                     if isinstance(c, Paced):
@@ -103,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
                          for f, n, med, mean, mx in sorted(rows, key=lambda r: -r[3])]),
           f"\nAll collectors: {total:.2f} ms of CPU per tick, {total / 10 / ns.interval:.2f} % of a core "
           "(py-spy's processes not included).\n"]
+    if dumps and sum(dumps):
+        n = sum(dumps)
+        md.append(f"Stacks: {n / len(dumps):.2f} py-spy dumps a tick ({ns.pace} pace); per dump {sum(per['stacks']) / n:.2f} ms "
+                  f"of gpuwatch's CPU (starting py-spy, reading, parsing, labelling, the tick's planning) and "
+                  f"{sum(pyspy_ms) / n:.2f} ms of py-spy's own.\n")
     estimate = None
     if calls and fake_nvml:
         estimate = _h200_estimate(calls, ns.ticks + 1)
@@ -124,11 +139,18 @@ def main(argv: list[str] | None = None) -> int:
               "pace": ns.pace,
               "workers": ns.workers, "machine": observe.machine(),
               "collectors_ms": {f: v for f, v in per.items()}, "nvml_calls_ms": {f: v for f, v in calls.items()},
+              "stack_dumps": dumps, "pyspy_children_ms": pyspy_ms,
               "nvml": "fake (H200 capture)" if fake_nvml else "real", "h200_estimate": estimate}
     observe.write_results(ns.out, "collector_cost", result,
                           f"CPU per collector sample ({ns.device}, job with {ns.workers} workers, {ns.pace} pace)",
                           "\n".join(md))
     return 0
+
+
+def _children_cpu_ms() -> float:
+    """User and system CPU of this process's reaped children (py-spy runs), in ms."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (r.ru_utime + r.ru_stime) * 1e3
 
 
 def _use_fake_nvml(collectors, target, job_pid: int, interval: float):
