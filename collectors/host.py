@@ -296,8 +296,11 @@ class HostCollector(Collector):
     def _baseline(self) -> None:
         self._prev_cpu, self._prev_swap, self._prev_t = psutil.cpu_times(), self._memory(), time.monotonic()
         self._cgroup()
-        self.others.baseline(self._job_pids())
         self._first.open()
+        # After the window opens: the scan of every process on the host is not one of the rates the
+        # first window measures (its list has a window of its own, OtherProcs.every_s), and on the
+        # shared proc thread it ran, hundreds of /proc reads long, before the window could start.
+        self.others.baseline(self._job_pids())
 
     def _cgroup(self) -> Maybe[CgroupCpu]:
         now = time.monotonic()

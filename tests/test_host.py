@@ -212,6 +212,18 @@ def start_orphan(code: str) -> int:
     return int(out.stdout.strip())
 
 
+def test_the_first_window_opens_before_the_scan_of_other_processes():
+    """The probe's scan of every process on the host comes after the first window has opened: it is
+    not one of the rates that window measures, and on the shared proc thread it ran before it."""
+    c = HostCollector(Target(os.getpid()))
+    opened_at_scan = []
+    scan = c.others.baseline
+    c.others.baseline = lambda job: (opened_at_scan.append(c._first.start is not None), scan(job))
+    assert c.probe() is None
+    assert opened_at_scan == [True]
+    c.close()
+
+
 @pytest.mark.slow
 def test_live_host_sample_in_range_and_top_others(busy_job):
     orphan = start_orphan(HALF_BURN)
