@@ -144,7 +144,10 @@ def _patch_engine(engine) -> None:
         mark("collectors prestarted")
         for c in self.collectors:
             _time_first_calls(c)
-        return prestart(self)
+        try:
+            return prestart(self)
+        finally:
+            mark("prestart returned")
 
     def sample_marked(c, probe):
         try:

@@ -40,6 +40,7 @@ STAGES = (
     "imported gpuwatch.cli",
     "imported gpuwatch.commands",
     "collectors prestarted",
+    "prestart returned",
     "first sample: gpus",
     "first sample: pcie",
     "first sample: stacks",
