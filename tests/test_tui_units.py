@@ -167,3 +167,26 @@ def test_a_main_thread_in_unlabelled_code_is_not_said_to_be_outside_training():
                        frames=("ImageFolderJob._step (bench/scenarios/imagefolder.py:125)",))
     said = thread_summary(step)
     assert "outside" not in said and said.startswith("other work: ImageFolderJob._step")
+
+
+def test_role_label_counts_summed_give_each_roles_label_shares():
+    """The activity panel counts each sample once per role (role_label_counts) and sums the window;
+    that must read as label_shares over the role's threads, "other" threads only while active.
+    Every window of an H200 recording (8 workers, pin thread, helper threads) and the synthetic one."""
+    from collections import Counter
+
+    from gpuwatch.diagnosis.stack_counts import shares
+    from gpuwatch.replay import load_frames
+    from gpuwatch.tui.hot import role_label_counts
+    from gpuwatch.tui.roles import ROLES
+
+    for frames in (list(load_frames("tests/data/h200/run25_lightning_persistent.jsonl.gz")), synthetic_frames(12)):
+        for end in range(1, len(frames) + 1):
+            samples = stack_samples(frames[:end])
+            counts = [role_label_counts(s) for s in samples]
+            for role, _ in ROLES:
+                mine = threads(samples, lambda t, r=role: t.role == r and (t.active or r != "other"))
+                summed: Counter[str] = Counter()
+                for c in counts:
+                    summed.update(c.get(role, ()))
+                assert shares(summed) == label_shares(mine)

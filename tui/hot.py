@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from gpuwatch.diagnosis.stack_counts import count, shares, threads
 from gpuwatch.diagnosis.stack_counts import stack_samples as counted_samples
 from gpuwatch.model.frame import Frame
-from gpuwatch.model.stacks import StackSample, ThreadStack, activity
+from gpuwatch.model.stacks import ROLE_OTHER_THREAD, StackSample, ThreadStack, activity
 
-__all__ = ["STACK_WINDOW", "HotFrame", "hot_frames", "label_shares", "stack_samples", "threads"]
+__all__ = ["STACK_WINDOW", "HotFrame", "hot_frames", "label_shares", "role_label_counts", "stack_samples", "threads"]
 
 STACK_WINDOW = 30
 """Frames whose stack samples the stacks views count: 30 s at the default 1 s tick, long enough
@@ -50,3 +50,16 @@ def label_shares(stacks: Sequence[ThreadStack]) -> list[tuple[str, float]]:
     """Each activity label's share of the samples, largest first (read as the diagnosis reads them:
     an older recording's worker "io" sample in a sleep or a lock is a wait)."""
     return shares(count(stacks, key=lambda t: activity(t.role, t.label, t.detail)))  # type: ignore[return-value]
+
+
+def role_label_counts(sample: StackSample) -> dict[str, Counter[str]]:
+    """One sample's threads counted per role, by activity label as :func:`label_shares` counts them;
+    a thread of role "other" only while active (idle helper threads say nothing). Summed over a
+    window's samples, a role's counter gives that role's :func:`label_shares`, so a view can count
+    each sample once rather than the whole window again for every role."""
+    counts: dict[str, Counter[str]] = {}
+    for t in sample.threads:
+        if t.role == ROLE_OTHER_THREAD and not t.active:
+            continue
+        counts.setdefault(t.role, Counter())[activity(t.role, t.label, t.detail)] += 1
+    return counts

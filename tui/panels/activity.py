@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
+from gpuwatch.diagnosis.stack_counts import shares as count_shares
 from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.tui import format as fmt
-from gpuwatch.tui.hot import STACK_WINDOW, label_shares, stack_samples, threads
+from gpuwatch.tui.hot import STACK_WINDOW, role_label_counts, stack_samples
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.plot import bar
 from gpuwatch.tui.roles import ROLES
@@ -33,6 +36,11 @@ class ActivityPanel(Plain):
         if self.display:
             self._draw(view)
 
+    _counted: dict[float, dict[str, Counter[str]]] = {}
+    """Each sample of the window counted per role (:func:`role_label_counts`), by its time: a new
+    frame brings at most one new sample, and counting the window's ~30 samples again for each
+    role was most of the panel's CPU a tick. Only the current window's samples are kept."""
+
     _drawn: tuple | None = None
     """The stack samples (by time) and the reason drawn last: a frame without a new stack sample
     (most frames, at the relaxed pace) changes nothing here."""
@@ -44,13 +52,17 @@ class ActivityPanel(Plain):
         if key == self._drawn:
             return
         self._drawn = key
+        counted = self._counted
+        self._counted = {s.t: c if (c := counted.get(s.t)) is not None else role_label_counts(s) for s in samples}
         lines = []
         for role, title in ROLES:
-            mine = threads(samples, lambda t, r=role: t.role == r and (t.active or r != "other"))
+            mine: Counter[str] = Counter()
+            for counts in self._counted.values():
+                mine.update(counts.get(role, ()))
             if not mine:
                 continue
             shares = "  ".join(f"{LABEL_WORDS.get(label, label)} {bar(share, BAR_W).rstrip()} {share:.0%}"
-                               for label, share in label_shares(mine)[:3])
+                               for label, share in count_shares(mine)[:3])
             lines.append(f"{title:<18} {shares}")
         if not lines:
             lines.append(f"Stacks N/A: {reason}" if reason else "No stack samples yet.")
