@@ -14,7 +14,7 @@ from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES
 from gpuwatch.tui.app import GpuwatchApp
 from gpuwatch.tui.panels.gpu import GpuPanel
 from gpuwatch.tui.panels.keyed_table import KeyedTable
-from gpuwatch.tui.panels.metric_row import MetricRow
+from gpuwatch.tui.panels.metric_rows import MetricRows
 from gpuwatch.tui.panels.processes import CPU_STEP
 from tests.test_tui_fixtures import ListSource, QueueSource, make_app, screen_text, settle, synthetic_frame, \
     synthetic_frames
@@ -78,13 +78,13 @@ async def test_a_metric_without_gpm_reads_na_with_its_reason():
     app = make_app(ListSource(frames))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, app)
-        sm = app.query_one("#m-sm", MetricRow)
-        assert sm.value_text == "N/A" and sm.has_class("-na")
-        assert reason in str(sm.tooltip)
+        rows = app.query_one(MetricRows)
+        assert rows.shown("sm").value_text == "N/A" and rows.shown("sm").na_reason == reason
+        assert reason in rows.row_tooltip("sm")
         note = app.query_one(".na-note")
         assert str(note.content) == f"N/A SM, tensor, DRAM: {reason}"
         assert "N/A SM, tensor, DRAM: GPM needs a Hopper" in screen_text(app)
-        assert not app.query_one("#m-util", MetricRow).has_class("-na")
+        assert rows.shown("util").na_reason is None
 
 
 async def test_a_lost_gpu_is_named_in_its_title():

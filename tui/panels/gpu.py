@@ -11,9 +11,9 @@ from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.gpu_metrics import METRICS, gpu_of, reading
 from gpuwatch.tui.panels.gpu_list import FOLD_AT, GpuList
-from gpuwatch.tui.panels.metric_row import MetricRow
+from gpuwatch.tui.panels.metric_rows import MetricRows
 from gpuwatch.tui.panels.plain import Plain
-from gpuwatch.tui.panels.steady import SteadyGrid, SteadyLines
+from gpuwatch.tui.panels.steady import SteadyLines
 from gpuwatch.tui.view import View
 
 NARROW_W = 120
@@ -41,13 +41,11 @@ class GpuPanel(SteadyLines, Vertical):
     def compose(self) -> ComposeResult:
         yield Plain(f"GPU {self.index}", classes="gpu-title")
         yield Plain("", classes="na-note")
-        with SteadyGrid(classes="gpu-metrics"):
-            for m in METRICS:
-                yield MetricRow(m.label, m.about, id=f"m-{m.key}", with_plot=False)
+        yield MetricRows([(m.key, m.label, m.about) for m in METRICS], classes="gpu-metrics")
 
     def on_mount(self) -> None:
         self._ready = True
-        self._rows = {m.key: self.query_one(f"#m-{m.key}", MetricRow) for m in METRICS}  # not a query a tick
+        self._rows = self.query_one(MetricRows)  # not a query a tick
         self._title = self.query_one(".gpu-title", Plain)
         self._note = self.query_one(".na-note", Plain)
         if self._pending is not None:
@@ -66,6 +64,7 @@ class GpuPanel(SteadyLines, Vertical):
         title.set_class(gpu.lost is not None, "-bottleneck")
         columns = self._history(view.frames[-SCALE_FRAMES:])
         reasons: dict[str, list[str]] = {}
+        readings = []
         for m, values in zip(METRICS, columns):
             value = m.read(gpu, pcie)
             scale = m.scale(gpu, pcie)
@@ -73,7 +72,8 @@ class GpuPanel(SteadyLines, Vertical):
             reason = fmt.reason(value)
             if reason is not None:
                 reasons.setdefault(reason, []).append(m.label)
-            self._rows[m.key].set_data(m.text(value, gpu, pcie), frac, values, scale, reason)
+            readings.append((m.text(value, gpu, pcie), frac, values, scale, reason))
+        self._rows.set_data(readings)
         note = self._note
         note.update("\n".join(f"N/A {', '.join(labels)}: {r}" for r, labels in reasons.items()))
         note.display = bool(reasons)

@@ -48,6 +48,10 @@ class PartsWidget(Widget):
         self._final: list[Strip] | None = None
         """The lines as shown (filters applied) for ``_final_size``; None: draw again."""
         self._final_size = Size(0, 0)
+        self._drawn: dict[tuple, Strip] = {}
+        """The lines as shown last time, by their runs and width: a line whose runs did not change
+        (a metric row with the same reading, a chart's title) is not built again. Holds only the
+        last draw's lines; emptied with the styles and the filters."""
         self._shape: tuple[bool, Color, int, int, RichStyle] | None = None
         """(True: drawn through Textual's own path, the background beneath the runs, the padding left
         and right and its style), worked out once per style update (see :meth:`render_lines`); None:
@@ -83,6 +87,7 @@ class PartsWidget(Widget):
         super().notify_style_update()
         self._styles.clear()
         self._filtered.clear()
+        self._drawn = {}
         self._lines = self._final = None
         self._shape = None
 
@@ -130,19 +135,27 @@ class PartsWidget(Widget):
         if key != self._filter_key:  # NO_COLOR toggled, ANSI colours switched, a new background
             self._filter_key = key
             self._filtered.clear()
+            self._drawn = {}
             self._final = None
         width = size.width
         blank = self._shown_style(None)
         if self._final is None or self._final_size != size:
-            if pad_left or pad_right:  # the text's own line filled out with the padding's blanks, as Textual does
-                shown_pad = self._filtered_style(pad_style)
-                self._final = [Strip.join([Strip.blank(pad_left, shown_pad),
-                                           self._strip(parts, width, self._shown_style).adjust_cell_length(width, shown_pad),
-                                           Strip.blank(pad_right, shown_pad)])
-                               for parts in self._parts()]
-            else:
-                self._final = [self._strip(parts, width, self._shown_style).adjust_cell_length(width, blank)
-                               for parts in self._parts()]
+            drawn, self._drawn = self._drawn, {}
+            final = []
+            for parts in self._parts():
+                key = (width, *parts)
+                strip = drawn.get(key)
+                if strip is None:
+                    if pad_left or pad_right:  # the text's own line filled out with the padding's blanks, as Textual does
+                        shown_pad = self._filtered_style(pad_style)
+                        strip = Strip.join([Strip.blank(pad_left, shown_pad),
+                                            self._strip(parts, width, self._shown_style).adjust_cell_length(width, shown_pad),
+                                            Strip.blank(pad_right, shown_pad)])
+                    else:
+                        strip = self._strip(parts, width, self._shown_style).adjust_cell_length(width, blank)
+                self._drawn[key] = strip
+                final.append(strip)
+            self._final = final
             self._final_size = size
         outer = width + pad_left + pad_right
         if pad_left or pad_right:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual.containers import Grid, Horizontal, Vertical
+from textual.containers import Horizontal, Vertical
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import Static
@@ -58,10 +58,6 @@ class SteadyHorizontal(SteadyLines, Horizontal):
 
 class SteadyVertical(SteadyLines, Vertical):
     """A Vertical container that draws its background once (CSS: still ``Vertical``)."""
-
-
-class SteadyGrid(SteadyLines, Grid):
-    """A Grid container that draws its background once (CSS: still ``Grid``)."""
 
 
 class SteadyStatic(SteadyLines, Static):
