@@ -33,6 +33,10 @@ def rank_rows(tick: RankTick, selected: int | None) -> list[str]:
 class RankTable(Plain):
     """Hidden for jobs of fewer than ``min_ranks`` ranks (the ranks line says enough there)."""
 
+    BORDER_TITLE = "Ranks"
+    """Shown where the layout gives the table a border; set once (Textual sets it on mount): each
+    assignment parses the title and repaints the widget, and it was assigned every tick."""
+
     DEFAULT_CSS = """
     RankTable { height: auto; padding: 0 1; display: none; }
     RankTable.-shown { display: block; }
@@ -45,6 +49,5 @@ class RankTable(Plain):
     def show(self, tick: RankTick | None, selected: int | None) -> None:
         shown = tick is not None and len(tick.verdicts) >= self.min_ranks
         self.set_class(shown, "-shown")  # a class, not `display`: the layout's rules still hide it
-        self.border_title = "Ranks"
         if shown:
             self.update("\n".join(rank_rows(tick, selected)))  # type: ignore[arg-type]
