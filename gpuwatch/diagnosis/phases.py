@@ -93,7 +93,7 @@ def largest_set(ticks: Sequence[Tick]) -> int:
     return max((len(g) for g in _sets(ticks)), default=0)
 
 
-def _sets(ticks: Sequence[Tick]) -> list[frozenset[int]]:
+def _sets(ticks: Sequence[Tick]) -> tuple[frozenset[int], ...]:
     """The worker PIDs of each set seen, oldest first. A DataLoader forks all its workers at once
     when its iterator is made, so a set is the workers first seen in one tick, or in two ticks in a
     row while the first part lives on (a procs sample can land while the set is being forked: run
@@ -101,6 +101,21 @@ def _sets(ticks: Sequence[Tick]) -> list[frozenset[int]]:
     another loader's: a validation loader with persistent_workers=True keeps its own (run 25:
     2 + 2, 14 + 14). Two loaders whose sets start a tick apart read as one set (Lightning's 2 + 2
     read 4): the count never splits one loader's workers, it may only miss a split."""
+    key = tuple(ticks)
+    if key == _LAST_SETS[0]:  # compared item by item, by identity first: a few microseconds
+        return _LAST_SETS[1]
+    out = _find_sets(ticks)
+    _LAST_SETS[:] = [key, out]
+    return out
+
+
+_LAST_SETS: list = [(), ()]
+"""The last ticks _sets read and its answer. A tick's diagnosis asks for the sets of the same
+minute about eighteen times (worker_sets and largest_set in each input stage's facts, each
+decision), and the answer depends on the ticks' values only, so equal ticks may share it."""
+
+
+def _find_sets(ticks: Sequence[Tick]) -> tuple[frozenset[int], ...]:
     first: dict[int, int] = {}
     for i, t in enumerate(ticks):
         for pid in t.workers:
@@ -117,7 +132,7 @@ def _sets(ticks: Sequence[Tick]) -> list[frozenset[int]]:
             out[-1] = (start + 1, out[-1][1])  # closed: nothing more joins it
         else:
             out.append((start, by_tick[start]))
-    return [frozenset(g) for _, g in out]
+    return tuple(frozenset(g) for _, g in out)
 
 
 def workers_survive_epochs(ps: Sequence[Phase]) -> bool:
