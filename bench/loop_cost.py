@@ -24,7 +24,7 @@ if __package__ in (None, ""):  # run as a file: make `bench` importable
 
 from gpuwatch.analysis import Analysis
 from gpuwatch.multirank import MultiRank
-from gpuwatch.recording import dumps, tick_record
+from gpuwatch.recording import tick_line
 from gpuwatch.replay import load_frames
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,7 +50,7 @@ def one_pass(frames: list, out=None) -> dict[str, float]:  # noqa: ANN001 - a te
         t1 = clock()
         rt = ranks.update(frame)
         t2 = clock()
-        line = dumps(tick_record(frame, verdict, rt))
+        line = tick_line(frame, verdict, rt)
         t3 = clock()
         spent["diagnosis"] += t1 - t0
         spent["ranks"] += t2 - t1

@@ -12,7 +12,7 @@ from gpuwatch.analysis import Analysis
 from gpuwatch.errors import UsageError
 from gpuwatch.multirank import MultiRank
 from gpuwatch.pipeline import Pipeline, Sink, Source, Tick
-from gpuwatch.recording import Recorder, RecordingError, dumps, tick_record
+from gpuwatch.recording import Recorder, RecordingError, tick_line
 from gpuwatch.signals import install_signal_handlers, rearm
 
 
@@ -41,7 +41,7 @@ async def stream_json(
                 print(f"gpuwatch: {e}; watching continues", file=sys.stderr)
 
     def emit(tick: Tick) -> None:
-        line = dumps(tick_record(tick.frame, tick.verdict, tick.ranks)) + "\n"
+        line = tick_line(tick.frame, tick.verdict, tick.ranks) + "\n"
         try:
             out.write(line)
             out.flush()

@@ -20,12 +20,12 @@ import stat
 import sys
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from gpuwatch import __version__
-from gpuwatch.model.codec import SCHEMA_VERSION, DecodeError, from_dict, to_dict
+from gpuwatch.model.codec import SCHEMA_VERSION, DecodeError, from_dict, to_dict, to_json
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
 from gpuwatch.untrusted import clean
@@ -45,8 +45,18 @@ def tick_record(frame: Frame, verdict: Verdict | None, ranks: RankTick | None = 
     """The JSON object for one tick, as streamed by ``--json`` and stored in recordings. ``ranks``
     (a multi-rank job's tick, :mod:`gpuwatch.multirank`) adds the ``ranks`` and ``straggler`` keys;
     without it (single-process jobs) they are left out."""
-    rec: dict[str, Any] = {"schema": SCHEMA_VERSION, "type": "tick", "frame": to_dict(frame)}
-    rec["verdict"] = to_dict(verdict) if verdict is not None else None
+    return _tick(frame, verdict, ranks, to_dict)
+
+
+def tick_line(frame: Frame, verdict: Verdict | None, ranks: RankTick | None = None) -> str:
+    """``dumps(tick_record(...))``, the line ``--json`` prints and a recording stores, written
+    straight from the frame and verdict (codec.to_json) instead of through their dicts."""
+    return to_json(_tick(frame, verdict, ranks, lambda obj: obj))
+
+
+def _tick(frame: Frame, verdict: Verdict | None, ranks: RankTick | None, conv: Callable[[Any], Any]) -> dict[str, Any]:
+    rec: dict[str, Any] = {"schema": SCHEMA_VERSION, "type": "tick", "frame": conv(frame)}
+    rec["verdict"] = conv(verdict) if verdict is not None else None
     if ranks is not None:
         rec.update(ranks.to_json())
     return rec
@@ -104,7 +114,7 @@ class Recorder:
 
     def write(self, frame: Frame, verdict: Verdict | None, ranks: RankTick | None = None) -> None:
         if self._f is not None:
-            self._write(dumps(tick_record(frame, verdict, ranks)))
+            self._write(tick_line(frame, verdict, ranks))
 
     def _write(self, line: str) -> None:
         assert self._f is not None

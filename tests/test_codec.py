@@ -106,3 +106,31 @@ def test_non_finite_numbers_are_written_as_null_and_huge_ones_refused_on_read():
     f["interval"] = 1e308  # finite, but the first sum or rate over it would overflow
     with pytest.raises(DecodeError, match="interval: 1e\\+308 is out of range"):
         from_dict(Frame, f)
+
+
+@pytest.mark.parametrize("name", ["frame", "unsupported_gpus", "nan", "verdict", "scalars"])
+def test_to_json_writes_what_to_dict_and_json_dumps_write(name):
+    """The --json stream's line writer (codec.to_json) gives the very bytes of the dict route,
+    non-finite numbers (null) and Unsupported markers included."""
+    from dataclasses import replace
+
+    from gpuwatch.model.codec import to_json
+
+    frame = full_frame()
+    obj = {
+        "frame": frame,
+        "unsupported_gpus": replace(frame, gpus=Unsupported("NVML unavailable")),
+        "nan": replace(frame, interval=math.nan, gpus=(replace(frame.gpus[0], power_w=math.inf),)),
+        "verdict": Verdict(t=1.0, stage="decode", confidence=0.8, sentence="s \u00e9\n\"q\"",
+                           evidence=(Evidence("decode", "wait", None, 0.2, ">=", True, "w"),), secondary=(),
+                           speedup=None, remedies=(), levels=(("io", "warning"),)),
+        "scalars": {"a": [1, 2.5, -math.inf, None, True, "x"], "b": (Stall(2.0, 0.4, None),)},
+    }[name]
+    assert to_json(obj) == json.dumps(to_dict(obj), separators=(",", ":"), allow_nan=False)
+
+
+def test_to_json_refuses_what_json_cannot_write():
+    from gpuwatch.model.codec import to_json
+
+    with pytest.raises(TypeError):
+        to_json({"a": {1, 2}})

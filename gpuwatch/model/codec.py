@@ -7,6 +7,7 @@ and this keeps the runtime dependency list to what the product needs.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import types
 import typing
@@ -68,6 +69,40 @@ def _encoder(kind: type) -> Any:
     if issubclass(kind, float):  # NaN and infinities are not JSON
         return lambda obj: obj if math.isfinite(obj) else None
     return lambda obj: obj
+
+
+def to_json(obj: Any) -> str:
+    """``to_dict(obj)`` as compact JSON text (no spaces, no NaN), byte for byte, made faster: the
+    C encoder walks the containers and scalars itself and calls back only for the model objects
+    (:func:`_plain`), about 50 a tick's frame and verdict, instead of to_dict visiting each of its
+    ~1,400 values in Python first. A NaN or an infinity, which to_dict writes as null, makes the C
+    encoder refuse the whole object; that object goes through to_dict instead. (to_dict also
+    writes a dict's non-string keys with str(); no model type holds a dict.)"""
+    try:
+        return _COMPACT.encode(obj)
+    except ValueError:  # a number that is not finite: only to_dict writes it (as null)
+        return _COMPACT.encode(to_dict(obj))
+
+
+def _plain(obj: Any) -> Any:
+    """One model object as the C encoder takes it: a dataclass as a dict of its fields, as they
+    are (the encoder visits them next), an Unsupported as its marker."""
+    kind = type(obj)
+    names = _PLAIN.get(kind)
+    if names is None:
+        if issubclass(kind, Unsupported):
+            return {"unsupported": obj.reason}
+        if not dataclasses.is_dataclass(kind):
+            raise TypeError(f"Object of type {kind.__name__} is not JSON serializable")
+        names = _PLAIN[kind] = tuple(f.name for f in _fields(kind))
+    return {name: getattr(obj, name) for name in names}
+
+
+_PLAIN: dict[type, tuple[str, ...]] = {}
+"""The field names of each dataclass :func:`_plain` has met (Unsupported, itself one, excepted)."""
+_COMPACT = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False, default=_plain)
+"""One encoder for every call: no spaces (as recordings are written), no NaN, no cycle check
+(model objects are trees)."""
 
 
 def from_dict(cls: type, data: Any) -> Any:
