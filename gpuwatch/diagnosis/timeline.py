@@ -132,16 +132,36 @@ def _timeline(frames: Sequence[Frame], rank: int | None) -> list[Tick]:
             continue
         dt = f.t - prev_t if prev_t is not None else f.interval
         prev_t = f.t
-        fields: dict = {}
         if p is not None:
             seen_p.add(p.t)
-        if known(f.procs):  # a repeated procs sample still says which workers live (not counted twice: new)
-            fields.update(_procs_fields(f.procs, rank, new=p is not None))
         if s is not None:
             seen_s.add(s.t)
-            fields.update(_stack_fields(s, rank))
-        out.append(Tick(t=f.t, dt=max(dt, 1e-3), **fields))
+        out.append(_tick(f, rank, p is not None, s is not None, max(dt, 1e-3)))
     return out
+
+
+def _tick(f: Frame, rank: int | None, new_p: bool, new_s: bool, dt: float) -> Tick:
+    """The Tick of frame ``f`` in a window where its procs and stack samples are new or not and
+    the window's previous tick lies ``dt`` before: all a Tick depends on, so every window of this
+    tick and of the next minute's ticks that reads ``f`` the same way shares one."""
+    return _TICKS.get(f, (id(f), rank, new_p, new_s, dt), lambda: _make_tick(f, rank, new_p, new_s, dt))
+
+
+def _make_tick(f: Frame, rank: int | None, new_p: bool, new_s: bool, dt: float) -> Tick:
+    fields: dict = {}
+    if known(f.procs):  # a repeated procs sample still says which workers live (not counted twice: new)
+        fields.update(_procs_fields(f.procs, rank, new=new_p))
+    if new_s:
+        fields.update(_stack_fields(f.stacks, rank))
+    return Tick(t=f.t, dt=dt, **fields)
+
+
+_TICKS: SampleMemo[Tick] = SampleMemo(2048)
+"""Ticks by frame and how the window reads it. A frame stays in the minute's window for sixty
+ticks and in the shorter windows too, read the same way in all but the windows it starts (its
+first tick's ``dt`` and whether its samples were seen before then differ): about one entry a
+frame and rank, a few more a tick. 2048 hold a single job's last few hundred ticks and an 8-rank
+job's last few dozen."""
 
 
 _MEMO: SampleMemo[dict] = SampleMemo(2048)
