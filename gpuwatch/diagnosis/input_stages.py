@@ -7,6 +7,7 @@ stack labels (a worker sleeping inside ``__getitem__`` may be labelled busy yet 
 from __future__ import annotations
 
 from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, fmt, yes
+from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult, result
 from gpuwatch.diagnosis.thresholds import (
@@ -168,6 +169,17 @@ def workers_stalled(s: Signals) -> bool:
 
 
 def _facts(s: Signals) -> dict[str, object]:
+    """The facts the input stages' results carry (the same for all three), worked out once per
+    Signals: a tick scores each of its two or three Signals more than once (the switch test, the
+    sooner test, the hold's re-score), three input stages each time. Callers copy it."""
+    return _FACTS.get(s, (id(s),), lambda: _work_out_facts(s))
+
+
+_FACTS: SampleMemo[dict[str, object]] = SampleMemo(64)
+"""By Signals (held): a tick makes a handful."""
+
+
+def _work_out_facts(s: Signals) -> dict[str, object]:
     st, job, disk = s.stacks, s.job, s.disk
     return dict(
         wait=s.input_wait, inline=st.share(lb.INLINE_LOAD), checkpoint=st.share(lb.CHECKPOINT),
