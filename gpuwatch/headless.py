@@ -33,15 +33,23 @@ async def stream_json(
     if out is None:
         raise UsageError(STDOUT_CLOSED)
 
+    last: list = [None, ""]
+
+    def line_of(tick: Tick) -> str:
+        """The tick's JSON line, written once for the recording and stdout both (they are the same)."""
+        if last[0] is not tick:
+            last[:] = [tick, tick_line(tick.frame, tick.verdict, tick.ranks)]
+        return last[1]
+
     def record(tick: Tick) -> None:
         if recorder is not None and recorder.active:
             try:
-                recorder.write(tick.frame, tick.verdict, tick.ranks)
+                recorder.write_line(line_of(tick))
             except RecordingError as e:
                 print(f"gpuwatch: {e}; watching continues", file=sys.stderr)
 
     def emit(tick: Tick) -> None:
-        line = tick_line(tick.frame, tick.verdict, tick.ranks) + "\n"
+        line = line_of(tick) + "\n"
         try:
             out.write(line)
             out.flush()

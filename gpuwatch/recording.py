@@ -116,6 +116,11 @@ class Recorder:
         if self._f is not None:
             self._write(tick_line(frame, verdict, ranks))
 
+    def write_line(self, line: str) -> None:
+        """A tick's line as :func:`tick_line` wrote it (the --json stream writes it once for both)."""
+        if self._f is not None:
+            self._write(line)
+
     def _write(self, line: str) -> None:
         assert self._f is not None
         try:

@@ -111,3 +111,21 @@ def test_gzipped_recording_reads_back_and_a_cut_one_keeps_its_good_ticks(tmp_pat
     assert isinstance(items[-1], BadLine) and "damaged" in items[-1].reason
     ticks = [i for i in items if isinstance(i, Tick)]
     assert 0 < len(ticks) < 40 and [t.frame.seq for t in ticks] == list(range(1, len(ticks) + 1))
+
+
+async def test_json_stream_and_its_recording_hold_the_same_lines(tmp_path):
+    """--json --record writes each tick's line once for both: the recording's ticks are the stream."""
+    import io
+
+    from gpuwatch.headless import stream_json
+    from tests.test_tui_fixtures import ListSource, synthetic_frames
+
+    frames = synthetic_frames(5)
+    out = io.StringIO()
+    rec = Recorder(str(tmp_path / "r.jsonl"), note="test")
+    await stream_json(ListSource(frames), out=out, recorder=rec)
+    rec.close()
+    streamed = out.getvalue().splitlines()
+    recorded = (tmp_path / "r.jsonl").read_text().splitlines()[1:]
+    assert recorded == streamed and len(streamed) == len(frames)
+    assert json.loads(streamed[-1])["frame"]["seq"] == frames[-1].seq
