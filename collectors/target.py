@@ -238,7 +238,7 @@ class Target:
             # The same processes, parents, names and ranks: the same roles and nodes (a new Tree all
             # the same: a walk's tree is never the previous walk's object).
             return Tree(self.pid, self._tree.nodes)
-        self._walked = (info, ranks)
+        self._walked = (info, dict(ranks))  # a copy: start_order_ranks' ranks are added to ranks below
         roles = assign_roles(self.pid, info, ranks)
         ranks.update(start_order_ranks(info, roles, ranks))
         nodes = []

@@ -342,3 +342,20 @@ def test_a_walk_that_finds_the_same_processes_keeps_the_tree_and_a_new_child_cha
     finally:
         child.kill()
         child.wait(10)
+
+
+def test_a_walk_keeps_the_tree_of_ranks_numbered_by_start_order(monkeypatch):
+    """start_order_ranks adds ranks to the walk's own: the next walk, which reads the same ranks
+    before them, still finds an unchanged tree (mp.spawn children)."""
+    import gpuwatch.collectors.target as target_mod
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        wait_for(lambda: read_stat(proc.pid) and "python" in " ".join(psutil.Process(proc.pid).cmdline()))
+        monkeypatch.setattr(target_mod, "start_order_ranks", lambda info, roles, ranks: {proc.pid: 0})
+        target = Target(proc.pid, refresh_s=0.0)
+        first = target.tree()
+        assert target.tree().nodes is first.nodes
+    finally:
+        proc.kill()
+        proc.wait(10)
