@@ -95,3 +95,18 @@ async def test_the_tooltip_names_the_metric_under_the_mouse():
         assert rows.tooltip == rows.row_tooltip("sm")
         await pilot.hover(MetricRows, offset=(2, 9))
         assert rows.tooltip == rows.row_tooltip("temp") == "GPU temperature."
+
+
+async def test_the_tooltip_goes_with_the_mouse_and_stays_gone_over_the_gutter():
+    """Leaving the rows clears the tooltip: coming back over the gutter between the columns, where
+    no row is, shows none rather than the last row's."""
+    app = make_app(ListSource(synthetic_frames(20)))
+    async with app.run_test(size=(81, 40)) as pilot:
+        await settle(pilot, app)
+        rows = app.query_one(MetricRows)
+        left, right = rows._columns()
+        await pilot.hover(MetricRows, offset=(2, 0))
+        assert rows.tooltip == rows.row_tooltip("util")
+        await pilot.hover(MetricRows, offset=(2, -1))  # off the rows
+        await pilot.hover(MetricRows, offset=(left[1], 0))  # the gutter
+        assert rows.tooltip is None

@@ -131,6 +131,7 @@ class MetricRows(PartsWidget):
 
     def on_leave(self, event: events.Leave) -> None:
         self._hovered = None
+        self._show_tooltip(None)  # else a return over the gutter, where no row is, shows the last row's
 
     def _show_tooltip(self, row: int | None) -> None:
         tooltip = None if row is None else self.row_tooltip(self._keys[row])
