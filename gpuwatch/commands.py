@@ -10,6 +10,7 @@ from gpuwatch.errors import UsageError
 from gpuwatch.recording import BadLineReport, NotARecording, Recorder, RecordingError
 from gpuwatch.source import ReplaySource, live_source
 from gpuwatch.startup_heap import release
+from gpuwatch.startup_switch import restore
 
 
 def _open_recorder(path: str | None, force: bool = False) -> Recorder | None:
@@ -35,15 +36,21 @@ def watch(ns: argparse.Namespace) -> int:
     # Collectors take their first readings while the rest of gpuwatch loads: the analysis, and
     # the TUI or the JSON stream (all imported from here on, not before).
     source.watch.prestart()
-    if ns.json:
-        from gpuwatch.headless import run_headless
+    try:
+        if ns.json:
+            from gpuwatch.headless import run_headless
 
-        release()
-        return run_headless(source, recorder, ns.prometheus)
-    from gpuwatch.tui.app import run_app
+            release()
+            return run_headless(source, recorder, ns.prometheus)
+        from gpuwatch.tui.app import run_app
 
-    release()  # every module is loaded: freeze them out of garbage collection (gpuwatch/startup_heap.py)
-    return run_app(source, recorder=recorder, prometheus=ns.prometheus)
+        release()  # every module is loaded: freeze them out of garbage collection (gpuwatch/startup_heap.py)
+        return run_app(source, recorder=recorder, prometheus=ns.prometheus)
+    finally:
+        # Watch.frames puts Python's switch interval back, but only once it runs: a stop signal
+        # before the first frame is asked for (Pipeline's `until` then never asks), or an error
+        # while the TUI starts, would leave prestart's short one.
+        restore()
 
 
 def replay(ns: argparse.Namespace) -> int:

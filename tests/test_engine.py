@@ -273,3 +273,29 @@ def test_threads_switch_often_only_until_the_first_readings_are_in(sleeper):
 
     asyncio.run(first())
     assert sys.getswitchinterval() == pytest.approx(before)
+
+
+def test_the_switch_interval_comes_back_when_the_watch_stops_before_its_first_frame(monkeypatch, request):
+    """A stop signal during start-up can end the run before Watch.frames is ever entered (Pipeline's
+    `until` does not ask for a frame once stop is set): the command puts Python's interval back."""
+    import argparse
+    import sys
+
+    from gpuwatch import commands, headless
+    from gpuwatch.startup_switch import STARTUP_SWITCH_S, restore, shorten
+
+    request.addfinalizer(restore)  # the rest of the session at Python's interval, whatever happens here
+
+    class Stub:
+        watch = type("W", (), {"prestart": staticmethod(shorten)})()
+
+    before = sys.getswitchinterval()
+    monkeypatch.setattr(commands, "live_source", lambda *a: Stub())
+    monkeypatch.setattr(commands.WatchOptions, "from_args", staticmethod(lambda ns: None))
+    monkeypatch.setattr(commands, "release", lambda: None)
+    seen = []
+    monkeypatch.setattr(headless, "run_headless", lambda *a: seen.append(sys.getswitchinterval()) or 130)
+    ns = argparse.Namespace(json=True, pid=1, duration=None, record=None, prometheus=None)
+    assert commands.watch(ns) == 130
+    assert seen == [pytest.approx(min(before, STARTUP_SWITCH_S))]
+    assert sys.getswitchinterval() == pytest.approx(before)
