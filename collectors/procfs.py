@@ -239,24 +239,28 @@ SECTOR_BYTES = 512
 def parse_diskstats(raw: bytes) -> dict[str, DiskCounters]:
     """Every device of /proc/diskstats, by kernel name. The line layouts psutil reads: 14 or 18+
     fields (Linux 2.6+; 4.18 and 5.5 appended discard and flush counters), 7 (a partition on 2.6
-    kernels before 2.6.25: no times), 15 (Linux 2.4); a line of any other layout is skipped."""
+    kernels before 2.6.25: no times), 15 (Linux 2.4); a line of any other layout, or with a counter
+    that is not a number, is skipped (the other devices are still read)."""
     out = {}
     for line in raw.split(b"\n"):
         f = line.split()
         n = len(f)
-        if n == 14 or n >= 18:
-            reads, rsect, rtime, writes, wsect, wtime, busy = (
-                int(f[3]), int(f[5]), int(f[6]), int(f[7]), int(f[9]), int(f[10]), int(f[12]))
-            name = f[2]
-        elif n == 7:
-            reads, rsect, writes, wsect = int(f[3]), int(f[4]), int(f[5]), int(f[6])
-            rtime = wtime = busy = 0
-            name = f[2]
-        elif n == 15:
-            reads, rsect, rtime, writes, wsect, wtime, busy = (
-                int(f[2]), int(f[5]), int(f[6]), int(f[7]), int(f[9]), int(f[10]), int(f[12]))
-            name = f[3]
-        else:
+        try:
+            if n == 14 or n >= 18:
+                reads, rsect, rtime, writes, wsect, wtime, busy = (
+                    int(f[3]), int(f[5]), int(f[6]), int(f[7]), int(f[9]), int(f[10]), int(f[12]))
+                name = f[2]
+            elif n == 7:
+                reads, rsect, writes, wsect = int(f[3]), int(f[4]), int(f[5]), int(f[6])
+                rtime = wtime = busy = 0
+                name = f[2]
+            elif n == 15:
+                reads, rsect, rtime, writes, wsect, wtime, busy = (
+                    int(f[2]), int(f[5]), int(f[6]), int(f[7]), int(f[9]), int(f[10]), int(f[12]))
+                name = f[3]
+            else:
+                continue
+        except ValueError:
             continue
         out[name.decode("utf-8", "replace")] = DiskCounters(
             reads, writes, rsect * SECTOR_BYTES, wsect * SECTOR_BYTES, rtime, wtime, busy)

@@ -237,3 +237,9 @@ def test_thread_lists_follow_the_thread_count_and_forget():
     lists.forget(me)
     assert tids() is not kept and tids() == kept
     assert lists.get(999_999_999, 0, 1) is None
+
+
+def test_parse_diskstats_skips_a_line_it_cannot_read_and_keeps_the_others():
+    good = "   8       0 sda 10 0 80 5 20 0 160 7 0 9 12 0 0 0 0\n"
+    bad = "   8      16 sdb x 0 80 5 20 0 160 7 0 9 12 0 0 0 0\n"
+    assert list(parse_diskstats((bad + good).encode())) == ["sda"]
