@@ -34,8 +34,8 @@ class RankTable(Plain):
     """Hidden for jobs of fewer than ``min_ranks`` ranks (the ranks line says enough there)."""
 
     BORDER_TITLE = "Ranks"
-    """Shown where the layout gives the table a border; set once (Textual sets it on mount): each
-    assignment parses the title and repaints the widget, and it was assigned every tick."""
+    """Shown where the layout gives the table a border; set once, by Textual on mount, never in a
+    tick's update: each assignment parses the title and repaints the widget."""
 
     DEFAULT_CSS = """
     RankTable { height: auto; padding: 0 1; display: none; }
