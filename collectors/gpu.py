@@ -74,6 +74,10 @@ full for a tick (twice in 79 relaxed ticks of the benchmark job), and a one-tick
 tick kept it relaxed through it (once, the tokenize job). Every third tick held two ticks' samples
 back, and the tokenize job's stall, seen on its last busy tick, went unseen."""
 
+RATES_MISSING = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound")
+"""nvmlDeviceGetUtilizationRates answers that mean it will never answer on this GPU or driver
+(MIG instances, for one, have no utilization counters)."""
+
 MEMORY_V2_MISSING = ("NVMLError_FunctionNotFound", "NVMLError_ArgumentVersionMismatch", "NVMLError_NotSupported",
                      "NVMLError_NoData")
 """nvmlDeviceGetMemoryInfo_v2 answers that mean "use v1 instead": an older driver lacks
@@ -237,8 +241,11 @@ class GpuCollector(NvmlCollector):
         if self._relaxed and st.rates_work and kind in st.cursors and st.buffer_skipped < RELAXED_BUFFER_EVERY - 1:
             try:
                 latest = float(self.session.call(i, "nvmlDeviceGetUtilizationRates").gpu)
-            except (nv.NVMLError, AttributeError):
-                st.rates_work = False  # not on this GPU or driver: the buffer every tick
+            except (nv.NVMLError, AttributeError) as e:
+                # Not on this GPU or driver: the buffer every tick from now on. Any other error
+                # (a timeout, a busy driver) costs this tick's saving only: the buffer is read.
+                if type(e).__name__ in RATES_MISSING or isinstance(e, AttributeError):
+                    st.rates_work = False
             else:
                 st.buffer_skipped += 1
                 return latest, ()

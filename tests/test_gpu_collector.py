@@ -254,6 +254,23 @@ def test_relaxed_pace_without_utilization_rates_reads_the_buffer_every_tick(fake
     assert all(g.util_trace and g.util_gpu == 99.0 for g in got)
 
 
+def test_relaxed_pace_after_a_passing_utilization_rates_error_skips_again(fake, session, clock):
+    # One error that is not "not supported" (here the driver timing out) costs that tick's saving
+    # only: the buffer is read then, and the next relaxed tick asks the cheap call again.
+    fake.goto("matmul_bf16", 1)
+    c = collector(session, clock)
+    c.sample()
+    c.set_pace(*RELAXED)
+    fake.set("utilization_rates", err="NVMLError_Timeout")
+    got, calls = per_tick_calls(fake, c, clock, 1)
+    assert calls["nvmlDeviceGetSamples"] == 1 and calls["nvmlDeviceGetUtilizationRates"] == 1
+    assert got[0].util_trace
+    fake.clear("utilization_rates")
+    got, calls = per_tick_calls(fake, c, clock, 2)
+    assert calls["nvmlDeviceGetSamples"] == 1 and calls["nvmlDeviceGetUtilizationRates"] == 1
+    assert got[0].util_trace == () and got[1].util_trace
+
+
 def test_no_new_samples_after_a_good_read_is_a_real_zero(fake, session, clock):
     fake.goto("matmul_bf16", 2)
     c = collector(session, clock)
