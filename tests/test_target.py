@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import psutil
@@ -333,15 +334,29 @@ def test_a_walk_that_finds_the_same_processes_keeps_the_tree_and_a_new_child_cha
     finally:
         proc.kill()
         proc.wait(10)
-    respawned = Target(os.getpid(), refresh_s=0.0)
-    before = respawned.tree()
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        after = wait_for(lambda: t if child.pid in (t := respawned.tree()).pids() else None)
-        assert after.nodes is not before.nodes and set(after.pids()) == set(before.pids()) | {child.pid}
-    finally:
-        child.kill()
-        child.wait(10)
+    # A parent of its own (not this test process, whose children include the shared CPU job and
+    # its respawning workers): it starts one child once the go file appears.
+    with tempfile.TemporaryDirectory() as d:
+        go = os.path.join(d, "go")
+        code = ("import os, subprocess, sys, time\n"
+                f"while not os.path.exists({go!r}): time.sleep(0.02)\n"
+                "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+                "time.sleep(60)\n")
+        parent = subprocess.Popen([sys.executable, "-c", code])
+        try:
+            wait_for(lambda: read_stat(parent.pid) and "python" in " ".join(psutil.Process(parent.pid).cmdline()))
+            respawned = Target(parent.pid, refresh_s=0.0)
+            before = respawned.tree()
+            assert set(before.pids()) == {parent.pid}
+            open(go, "w").close()
+            after = wait_for(lambda: t if len((t := respawned.tree()).pids()) == 2 else None)
+            kids = psutil.Process(parent.pid).children()
+            assert after.nodes is not before.nodes and set(after.pids()) == {parent.pid} | {k.pid for k in kids}
+        finally:
+            for k in psutil.Process(parent.pid).children(recursive=True):
+                k.kill()
+            parent.kill()
+            parent.wait(10)
 
 
 def test_a_walk_keeps_the_tree_of_ranks_numbered_by_start_order(monkeypatch):
