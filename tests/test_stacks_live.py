@@ -274,7 +274,10 @@ def test_first_sample_is_the_probes_dump_and_later_ones_follow_the_plan():
             c.close()
     assert [d.pid for d in first.dumps] == [pid] and first.dumps[0].ok
     assert any(t.role == S.ROLE_MAIN_THREAD for t in first.threads)
-    assert [d.pid for d in second.dumps] == [pid] * 2  # 4 Hz x 0.5 s, spread over the tick
+    # 4 Hz x 0.5 s, spread over the tick. A --nonblocking dump that raced the running target (a
+    # torn read, more likely on a loaded machine) is retried at once: it adds a result, not a slot.
+    torn = [d for d in second.dumps if not d.ok and "changed while py-spy read it" in (d.error or "")]
+    assert {d.pid for d in second.dumps} == {pid} and len(second.dumps) - len(torn) == 2
 
 
 def test_timeout_kills_and_reaps_pyspy(tmp_path):

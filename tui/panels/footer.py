@@ -61,6 +61,16 @@ class KeysFooter(SteadyLines, Footer):
 
     _fitted_width = 0
     """The width the keys were last fitted to (hiding a key resizes the footer's content, not it)."""
+    _stale = False
+    """True from a resize or recompose until the keys are fitted."""
+
+    def on_mount(self) -> None:
+        # Keys composed while their screen is hidden (the main screen's footer recomposes under a
+        # drill-down as bindings change) have no place until that screen is laid out again.
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._laid_out)
+
+    def on_unmount(self) -> None:
+        self.screen.screen_layout_refresh_signal.unsubscribe(self)
 
     def on_resize(self) -> None:
         if self.size.width == self._fitted_width:
@@ -68,21 +78,31 @@ class KeysFooter(SteadyLines, Footer):
         self._fitted_width = self.size.width
         for key in self.query_children(FooterKey):
             key.display = True  # the layout after this paint tells which fit now
+        self._stale = True
         self.call_after_refresh(self._fit)
 
     async def recompose(self) -> None:
         await super().recompose()
+        self._stale = True
         self.call_after_refresh(self._fit)
+
+    def _laid_out(self, _screen: object) -> None:
+        if self._stale:
+            self._fit()
 
     def _fit(self) -> None:
         """Hide the keys that run past the palette key, from the first that does: the footer's
         right end used to cut a key with no mark ("↑↓ Process  ←" at 80 columns in a replay)."""
+        if not self._stale:
+            return
         keys = [k for k in self.query_children(FooterKey) if not k.has_class("-command-palette")]
         palette = next((k for k in self.query_children(FooterKey) if k.has_class("-command-palette")), None)
-        right = palette.region.x if palette is not None and palette.display else self.region.right
         if any(k.display and not k.region for k in keys):
-            self.call_after_refresh(self._fit)  # not laid out yet
+            # Not laid out yet: the next layout of this screen fits them. Asking again after each
+            # refresh instead spun the event loop while the screen was hidden under a drill-down.
             return
+        self._stale = False
+        right = palette.region.x if palette is not None and palette.display else self.region.right
         cut = False
         for key in keys:
             cut = cut or key.region.right > right

@@ -1,0 +1,49 @@
+"""The footer's fitting of keys to a narrow terminal (SYNTHETIC frames in a replay)."""
+
+from __future__ import annotations
+
+from textual.widgets._footer import FooterKey
+
+from gpuwatch.replay_control import ReplayControl
+from gpuwatch.source import ReplaySource
+from gpuwatch.tui.panels.footer import KeysFooter
+from gpuwatch.tui.screens.main import MainScreen
+from gpuwatch.tui.screens.stage import StageScreen
+from tests.test_tui_fixtures import make_app, synthetic_frames, write_recording
+
+
+def _fits(footer: KeysFooter) -> bool:
+    """Every key on show ends before the palette key, and the footer hides at least one."""
+    keys = [k for k in footer.query_children(FooterKey) if not k.has_class("-command-palette")]
+    palette = next(k for k in footer.query_children(FooterKey) if k.has_class("-command-palette"))
+    shown = [k for k in keys if k.display]
+    return all(k.region and k.region.right <= palette.region.x for k in shown) and len(shown) < len(keys)
+
+
+async def test_keys_recomposed_under_a_drill_down_wait_for_their_screen_without_spinning(tmp_path, monkeypatch):
+    # A drill-down's palette changes the bindings, so the main screen's footer recomposes while it is
+    # hidden: its keys have no place until that screen is back. Asking again after every refresh
+    # until they had one kept the event loop busy for as long as the drill-down stayed open.
+    fits = []
+    fit = KeysFooter._fit
+    monkeypatch.setattr(KeysFooter, "_fit", lambda self: fits.append(type(self.screen).__name__) or fit(self))
+    path = write_recording(tmp_path / "r.jsonl", synthetic_frames(40))
+    control = ReplayControl(1.0)
+    app = make_app(ReplaySource(str(path), control=control))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        main = app.screen
+        assert isinstance(main, MainScreen) and _fits(main.query_one(KeysFooter))
+        await pilot.press("1", "enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, StageScreen)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        fits.clear()
+        await pilot.pause(1.0)
+        assert len(fits) < 10, fits[:20]
+        await pilot.press("escape")
+        await pilot.pause(0.3)
+        assert app.screen is main and _fits(main.query_one(KeysFooter))
