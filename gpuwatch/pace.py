@@ -44,21 +44,33 @@ class Pace(NamedTuple):
     workers: float
 
 
-RELAXED = Pace(0.25, 0.125)
-"""Rates while relaxed. Main threads 0.5 dumps/s instead of 2: the stack window widens past the 8 s
-evidence window (WINDOW_S) to ~12 s to hold the six main samples (MIN_STACK_SAMPLES) a share needs,
-and a dump comes every 2 s, well inside STACK_STALE_S. What the verdict needs from the stacks while
-the GPU is saturated is that the main thread is not waiting, and a "moderate" wait takes two samples
-(MODERATE_MIN_SAMPLES), so one stray "data wait" sample changes nothing. Replayed with the relaxed
-main samples thinned to this rate, the H200 benchmark job's recordings (TUI and --json) keep every
-verdict and stay relaxed as long (79 of 90 ticks), and both H200 switch runs name every phase
-as soon (tests/test_diagnosis_h200_runs.py); the full rate is back on the first tick the GPU's busy
-time falls, before the stacks are needed to name a new stage. Workers one dump every 16 s instead of
-every 2 s: a saturated GPU means the input pipeline keeps up, so no stage the verdict could name
-rests on worker stacks; they only keep the processes table's hottest frames and the threads panel's
-worker line (two or so samples in its 30-frame window) from going blank. Each dump is a py-spy
-process (~6.3 ms of CPU on the H200: 0.5 % of a core at the previous relaxed 0.81 dumps/s, run 23)
-plus ~1.5 ms of spawning, parsing and labelling here."""
+RELAXED = Pace(1 / 6, 0.125)
+"""Rates while relaxed: a main process one dump every 3 s instead of two a second, workers one
+every 16 s instead of one every 2 s.
+
+What the verdict needs from the stacks while the GPU stays busy is that the main thread is not
+waiting for a batch; the GPU's own counters carry the rest, and the first tick that busy falls
+brings the full rate back, before the stacks are needed to name a new stage. The 8 s evidence
+window (WINDOW_S) then holds two or three main-thread samples, and a "moderate" wait takes two
+(MODERATE_MIN_SAMPLES), so one stray "data wait" sample does not fail GPU-bound's check. The
+empty samples of the ticks between dumps keep the stacks fresh (STACK_STALE_S counts from the
+newest sample, empty or not).
+
+Replayed on every H200 recording with the relaxed ticks' dumps thinned to this rate, at each of
+the three ticks a dump can fall on (bench/relaxed_stacks.py, tests/test_relaxed_stack_replay.py):
+every switch run names every phase as soon as recorded or a tick sooner, right on as many ticks.
+Every tick's stage is as recorded but where one main dump every 2 s differs as well, at one of
+its own two phases (the benchmark job's stray "data wait" sample: three ticks undecided, twelve
+at full pace). The cost: a decode stage just named reads 0.81 instead of 0.95 (under
+MIN_STACK_SAMPLES in its window) on up to two ticks, where a dump every 2 s mostly has it on one.
+
+Workers: a busy GPU means the input pipeline keeps up, so no stage the verdict could name rests on
+worker stacks; they keep the processes table's hottest frames and the threads panel's worker line
+from going blank.
+
+A dump costs 7.9 ms of py-spy's CPU and 1.2 ms of gpuwatch's on the H200
+(bench/results/2026-12-04-h200/run32, collector_cost): 0.40 dumps/s relaxed instead of 0.56 is
+~1.5 ms of CPU a second less, 0.15 % of a core."""
 FULL = Pace(1.0, 1.0)
 STEADY_DROP = 0.05
 """How far busy may fall below the lowest of the previous RELAX_AFTER ticks and still count as the

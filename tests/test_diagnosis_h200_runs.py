@@ -60,7 +60,8 @@ def _scored(frames, markers):
 def _thin_relaxed_mains(frames, keep_of_4=2):
     """The recording as the relaxed pace of gpuwatch/pace.py would now sample it: these runs were
     recorded when relaxed main dumps came at 1 Hz (one main-thread stack a tick); ``keep_of_4``
-    of every four such ticks keep theirs: 2 is today's relaxed 0.5 Hz, 3 the earlier 0.75 Hz."""
+    of every four such ticks keep theirs: 2 is 0.5 Hz, 3 is 0.75 Hz. RELAXED's own rate, at every
+    phase of its dumps, is replayed by tests/test_relaxed_stack_replay.py."""
     out, k, last = [], 0, None
     for f in frames:
         s = f.stacks
@@ -113,9 +114,9 @@ def test_a_steady_gpu_bound_job_keeps_its_verdict_and_pace_with_fewer_main_sampl
     stages, relaxed = run(frames)
     assert set(stages) == {"gpu_bound"} and relaxed >= 50  # as recorded
     thin_stages, thin_relaxed = run(thinned)
-    assert thin_stages == stages  # 0.75 Hz and 0.5 Hz (the relaxed pace's rate) relaxed: the same verdicts
-    # the window widens to ~12 s at 0.5 Hz to hold six samples; these recordings hold no two stray
-    # waits (a moderate share) in any such window, so the pace stays relaxed just as long
+    assert thin_stages == stages  # 0.75 Hz and 0.5 Hz relaxed: the same verdicts
+    # the 8 s window holds four main samples at 0.5 Hz; the ones kept here hold no two stray waits
+    # (a moderate share) in any such window, so the pace stays relaxed just as long
     assert thin_relaxed == relaxed
 
 
