@@ -20,7 +20,8 @@ H200: each call's median CPU in the H200 run named by H200_REFERENCE, times the 
 
 ``--pace relaxed`` hands the collectors that follow the pace (collectors/base.py Paced) the relaxed
 pace of gpuwatch/pace.py from the second tick on, as a watch of the steady GPU-bound job does
-after ten ticks: fewer stack dumps, the GPU utilization buffer read every second tick.
+after ten ticks: fewer stack dumps, the GPU utilization buffer read every second tick. The stacks
+line gives stack sampling's whole CPU a tick (gpuwatch's and py-spy's) at the pace's factors.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     from gpuwatch.collectors.target import Target  # noqa: PLC0415
     from gpuwatch.pace import FULL, RELAXED  # noqa: PLC0415
 
+    pace = RELAXED if ns.pace == "relaxed" else FULL
+
     reader, job = observe.launch_job(ns)
     per: dict[str, list[float]] = defaultdict(list)
     calls: dict[str, list[float]] = defaultdict(list)
@@ -99,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             if tick == 0:
                 for c in collectors:
                     if isinstance(c, Paced):
-                        c.set_pace(*(RELAXED if ns.pace == "relaxed" else FULL))
+                        c.set_pace(*pace)
             time.sleep(max(0.0, ns.interval - (time.monotonic() - start)))
         for c in collectors:
             c.close()
@@ -118,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         md.append(f"Stacks: {n / len(dumps):.2f} py-spy dumps a tick ({ns.pace} pace); per dump {sum(per['stacks']) / n:.2f} ms "
                   f"of gpuwatch's CPU (starting py-spy, reading, parsing, labelling, the tick's planning) and "
                   f"{sum(pyspy_ms) / n:.2f} ms of py-spy's own.\n")
+        both = (sum(per["stacks"]) + sum(pyspy_ms)) / len(dumps)
+        md.append(f"Stack sampling in all (gpuwatch's and py-spy's CPU, pace factors main {pace.main:.3g}, workers "
+                  f"{pace.workers:.3g}): {both:.2f} ms of CPU a tick, {both / 10 / ns.interval:.2f} % of a core.\n")
     estimate = None
     if calls and fake_nvml:
         estimate = _h200_estimate(calls, ns.ticks + 1)
@@ -136,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                                 [(fn, f"{len(calls[fn]) / (ns.ticks + 1):.1f}", f"{statistics.median(calls[fn]):.3f}",
                                   f"{ms:.2f}") for fn, ms in sorted(per_tick.items(), key=lambda kv: -kv[1])]))
     result = {"schema": 1, "bench": "collector_cost", "device": ns.device, "ticks": ns.ticks, "interval_s": ns.interval,
-              "pace": ns.pace,
+              "pace": ns.pace, "pace_factors": list(pace),
               "workers": ns.workers, "machine": observe.machine(),
               "collectors_ms": {f: v for f, v in per.items()}, "nvml_calls_ms": {f: v for f, v in calls.items()},
               "stack_dumps": dumps, "pyspy_children_ms": pyspy_ms,
