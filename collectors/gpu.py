@@ -12,8 +12,8 @@ costs ~2.3 ms of CPU on the H200, in the driver, whatever the buffer or cursor
 (bench/results/2026-12-04-h200/run27): the GPU collector's largest costs. They are cursor reads, so
 reading them less often loses no sample, only time resolution. Memory and per-process utilization
 are read every tick only where the diagnosis needs them then (see ``_util_mem`` and
-``_processes``), else every SLOW_TTL_S; GPU utilization every tick, or every second tick while the
-stack pace is relaxed (see ``_util_gpu``).
+``_processes``), else every SLOW_TTL_S, or every RELAXED_SLOW_S while the stack pace is relaxed;
+GPU utilization every tick, or every second tick while relaxed (see ``_util_gpu``).
 """
 
 from __future__ import annotations
@@ -74,6 +74,17 @@ full for a tick (twice in 79 relaxed ticks of the benchmark job), and a one-tick
 tick kept it relaxed through it (once, the tokenize job). Every third tick held two ticks' samples
 back, and the tokenize job's stall, seen on its last busy tick, went unseen."""
 
+RELAXED_SLOW_S = 10.0
+"""While the stack pace is relaxed, memory-controller utilization beside GPM and per-process
+utilization with the job alone on its GPUs are read every this many seconds instead of every
+SLOW_TTL_S. Neither feeds the verdict then: the diagnosis reads memory utilization only on a GPU
+without GPM (which reads it every tick), and per-process utilization only for another tenant's
+share, which is read every tick once one is there (the job's own share alone gives a tenant share
+of 0 whatever its value). The TUI and the exporter show a 10 s mean instead of a 5 s one. Each
+read is a sample-buffer read, ~2.2-2.3 ms of CPU on the H200 (bench/results/2026-12-04-h200/run32):
+~0.45 ms a relaxed tick less for the two. Replayed on the H200 recordings with both held as the
+collector now reads them (tests/test_relaxed_slow_reads_replay.py): no tick's verdict or pace changes."""
+
 RATES_MISSING = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound")
 """nvmlDeviceGetUtilizationRates answers that mean it will never answer on this GPU or driver
 (MIG instances, for one, have no utilization counters)."""
@@ -124,8 +135,13 @@ class GpuCollector(NvmlCollector):
 
     def set_pace(self, main: float, workers: float | None = None) -> None:
         """The stack pace (gpuwatch/pace.py), set after every verdict: below full, the job has been
-        steadily GPU-bound, and the GPU-utilization buffer is read less often (RELAXED_BUFFER_EVERY)."""
+        steadily GPU-bound, and the GPU-utilization buffer is read less often (RELAXED_BUFFER_EVERY),
+        memory and per-process utilization every RELAXED_SLOW_S."""
         self._relaxed = main < 1.0
+
+    def _slow_s(self) -> float:
+        """How long a slowly read buffer's last reading stands at this pace."""
+        return RELAXED_SLOW_S if self._relaxed else SLOW_TTL_S
 
     # -- one tick ----------------------------------------------------------------------------
     def sample(self) -> tuple[GpuSample, ...] | Unsupported:
@@ -296,11 +312,12 @@ class GpuCollector(NvmlCollector):
 
     def _util_mem(self, i: int, st: _GpuState, gpm_works: bool) -> Any:
         """Memory-controller utilization: every tick where it is the diagnosis's only DRAM signal
-        (a GPU without GPM); beside GPM (whose DRAM bandwidth the diagnosis uses instead) every SLOW_TTL_S,
-        as the mean of all the driver's samples since the last read, shown until the next one."""
+        (a GPU without GPM); beside GPM (whose DRAM bandwidth the diagnosis uses instead) every SLOW_TTL_S
+        (RELAXED_SLOW_S while relaxed), as the mean of all the driver's samples since the last read,
+        shown until the next one."""
         nv = self.session.nvml
         read = lambda: self._util(i, st, nv.NVML_MEMORY_UTILIZATION_SAMPLES, "memory utilization")[0]  # noqa: E731
-        return self.slowly(i, "memory utilization", read) if gpm_works else read()
+        return self.slowly(i, "memory utilization", read, self._slow_s()) if gpm_works else read()
 
     def _throttle(self, i: int, st: _GpuState) -> Any:
         """The share of time throttled per reason since the previous read of the counters. They are
@@ -352,10 +369,11 @@ class GpuCollector(NvmlCollector):
             return ()
         # Another tenant on the GPU is the contention stage's evidence: its share is read every
         # tick. With only the job's processes there, the diagnosis has no use for the split, and
-        # the mean since the last read (every SLOW_TTL_S) is shown until the next.
+        # the mean since the last read (every SLOW_TTL_S, RELAXED_SLOW_S while relaxed) is shown
+        # until the next.
         alone = all(p.local_pid is not None and p.local_pid in ours for p in procs)
         now = self.clock()
-        if alone and st.proc_util is not None and now - st.proc_util[0] < SLOW_TTL_S:
+        if alone and st.proc_util is not None and now - st.proc_util[0] < self._slow_s():
             util = st.proc_util[1]
         else:
             util = self._proc_util(i, st)

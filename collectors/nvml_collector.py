@@ -50,13 +50,13 @@ class NvmlCollector(Collector):
                 return sel
         return problem
 
-    def slowly(self, index: int, what: str, read: Callable[[], Any]) -> Any:
-        """``read()`` at most every SLOW_TTL_S for a value that changes rarely (a power limit, the
-        link's trained width): each NVML call costs ~0.1-1 ms of CPU on the H200, most of it in
-        the driver, and the frame shows the latest reading in between."""
+    def slowly(self, index: int, what: str, read: Callable[[], Any], every: float = SLOW_TTL_S) -> Any:
+        """``read()`` at most every ``every`` seconds (SLOW_TTL_S) for a value that changes rarely
+        (a power limit, the link's trained width): each NVML call costs ~0.1-1 ms of CPU on the
+        H200, most of it in the driver, and the frame shows the latest reading in between."""
         now = self.clock()
         hit = self._slow.get((index, what))
-        if hit is not None and now - hit[0] < SLOW_TTL_S:
+        if hit is not None and now - hit[0] < every:
             return hit[1]
         value = read()
         self._slow[(index, what)] = (now, value)

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from gpuwatch.collectors.gpu import GpuCollector
+from gpuwatch.collectors.gpu import RELAXED_SLOW_S, GpuCollector
 from gpuwatch.collectors.nspid import INIT_PIDNS_INODE, PidMap
 from gpuwatch.collectors.nvml_collector import SLOW_TTL_S
 from gpuwatch.collectors.nvml_session import NvmlSession
@@ -269,6 +269,28 @@ def test_relaxed_pace_after_a_passing_utilization_rates_error_skips_again(fake, 
     got, calls = per_tick_calls(fake, c, clock, 2)
     assert calls["nvmlDeviceGetSamples"] == 1 and calls["nvmlDeviceGetUtilizationRates"] == 1
     assert got[0].util_trace == () and got[1].util_trace
+
+
+def test_relaxed_pace_reads_memory_and_per_process_utilization_every_relaxed_slow_s(fake, session, clock):
+    fake.goto("matmul_bf16", 0)
+    c = collector(session, clock)
+    first = c.sample()[0]
+    assert fake.calls["nvmlDeviceGetProcessUtilization"] == 1
+    c.set_pace(*RELAXED)
+    ticks = int(RELAXED_SLOW_S / 0.5)
+    got, calls = per_tick_calls(fake, c, clock, ticks - 1)  # 9.5 s: past SLOW_TTL_S, not RELAXED_SLOW_S
+    assert "nvmlDeviceGetProcessUtilization" not in calls
+    # Every tick reads the GPU-utilization buffer or the latest period: no memory buffer read besides.
+    assert calls["nvmlDeviceGetSamples"] + calls["nvmlDeviceGetUtilizationRates"] == ticks - 1
+    assert {g.util_mem for g in got} == {first.util_mem}
+    assert {g.processes[0].sm_util for g in got} == {first.processes[0].sm_util}
+    _, calls = per_tick_calls(fake, c, clock, 1)  # RELAXED_SLOW_S since the last read: both read again
+    assert calls["nvmlDeviceGetProcessUtilization"] == 1
+    assert calls["nvmlDeviceGetSamples"] + calls.get("nvmlDeviceGetUtilizationRates", 0) == 2
+    c.set_pace(*FULL)
+    clock.t += SLOW_TTL_S - 0.5  # back at full pace, SLOW_TTL_S again
+    _, calls = per_tick_calls(fake, c, clock, 1)
+    assert calls["nvmlDeviceGetProcessUtilization"] == 1
 
 
 def test_no_new_samples_after_a_good_read_is_a_real_zero(fake, session, clock):
