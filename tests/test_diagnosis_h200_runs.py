@@ -145,7 +145,8 @@ def test_one_stray_wait_sample_keeps_a_steady_job_relaxed():
 def test_a_moderate_share_needs_two_samples():
     from gpuwatch.diagnosis.thresholds import WAIT_MODERATE, moderate_cut
 
-    assert 1 / 6 < moderate_cut(6) <= 2 / 6  # relaxed pace: six samples in the window
+    assert 1 / 3 < moderate_cut(3) and 1 / 2 < moderate_cut(2)  # relaxed pace: two or three samples in the window
+    assert 1 / 6 < moderate_cut(6) <= 2 / 6
     assert 1 / 16 < moderate_cut(16) <= 2 / 16  # full pace
     assert moderate_cut(100) == WAIT_MODERATE  # a long window: TF's 5 % itself
     assert moderate_cut(0) == WAIT_MODERATE

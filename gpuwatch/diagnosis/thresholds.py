@@ -67,8 +67,8 @@ WAIT_MODERATE = 0.05
 profiler's TensorBoard plugin warns about the DataLoader above 5 % too."""
 MODERATE_MIN_SAMPLES = 2
 """Main-thread samples a "moderate" share needs: one sample in the window is a chance catch, not
-5 %. Over 6 to 16 samples (the relaxed and full stack pace over the 8 s window) one sample is a 6 to
-17 % share, so WAIT_MODERATE alone let a single stray "data wait" sample of a GPU-bound job fail its
+5 %. Over 2 to 16 samples (the relaxed and full stack pace over the 8 s window) one sample is a 6 to
+50 % share, so WAIT_MODERATE alone let a single stray "data wait" sample of a GPU-bound job fail its
 "not waiting" check and warn on an input stage (H200 benchmark job, device runs 11-15: GPU-bound
 confidence 0.82 -> 0.55 and the full stack pace back for ~18 ticks, each time)."""
 
