@@ -176,21 +176,27 @@ def _tree(frame: Frame, dumps: Sequence[Dump]) -> tuple[set[int], dict[int, int]
     return mains, main_of
 
 
-def replay(frames: Iterable[Frame], pace: Pace | None, phase: float = 0.0) -> tuple[list[TickOutcome], Thinner | None]:
-    """Each frame's outcome, the stacks after a relaxed tick thinned to ``pace`` (None: as recorded)."""
+def replay(frames: Iterable[Frame], pace: Pace | None, phase: float = 0.0,
+           lag: int = 1) -> tuple[list[TickOutcome], Thinner | None]:
+    """Each frame's outcome, the stacks thinned to ``pace`` (None: as recorded) after a relaxed
+    tick. ``lag``: the frame whose stacks the pace after a verdict first sets, counted from that
+    verdict's frame. 1: the next, as a relaxed stack read (a dump or none, milliseconds) starts just
+    before its tick (engine.aligned_start), after the verdict; 2: the one after, should the read
+    have started before the verdict."""
     analysis = Analysis()
     thinner = Thinner(pace, phase) if pace is not None else None
     out: list[TickOutcome] = []
-    relaxed = False
+    paces = [False] * lag
     seen: dict[float, object] = {}
     for f in frames:
         s = f.stacks
         if thinner is not None and isinstance(s, StackSample):
             if s.t not in seen:  # a frame may carry a sample again: thin it once
-                seen[s.t] = thinner.sample(f, relaxed)
+                seen[s.t] = thinner.sample(f, paces[-lag])
             f = dataclasses.replace(f, stacks=seen[s.t])
         v = analysis.update(f)
         relaxed = stack_pace(analysis.verdicts, analysis.frames) != FULL
+        paces.append(relaxed)
         out.append(TickOutcome(f.wall, v.stage, round(v.confidence, 3), v.stall, v.candidate, relaxed))
     return out, thinner
 
@@ -229,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("paths", nargs="*", help="recordings (default: every H200 recording)")
     p.add_argument("--main", type=float, default=RELAXED.main, help="the main processes' pace factor (default: RELAXED's)")
     p.add_argument("--workers", type=float, default=RELAXED.workers, help="the workers' pace factor (default: RELAXED's)")
+    p.add_argument("--lag", type=int, default=1, help="frames from a verdict to the first stacks its pace sets (default 1)")
     ns = p.parse_args(argv)
     pace = Pace(ns.main, ns.workers)
     from gpuwatch.replay import load_frames  # noqa: PLC0415
@@ -239,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         recorded, _ = replay(frames, None)
         markers = markers_of(path)
         for phase in phases(pace):
-            got, thinner = replay(frames, pace, phase)
+            got, thinner = replay(frames, pace, phase, ns.lag)
             assert thinner is not None
             diff = [(k, a, b) for k, (a, b) in enumerate(zip(recorded, got)) if (a.verdict(), a.relaxed) != (b.verdict(), b.relaxed)]
             ticks += len(got)

@@ -62,13 +62,16 @@ def test_a_sample_comes_apart_into_its_dumps_and_the_thinner_keeps_one_main_dump
     assert kept == [0, 0, 1] * 3
 
 
+@pytest.mark.parametrize("lag", [1, 2])
 @pytest.mark.parametrize("phase", phases(RELAXED))
 @pytest.mark.parametrize("run", SWITCH)
-def test_the_switching_job_names_every_phase_as_soon_with_a_dump_every_three_seconds(run, phase):
+def test_the_switching_job_names_every_phase_as_soon_with_a_dump_every_three_seconds(run, phase, lag):
+    """``lag`` 2: as if the stack read of the tick after each verdict had begun before it, so the
+    first full-pace tick after the GPU-bound phase is still thinned."""
     rel = SWITCH[run]
     markers = markers_of(str(Path("bench/results") / rel))
     before = as_taken(rel)
-    after, thinner = replay(frames(rel), RELAXED, phase)
+    after, thinner = replay(frames(rel), RELAXED, phase, lag)
     assert thinner.dropped >= 2  # the GPU-bound phase ran relaxed: there was something to drop
     b, a = scored(before, markers), scored(after, markers)
     assert [m["right"] for m in a["markers"]] == [m["right"] for m in b["markers"]]
