@@ -150,3 +150,14 @@ def test_a_moderate_share_needs_two_samples():
     assert 1 / 16 < moderate_cut(16) <= 2 / 16  # full pace
     assert moderate_cut(100) == WAIT_MODERATE  # a long window: TF's 5 % itself
     assert moderate_cut(0) == WAIT_MODERATE
+
+
+def test_a_high_share_needs_two_samples_unless_the_gpu_starves():
+    from gpuwatch.diagnosis.thresholds import WAIT_HIGH, high_cut
+
+    for n in (1, 2, 3, 5):  # one sample alone would reach 20 %
+        assert 1 / n < high_cut(n, gpu_starved=False) <= 2 / n
+        assert high_cut(n, gpu_starved=True) == WAIT_HIGH  # the idle GPU is the other evidence
+    for n in (6, 16, 100):  # 20 % already takes two samples or more
+        assert high_cut(n, gpu_starved=False) == WAIT_HIGH
+    assert high_cut(0, gpu_starved=False) == WAIT_HIGH

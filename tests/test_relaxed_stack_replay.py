@@ -29,7 +29,7 @@ SWITCH = {
 STEADY = ("2026-12-03-h200/run11/self2/rec/tui.jsonl.gz", "2026-12-03-h200/run11/self2/rec/json.jsonl.gz")
 """The benchmark job (GPU-bound, 80-88 % busy, 8 workers), relaxed for 79 of its 90 ticks."""
 EVERY_TWO_S = Pace(0.25, 0.125)
-"""The relaxed pace with a main dump every 2 s, the yardstick for the steady job below."""
+"""The previous relaxed pace, a main dump every 2 s."""
 
 
 @functools.cache
@@ -92,25 +92,19 @@ def test_the_switching_job_names_every_phase_as_soon_with_a_dump_every_three_sec
 
 
 @pytest.mark.parametrize("rel", STEADY)
-def test_the_steady_job_differs_only_where_a_dump_every_two_seconds_does(rel):
-    """Every tick's verdict and pace as taken at every phase, but for ticks where a relaxed dump
-    every 2 s, at one of its own phases, reads otherwise too: on the TUI's recording one stray
-    "data wait" sample among the window's three turns the verdict undecided for three ticks and the
-    pace full for twelve, whichever of the two rates keeps that sample."""
+def test_the_steady_job_reads_the_same_at_every_phase(rel):
+    """Every tick's verdict and pace as taken, at every phase of a dump every 3 s and every 2 s. One
+    stray "data wait" sample among a relaxed window's three used to reach the 20 % data-wait cut and
+    turn the verdict undecided for three ticks and the pace full for twelve (TUI recording, one phase
+    of each rate); beside a GPU that is not starved a high share now needs two samples
+    (thresholds.high_cut)."""
     before = as_taken(rel)
-    assert sum(o.relaxed for o in before) == 79
-    yardstick = set()
-    for phase in phases(EVERY_TWO_S):
-        got, _ = replay(frames(rel), EVERY_TWO_S, phase)
-        yardstick |= {k for k, (x, y) in enumerate(zip(before, got)) if x != y}
-    for phase in phases(RELAXED):
-        after, thinner = replay(frames(rel), RELAXED, phase)
-        assert thinner.dropped >= 40
-        differ = {k for k, (x, y) in enumerate(zip(before, after)) if x != y}
-        assert differ <= yardstick, sorted(differ - yardstick)
-        assert {o.stage for o in after} <= {"gpu_bound", "unknown"}
-        assert sum(o.relaxed for o in after) >= 67
-    assert len(yardstick) <= 14
+    assert sum(o.relaxed for o in before) == 79 and {o.candidate for o in before} == {"gpu_bound"}
+    for pace in (EVERY_TWO_S, RELAXED):
+        for phase in phases(pace):
+            after, thinner = replay(frames(rel), pace, phase)
+            assert thinner.dropped >= 40
+            assert after == before, (pace, phase)
 
 
 def test_two_minutes_of_a_healthy_job_read_the_same():

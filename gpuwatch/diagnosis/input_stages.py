@@ -30,6 +30,7 @@ from gpuwatch.diagnosis.thresholds import (
     WORKER_CPU_IO,
     WORKER_D_SHARE,
     WORKER_IO_SHARE,
+    high_cut,
 )
 from gpuwatch.model import stacks as lb
 from gpuwatch.diagnosis.phases import find, largest_set, periodic, worker_sets
@@ -41,6 +42,12 @@ def _wait_words(s: Signals) -> str:
     if s.recurring_wait is not None:
         return "main thread waiting for a batch (over the last minute: the waits recur with the epochs)"
     return "main thread waiting for a batch"
+
+
+def _high(s: Signals) -> float:
+    """The high cut over the main-thread samples the input wait is read from: the minute's for
+    waits that recur with the epochs, else the window's (thresholds.high_cut)."""
+    return high_cut(s.epoch_samples if s.recurring_wait is not None else s.stacks.n_main, s.gpu_starved)
 
 
 def gpu_gate(c: Checks, s: Signals, threshold: float = BUSY_SATURATED) -> bool:
@@ -231,13 +238,13 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     gate = gpu_gate(c, s)
     m = mode(s)
     if m == "inline":
-        load = c.check("inline_load", st.share(lb.INLINE_LOAD), WAIT_HIGH, ">=",
+        load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
                        "main thread loading data itself (num_workers=0)", kind=REQ)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores", kind=REQ)
         fires = gate and yes(load) and cpu is not False
         return result(c, fires, (st.share(lb.INLINE_LOAD) or 0) >= st.moderate, st.share(lb.INLINE_LOAD),
                       "inline", **_facts(s))
-    wait = c.check("data_wait", s.input_wait, WAIT_HIGH, ">=", _wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, _high(s), ">=", _wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
     starting = workers_starting(s) and not storage_bound(s)
@@ -269,7 +276,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
         return result(c, (gate or recurring) and yes(ck), (share or 0) >= st.moderate, share, "checkpoint",
                       **{**_facts(s), "checkpoint": share, "recurring": recurring})
     if m == "inline":
-        load = c.check("inline_load", st.share(lb.INLINE_LOAD), WAIT_HIGH, ">=",
+        load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
                        "main thread loading data itself (num_workers=0)", kind=REQ)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU", unit="cores", kind=REQ)
         _worker_checks(c, s, io_side=True)
@@ -279,7 +286,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                "I/O pressure or iowait)", bool(seen), kind=REQ)
         fires = gate and yes(load) and yes(cpu) and bool(seen)
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
-    wait = c.check("data_wait", s.input_wait, WAIT_HIGH, ">=", _wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, _high(s), ">=", _wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=True)
     waiting = workers_waiting(s)
     seen = storage_evidence(s)
@@ -323,12 +330,12 @@ def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
         return result(c, False, False, None)
     gate = gpu_gate(c, s)
     if mode(s) == "inline":
-        load = c.check("inline_load", st.share(lb.INLINE_LOAD), WAIT_HIGH, ">=",
+        load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
                        "main thread loading data itself (num_workers=0)", kind=REQ)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU", unit="cores", kind=REQ)
         fires = gate and yes(load) and yes(cpu) and not storage_evidence(s, inline=True)
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
-    wait = c.check("data_wait", s.input_wait, WAIT_HIGH, ">=", _wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, _high(s), ">=", _wait_words(s), kind=REQ)
     fires = gate and yes(wait) and not workers_starting(s) and workers_stalled(s)
     return result(c, fires, fires, s.input_wait, "workers", **_facts(s))
 

@@ -18,7 +18,7 @@ from gpuwatch.diagnosis.host_signals import (
     queued_threads,
 )
 from gpuwatch.diagnosis.stack_signals import StackSignals, stack_signals
-from gpuwatch.diagnosis.thresholds import JOB_CPU_SATURATED, MIN_WORKER_SAMPLES, STICKY_STACK_FACTOR
+from gpuwatch.diagnosis.thresholds import BUSY_STARVED, JOB_CPU_SATURATED, MIN_WORKER_SAMPLES, STICKY_STACK_FACTOR
 from gpuwatch.diagnosis.timeline import Tick, timeline
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Phase
@@ -78,6 +78,12 @@ class Signals:
         whose waits recur with them, else over the window."""
         return self.recurring_wait if self.recurring_wait is not None else self.wait
     # -- the few derived readings several stages share -------------------------------------------
+    @property
+    def gpu_starved(self) -> bool:
+        """No GPU to read, or the job's GPU busy under BUSY_STARVED: its idle time is evidence of a wait."""
+        busy = self.gpu.compute_busy
+        return not self.gpu.present or (busy is not None and busy < BUSY_STARVED)
+
     @property
     def wait(self) -> float | None:
         return self.stacks.wait if self.stacks.available else None

@@ -83,6 +83,21 @@ WAIT_HIGH = 0.20
 """The TensorFlow profiler calls input >= 20 % of the step "HIGHLY input-bound" (the data wait of
 the disk and decode stages)."""
 
+
+def high_cut(n: int, gpu_starved: bool) -> float:
+    """The share of ``n`` main-thread samples at which a high share starts: WAIT_HIGH, or
+    MODERATE_MIN_SAMPLES samples' worth where one sample alone would reach WAIT_HIGH (five samples or
+    fewer: the relaxed stack pace, or the first seconds of a watch) and the GPU is not starved. One
+    stray "data wait" sample among the three of a relaxed window read 33 %: on the H200 benchmark job
+    (GPU 80-88 % busy) it made the verdict "unknown" for 3 ticks, and at the start of the tokenising
+    and Lightning jobs (GPU 93-99 % busy) it named PCIe or "unknown" for a tick or two. Beside a
+    starved GPU (under BUSY_STARVED, or no GPU to read) the idle GPU is itself the evidence of a wait,
+    and one sample says which: the H200 switch runs name decode on the first tick after the GPU fell
+    to 0.6 %, as they do with one sample."""
+    if gpu_starved or n <= 0 or 1 / n < WAIT_HIGH:
+        return WAIT_HIGH
+    return max(WAIT_HIGH, MODERATE_MIN_SAMPLES / n)
+
 # -- the GPU's state (DCGM guidance, H200 measurements) ----------------------------------------
 BUSY_SATURATED = 0.90
 """A GPU with work 90 % of the time or more is saturated: the input keeps up (a healthy job reads

@@ -25,7 +25,7 @@ from gpuwatch.diagnosis.thresholds import (
     RX_SATURATED,
     RX_SIGNIFICANT,
     SM_INEFFECTIVE,
-    WAIT_HIGH,
+    high_cut,
 )
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import H2D
@@ -52,7 +52,7 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
                       kind=REQ)
     pin_busy = c.check("pin_busy", st.pshare(lb.PIN_BUSY), PIN_BUSY_SHARE, ">=",
                        "pin-memory thread samples in pin_memory", kind=REQ)
-    wait = c.check("data_wait", st.wait, WAIT_HIGH, ">=", "main thread waiting for a batch", kind=REQ)
+    wait = c.check("data_wait", st.wait, high_cut(st.n_main, s.gpu_starved), ">=", "main thread waiting for a batch", kind=REQ)
     if gpu.link:
         c.note("link", f"the PCIe link runs at {gpu.link} under load", True)
     if gpu.replays_per_s is not None:
