@@ -132,13 +132,15 @@ def _time_first_calls(c) -> None:
                 return _real(*a, **kw)
             finally:
                 mark(f"{_name} ends: {c.field}", thread_cpu=round(time.thread_time() - t0, 4))
+                if _name == "sample":
+                    mark(f"first sample: {c.field}")
 
         setattr(c, name, timed)
 
 
 @after("gpuwatch.engine")
 def _patch_engine(engine) -> None:
-    prestart, first_round, sample = engine.Watch.prestart, engine.Watch._first_round, engine._sample_if_probe_ok
+    prestart, first_round = engine.Watch.prestart, engine.Watch._first_round
 
     def prestart_marked(self):
         mark("collectors prestarted")
@@ -148,12 +150,6 @@ def _patch_engine(engine) -> None:
             return prestart(self)
         finally:
             mark("prestart returned")
-
-    def sample_marked(c, probe):
-        try:
-            return sample(c, probe)
-        finally:
-            mark(f"first sample: {c.field}")
 
     async def first_round_marked(self, deadline):
         mark("frames() started, waiting for the first round")
@@ -173,7 +169,6 @@ def _patch_engine(engine) -> None:
     engine.Watch._frame = frame_marked
     engine.Watch.prestart = prestart_marked
     engine.Watch._first_round = first_round_marked
-    engine._sample_if_probe_ok = sample_marked
 
 
 _spans: dict[str, list[float]] = {}

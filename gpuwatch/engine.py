@@ -1,30 +1,31 @@
 """The live watch: every collector on its own cadence, a frame per tick.
 
-Blocking reads never run on the event loop: each group of collectors (THREADS) has a one-thread
-executor, so a hung NVML or py-spy call stalls only its group (its calls queue behind the hung one
-instead of piling up threads), and the frame marks those fields as stalled.
+Blocking reads never run on the event loop: each group of collectors (THREADS) has a thread of its
+own (gpuwatch/read_thread.py) that times its reads and leaves each round's results for the next
+frame to take, so a hung NVML or py-spy call stalls only its group (its reads wait behind the hung
+one instead of piling up threads), and the frame says those fields' reads are late, then stalled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 from gpuwatch.collectors.base import Collector, Merges, Paced
-from gpuwatch.collectors.target import Target, TargetGone
-from gpuwatch.model.frame import Frame, TargetInfo
+from gpuwatch.collectors.target import Target
 from gpuwatch.model.field_words import words
-from gpuwatch.model.values import JOB_EXITED, PENDING, Unsupported, job_exited, known
+from gpuwatch.model.frame import Frame, TargetInfo
+from gpuwatch.model.values import JOB_EXITED, PENDING, Unsupported, known
+from gpuwatch.read_thread import ReadThread, Report, late
 from gpuwatch.startup_switch import restore, shorten
 from gpuwatch.threadname import name_this_thread
 
 FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
 FIRST_FRAME_S = 0.6
 """Longest wait for the first frame: enough for the rate collectors' first window (0.3 s)."""
-STOP_WAIT_S = 2.0
-"""How long closing waits for the collector loops to end before leaving them to finish alone."""
 THREADS = {"gpus": "nvml", "pcie": "nvml", "procs": "proc", "host": "proc", "disk": "proc", "stacks": "stacks"}
 """The thread each collector's reads run on. Collectors that share a thread run back to back
 instead of side by side: on the H200, with a thread each, the /proc readers and the PCIe collector
@@ -39,13 +40,12 @@ STALE_AFTER = 3.0
 """A sample older than this many of its collector's intervals (and the tick) is shown as stalled."""
 ALIGN_MARGIN = 0.1
 """Share of the tick by which a collector's read is timed to end before the frame that carries it
-(:func:`aligned_start`): room for the event loop's and the thread hand-off's jitter (milliseconds
+(:func:`aligned_start`): room for the threads' wake-up and the hand-off's jitter (milliseconds
 to tens of them on a loaded host). A read that still ends after the tick is carried by the next
 frame, a tick late, never lost."""
-LEAD_DECAY = 0.8
-"""How fast a collector's expected read time forgets a slow read: the lead is the longest recent
-read, shrinking by this factor a tick, so one slow py-spy dump or NVML call does not leave every
-later read ending early, and a read that grows longer is followed at once."""
+INBOX_WAKE = 30
+"""Reports left for the frames beyond which a collector thread wakes the event loop to take them
+(about ten ticks' worth): a consumer that stops asking for frames must not make them pile up."""
 
 
 class Watch:
@@ -70,18 +70,25 @@ class Watch:
         self._latest: dict[str, object] = {f: Unsupported("no collector") for f in FIELDS}
         self._stamp: dict[str, float] = {}
         self._executors: dict[str, ThreadPoolExecutor] = {}
+        self._threads: dict[str, ReadThread] = {}
+        """Thread name (THREADS) -> the thread that runs that group's reads (started by _start)."""
+        self._thread_of: dict[str, ReadThread] = {}
+        self._late: dict[str, float] = {}
+        """Collector field -> since when the read that the frames last called late was due."""
         self._seq = 0
         self._stopping = False
         self._shown: set[str] = set()
         """Fields whose latest value a frame has carried."""
-        self._early: dict[str, tuple[Future, Future]] = {}
-        """Collector field -> (probe, first sample) started by prestart()."""
+        self._inbox: deque[list[Report]] = deque()
+        """What the collector threads have read and no frame has taken yet."""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """frames()'s event loop, once it runs."""
+        self._waiting = False
+        """Whether the first frame waits for the collectors' first reports: each one wakes it."""
         self.cpu_seconds = 0.0
         self._next_tick: float | None = None
         """When the next frame goes out (set once ticks have started): the collectors time their
         reads to end just before it."""
-        self._lead: dict[str, float] = {}
-        """Collector field -> how long its reads take (LEAD_DECAY), queueing on its thread included."""
         self._all_in: asyncio.Future | None = None
         """Done once every collector has reported (a sample, or why it has none): the first
         frame's wait ends then (made in frames(), on its event loop)."""
@@ -89,18 +96,17 @@ class Watch:
     async def frames(self, duration: float | None = None) -> AsyncIterator[Frame]:
         loop = asyncio.get_running_loop()
         self._all_in = loop.create_future()
-        tasks = []
-        for c in self.collectors:
-            if c.field not in self._early:
-                self._latest[c.field] = PENDING
-            self._executor(c)
-            tasks.append(asyncio.create_task(self._run(c), name=f"collect:{c.field}"))
+        self._start()
+        self._waiting = True
+        self._loop = loop
+        self._take()  # what prestart's reads gave already, at once: no turn of the loop each
         start = self.clock()
         try:
             # The first frame goes out as soon as every collector has reported once, or after
             # FIRST_FRAME_S at most (the stack collector spreads its dumps over a whole tick, so it
             # may still say "no sample yet"): the screen fills within about a second of attaching.
             await self._first_round(start + min(self.interval, FIRST_FRAME_S))
+            self._waiting = False  # from now on the frames take the reports, with no turn of the loop each
             restore()  # the first readings are in: Python's switch interval again (prestart shortened it)
             next_tick = self.clock()
             end = None if duration is None else start + duration
@@ -123,16 +129,13 @@ class Watch:
                 if duration is not None and now - start >= duration - 1e-6:
                     return
         finally:
-            # A flag as well as cancel(): on Python < 3.12, asyncio.wait_for can swallow a
-            # cancellation that arrives just as its inner future completes (CPython gh-86296),
-            # and a collector loop that missed it would keep this gather waiting forever (seen:
-            # a headless watch that did not exit at --duration, about 1 run in 15).
+            # No read starts after this, and what a read under way gives is dropped (_take). The
+            # threads are not waited for: a hung read would hold the exit.
             self._stopping = True
+            self._loop = None
             restore()  # ended before its first round (a stop at start-up)
-            for t in tasks:
-                t.cancel()
-            if tasks:
-                await asyncio.wait(tasks, timeout=STOP_WAIT_S)
+            for t in self._threads.values():
+                t.stop()
             for c in self.collectors:
                 try:
                     c.close()
@@ -153,17 +156,21 @@ class Watch:
         often meanwhile (gpuwatch/startup_switch.py): the main thread, importing, holds the GIL
         that each of the collectors' reads gives up."""
         shorten()
-        todo = [c for c in self.collectors if c.field not in self._early]
-        # Every probe before any first sample: collectors that share a thread then take their
-        # baselines together and wait out one first window, not one each (collectors/base.py).
-        probes = {c.field: self._executor(c).submit(c.probe) for c in todo}
-        for c in todo:
-            self._latest[c.field] = PENDING
-            probe = probes[c.field]
-            self._early[c.field] = (probe, self._executor(c).submit(_sample_if_probe_ok, c, probe))
+        self._start()
 
-    def _executor(self, c: Collector) -> ThreadPoolExecutor:
-        return self._named_executor(THREADS.get(c.field, c.field))
+    def _start(self) -> None:
+        """Start each group's thread (once): its probes, first samples, then its reads."""
+        if self._threads:
+            return
+        for c in self.collectors:
+            self._latest[c.field] = PENDING
+            name = THREADS.get(c.field, c.field)
+            if name not in self._threads:
+                self._threads[name] = ReadThread(f"gw-{name}", [], self._post, self._due, self.clock)
+            self._threads[name].collectors.append(c)
+            self._thread_of[c.field] = self._threads[name]
+        for t in self._threads.values():
+            t.start()
 
     def _named_executor(self, what: str) -> ThreadPoolExecutor:
         """The one thread that runs ``what``'s blocking reads, named ``gw-<what>`` for ``top -H``."""
@@ -195,6 +202,45 @@ class Watch:
         if self._all_in is not None and not self._all_in.done() and self._all_reported():
             self._all_in.set_result(None)
 
+    def _post(self, reports: list[Report]) -> None:
+        """On a collector thread: leave ``reports`` for the next frame to take. Only the first
+        frame's wait is woken for them: after it, a report wakes nothing, and each read costs the
+        event loop no turn of its own (an executor's hand-off, a deadline timer and a sleep each
+        were about a third of the --json main thread's CPU on the CPU VM)."""
+        self._inbox.append(reports)
+        loop = self._loop  # read after the append: frames() sets it before it first takes the inbox
+        if loop is not None and (self._waiting or len(self._inbox) > INBOX_WAKE):
+            try:
+                loop.call_soon_threadsafe(self._take)
+            except RuntimeError:  # the loop has closed without closing frames(): the watch is over
+                self._stopping = True
+                for t in self._threads.values():
+                    t.stop()
+
+    def _take(self) -> None:
+        """On the event loop: keep what the collector threads have read, oldest first."""
+        while self._inbox:
+            reports = self._inbox.popleft()
+            if self._stopping:
+                continue
+            for c, value, done, probe in reports:
+                if probe:
+                    self._latest[c.field] = value
+                    continue
+                self._store(c, value)
+                self._stamp[c.field] = done
+                if c.field == "procs":
+                    self._last_cmdline = self.target.cmdline()
+        self._reported()
+
+    def _due(self, now: float, started: float, lead: float, c: Collector, failures: int) -> float:
+        """When ``c``'s next read is due, its last round having started at ``started`` and taken
+        about ``lead`` (on its thread, at ``now``)."""
+        # Back off on repeated failures so a broken source costs little.
+        if failures < 3 and self._next_tick is not None and abs(c.interval - self.interval) < 1e-9:
+            return aligned_start(now, started, self._next_tick, self.interval, lead)
+        return started + c.interval * (1 if failures < 3 else min(10, failures))
+
     def _store(self, c: Collector, value: object) -> None:
         """Keep ``value`` as the field's latest. A collector that :class:`Merges` (the stack collector) does
         not lose a sample that no frame has shown yet: its samples end at a phase of their own,
@@ -206,8 +252,24 @@ class Watch:
         self._latest[c.field] = value
         self._shown.discard(c.field)
 
+    def _overdue(self, now: float) -> None:
+        """Say so, once, for each read or probe that is past its deadline and still under way (or
+        waiting behind one that is): its thread is held, the frame is not."""
+        for c in self.collectors:
+            owed = self._thread_of[c.field].owed.get(c.field)
+            if owed is None or now - owed.since <= owed.limit or self._late.get(c.field) == owed.since:
+                continue
+            self._late[c.field] = owed.since
+            if owed.probe:
+                self._latest[c.field] = late(c, owed)
+            else:
+                self._store(c, late(c, owed))
+                self._stamp[c.field] = owed.since + owed.limit
+
     def _frame(self, now: float, alive: bool) -> Frame:
         self._seq += 1
+        self._take()
+        self._overdue(now)
         self._shown.update(FIELDS)
         fields = {}
         for f in FIELDS:
@@ -230,62 +292,6 @@ class Watch:
     def _cmdline_cache(self) -> str:
         return getattr(self, "_last_cmdline", "")
 
-    async def _run(self, c: Collector) -> None:
-        loop = asyncio.get_running_loop()
-        ex = self._executor(c)
-        early = self._early.pop(c.field, None)
-        try:
-            # A prestarted probe or first sample that has already finished is taken as it is: each
-            # await on it would cost turns of an event loop that is busy laying out the TUI, and
-            # the first frame would miss the first paint that it could have made.
-            if early is not None and early[0].done():
-                problem = early[0].result()
-            else:
-                started_probe = asyncio.wrap_future(early[0]) if early else loop.run_in_executor(ex, c.probe)
-                problem = await asyncio.wait_for(started_probe, timeout=c.timeout + 10)
-        except Exception as e:  # noqa: BLE001 - a broken probe disables one panel, not the app
-            problem = Unsupported(f"{words(c.field)} could not start: {e}")
-        if problem is not None:
-            self._latest[c.field] = problem
-            self._reported()
-            return
-        failures = 0
-        while not self._stopping:
-            started = self.clock()
-            first, early = early, None
-            try:
-                if first is not None and first[1].done():
-                    value = first[1].result()
-                else:
-                    pending = asyncio.wrap_future(first[1]) if first else loop.run_in_executor(ex, c.sample)
-                    value = await asyncio.wait_for(pending, timeout=c.timeout)
-                failures = 0
-            except asyncio.TimeoutError:
-                value = Unsupported(f"{words(c.field)}: a read took longer than {c.timeout:.0f} s")
-                failures += 1
-            except asyncio.CancelledError:
-                raise
-            except TargetGone as e:  # the job ended between two reads: said as such, not as an error
-                value = Unsupported(f"{words(c.field)}: {job_exited(str(e))}")
-                failures += 1
-            except Exception as e:  # noqa: BLE001 - one failing collector never stalls the others
-                value = Unsupported(f"{words(c.field)}: {type(e).__name__}: {e}")
-                failures += 1
-            if self._stopping:
-                return
-            self._store(c, value)
-            done = self._stamp[c.field] = self.clock()
-            self._reported()
-            lead = self._lead[c.field] = max(done - started, LEAD_DECAY * self._lead.get(c.field, 0.0))
-            if c.field == "procs":
-                self._last_cmdline = self.target.cmdline()
-            # Back off on repeated failures so a broken source costs little.
-            pause = c.interval * (1 if failures < 3 else min(10, failures))
-            wake = started + pause
-            if failures < 3 and self._next_tick is not None and abs(c.interval - self.interval) < 1e-9:
-                wake = aligned_start(self.clock(), started, self._next_tick, self.interval, lead)
-            await asyncio.sleep(max(0.0, wake - self.clock()))
-
 
 def aligned_start(now: float, started: float, next_tick: float, interval: float, lead: float) -> float:
     """When a collector that reads once a tick should start its next read: ``lead`` seconds (its
@@ -305,13 +311,3 @@ def aligned_start(now: float, started: float, next_tick: float, interval: float,
 def _finish(fut: asyncio.Future) -> None:
     if not fut.done():
         fut.set_result(None)
-
-
-def _sample_if_probe_ok(c: Collector, probe: Future) -> object:
-    """The first sample of a prestarted collector, taken only if its probe passed (the probe's
-    outcome itself is reported by Watch._run)."""
-    try:
-        problem = probe.result()
-    except Exception:  # noqa: BLE001 - reported from the probe's own future
-        return None
-    return c.sample() if problem is None else None

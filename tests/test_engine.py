@@ -234,7 +234,7 @@ def test_prestarted_readings_make_the_first_frame_within_a_few_turns_of_a_busy_l
     watch = Watch(Target(sleeper.pid), [Counting(), Refusing(), Failing()], interval=1.0)
     watch.prestart()
     deadline = time.monotonic() + 5
-    while not all(f[1].done() for f in watch._early.values()) and time.monotonic() < deadline:
+    while len(watch._inbox) < 3 and time.monotonic() < deadline:  # a sample, a refused probe, a failed read
         time.sleep(0.01)
     turns = []
 
@@ -299,3 +299,63 @@ def test_the_switch_interval_comes_back_when_the_watch_stops_before_its_first_fr
     assert commands.watch(ns) == 130
     assert seen == [pytest.approx(min(before, STARTUP_SWITCH_S))]
     assert sys.getswitchinterval() == pytest.approx(before)
+
+
+def test_a_read_waiting_behind_a_hung_one_on_its_thread_is_late_too(sleeper):
+    """Collectors that share a thread (engine.THREADS) wait behind a read that hangs: the frames say
+    each one's read is late once past its own deadline, as the hung one's, while the frames keep
+    their tick."""
+
+    class HungProcs(Hung):
+        field = "procs"
+
+    hung, partner = HungProcs(), Counting()  # host: on the proc thread, behind procs
+    partner.timeout = 0.3
+    watch = Watch(Target(sleeper.pid), [hung, partner], interval=0.2)
+    frames = asyncio.run(_collect(watch, 5))
+    hung.release.set()
+    assert len(frames) == 5
+    for f in frames[3:]:
+        assert isinstance(f.procs, Unsupported) and "a read took longer than" in f.procs.reason, f.procs
+        assert isinstance(f.host, Unsupported) and "a read took longer than" in f.host.reason, f.host
+    assert partner.calls == 0
+
+
+def test_a_probe_that_hangs_is_said_and_the_others_go_on(sleeper):
+    class HungProbe(Collector):
+        """A probe that never returns (a driver call that hangs): the first frame does not wait for it,
+        and the frames say why that field stays empty."""
+
+        field = "gpus"
+        timeout = 0.0
+
+        def __init__(self):
+            self.release = threading.Event()
+
+        def probe(self):
+            self.release.wait(20)
+
+        def sample(self):  # pragma: no cover - never called after a late probe
+            raise AssertionError("sample after a late probe")
+
+    import gpuwatch.read_thread as rt
+
+    hung, counting = HungProbe(), Counting()
+    grace, rt.PROBE_GRACE_S = rt.PROBE_GRACE_S, 0.3
+    try:
+        frames = asyncio.run(_collect(Watch(Target(sleeper.pid), [hung, counting], interval=0.2), 4))
+    finally:
+        rt.PROBE_GRACE_S = grace
+        hung.release.set()
+    assert "could not start: its check took longer than" in frames[-1].gpus.reason
+    assert frames[-1].host.reason.startswith("call")
+
+
+def test_the_collector_threads_end_with_the_watch(sleeper):
+    """Each group's thread ends when the frames do: none is left reading for a watch that is over."""
+    watch = Watch(Target(sleeper.pid), [Counting(), Failing(), Exiting()], interval=0.1)
+    asyncio.run(_collect(watch, 3))
+    deadline = time.monotonic() + 3
+    while any(t.name.startswith("gw-") for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("gw-")]
