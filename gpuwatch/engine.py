@@ -1,6 +1,6 @@
 """The live watch: every collector on its own cadence, a frame per tick.
 
-Blocking reads never run on the event loop: each group of collectors (THREADS) has a thread of its
+The collectors' blocking reads never run on the event loop: each group of collectors (THREADS) has a thread of its
 own (gpuwatch/read_thread.py) that times its reads and leaves each round's results for the next
 frame to take, so a hung NVML or py-spy call stalls only its group (its reads wait behind the hung
 one instead of piling up threads), and the frame says those fields' reads are late, then stalled.
@@ -12,7 +12,6 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from gpuwatch.collectors.base import Collector, Merges, Paced
 from gpuwatch.collectors.target import Target
@@ -21,7 +20,6 @@ from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.values import JOB_EXITED, PENDING, Unsupported, known
 from gpuwatch.read_thread import ReadThread, Report, late
 from gpuwatch.startup_switch import restore, shorten
-from gpuwatch.threadname import name_this_thread
 
 FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
 FIRST_FRAME_S = 0.6
@@ -69,7 +67,6 @@ class Watch:
         self.clock = clock
         self._latest: dict[str, object] = {f: Unsupported("no collector") for f in FIELDS}
         self._stamp: dict[str, float] = {}
-        self._executors: dict[str, ThreadPoolExecutor] = {}
         self._threads: dict[str, ReadThread] = {}
         """Thread name (THREADS) -> the thread that runs that group's reads (started by _start)."""
         self._thread_of: dict[str, ReadThread] = {}
@@ -121,7 +118,9 @@ class Watch:
                 if now > next_tick:  # we fell behind (suspended laptop, overloaded host): skip ticks
                     next_tick = now + self.interval
                 self._next_tick = next_tick
-                alive = await loop.run_in_executor(self._named_executor("target"), self.target.alive)
+                # On the loop: one pread of the job's stat line through a kept descriptor (the frame
+                # reads it again for the command line): less than a hand-off to a thread and back costs.
+                alive = self.target.alive()
                 frame = self._frame(now, alive)
                 yield frame
                 if not alive:
@@ -141,8 +140,6 @@ class Watch:
                     c.close()
                 except Exception:  # noqa: BLE001 - closing must never mask the real exit
                     pass
-            for ex in self._executors.values():
-                ex.shutdown(wait=False, cancel_futures=True)
 
     def set_pace(self, main: float, workers: float | None = None) -> None:
         """Pass a sampling pace (gpuwatch/pace.py) to the collectors that adapt to one."""
@@ -171,14 +168,6 @@ class Watch:
             self._thread_of[c.field] = self._threads[name]
         for t in self._threads.values():
             t.start()
-
-    def _named_executor(self, what: str) -> ThreadPoolExecutor:
-        """The one thread that runs ``what``'s blocking reads, named ``gw-<what>`` for ``top -H``."""
-        if what not in self._executors:
-            name = f"gw-{what}"
-            self._executors[what] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name,
-                                                       initializer=name_this_thread, initargs=(name,))
-        return self._executors[what]
 
     async def _first_round(self, deadline: float) -> None:
         """Wait until every collector has reported once, or until ``deadline``. The last report
