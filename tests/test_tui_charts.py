@@ -77,6 +77,30 @@ def test_the_span_cache_draws_what_a_full_draw_does_as_the_window_moves():
         assert chart_lines([p, p], stages[lo:end], 60, 9, cache) == chart_lines([p, p], stages[lo:end], 60, 9)
 
 
+def test_the_cell_cache_works_out_only_the_ends_as_the_window_moves(monkeypatch):
+    """With two ticks a cell, a draw reuses the cells of the draw two ticks back, one cell on, and
+    works out the first cell and the last two; a new scale or height draws the plot whole."""
+    from gpuwatch.tui import chart_draw
+
+    worked = []
+    cell_rows = chart_draw._cell_rows
+    monkeypatch.setattr(chart_draw, "_cell_rows", lambda s, r, lo, hi: worked.append(hi - lo) or cell_rows(s, r, lo, hi))
+    n = 400
+    a = [50 + 45 * math.sin(i / 9) for i in range(n)]
+    b = [30 + 25 * math.cos(i / 5) if i % 37 else None for i in range(n)]
+    cache = SpanCache()
+    for end in range(100, 160):
+        lo = max(0, end - 80)
+        top = 100.0 if end < 130 else 120.0  # the scale changes once
+        p = Plot((Series("a", tuple(a[lo:end]), ""), Series("b", tuple(b[lo:end]), "")), top, "")
+        height = 9 if end < 145 else 7
+        worked.clear()
+        drawn = chart_lines([p, p], [GPU_BOUND] * (end - lo), 40, height, cache)
+        whole = end in (100, 101, 130, 131, 145, 146)  # nothing two ticks back to build on
+        assert worked == ([40, 40] if whole else [1, 2, 1, 2]), end
+        assert drawn == chart_lines([p, p], [GPU_BOUND] * (end - lo), 40, height)
+
+
 def test_the_band_names_each_verdict_where_it_fits_and_marks_it_by_stage_number_where_not():
     stages = [None] * 4 + [IO] * 4 + [GPU_BOUND] * 40
     parts = band_line(stages, width=24)

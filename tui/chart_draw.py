@@ -125,7 +125,8 @@ def span_text(seconds: float) -> str:
 
 def plot_rows(plot: Plot, width: int, rows: int, cache: SpanCache | None = None, key: object = None) -> list[list[Part]]:
     """``rows`` lines of braille, ``width`` cells, the newest tick at the right edge. ``cache``
-    keeps the series' spans from the last draw (under ``key``, one per plot) to work out only the new ones."""
+    keeps the series' spans and the plot's cells from the last draws (under ``key``, one per plot)
+    to work out only the new ones."""
     if rows <= 0 or width <= 0:
         return []
     n = width * TICKS_PER_CELL
@@ -134,20 +135,33 @@ def plot_rows(plot: Plot, width: int, rows: int, cache: SpanCache | None = None,
         spans = [_spans(s.values[-n:], plot.top, dots) for s in plot.series]
     else:
         spans = [cache.spans((key, i, s.label), s.values[-n:], plot.top, dots) for i, s in enumerate(plot.series)]
-    spans = [[None] * (n - len(x)) + x for x in spans]  # right-aligned: the newest at the edge
-    table = _cell_table(rows)
-    # one key per cell: each series' two dot spans; the table gives the cell's glyph per row and
-    # its owner per row (which series drew there)
-    keys = zip(*[zip(x[0::2], x[1::2]) for x in spans]) if spans else iter(())
-    cells = [table.get(k) or table.setdefault(k, _cell(k, rows)) for k in keys]
-    if not cells:
+    if not spans:
         return [[(" " * width, None)] for _ in range(rows)]
-    glyph_rows = ["".join(r) for r in zip(*(c[0] for c in cells))]
-    owner_rows = ["".join(r) for r in zip(*(c[1] for c in cells))]
+    spans = [[None] * (n - len(x)) + x for x in spans]  # right-aligned: the newest at the edge
+    drawn = None if cache is None else cache.cells((key, width, rows), spans)
+    if drawn is None:
+        glyph_rows, owner_rows = _cell_rows(spans, rows, 0, width)
+    else:
+        glyph_rows, owner_rows = drawn
+    if cache is not None:
+        cache.keep_cells((key, width, rows), spans, glyph_rows, owner_rows)
     out = []
     for text, owners in zip(glyph_rows, owner_rows):  # runs of one owner, found by the regex engine
         out.append([(text[m.start():m.end()], _OWNERS[m.group(1)]) for m in _RUNS.finditer(owners)])
     return out
+
+
+def _cell_rows(spans: list[list], rows: int, lo: int, hi: int) -> tuple[list[str], list[str]]:
+    """Cells ``lo`` to ``hi`` (exclusive) of the padded ``spans``: each row's glyphs and the codes
+    of the series that drew them (:data:`_OWNERS`), top row first."""
+    table = _cell_table(rows)
+    # one key per cell: each series' two dot spans; the table gives the cell's glyph per row and
+    # its owner per row (which series drew there)
+    keys = zip(*[zip(x[2 * lo:2 * hi:2], x[2 * lo + 1:2 * hi:2]) for x in spans])
+    cells = [table.get(k) or table.setdefault(k, _cell(k, rows)) for k in keys]
+    if not cells:
+        return [""] * rows, [""] * rows
+    return ["".join(r) for r in zip(*(c[0] for c in cells))], ["".join(r) for r in zip(*(c[1] for c in cells))]
 
 
 def _spans(values: Sequence[float | None], top: float, dots: int) -> list[tuple[int, int] | None]:
@@ -188,6 +202,8 @@ class SpanCache:
 
     def __init__(self) -> None:
         self._last: dict[object, tuple[tuple, float, int, list]] = {}
+        self._drawn: dict[object, tuple[tuple[list[list], list[str], list[str]], ...]] = {}
+        """Each plot's last two draws (padded spans, glyph rows, owner rows), newest first (:meth:`cells`)."""
 
     def spans(self, key: object, values: tuple[float | None, ...], top: float, dots: int) -> list[tuple[int, int] | None]:
         last = self._last.get(key)
@@ -214,6 +230,36 @@ class SpanCache:
         """Forget the series not in ``keys`` (a plot that went away)."""
         for k in [k for k in self._last if k not in keys]:
             del self._last[k]
+
+    def cells(self, key: object, spans: list[list]) -> tuple[list[str], list[str]] | None:
+        """A plot's rows (glyphs, owner codes) for the padded ``spans``, built from an earlier
+        draw's where they match, else None. With two ticks a cell, the draw two ticks back holds
+        every cell of this one but the two ends, one cell to the right: a cell is its spans' glyphs
+        (the table of :func:`_cell`), so where the spans equal, the cells do. The newest cells and
+        the oldest one are worked out again (a tick's span depends on its neighbours: the old last
+        tick got one, the new first lost one). None: no earlier draw matches; draw it whole."""
+        for old_spans, glyphs, owners in self._drawn.get(key, ()):
+            if len(old_spans) != len(spans):
+                continue
+            if all(x == o for x, o in zip(spans, old_spans)):  # the same plot again (a redraw)
+                return glyphs, owners
+            n = len(spans[0])
+            width = len(glyphs[0])
+            if width < 4 or not all(x[2:n - 4] == o[4:n - 2] for x, o in zip(spans, old_spans)):
+                continue
+            rows = len(glyphs)
+            first_g, first_o = _cell_rows(spans, rows, 0, 1)
+            last_g, last_o = _cell_rows(spans, rows, width - 2, width)
+            return ([f + g[2:width - 1] + e for f, g, e in zip(first_g, glyphs, last_g)],
+                    [f + o[2:width - 1] + e for f, o, e in zip(first_o, owners, last_o)])
+        return None
+
+    def keep_cells(self, key: object, spans: list[list], glyphs: list[str], owners: list[str]) -> None:
+        """Keep a plot's rows as drawn, with the last draw's: the next draw but one is one cell on."""
+        drawn = self._drawn.get(key, ())
+        if drawn and drawn[0][1] is glyphs:  # the last draw again: keep the one before it too
+            return
+        self._drawn[key] = ((spans, glyphs, owners), *drawn[:1])
 
 
 _TABLES: dict[int, dict[tuple, tuple[tuple[str, ...], tuple[str | None, ...]]]] = {}
