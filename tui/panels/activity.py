@@ -19,6 +19,8 @@ BAR_W = 10
 class ActivityPanel(Plain):
     """``main thread   waiting for a batch ██████▎ 62 %  backward pass ██ 20 %`` per role, over the stack window."""
 
+    CHANGED_LINES = True  # a new stack sample usually changes one role's line (the main thread's)
+
     _view: View | None = None
     """The latest view, drawn when the panel is (or becomes) displayed."""
 
