@@ -140,6 +140,34 @@ def test_an_idle_worker_reads_as_idle_not_as_its_helper_thread():
     assert hottest(sample, 9) == "idle: Queue.get"
 
 
+def test_each_process_hottest_frame_from_one_pass_is_the_one_its_own_threads_give():
+    """hottest_by_pid walks a sample once for all processes; for every process of every sample
+    of an H200 recording it names what that process's own threads give: a training or worker
+    thread first, else one on the CPU, else the first; a process not sampled: nothing."""
+    from gpuwatch.model.stacks import StackSample
+    from gpuwatch.replay import load_frames
+    from gpuwatch.tui.panels.processes import hottest_by_pid, thread_summary
+
+    def own(sample, pid):
+        threads = [t for t in sample.threads if t.pid == pid]
+        if not threads:
+            return ""
+        pick = next((t for t in threads if t.role in ("main", "worker")), None) or next(
+            (t for t in threads if t.active), threads[0])
+        return thread_summary(pick)
+
+    seen = 0
+    for frame in load_frames("tests/data/h200/run25_lightning_persistent.jsonl.gz"):
+        if not isinstance(frame.stacks, StackSample):
+            assert hottest_by_pid(frame.stacks) is None
+            continue
+        by_pid = hottest_by_pid(frame.stacks)
+        for pid in {t.pid for t in frame.stacks.threads} | {p.pid for p in frame.procs.processes}:
+            assert by_pid.get(pid, "") == own(frame.stacks, pid)
+            seen += 1
+    assert seen > 100
+
+
 def test_watched_time_counts_from_the_first_frame_not_the_history_window():
     """An hour's watch keeps 15 minutes of frames: the header said 'watched 14:59'. It counts from
     the watch's first frame, with the latest frame's tick, as the report's covered time does."""

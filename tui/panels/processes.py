@@ -58,15 +58,25 @@ def hottest(stacks: object, pid: int) -> str:
     """What the process's most telling thread was doing in the latest stack sample: its own
     training or worker thread where one was sampled (an idle persistent worker's resource-sharer
     thread, parked in ``socket.accept``, says nothing of the worker), else a thread on the CPU."""
+    by_pid = hottest_by_pid(stacks)
+    return fmt.NA if by_pid is None else by_pid.get(pid, "")
+
+
+def hottest_by_pid(stacks: object) -> dict[int, str] | None:
+    """:func:`hottest` of every process the sample holds, worked out in one pass over its threads
+    (None: no sample, :func:`hottest` says N/A; a process not in the dict: "")."""
     if not isinstance(stacks, StackSample):
-        return fmt.NA
-    threads = [t for t in stacks.threads if t.pid == pid]
-    if not threads:
-        return ""
-    pick = next((t for t in threads if t.role in (ROLE_MAIN_THREAD, ROLE_WORKER)), None) or next(
-        (t for t in threads if t.active), threads[0]
-    )
-    return thread_summary(pick)
+        return None
+    by_pid: dict[int, list[ThreadStack]] = {}
+    for t in stacks.threads:
+        by_pid.setdefault(t.pid, []).append(t)
+    out = {}
+    for pid, threads in by_pid.items():
+        pick = next((t for t in threads if t.role in (ROLE_MAIN_THREAD, ROLE_WORKER)), None) or next(
+            (t for t in threads if t.active), threads[0]
+        )
+        out[pid] = thread_summary(pick)
+    return out
 
 
 def thread_summary(t: ThreadStack) -> str:
@@ -126,6 +136,12 @@ class ProcessPanel(SteadyLines, Vertical):
         """PID -> the CPU % on show (see CPU_STEP)."""
         self._view: View | None = None
         """The view on show, kept to redraw at once when the sort, tree or filter changes."""
+        self._hot_memo: tuple[object, dict[int, str] | None] | None = None
+        """(A stack sample, :func:`hottest_by_pid` of it): the latest one asked about."""
+        self._texts: dict[tuple[str, bool], Text] = {}
+        """The cells' Texts made this frame, by (text, dimmed) (see :meth:`_text`)."""
+        self._texts_last: dict[tuple[str, bool], Text] = {}
+        """Those of the frame before."""
         self._absorbed: Frame | None = None
         """The newest frame folded into the two memos above. Every frame is folded in,
         drawn or not (a frame can come before the screen is ready, or while paused), so what the
@@ -223,6 +239,7 @@ class ProcessPanel(SteadyLines, Vertical):
         if reason is not None:
             stacks_note.update(f"Hottest frame N/A: {reason}")
         self._absorb(view)
+        self._texts_last, self._texts = self._texts, {}  # this frame's cells, from the last frame's
         cells = {p.pid: self._cells(p, self._shown_cpu.get(p.pid, p.cpu_pct), self._hot(p.pid, view.frame.stacks))
                  for p in procs.processes}
         live = {p.pid for p in procs.processes}
@@ -265,24 +282,44 @@ class ProcessPanel(SteadyLines, Vertical):
                 shown = self._shown_cpu.get(p.pid)
                 if shown is None or abs(p.cpu_pct - shown) >= CPU_STEP:
                     self._shown_cpu[p.pid] = p.cpu_pct
-                now = hottest(f.stacks, p.pid)
+                now = self._hottest(f.stacks, p.pid)
                 if now and now != fmt.NA:
                     self._last_hot[p.pid] = now
         self._absorbed = frame
 
+    def _hottest(self, stacks: object, pid: int) -> str:
+        """:func:`hottest`, from the sample's processes worked out once (the table asks for each
+        process, twice a frame: a pass over the sample's threads for each was ~0.1 ms a frame)."""
+        memo = self._hot_memo
+        if memo is None or memo[0] is not stacks:
+            memo = self._hot_memo = (stacks, hottest_by_pid(stacks))
+        by_pid = memo[1]
+        return fmt.NA if by_pid is None else by_pid.get(pid, "")
+
     def _hot(self, pid: int, stacks: object) -> Text:
         """This sample's hottest frame of the process, else its last one dimmed."""
-        now = hottest(stacks, pid)
+        now = self._hottest(stacks, pid)
         if now:
-            return Text(now)
-        older = Text(self._last_hot.get(pid, ""))
-        older.stylize("dim")  # a span, not a base style: Text equality (set_rows) compares spans
-        return older
+            return self._text(now)
+        return self._text(self._last_hot.get(pid, ""), dim=True)
 
-    @staticmethod
-    def _cells(p: ProcInfo, cpu: float, hot: Text) -> tuple[Text, ...]:
+    def _text(self, plain: str, dim: bool = False) -> Text:
+        """A cell's Text, the one of the last frame when it says the same: most cells do from
+        tick to tick, and the same object is equal at once where the table compares rows (Text
+        equality compares text and spans; the rows are tuples, compared item by item, identity
+        first). Cells are not changed after they are made (the table copies one to cut it)."""
+        key = (plain, dim)
+        text = self._texts_last.get(key)
+        if text is None:
+            text = Text(plain)
+            if dim:
+                text.stylize("dim")  # a span, not a base style: Text equality (set_rows) compares spans
+        self._texts[key] = text
+        return text
+
+    def _cells(self, p: ProcInfo, cpu: float, hot: Text) -> tuple[Text, ...]:
         # Text, not markup: frames may hold [brackets].
-        return tuple(Text(cell) for cell in (
+        return tuple(self._text(cell) for cell in (
             str(p.pid),
             role_text(p),
             f"{cpu:.0f}",
