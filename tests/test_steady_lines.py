@@ -56,3 +56,43 @@ async def test_steady_lines_follow_changes():
         await pilot.resize_terminal(30, 8)
         await pilot.pause()
         assert box.render_lines(Region(0, 0, *box.size))[0].cell_length == box.size.width == 30
+
+
+class _Table(App):
+    CSS = "KeyedTable { height: 5; }"
+
+    def compose(self) -> ComposeResult:
+        from gpuwatch.tui.panels.keyed_table import KeyedTable
+
+        yield KeyedTable([("k", "Key"), ("v", "Value")], id="t")
+
+
+async def test_the_tables_scrollbar_draws_again_only_when_it_moves():
+    """The processes table's scrollbar is a SteadyScrollBar: the same lines while it stays, new
+    ones (Textual's own) when the table scrolls or the mouse is over it."""
+    from rich.text import Text
+    from textual.scrollbar import ScrollBar
+
+    from gpuwatch.tui.panels.keyed_table import KeyedTable
+    from gpuwatch.tui.panels.steady import SteadyScrollBar
+
+    app = _Table()
+    async with app.run_test(size=(30, 8)) as pilot:
+        table = app.query_one("#t", KeyedTable)
+        table.set_rows({str(i): (Text(str(i)), Text("x" * i)) for i in range(12)})
+        await pilot.pause()
+        bar = table.vertical_scrollbar
+        assert isinstance(bar, SteadyScrollBar) and bar.display
+        crop = Region(0, 0, *bar.size)
+        first = bar.render_lines(crop)
+        assert bar.render_lines(crop) is first
+        assert _cells(first) == _cells(ScrollBar.render_lines(bar, crop))
+        table.move_cursor(-1)  # scrolls to the last row
+        await pilot.pause()
+        moved = bar.render_lines(crop)
+        assert _cells(moved) != _cells(first)
+        assert _cells(moved) == _cells(ScrollBar.render_lines(bar, crop))
+        await pilot.hover(offset=bar.region.offset)
+        await pilot.pause()
+        hovered = bar.render_lines(crop)
+        assert _cells(hovered) == _cells(ScrollBar.render_lines(bar, crop))

@@ -20,7 +20,10 @@ from textual import events
 from textual.binding import Binding
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
+
+from gpuwatch.tui.panels.steady import SteadyScrollBar
 
 
 class KeyedTable(ScrollView, can_focus=True):
@@ -78,6 +81,18 @@ class KeyedTable(ScrollView, can_focus=True):
         self._styles: dict[str, Style] = {}
         """Component class -> its Rich style. Textual's own cache is emptied on every refresh, and
         filling it again cost ~0.3 ms a tick; this one lasts until the styles change."""
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Textual's own (Widget.vertical_scrollbar, made on first use and started as the table's
+        child), as a SteadyScrollBar."""
+        bar = self._vertical_scrollbar
+        if bar is None:
+            bar = self._vertical_scrollbar = SteadyScrollBar(vertical=True, name="vertical",
+                                                             thickness=self.scrollbar_size_vertical)
+            bar.display = False
+            self.app._start_widget(self, bar)
+        return bar
 
     @property
     def row_keys(self) -> list[str]:

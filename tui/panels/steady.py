@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Region
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 from textual.widgets import Static
 
@@ -62,3 +63,9 @@ class SteadyVertical(SteadyLines, Vertical):
 
 class SteadyStatic(SteadyLines, Static):
     """A Static whose text rarely changes (the arrows between stages)."""
+
+
+class SteadyScrollBar(SteadyLines, ScrollBar):
+    """A scrollbar that draws its lines once until it moves, resizes or restyles (Textual marks it
+    dirty then, as its own cache of lines needs). The processes table's, shown when its rows do not
+    fit (80x24), was drawn again on every frame: ~0.14 ms of CPU a frame for a bar that stays put."""
