@@ -309,7 +309,9 @@ class ProcessPanel(SteadyLines, Vertical):
         equality compares text and spans; the rows are tuples, compared item by item, identity
         first). Cells are not changed after they are made (the table copies one to cut it)."""
         key = (plain, dim)
-        text = self._texts_last.get(key)
+        text = self._texts.get(key)  # made for another cell of this frame ("0", "0.0")
+        if text is None:
+            text = self._texts_last.get(key)
         if text is None:
             text = Text(plain)
             if dim:
