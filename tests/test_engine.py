@@ -353,9 +353,14 @@ def test_a_probe_that_hangs_is_said_and_the_others_go_on(sleeper):
 
 def test_the_collector_threads_end_with_the_watch(sleeper):
     """Each group's thread ends when the frames do: none is left reading for a watch that is over."""
+    before = set(threading.enumerate())  # an earlier test's idle threads in this process (a TUI's gw-record)
     watch = Watch(Target(sleeper.pid), [Counting(), Failing(), Exiting()], interval=0.1)
     asyncio.run(_collect(watch, 3))
+
+    def left() -> list[str]:
+        return [t.name for t in threading.enumerate() if t not in before and t.name.startswith("gw-")]
+
     deadline = time.monotonic() + 3
-    while any(t.name.startswith("gw-") for t in threading.enumerate()) and time.monotonic() < deadline:
+    while left() and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("gw-")]
+    assert not left()

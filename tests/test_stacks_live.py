@@ -254,12 +254,17 @@ def test_torn_reads_at_every_try_of_the_probe_say_so():
 def lone_python():
     """A Python process with no children: its own main. (The test process is not one when the
     session's shared jobs run below it: then it reads as their launcher, and the job is the main.)"""
-    proc = subprocess.Popen([sys.executable, "-c", "import time\nwhile True:\n    time.sleep(0.01)"])
+    proc = subprocess.Popen([sys.executable, "-c", "import time\nprint(flush=True)\nwhile True:\n    time.sleep(0.01)"],
+                            stdout=subprocess.PIPE)
     try:
+        # Its interpreter is up once it prints: py-spy started before that (a loaded machine) found
+        # no Python in it ("not a Python process py-spy can read").
+        assert proc.stdout is not None and proc.stdout.readline() == b"\n"
         yield proc.pid
     finally:
         proc.kill()
         proc.wait()
+        proc.stdout.close()
 
 
 def test_first_sample_is_the_probes_dump_and_later_ones_follow_the_plan():
