@@ -41,9 +41,10 @@ ALIGN_MARGIN = 0.1
 (:func:`aligned_start`): room for the threads' wake-up and the hand-off's jitter (milliseconds
 to tens of them on a loaded host). A read that still ends after the tick is carried by the next
 frame, a tick late, never lost."""
-INBOX_WAKE = 30
+INBOX_WAKE = 60
 """Reports left for the frames beyond which a collector thread wakes the event loop to take them
-(about ten ticks' worth): a consumer that stops asking for frames must not make them pile up."""
+(one a read: about ten ticks' worth of six collectors): a consumer that stops asking for frames
+must not make them pile up."""
 
 
 class Watch:

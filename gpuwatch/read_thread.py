@@ -2,7 +2,7 @@
 (gpuwatch/engine.py).
 
 The thread sleeps until its next read is due, runs every read of its group that is due then back
-to back, and posts their results at once (engine.Watch leaves them for the next frame). The event
+to back, and posts each result as it ends (engine.Watch leaves them for the next frame). The event
 loop takes no part in a read: an executor cost it a submit, a future to wrap, a timer for the
 deadline and a task's sleep for every read, about a third of the --json main thread's CPU on the
 CPU VM. A read's deadline is checked when a frame is made (engine.Watch._overdue), the only time
@@ -59,8 +59,8 @@ def late(c: Collector, owed: Owed) -> Unsupported:
 class ReadThread:
     """Runs ``collectors`` (one group of engine.THREADS) on one thread named ``name``.
 
-    ``post(reports)`` is called on this thread with each round's reports (each first sample
-    alone: the first frame waits for them). ``schedule(now, started,
+    ``post(reports)`` is called on this thread with each read's report as it ends (the first
+    frame waits for the first samples). ``schedule(now, started,
     lead, c, failures)`` says when ``c``'s next read is due (engine.Watch owns the tick). ``owed``
     says, for the event loop, since when each collector's read has been due and for how long it
     may take: a read that hangs holds only this thread, and the frame says so once it is late."""
@@ -104,32 +104,28 @@ class ReadThread:
         due = dict.fromkeys((c.field for c in on), self._clock())
         failures = dict.fromkeys(due, 0)
         lead = 0.0
-        first = True
         while on and not self._stop.is_set():
             now = self._clock()
             batch = [c for c in on if due[c.field] <= now]
             if not batch:
                 self._stop.wait(min(due.values()) - now)
                 continue
-            reports = []
             for c in batch:
                 if self._stop.is_set():
                     return
                 value, failed = self._read(c, Owed(due[c.field], c.timeout, False))
                 failures[c.field] = failures[c.field] + 1 if failed else 0
-                report = Report(c, value, self._clock(), False)
-                if first:
-                    self._post([report])
-                else:
-                    reports.append(report)
+                ended = self._clock()
+                # Each result as it ends, and its next read owed an interval on until the round's
+                # end times it: a thread-mate's read that hangs after this one in the round then
+                # neither holds this reading back nor keeps its next one from being called late.
+                self.owed[c.field] = Owed(ended + c.interval, c.timeout, False)
+                self._post([Report(c, value, ended, False)])
             done = self._clock()
             lead = max(done - now, LEAD_DECAY * lead)
             for c in batch:
                 due[c.field] = self._schedule(done, now, lead, c, failures[c.field])
                 self.owed[c.field] = Owed(due[c.field], c.timeout, False)
-            if reports and not self._stop.is_set():
-                self._post(reports)
-            first = False
 
     def _probes(self) -> list[Collector]:
         """Every probe before any first sample: collectors that share a thread then take their

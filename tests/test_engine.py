@@ -364,3 +364,33 @@ def test_the_collector_threads_end_with_the_watch(sleeper):
     while left() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not left()
+
+
+def test_a_read_before_a_hung_one_on_its_thread_is_shown_then_late(sleeper):
+    """Collectors that share a thread read back to back: one whose read ended before a thread-mate's
+    read hung has its reading carried by the next frame (not held until the hung read returns), and
+    the frames say its next read is late once that is past its deadline, not only "stalled" later."""
+
+    class HangsSecond(Hung):
+        field = "procs"
+
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def sample(self):
+            self.calls += 1
+            if self.calls >= 2:
+                self.release.wait(20)
+            return Unsupported(f"procs call {self.calls}")
+
+    partner, hung = Counting(), HangsSecond()  # host, then procs, on the proc thread
+    partner.timeout = 0.3
+    watch = Watch(Target(sleeper.pid), [partner, hung], interval=0.2)
+    frames = asyncio.run(_collect(watch, 8))
+    hung.release.set()
+    assert partner.calls == 2 and hung.calls == 2
+    hosts = [f.host.reason for f in frames]
+    assert "call 2" in hosts, hosts
+    late = [r for r in hosts[hosts.index("call 2"):] if "a read took longer than" in r]
+    assert late, hosts
