@@ -137,8 +137,11 @@ class GpmWindow:
         return now - prev_t, out
 
     def release(self) -> None:
-        """One user less; the last frees the sample buffers (before the session releases NVML)."""
-        with self.session.lock:
+        """One user less; the last frees the sample buffers (before the session releases NVML).
+        Nothing is freed while a call under way holds the lock (NvmlSession.lock_for_release)."""
+        if not self.session.lock_for_release():
+            return
+        try:
             self._users = max(0, self._users - 1)
             if self._users:
                 return
@@ -150,3 +153,5 @@ class GpmWindow:
                     except Exception:  # noqa: BLE001 - freeing must never mask the real exit
                         pass
                 st.bufs, st.prev, st.last = None, None, None
+        finally:
+            self.session.lock.release()

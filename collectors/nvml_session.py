@@ -77,6 +77,11 @@ def union_value(value: Any, vtype: int) -> float | int:
 
 NVML_LOCK = threading.RLock()
 """Serialises NVML calls process-wide (see NvmlSession.lock)."""
+CLOSE_WAIT_S = 1.0
+"""How long releasing NVML (shutdown, GPM buffers) waits for a call under way on a collector
+thread. A call that hangs (a driver stuck on a failing GPU) holds the lock: closing the watch
+waited for it on the event loop, and gpuwatch could not exit. Past this, NVML is left to the
+process's exit. NVML calls take microseconds to a few milliseconds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +155,8 @@ class NvmlSession:
         self._probed = False
         self._problem: Unsupported | None = None
         self._users = 0
+        self._stuck = False
+        """A release found the lock held past CLOSE_WAIT_S: later releases do not wait again."""
         self._count = 0
         self._handles: dict[int, Any] = {}
         self._lost: dict[int, str] = {}
@@ -210,7 +217,9 @@ class NvmlSession:
             return problem
 
     def release(self) -> None:
-        with self.lock:
+        if not self.lock_for_release():
+            return
+        try:
             if self._users == 0:
                 return
             self._users -= 1
@@ -221,6 +230,16 @@ class NvmlSession:
                     pass
                 self._probed = False
                 self._handles.clear()
+        finally:
+            self.lock.release()
+
+    def lock_for_release(self) -> bool:
+        """Take the lock to free what NVML holds, waiting CLOSE_WAIT_S at most (none once a wait
+        has run out): False when a call under way holds it (the caller then frees nothing)."""
+        if not self._stuck and self.lock.acquire(timeout=CLOSE_WAIT_S):
+            return True
+        self._stuck = True
+        return False
 
     # -- devices ----------------------------------------------------------------------------
     def handle(self, index: int) -> Any:

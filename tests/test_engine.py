@@ -394,3 +394,34 @@ def test_a_read_before_a_hung_one_on_its_thread_is_shown_then_late(sleeper):
     assert "call 2" in hosts, hosts
     late = [r for r in hosts[hosts.index("call 2"):] if "a read took longer than" in r]
     assert late, hosts
+
+
+def test_a_hung_nvml_call_does_not_hold_the_watch_closing(sleeper):
+    """Closing the watch releases NVML (shutdown, GPM buffers) under the lock that every NVML call
+    holds: with a call hung on the gw-nvml thread, the frames' end waited on it for good and
+    gpuwatch could not exit (--duration, Ctrl-C, the job's exit). It waits CLOSE_WAIT_S at most."""
+    from gpuwatch.collectors.gpu import GpuCollector
+    from gpuwatch.collectors.nvml_session import NvmlSession
+    from tests.fake_nvml import CAPTURE, FakeNvml
+
+    fake = FakeNvml(CAPTURE)
+    release, calls = threading.Event(), []
+    power = fake.nvmlDeviceGetPowerUsage
+
+    def hangs(h):  # the second tick's power read never returns
+        calls.append(h)
+        if len(calls) >= 2:
+            release.wait(20)
+        return power(h)
+
+    fake.nvmlDeviceGetPowerUsage = hangs
+    target = Target(sleeper.pid)
+    watch = Watch(target, [GpuCollector(target, NvmlSession(nvml=fake, pid_map=lambda p: p), interval=0.2)],
+                  interval=0.2)
+    ended = threading.Event()
+    threading.Thread(target=lambda: (asyncio.run(_collect(watch, 4)), ended.set()), daemon=True).start()
+    try:
+        assert ended.wait(6), "closing the watch waited for the hung NVML call"
+    finally:
+        release.set()
+    assert len(calls) >= 2
