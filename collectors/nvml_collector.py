@@ -38,6 +38,7 @@ class NvmlCollector(Collector):
         self.interval = interval
         self.clock = clock
         self._opened = False
+        self._closed = False
         self._gpm = GpmWindow.shared(session, clock)
         self._slow: dict[tuple[int, str], tuple[float, Any]] = {}
 
@@ -63,13 +64,18 @@ class NvmlCollector(Collector):
         return value
 
     def close(self) -> None:
+        self._closed = True
         self._gpm.release()
         if self._opened:
             self._opened = False
             self.session.release()
 
     def selection(self) -> tuple[tuple[int, ...], list[tuple[int, bool]]] | Unsupported:
-        """(the job's PIDs, [(GPU index, used by the job)]) for this tick, or why not."""
+        """(the job's PIDs, [(GPU index, used by the job)]) for this tick, or why not; why not once
+        closed: the watch does not wait for its threads, and a read that starts as it closes would
+        initialize NVML again (session.probe), for good, with no user left to shut it down."""
+        if self._closed:
+            return Unsupported("NVML closed: the watch has ended")
         problem = self.session.probe()
         if problem is not None:
             return problem

@@ -672,3 +672,18 @@ def test_capture_script_output_replays_through_the_fake(tmp_path, clock):
         assert g.util_trace == tuple((ts / 1e6, float(v)) for ts, v in samples)
         assert (g.gpm.sm_active, g.gpm.tensor) == ({m[0]: m[2] for m in gpm}[2], {m[0]: m[2] for m in gpm}[5])
         assert g.used_by_target
+
+
+def test_a_read_after_close_does_not_start_nvml_again(fake, session, clock):
+    """The watch closes its collectors without waiting for their threads (gpuwatch/engine.py): a read
+    that starts just as the collector closes must not initialize NVML again (left so for good: no
+    user is left to shut it down) nor take handles or GPM buffers."""
+    g, p = collector(session, clock), PcieCollector(StubTarget(ME), session, clock=clock)
+    assert g.probe() is None and p.probe() is None
+    g.sample()
+    g.close()
+    p.close()
+    assert not fake.initialized
+    inits = fake.calls["nvmlInit"]
+    assert isinstance(g.sample(), Unsupported) and isinstance(p.sample(), Unsupported)
+    assert fake.calls["nvmlInit"] == inits and not fake.initialized
