@@ -211,6 +211,8 @@ class StackCollector(Collector):
         return [node for _, _, _, node in slots]
 
     def _ensure_spy(self) -> Unsupported | None:
+        if self._stop.is_set():  # closed: the watch does not wait for this thread, nor kill a py-spy started now
+            return Unsupported("stacks: stack sampling stopped")
         if self._spy is None:
             path = self._path or find_pyspy()
             if path is None or not os.access(path, os.X_OK):

@@ -488,3 +488,15 @@ while True:
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 64 * 1024, f"RSS peak grew {grown_kib} KiB"
     assert no_pyspy_children()
+
+
+def test_a_probe_or_read_after_close_starts_no_pyspy(tmp_path):
+    """The watch closes its collectors without waiting for their threads (gpuwatch/engine.py): a probe
+    or read that starts just as the stack collector closes (a stop during start-up) must not run
+    py-spy, which nothing would then kill."""
+    ran = tmp_path / "ran"
+    c = StackCollector(Target(os.getpid()), pyspy=_fake_pyspy(tmp_path, f"open({str(ran)!r}, 'a').write('x')"))
+    c.close()
+    assert isinstance(c.probe(), Unsupported)
+    assert isinstance(c.sample(), Unsupported)
+    assert not ran.exists()
