@@ -44,12 +44,6 @@ def _wait_words(s: Signals) -> str:
     return "main thread waiting for a batch"
 
 
-def _high(s: Signals) -> float:
-    """The high cut over the main-thread samples the input wait is read from: the minute's for
-    waits that recur with the epochs, else the window's (thresholds.high_cut)."""
-    return high_cut(s.epoch_samples if s.recurring_wait is not None else s.stacks.n_main, s.gpu_starved)
-
-
 def gpu_gate(c: Checks, s: Signals, threshold: float = BUSY_SATURATED) -> bool:
     """The GPU is not saturated (true without a GPU; an unreadable GPU does not block). Waits that
     recur with the epochs are judged over the minute: the GPU idles in them, whatever it does now."""
@@ -244,7 +238,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         fires = gate and yes(load) and cpu is not False
         return result(c, fires, (st.share(lb.INLINE_LOAD) or 0) >= st.moderate, st.share(lb.INLINE_LOAD),
                       "inline", **_facts(s))
-    wait = c.check("data_wait", s.input_wait, _high(s), ">=", _wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", _wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
     starting = workers_starting(s) and not storage_bound(s)
@@ -286,7 +280,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                "I/O pressure or iowait)", bool(seen), kind=REQ)
         fires = gate and yes(load) and yes(cpu) and bool(seen)
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
-    wait = c.check("data_wait", s.input_wait, _high(s), ">=", _wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", _wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=True)
     waiting = workers_waiting(s)
     seen = storage_evidence(s)
@@ -335,7 +329,7 @@ def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU", unit="cores", kind=REQ)
         fires = gate and yes(load) and yes(cpu) and not storage_evidence(s, inline=True)
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
-    wait = c.check("data_wait", s.input_wait, _high(s), ">=", _wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", _wait_words(s), kind=REQ)
     fires = gate and yes(wait) and not workers_starting(s) and workers_stalled(s)
     return result(c, fires, fires, s.input_wait, "workers", **_facts(s))
 

@@ -9,7 +9,7 @@ from gpuwatch.diagnosis.fix_gains import decoding_seen
 from gpuwatch.diagnosis.phases import worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
-from gpuwatch.diagnosis.thresholds import MIN_EVIDENCE_SAMPLES, RX_PAGEABLE_MAX, SM_HEALTHY, WAIT_HIGH, WAIT_MODERATE
+from gpuwatch.diagnosis.thresholds import MIN_EVIDENCE_SAMPLES, RX_PAGEABLE_MAX, SM_HEALTHY, WAIT_MODERATE
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.values import job_exited
 from gpuwatch.model.verdict import (
@@ -334,7 +334,7 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         return (f"Collecting evidence: {count(n, 'stack sample')} of the main thread so far, "
                 f"{MIN_EVIDENCE_SAMPLES} needed before a stage is named.")
     gpu = f"the GPU has work {_busy(s)} of the time, but " if s.gpu.present else ""
-    if (s.input_wait or 0.0) >= WAIT_HIGH and s.job.workers > 0:
+    if (s.input_wait or 0.0) >= s.wait_high and s.job.workers > 0:
         # The data wait is seen, what the workers do is not settled: say what is seen, not
         # "nothing is conclusive" (the workers' CPU, with the loaders' sets where several keep
         # theirs: a validation loader's idle set halves the mean of the one that works).
@@ -347,7 +347,7 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} of "
                 f"the time, but what holds the input back is not settled (the workers use "
                 f"{fmt(s.job.worker_cpu, 'cores')} each{of}{busiest}){lack}.")
-    if (s.input_wait or 0.0) >= WAIT_HIGH and s.job.seen and s.job.workers <= 0:
+    if (s.input_wait or 0.0) >= s.wait_high and s.job.seen and s.job.workers <= 0:
         # No DataLoader workers, yet the loop waits for its batches: they come from elsewhere in the
         # process (a prefetch thread's queue), whose work is not measured per thread.
         both = f"{gpu.removesuffix(', but ')} and " if gpu else ""

@@ -18,7 +18,13 @@ from gpuwatch.diagnosis.host_signals import (
     queued_threads,
 )
 from gpuwatch.diagnosis.stack_signals import StackSignals, stack_signals
-from gpuwatch.diagnosis.thresholds import BUSY_STARVED, JOB_CPU_SATURATED, MIN_WORKER_SAMPLES, STICKY_STACK_FACTOR
+from gpuwatch.diagnosis.thresholds import (
+    BUSY_STARVED,
+    JOB_CPU_SATURATED,
+    MIN_WORKER_SAMPLES,
+    STICKY_STACK_FACTOR,
+    high_cut,
+)
 from gpuwatch.diagnosis.timeline import Tick, timeline
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Phase
@@ -83,6 +89,13 @@ class Signals:
         """No GPU to read, or the job's GPU busy under BUSY_STARVED: its idle time is evidence of a wait."""
         busy = self.gpu.compute_busy
         return not self.gpu.present or (busy is not None and busy < BUSY_STARVED)
+
+    @property
+    def wait_high(self) -> float:
+        """The cut at which input_wait is high, over the main-thread samples it is read from: the
+        minute's for waits that recur with the epochs, else the window's (thresholds.high_cut)."""
+        n = self.epoch_samples if self.recurring_wait is not None else self.stacks.n_main
+        return high_cut(n, self.gpu_starved)
 
     @property
     def wait(self) -> float | None:

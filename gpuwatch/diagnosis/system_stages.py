@@ -35,9 +35,9 @@ from gpuwatch.diagnosis.thresholds import (
     SWAP_IN_BPS,
     TENANT_SHARE,
     THROTTLE_FRAC,
-    WAIT_HIGH,
     WORKER_CPU_BUSY,
     WORKER_D_SHARE,
+    high_cut,
 )
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.values import job_exited
@@ -135,7 +135,8 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
     if st.available:
         outside = c.check("main_outside", st.share(lb.OTHER), IDLE_OTHER_SHARE, ">=",
                           "main thread outside every training frame", kind=REQ)
-        host_quiet = yes(outside) and (st.wait or 0.0) < WAIT_HIGH and main_quiet is not False
+        host_quiet = (yes(outside) and (st.wait or 0.0) < high_cut(st.n_main, s.gpu_starved)
+                      and main_quiet is not False)
     else:
         # Without stacks a job starved by slow storage also looks quiet: require quiet storage too.
         storage_busy = ((job.worker_d or 0.0) >= WORKER_D_SHARE or (h.psi_io or 0.0) >= PSI_IO
@@ -181,7 +182,8 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         busy_cpu = (job.main_thread_cpu or 0.0) >= MAIN_CPU_BUSY
         share = (st.active or 0.0) + ((st.share(lb.OTHER) or 0.0) if busy_cpu else 0.0)
         active = c.check("main_active", share, MAIN_ACTIVE_SHARE, ">=", "main thread computing the step", kind=REQ)
-        wait = c.check("data_wait", st.wait, WAIT_HIGH, "<", "main thread waiting for a batch", kind=REQ)
+        wait = c.check("data_wait", st.wait, high_cut(st.n_main, s.gpu_starved), "<", "main thread waiting for a batch",
+                       kind=REQ)
         c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch")
         c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores")
         fires = yes(active) and yes(wait)
