@@ -56,11 +56,11 @@ def _ppid_map_retrying(_read=psutil._ppid_map):
     skipping it (seen in full runs, where the suite's own jobs start and end around each test).
     Every teardown here lists a job's children that way, so the retry lives in one place.
     """
-    for _ in range(4):
+    for _ in range(10):
         try:
             return _read()
         except (IndexError, ValueError):
-            continue
+            time.sleep(0.005)  # an exiting process's stat can read back empty for a while, not one read
     return _read()
 
 

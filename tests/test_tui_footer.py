@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual.command import CommandList, CommandPalette
 from textual.widgets._footer import FooterKey
 
 from gpuwatch.replay_control import ReplayControl
@@ -15,15 +16,26 @@ from tests.test_tui_fixtures import make_app, synthetic_frames, write_recording
 def _fits(footer: KeysFooter) -> bool:
     """Every key on show ends before the palette key, and the footer hides at least one."""
     keys = [k for k in footer.query_children(FooterKey) if not k.has_class("-command-palette")]
-    palette = next(k for k in footer.query_children(FooterKey) if k.has_class("-command-palette"))
+    palette = next((k for k in footer.query_children(FooterKey) if k.has_class("-command-palette")), None)
     shown = [k for k in keys if k.display]
-    return all(k.region and k.region.right <= palette.region.x for k in shown) and len(shown) < len(keys)
+    return (palette is not None and all(k.region and k.region.right <= palette.region.x for k in shown)
+            and len(shown) < len(keys))
+
+
+async def _until(pilot, ready) -> bool:
+    """Whether ``ready()`` comes true within a few seconds (a loaded machine draws slowly)."""
+    for _ in range(100):
+        if ready():
+            return True
+        await pilot.pause(0.05)
+    return False
 
 
 async def test_keys_recomposed_under_a_drill_down_wait_for_their_screen_without_spinning(tmp_path, monkeypatch):
-    # A drill-down's palette changes the bindings, so the main screen's footer recomposes while it is
-    # hidden: its keys have no place until that screen is back. Asking again after every refresh
-    # until they had one kept the event loop busy for as long as the drill-down stayed open.
+    # The palette closing changes the bindings, so when its command opens a drill-down the main
+    # screen's footer recomposes while it is hidden: its keys have no place until that screen is
+    # back. Asking again after every refresh until they had one kept the event loop busy for as
+    # long as the drill-down stayed open.
     fits = []
     fit = KeysFooter._fit
     monkeypatch.setattr(KeysFooter, "_fit", lambda self: fits.append(type(self.screen).__name__) or fit(self))
@@ -31,19 +43,19 @@ async def test_keys_recomposed_under_a_drill_down_wait_for_their_screen_without_
     control = ReplayControl(1.0)
     app = make_app(ReplaySource(str(path), control=control))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.3)
         main = app.screen
-        assert isinstance(main, MainScreen) and _fits(main.query_one(KeysFooter))
-        await pilot.press("1", "enter")
-        await pilot.pause(0.2)
-        assert isinstance(app.screen, StageScreen)
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press("escape")
-        await pilot.pause(0.2)
+        footer = main.query_one(KeysFooter)
+        assert isinstance(main, MainScreen) and await _until(pilot, lambda: _fits(footer))
+        await pilot.press("ctrl+p")  # the palette's command opens the drill-down as the palette closes
+        assert await _until(pilot, lambda: isinstance(app.screen, CommandPalette))
+        await pilot.press(*"go to stage 1")
+        # The palette searches its providers asynchronously: enter once the command is listed.
+        assert await _until(pilot, lambda: app.screen.query_one(CommandList).option_count > 0)
+        await pilot.press("enter")
+        assert await _until(pilot, lambda: isinstance(app.screen, StageScreen))
+        await pilot.pause(0.3)
         fits.clear()
         await pilot.pause(1.0)
         assert len(fits) < 10, fits[:20]
         await pilot.press("escape")
-        await pilot.pause(0.3)
-        assert app.screen is main and _fits(main.query_one(KeysFooter))
+        assert await _until(pilot, lambda: app.screen is main and _fits(footer))
