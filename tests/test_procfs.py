@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -208,34 +210,61 @@ def test_read_waits_reads_only_the_schedstat_files():
     assert read_waits(999999, PROC) is None
 
 
+_THREADED = (
+    "import sys, threading\n"
+    "stop = threading.Event()\n"
+    "print(flush=True)\n"
+    "sys.stdin.readline()\n"
+    "th = threading.Thread(target=stop.wait)\n"
+    "th.start()\n"
+    "print(th.native_id, flush=True)\n"
+    "sys.stdin.readline()\n"
+    "stop.set()\n"
+    "th.join()\n"
+    "print(flush=True)\n"
+    "sys.stdin.readline()\n"
+)
+"""A process that starts one thread and ends it, each on cue: its threads are the test's alone (the
+test process's own come and go with other tests' daemon threads, which can leave the count as it was)."""
+
+
 def test_thread_lists_follow_the_thread_count_and_forget():
     """A process's thread list is listed again when its stat's thread count changes, or after a
     reader found one of its threads gone; else the kept list is handed back."""
     from gpuwatch.collectors.procfs import read_stat
     from gpuwatch.collectors.tid_lists import TidLists
 
-    me = os.getpid()
+    proc = subprocess.Popen([sys.executable, "-c", _THREADED], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdin is not None and proc.stdout is not None
     lists = TidLists(ttl_s=60.0)
 
     def tids() -> tuple[int, ...] | None:
-        st = read_stat(me)
-        return lists.get(me, st.starttime, st.num_threads)
+        st = read_stat(proc.pid)
+        return lists.get(proc.pid, st.starttime, st.num_threads)
 
-    before = tids()
-    assert me in before and tids() is before  # same count: the kept list
-    stop = threading.Event()
-    th = threading.Thread(target=stop.wait, args=(5,))
-    th.start()
+    def cue() -> str:
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        return proc.stdout.readline().strip()
+
     try:
+        proc.stdout.readline()  # up
+        before = tids()
+        assert proc.pid in before and tids() is before  # same count: the kept list
+        tid = int(cue())
         with_thread = tids()
-        assert th.native_id in with_thread and th.native_id not in before
+        assert tid in with_thread and tid not in before
+        cue()  # the thread has ended
+        assert tid not in tids()
+        kept = tids()
+        lists.forget(proc.pid)
+        assert tids() is not kept and tids() == kept
     finally:
-        stop.set()
-        th.join()
-    assert th.native_id not in tids()
-    kept = tids()
-    lists.forget(me)
-    assert tids() is not kept and tids() == kept
+        proc.kill()
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
     assert lists.get(999_999_999, 0, 1) is None
 
 
