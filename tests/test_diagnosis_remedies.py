@@ -119,3 +119,12 @@ def test_one_dataloader_worker_reads_as_one():
 
     assert _workers({"workers": 1.0}, "compute", "computes") == "1 DataLoader worker computes"
     assert _workers({"workers": 4.0}, "compute", "computes") == "4 DataLoader workers compute"
+
+
+def test_workers_that_came_during_the_window_are_never_said_as_none():
+    """The count is a mean over the window: workers that started in its last ticks read 0.4, which
+    said "the 0 DataLoader workers compute (0.99 core CPU each ...)" in the demo's switch to decode."""
+    from gpuwatch.diagnosis.sentence import _workers
+
+    assert _workers({"workers": 0.4}, "compute", "computes") == "1 DataLoader worker computes"
+    assert _workers({"workers": 2.4}, "compute", "computes") == "2 DataLoader workers compute"

@@ -95,7 +95,8 @@ def _workers(f: dict, verb: str, verb_one: str) -> str:
     if len(sets) >= 2:
         return (f"{sum(sets)} DataLoader workers of {len(sets)} loaders ({' + '.join(str(x) for x in sets)}; "
                 f"a loader's workers idle while another's run) {verb}")
-    n = round(f.get("workers") or 0)
+    mean = f.get("workers") or 0
+    n = max(1, round(mean)) if mean > 0 else 0  # a mean over the window: workers that came late in it are some, not none
     return f"{count(n, 'DataLoader worker')} {verb_one if n == 1 else verb}"
 
 
