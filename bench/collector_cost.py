@@ -27,7 +27,10 @@ line gives stack sampling's whole CPU a tick (gpuwatch's and py-spy's) at the pa
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import os
+import pstats
 import resource
 import statistics
 import sys
@@ -58,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--pace", choices=("full", "relaxed"), default="full",
                    help="the sampling pace from the second tick on (gpuwatch/pace.py; default: full)")
+    p.add_argument("--profile", action="store_true",
+                   help="also profile the collectors' samples (cProfile on thread CPU time) on every other tick from the "
+                        "second on, into OUT/collector_cost.prof, its top lines by own time in the .md; cProfile slows "
+                        "Python code, not the driver's, so the profiled ticks are left out of the timings")
     p.add_argument("--nvml", choices=("real", "fake"), default=None,
                    help="NVML to read: the driver's, or the fake replaying the H200 capture (default: real on cuda, "
                         "fake on cpu)")
@@ -83,18 +90,28 @@ def main(argv: list[str] | None = None) -> int:
         target = Target(job.pid)
         collectors = build_collectors(target, WatchOptions(interval=ns.interval))
         fake = _use_fake_nvml(collectors, target, job.pid, ns.interval) if fake_nvml else None
-        _time_nvml_calls(collectors, calls)
+        timing = {"on": True}
+        timed_ticks = 0
+        """Ticks whose NVML calls are timed (all but the profiled ones): calls per tick divide by it."""
+        _time_nvml_calls(collectors, calls, timing)
+        prof = cProfile.Profile(time.thread_time) if ns.profile else None
         for c in collectors:
             c.probe()
         for tick in range(ns.ticks + 1):
+            profiled = prof is not None and tick and tick % 2 == 0
+            timing["on"] = not profiled
+            timed_ticks += not profiled
             start = time.monotonic()
             if fake is not None and fake.tick + 1 < len(fake.ticks):
                 fake.advance()  # one capture tick per tick (the capture's last tick is held)
             for c in collectors:  # the stack collector spreads its dumps over the tick (sleeps: no CPU)
                 k0 = _children_cpu_ms()
                 t0 = time.thread_time()
-                got = c.sample()
-                if tick:  # the first tick opens rate windows and caches: not steady
+                if profiled:
+                    got = prof.runcall(c.sample)
+                else:
+                    got = c.sample()
+                if tick and not profiled:  # the first tick opens rate windows and caches: not steady
                     per[c.field].append((time.thread_time() - t0) * 1e3)
                     if c.field == "stacks":
                         dumps.append(len(getattr(got, "dumps", ())))
@@ -126,21 +143,29 @@ def main(argv: list[str] | None = None) -> int:
                   f"{pace.workers:.3g}): {both:.2f} ms of CPU a tick, {both / 10 / ns.interval:.2f} % of a core.\n")
     estimate = None
     if calls and fake_nvml:
-        estimate = _h200_estimate(calls, ns.ticks + 1)
-        md.append(f"NVML: the fake replaying the H200 capture. Calls per tick (all {ns.ticks + 1} ticks, the first "
+        estimate = _h200_estimate(calls, timed_ticks)
+        md.append(f"NVML: the fake replaying the H200 capture. Calls per tick (all {timed_ticks} timed ticks, the first "
                   f"included) priced at each call's median CPU in {os.path.relpath(H200_REFERENCE)}:\n")
         md.append(observe.table(("NVML call", "calls per tick", "H200 median ms CPU a call", "≈ H200 ms CPU per tick"),
                                 [(fn, f"{n:.2f}", "?" if ms is None else f"{ms:.3f}", "?" if ms is None else f"{n * ms:.2f}")
                                  for fn, n, ms in estimate["rows"]]))
         md.append(f"\n≈ H200 NVML calls per tick: {estimate['ms_per_tick']:.2f} ms of CPU, "
-                  f"{estimate['ms_per_tick'] / 10 / ns.interval:.2f} % of a core (nvmlGpmMetricsGet and the Python "
+                  f"{estimate['ms_per_tick'] / 10 / ns.interval:.2f} % of a core (the Python "
                   f"around the calls not included; a call the reference did not make priced from "
                   f"{os.path.relpath(H200_PRICES)}).\n")
     elif calls:
-        per_tick = {fn: sum(v) / (ns.ticks + 1) for fn, v in calls.items()}
+        per_tick = {fn: sum(v) / timed_ticks for fn, v in calls.items()}
         md.append(observe.table(("NVML call", "calls per tick", "median ms CPU", "ms CPU per tick"),
-                                [(fn, f"{len(calls[fn]) / (ns.ticks + 1):.1f}", f"{statistics.median(calls[fn]):.3f}",
+                                [(fn, f"{len(calls[fn]) / timed_ticks:.1f}", f"{statistics.median(calls[fn]):.3f}",
                                   f"{ms:.2f}") for fn, ms in sorted(per_tick.items(), key=lambda kv: -kv[1])]))
+    if prof is not None:
+        os.makedirs(ns.out, exist_ok=True)
+        prof.dump_stats(os.path.join(ns.out, "collector_cost.prof"))
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(30)
+        md.append(f"\ncProfile of the collectors' samples on every other tick from the second on (collector_cost.prof), "
+                  "top 30 by own CPU time (cProfile's overhead inflates Python code, not the driver's):\n\n```\n"
+                  + text.getvalue().strip() + "\n```\n")
     result = {"schema": 1, "bench": "collector_cost", "device": ns.device, "ticks": ns.ticks, "interval_s": ns.interval,
               "pace": ns.pace, "pace_factors": list(pace),
               "workers": ns.workers, "machine": observe.machine(),
@@ -193,9 +218,10 @@ def _h200_estimate(calls: dict[str, list[float]], ticks: int) -> dict:
             "ms_per_tick": sum(n * ms for _, n, ms in rows if ms is not None)}
 
 
-def _time_nvml_calls(collectors, calls: dict[str, list[float]]) -> None:
-    """Wrap the NVML session's ``invoke`` (every NVML call goes through it) so that every NVML
-    function's CPU time is recorded."""
+def _time_nvml_calls(collectors, calls: dict[str, list[float]], timing: dict[str, bool]) -> None:
+    """Wrap the NVML session's ``invoke`` (every per-GPU NVML call goes through it) and the GPM
+    metrics computation (``nvmlGpmMetricsGet`` takes no GPU handle, collectors/gpm.py calls it
+    directly) so that every NVML function's CPU time is recorded while ``timing["on"]``."""
     session = next((c.session for c in collectors if hasattr(c, "session")), None)
     if session is None:
         return
@@ -206,9 +232,24 @@ def _time_nvml_calls(collectors, calls: dict[str, list[float]]) -> None:
         try:
             return inner(index, name, func, *args)
         finally:
-            calls[name].append((time.thread_time() - t0) * 1e3)
+            if timing["on"]:
+                calls[name].append((time.thread_time() - t0) * 1e3)
 
     session.invoke = timed
+    nv = session.nvml
+    metrics_get = getattr(nv, "nvmlGpmMetricsGet", None)
+    if metrics_get is None:
+        return
+
+    def timed_metrics(*args):
+        t0 = time.thread_time()
+        try:
+            return metrics_get(*args)
+        finally:
+            if timing["on"]:
+                calls["nvmlGpmMetricsGet"].append((time.thread_time() - t0) * 1e3)
+
+    nv.nvmlGpmMetricsGet = timed_metrics  # the module is this process's own: the bench ends with it
 
 
 if __name__ == "__main__":

@@ -110,7 +110,7 @@ def profile_one(o: observe.Observer, ns, out: str, tag: str) -> tuple[dict, floa
         raw = os.path.join(out, f"{tag}.txt")
         c0, t0 = _cpu_s(run.pid), time.monotonic()
         subprocess.run([observe.find_tool("py-spy") or "py-spy", "record", "--pid", str(run.pid), "--duration",
-                        f"{ns.duration:g}", "--rate", str(RATE_HZ), "--format", "raw", "--output", raw,
+                        f"{ns.duration:g}", "--rate", str(ns.rate), "--format", "raw", "--output", raw,
                         "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
         cpu = 100 * (_cpu_s(run.pid) - c0) / (time.monotonic() - t0) if run.alive() else None
     finally:
@@ -125,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--settle", type=float, default=5.0, help="seconds after the first frame before recording")
     p.add_argument("--interval", type=float, default=1.0)
     p.add_argument("--only", choices=("tui", "headless"), default=None)
+    p.add_argument("--rate", type=int, default=RATE_HZ,
+                   help="py-spy's samples a second (default %(default)s; --json at ~1.5 %% of a core gives only "
+                        "~15 busy samples a second at 100 Hz)")
     p.add_argument("--out", default=None)
     p.add_argument("--summarize", metavar="RAW", help="print the buckets of a raw py-spy file and exit")
     ns = p.parse_args(argv)
