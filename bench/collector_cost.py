@@ -93,10 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         timing = {"on": True}
         timed_ticks = 0
         """Ticks whose NVML calls are timed (all but the profiled ones): calls per tick divide by it."""
-        _time_nvml_calls(collectors, calls, timing)
         prof = cProfile.Profile(time.thread_time) if ns.profile else None
         for c in collectors:
             c.probe()
+        _time_nvml_calls(collectors, calls, timing)  # after the probes: NVML is loaded by then
         for tick in range(ns.ticks + 1):
             profiled = prof is not None and tick and tick % 2 == 0
             timing["on"] = not profiled

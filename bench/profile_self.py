@@ -83,9 +83,9 @@ def summarize(path: str) -> dict:
     return {"samples": total, "buckets": dict(counts.most_common())}
 
 
-def table(name: str, s: dict, cpu_pct: float | None, seconds: float) -> str:
+def table(name: str, s: dict, cpu_pct: float | None, seconds: float, rate: int = RATE_HZ) -> str:
     rows = [f"### {name}", "",
-            f"{s['samples']} samples at {RATE_HZ} Hz over {seconds:g} s"
+            f"{s['samples']} samples at {rate} Hz over {seconds:g} s"
             + (f"; gpuwatch's own CPU over the same time: {cpu_pct:.1f} % of a core" if cpu_pct is not None else ""),
             "", "| where | share of busy samples | ≈ % of a core |", "|---|---|---|"]
     busy = max(1, s["samples"])
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             s, cpu = profile_one(o, ns, ns.out, tag)
             results[tag] = {**s, "cpu_pct": cpu}
-            md.append(table(o.name, s, cpu, ns.duration))
+            md.append(table(o.name, s, cpu, ns.duration, ns.rate))
             print(md[-1], flush=True)
     finally:
         observe.stop_job(job)

@@ -45,6 +45,17 @@ from gpuwatch.pace import FULL, RELAXED, Pace, stack_pace  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 H200_RECORDINGS = ("bench/results/2026-1[12]-0*-h200/**/*.jsonl.gz", "tests/data/h200/*.jsonl.gz")
+LONGEST_RELAXED = (
+    "bench/results/2026-12-03-h200/run11/self2/rec/tui.jsonl.gz",
+    "bench/results/2026-12-03-h200/run11/self2/rec/json.jsonl.gz",
+    "bench/results/2026-12-03-h200/run9/acc_switch/switch.jsonl.gz",
+    "bench/results/2026-12-04-h200/run31/accuracy/switch.jsonl.gz",
+    "bench/results/2026-12-02-h200/run3/acc_long/healthy.jsonl.gz",
+    "tests/data/h200/field_tokenize_workers.jsonl.gz",
+)
+"""The H200 recordings that run relaxed longest: the steady benchmark job (relaxed 79 of 90 ticks),
+two switch runs, two minutes of a healthy job and the tokenize job. The replay tests of what the
+relaxed pace reads less often run on these in CI, and on every recording from their ``main()``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,10 @@ class GpmWindow:
         self.clock = clock
         self._gpus: dict[int, _GpmState] = {}
         self._users = 0
+        self.hold_s = 0.0
+        """While above 0 (the relaxed pace, set by the GPU collector), every reader gets the latest
+        result again until its sample is this old: GPM windows then span several ticks, and each
+        tick between shows the window before (collectors/gpu.py, RELAXED_GPM_EVERY)."""
 
     @classmethod
     def shared(cls, session: NvmlSession, clock: Callable[[], float]) -> GpmWindow:
@@ -87,15 +91,16 @@ class GpmWindow:
     def read(self, index: int, reader: str = "", reuse_s: float = 0.0) -> Result:
         """The metrics since the previous sample; or, for a ``reader`` that has not had it yet,
         the latest result when its sample is younger than ``reuse_s`` (another collector's read in
-        the same tick). A reader never gets one result twice. Raises GpuLost."""
+        the same tick). A reader gets one result twice only while ``hold_s`` holds it. Raises GpuLost."""
         support = self.supported(index)
         if isinstance(support, Unsupported):
             return support
         with self.session.lock:  # two collectors: one takes the sample, the other reuses it
             st = self._gpus[index]
             now = self.clock()
-            if st.last is not None and st.served is not None and reader not in st.served \
-                    and now - st.prev_t < reuse_s:
+            if st.last is not None and st.served is not None and (
+                    (reader not in st.served and now - st.prev_t < reuse_s)
+                    or (now - st.prev_t < self.hold_s and not isinstance(st.last, Unsupported))):
                 st.served.add(reader)
                 return st.last
             before = (st.prev, st.prev_t)

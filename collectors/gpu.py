@@ -74,6 +74,18 @@ full for a tick (twice in 79 relaxed ticks of the benchmark job), and a one-tick
 tick kept it relaxed through it (once, the tokenize job). Every third tick held two ticks' samples
 back, and the tokenize job's stall, seen on its last busy tick, went unseen."""
 
+RELAXED_GPM_EVERY = 2
+"""While the stack pace is relaxed, a GPM sample is taken every this many ticks, and the ticks
+between show the last window's metrics again (collectors/gpm.py, GpmWindow.hold_s); the PCIe
+collector's traffic, read from the same window, follows. The next window spans the ticks since, so
+no time goes unmeasured, only at a coarser step. A GPM tick costs ~1.8 ms of CPU on the H200:
+nvmlGpmSampleGet 0.2 ms and nvmlGpmMetricsGet 1.6 ms (bench/results/2026-12-04-h200/run35), so
+~0.9 ms a relaxed tick less. While relaxed the GPU stays as busy as it was; a bottleneck that
+starts shows first in its busy time (gpuwatch/pace.py), which is read every tick, and the full pace,
+a GPM sample every tick, is back on the tick after. Replayed on the H200 recordings with the held
+ticks and the two-tick windows rewritten as the collector now reads them
+(tests/test_relaxed_gpm_replay.py): see there what changes."""
+
 RELAXED_SLOW_S = 10.0
 """While the stack pace is relaxed, memory-controller utilization beside GPM and per-process
 utilization with the job alone on its GPUs are read every this many seconds instead of every
@@ -136,8 +148,9 @@ class GpuCollector(NvmlCollector):
     def set_pace(self, main: float, workers: float | None = None) -> None:
         """The stack pace (gpuwatch/pace.py), set after every verdict: below full, the job has been
         steadily GPU-bound, and the GPU-utilization buffer is read less often (RELAXED_BUFFER_EVERY),
-        memory and per-process utilization every RELAXED_SLOW_S."""
+        GPM samples too (RELAXED_GPM_EVERY), memory and per-process utilization every RELAXED_SLOW_S."""
         self._relaxed = main < 1.0
+        self._gpm.hold_s = (RELAXED_GPM_EVERY - 0.5) * self.interval if self._relaxed else 0.0
 
     def _slow_s(self) -> float:
         """How long a slowly read buffer's last reading stands at this pace."""

@@ -9,7 +9,8 @@ slows the main processes' dumps and thins the workers'; any other verdict, a con
 RELAX_CONFIDENCE, or a tick where the GPU's busy time falls restores them at once. A bottleneck
 that appears shows first in the GPU's counters (busy falls at once), so the full rate is back
 before the stacks are needed to name it. The GPU collector follows the same pace: relaxed, it reads
-the driver's utilization buffer every second tick (collectors/gpu.py, RELAXED_BUFFER_EVERY).
+the driver's utilization buffer and takes a GPM sample every second tick (collectors/gpu.py,
+RELAXED_BUFFER_EVERY, RELAXED_GPM_EVERY).
 """
 
 from __future__ import annotations

@@ -390,6 +390,34 @@ def test_a_collector_never_gets_the_same_gpm_window_twice(fake, session, clock):
     assert fake.calls["nvmlGpmSampleGet"] == 3
 
 
+def test_relaxed_pace_takes_a_gpm_sample_every_second_tick_for_both_collectors(fake, session, clock):
+    fake.goto("h2d_pinned", 2)
+    g, p = collector(session, clock, interval=0.5), PcieCollector(StubTarget(ME), session, clock=clock, interval=0.5)
+    for _ in range(2):  # the first window, then one at the full pace
+        gpu, link = g.sample()[0], p.sample()[0]
+        step(fake, clock)
+    last_full = (gpu.gpm, link.rx_bps)
+    g.set_pace(*RELAXED)
+    before = fake.calls["nvmlGpmSampleGet"], fake.calls["nvmlGpmMetricsGet"]
+    shown = []
+    for _ in range(4):
+        gpu, link = g.sample()[0], p.sample()[0]
+        shown.append((gpu.gpm, link.rx_bps))
+        step(fake, clock)
+    # Four relaxed ticks, two GPM samples: each held tick shows the window before it, in both.
+    assert (fake.calls["nvmlGpmSampleGet"] - before[0], fake.calls["nvmlGpmMetricsGet"] - before[1]) == (2, 2)
+    assert shown[0] == last_full and shown[2] == shown[1]
+    assert last_full[0].window_s == pytest.approx(0.5)
+    assert shown[1][0].window_s == pytest.approx(1.0)  # a sample after a held tick spans both ticks
+    assert shown[1][1] == shown[1][0].pcie_rx_mibs * MIB
+    g.set_pace(*FULL)  # busy fell: every tick takes its own window again
+    n = fake.calls["nvmlGpmSampleGet"]
+    for _ in range(2):
+        g.sample(), p.sample()
+        step(fake, clock)
+    assert fake.calls["nvmlGpmSampleGet"] - n == 2
+
+
 def test_rarely_changing_values_are_read_every_few_seconds_not_every_tick(fake, session, clock):
     g, p = collector(session, clock), PcieCollector(StubTarget(ME), session, clock=clock)
     ticks = int(SLOW_TTL_S / 0.5) * 2  # 0.5 s ticks over two SLOW_TTL_S periods

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.relaxed_stacks import recordings
+from bench.relaxed_stacks import LONGEST_RELAXED, recordings
 from gpuwatch.analysis import Analysis
 from gpuwatch.collectors.gpu import RELAXED_SLOW_S
 from gpuwatch.collectors.nvml_collector import SLOW_TTL_S
@@ -25,17 +25,7 @@ from gpuwatch.pace import FULL, stack_pace
 from gpuwatch.replay import load_frames
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = [
-    "bench/results/2026-12-03-h200/run11/self2/rec/tui.jsonl.gz",
-    "bench/results/2026-12-03-h200/run11/self2/rec/json.jsonl.gz",
-    "bench/results/2026-12-03-h200/run9/acc_switch/switch.jsonl.gz",
-    "bench/results/2026-12-04-h200/run31/accuracy/switch.jsonl.gz",
-    "bench/results/2026-12-02-h200/run3/acc_long/healthy.jsonl.gz",
-    "tests/data/h200/field_tokenize_workers.jsonl.gz",
-]
-"""The steady benchmark job (relaxed 79 of 90 ticks), two switch runs, two minutes of a healthy
-job and the tokenize job: the recordings that run relaxed longest. Every H200 recording reads the
-same too (``python -m tests.test_relaxed_slow_reads_replay``)."""
+RUNS = LONGEST_RELAXED
 
 
 class SlowReads:
