@@ -32,6 +32,7 @@ from gpuwatch.signals import install_signal_handlers, rearm
 from gpuwatch.threadname import name_this_thread
 from gpuwatch.tui.app_keys import AppKeys
 from gpuwatch.tui.commands import GpuwatchCommands, system_commands
+from gpuwatch.tui.input_thread import sleeping_input
 from gpuwatch.tui.record import open_recording
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.screens.main import MainScreen
@@ -148,7 +149,7 @@ class GpuwatchApp(AppKeys, App[int]):
             self.recording_path = recorder.path
 
     def get_driver_class(self) -> type[Driver]:
-        return _with_guarded_output(super().get_driver_class(), self._terminal_gone)
+        return _with_guarded_output(sleeping_input(super().get_driver_class()), self._terminal_gone)
 
     def _terminal_gone(self) -> None:
         """The terminal went away (called from Textual's output thread): end as on SIGHUP."""

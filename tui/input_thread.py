@@ -1,0 +1,111 @@
+"""The terminal input thread, asleep until there is something to read.
+
+Textual's Linux driver (8.2.8, pinned in constraints.txt) reads keys on a thread that waits in
+``select`` with a 0.1 s timeout, so that it sees its exit flag and can end a lone Escape after the
+parser's timeout: ten wake-ups a second for as long as the app runs, 0.07 % of a core on the H200
+(bench/results/2026-12-04-h200/run34, the thread this module names ``gw-input``). No option
+changes that timeout, so :func:`sleeping_input` gives the driver a loop of its own that does what
+Textual's does with the events it reads, and waits with no timeout unless the parser holds an
+unfinished escape sequence (then 0.1 s, as before); the driver's exit flag also writes to a pipe
+that the loop watches, so quitting does not wait for a key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import threading
+from codecs import getincrementaldecoder
+from typing import Any
+
+from gpuwatch.threadname import name_this_thread
+
+ESCAPE_POLL_S = 0.1
+"""How often the loop looks at the clock while the parser waits to end an escape sequence (a lone
+Escape key): Textual's own loop interval."""
+
+THREAD_NAME = "gw-input"
+
+
+class WakingEvent(threading.Event):
+    """A threading.Event whose ``set`` also makes a pipe readable, to wake a ``select`` on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read_fd, self.write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        os.set_blocking(self.write_fd, False)
+
+    def set(self) -> None:
+        super().set()
+        with contextlib.suppress(OSError):  # a full pipe is awake already
+            os.write(self.write_fd, b"x")
+
+    def drain(self) -> None:
+        with contextlib.suppress(OSError):
+            while os.read(self.read_fd, 512):
+                pass
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def sleeping_input(base: type) -> type:
+    """``base`` (Textual's LinuxDriver or a subclass) with the input loop described above; a driver
+    without ``run_input_thread`` (Windows, headless) is returned as it is."""
+    if not hasattr(base, "run_input_thread"):
+        return base
+    try:
+        from textual._xterm_parser import XTermParser  # noqa: PLC0415 - the parser Textual's loop uses
+    except ImportError:
+        return base
+
+    class SleepingInputDriver(base):  # type: ignore[valid-type, misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.exit_event = WakingEvent()
+
+        def close(self) -> None:
+            super().close()
+            self.exit_event.close()
+
+        def run_input_thread(self) -> None:
+            name_this_thread(THREAD_NAME)
+            wake: WakingEvent = self.exit_event
+            fileno = self.fileno
+            parser = XTermParser(self._debug)
+            decode = getincrementaldecoder("utf-8")().decode
+            selector = selectors.SelectSelector()  # as Textual's: select() works on every tty
+            selector.register(fileno, selectors.EVENT_READ)
+            selector.register(wake.read_fd, selectors.EVENT_READ)
+
+            def handle(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> None:
+                if any(k.fd == wake.read_fd for k, _ in events):
+                    wake.drain()  # a wake-up left from an earlier exit (suspend and resume): not a key
+                ready = [k for k, mask in events if k.fd == fileno and mask & selectors.EVENT_READ]
+                for n, _ in enumerate(ready):
+                    data = decode(os.read(fileno, 1024 * 4), final=final and n == len(ready) - 1)
+                    if not data:  # stdin piped and at its end
+                        break
+                    for event in parser.feed(data):
+                        self.process_message(event)
+                for event in parser.tick():  # ends a lone Escape once its timeout has passed
+                    self.process_message(event)
+
+            try:
+                while not wake.is_set():
+                    pending = getattr(parser, "_timeout_time", 0.0) is not None
+                    handle(selector.select(ESCAPE_POLL_S if pending else None))
+                wake.drain()
+                selector.unregister(fileno)
+                handle(selector.select(0.1), final=True)
+            finally:
+                selector.close()
+                with contextlib.suppress(Exception):  # Textual's loop ignores EOFError and ParseError here
+                    for _ in parser.feed(""):
+                        pass
+
+    return SleepingInputDriver
