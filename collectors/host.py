@@ -1,12 +1,14 @@
 """The host around the job over one tick: CPU (with steal and iowait), memory and swap, pressure
 stall information, the CPU quota of the job's cgroup, and the busiest processes outside the job.
 
-CPU and swap come from psutil; PSI and cgroup files are read by hand (psutil has neither).
+All of it is read from /proc, /sys and the cgroup files by hand, through descriptors kept open
+from tick to tick (collectors/procfd.py): psutil opens and parses the files afresh at each call,
+and has neither PSI nor the cgroup files. psutil answers where the kernel's files lack a field
+(CPU times, memory and swap on kernels before 3.14, the online CPUs where /sys is not mounted).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import time
@@ -18,7 +20,7 @@ import psutil
 from gpuwatch.collectors.base import Collector, FirstWindow
 from gpuwatch.collectors.others import OtherProcs
 from gpuwatch.collectors.procfd import ProcFiles
-from gpuwatch.collectors.procfs import parse_cpu_max, parse_flat_keyed, parse_mountinfo, parse_pressure, \
+from gpuwatch.collectors.procfs import CLK_TCK, parse_cpu_max, parse_flat_keyed, parse_mountinfo, parse_pressure, \
     parse_proc_cgroup
 from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.model.host import NO_CPU_QUOTA, CgroupCpu, HostSample, Psi
@@ -80,34 +82,84 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def read_memory(files: ProcFiles, proc_root: str = "/proc") -> Memory | None:
-    """/proc/meminfo (through a kept descriptor) and the swap counters of /proc/vmstat, parsed for
-    the five numbers the host panel needs: psutil's virtual_memory and swap_memory parse both files
-    whole into dictionaries, twice for meminfo, each tick. None where MemAvailable or the swap
-    counters are missing (the caller asks psutil, which estimates them)."""
+    """/proc/meminfo and the swap counters of /proc/vmstat (through kept descriptors: vmstat is
+    written record by record, each shorter than procfd.RECORD_MAX), searched for the five numbers
+    the host panel needs: psutil's virtual_memory and swap_memory parse both files whole into
+    dictionaries, twice for meminfo, each tick. None where MemAvailable or the swap counters are
+    missing (the caller asks psutil, which estimates them)."""
     try:
         raw = files.read(f"{proc_root}/meminfo")
-        # vmstat is written record by record (not for kept descriptors): opened each time, bytes only.
-        with open(f"{proc_root}/vmstat", "rb") as f:
-            vm = f.read()
+        vm = files.read(f"{proc_root}/vmstat")
     except OSError:
         return None
-    if raw is None:
+    if raw is None or vm is None:
         return None
-    kb = {}
-    for line in raw.split(b"\n"):
-        key, _, rest = line.partition(b":")
-        if key in (b"MemTotal", b"MemAvailable", b"SwapTotal", b"SwapFree"):
-            kb[key] = int(rest.split()[0]) * 1024
-    pages = {}
-    for key in (b"\npswpin ", b"\npswpout "):
-        at = vm.find(key)
-        if at >= 0:
-            end = vm.find(b"\n", at + len(key))
-            pages[key] = int(vm[at + len(key):end if end >= 0 else None]) * PAGE_SIZE
-    if len(kb) < 4 or len(pages) < 2:
+    try:
+        total, available, swap_total, swap_free = (
+            _number(raw, key) * 1024 for key in (b"MemTotal:", b"MemAvailable:", b"SwapTotal:", b"SwapFree:"))
+        swap_in, swap_out = (_number(vm, key) * PAGE_SIZE for key in (b"pswpin ", b"pswpout "))
+    except (LookupError, ValueError):  # a line missing, or not a number
         return None
-    return Memory(kb[b"MemTotal"], kb[b"MemAvailable"], kb[b"SwapTotal"] - kb[b"SwapFree"],
-                  pages[b"\npswpin "], pages[b"\npswpout "])
+    return Memory(total, available, swap_total - swap_free, swap_in, swap_out)
+
+
+def _number(raw: bytes, key: bytes) -> int:
+    """The number after ``key`` on the line of ``raw`` that starts with it. Raises LookupError when no
+    line does, ValueError when what follows is not a number."""
+    if raw.startswith(key):
+        at = 0
+    else:
+        at = raw.find(b"\n" + key) + 1
+        if not at:
+            raise LookupError(key)
+    end = raw.find(b"\n", at)
+    return int(raw[at + len(key):end if end >= 0 else None].split()[0])
+
+
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
+"""The host's CPU times on the first line of /proc/stat, in order (proc(5)), by psutil's
+``cpu_times`` names; kernels before 3.2, 2.6.24 and 2.6.11 end the line sooner."""
+CPU_LINE_MAX = 512
+"""Bytes read from the start of /proc/stat: its first line, ten numbers of at most 20 digits."""
+
+
+def read_cpu_times(files: ProcFiles, proc_root: str = "/proc") -> dict[str, float] | None:
+    """The host's CPU times in seconds, from the first line of /proc/stat read through a kept
+    descriptor (the file's start only: on a host with many CPUs and interrupts the file runs to
+    tens of kilobytes). The same numbers as ``psutil.cpu_times()``, which opens and parses the file
+    afresh and builds a named tuple (48 against 22 us a call on the 2-core CPU VM). None when the
+    line cannot be read (the caller asks psutil)."""
+    try:
+        raw = files.read(f"{proc_root}/stat", head=CPU_LINE_MAX)
+    except OSError:
+        return None
+    if not raw or not raw.startswith(b"cpu "):
+        return None
+    end = raw.find(b"\n")
+    if end < 0:
+        return None
+    try:
+        ticks = [int(v) for v in raw[4:end].split()]
+    except ValueError:
+        return None
+    if len(ticks) < 7:  # before Linux 2.6: no iowait, irq, softirq
+        return None
+    return {name: v / CLK_TCK for name, v in zip(CPU_FIELDS, ticks)}
+
+
+def online_cpus(files: ProcFiles, sys_root: str = "/sys") -> int | None:
+    """The number of CPUs online now, from /sys/devices/system/cpu/online (``0-15``, ``0-3,5,8-11``)
+    through a kept descriptor: the file ``psutil.cpu_count()`` (glibc's
+    ``sysconf(_SC_NPROCESSORS_ONLN)``) opens and reads at each call. None when unreadable."""
+    try:
+        raw = files.read(f"{sys_root}/devices/system/cpu/online")
+        n = 0
+        for part in (raw or b"").split(b","):
+            first, _, last = part.partition(b"-")
+            n += int(last) - int(first) + 1 if last else 1 if first.strip() else 0
+    except (OSError, ValueError):
+        return None
+    return n or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +261,8 @@ def read_counters(where: CgroupReading, files: ProcFiles | None = None) -> Cgrou
     else:
         text = _read(path)
     stat = parse_flat_keyed(text or "")
-    return dataclasses.replace(where, nr_periods=stat.get("nr_periods", 0), nr_throttled=stat.get("nr_throttled", 0))
+    return CgroupReading(where.version, where.path, where.quota_cores, stat.get("nr_periods", 0),
+                         stat.get("nr_throttled", 0))
 
 
 def read_cgroup(pid: int, proc_root: str = "/proc", fs_root: str = "") -> CgroupReading | Unsupported:
@@ -235,11 +288,13 @@ def throttle(cur: CgroupReading, prev: CgroupReading | None) -> CgroupCpu:
 class HostCollector(Collector):
     field = "host"
 
-    def __init__(self, target: Target, interval: float = 1.0, proc_root: str = "/proc", fs_root: str = "") -> None:
+    def __init__(self, target: Target, interval: float = 1.0, proc_root: str = "/proc", fs_root: str = "",
+                 sys_root: str = "/sys") -> None:
         self.target = target
         self.interval = interval
         self.proc_root = proc_root
         self.fs_root = fs_root
+        self.sys_root = sys_root
         self._prev_cpu = None
         self._prev_swap = None
         self._prev_t = 0.0
@@ -247,7 +302,8 @@ class HostCollector(Collector):
         self._where: tuple[float, CgroupReading | Unsupported] | None = None
         self.others = OtherProcs(proc_root)
         self.files = ProcFiles()
-        """Kept descriptors of the pressure files, /proc/meminfo and the cgroup's cpu.stat."""
+        """Kept descriptors of /proc/stat, /proc/meminfo, /proc/vmstat, the pressure files, the list
+        of online CPUs and the cgroup's cpu.stat."""
         self._first = FirstWindow()
 
     def probe(self) -> Unsupported | None:
@@ -260,14 +316,14 @@ class HostCollector(Collector):
         self._first.wait()  # the rest of a short first window, the first time
         now = time.monotonic()
         dt = max(now - self._prev_t, 1e-3)
-        cpu, mem = psutil.cpu_times(), self._memory()
+        cpu, mem = self._cpu_times(), self._memory()
         busy, steal, iowait = _cpu_shares(cpu, self._prev_cpu)
         sin = max(0, mem.swap_in - self._prev_swap.swap_in) / dt
         sout = max(0, mem.swap_out - self._prev_swap.swap_out) / dt
         self._prev_cpu, self._prev_swap, self._prev_t = cpu, mem, now
         return HostSample(
             t=now,
-            cpu_count=psutil.cpu_count() or 1,
+            cpu_count=online_cpus(self.files, self.sys_root) or psutil.cpu_count() or 1,
             cpu_pct=busy,
             steal_pct=steal,
             iowait_pct=iowait,
@@ -282,6 +338,10 @@ class HostCollector(Collector):
             top_others=self.others.sample(self._job_pids()),
         )
 
+    def _cpu_times(self) -> dict[str, float]:
+        got = read_cpu_times(self.files, self.proc_root)
+        return got if got is not None else psutil.cpu_times()._asdict()
+
     def _memory(self) -> Memory:
         got = read_memory(self.files)
         if got is None:  # no MemAvailable or no swap counters (kernels before 3.14): psutil works them out
@@ -294,7 +354,7 @@ class HostCollector(Collector):
         self.others.files.close()
 
     def _baseline(self) -> None:
-        self._prev_cpu, self._prev_swap, self._prev_t = psutil.cpu_times(), self._memory(), time.monotonic()
+        self._prev_cpu, self._prev_swap, self._prev_t = self._cpu_times(), self._memory(), time.monotonic()
         self._cgroup()
         self._first.open()
         # After the window opens: the scan of every process on the host is not one of the rates the
@@ -321,11 +381,11 @@ class HostCollector(Collector):
             return set()
 
 
-def _cpu_shares(cur, prev) -> tuple[float, Maybe[float], Maybe[float]]:
-    """Busy, steal and iowait percent of all CPUs between two psutil ``cpu_times()`` readings.
-    guest and guest_nice are already inside user and nice, so they are not added again."""
-    fields = [f for f in cur._fields if f not in ("guest", "guest_nice")]
-    delta = {f: max(0.0, getattr(cur, f) - getattr(prev, f)) for f in fields}
+def _cpu_shares(cur: dict[str, float], prev: dict[str, float]) -> tuple[float, Maybe[float], Maybe[float]]:
+    """Busy, steal and iowait percent of all CPUs between two readings of the host's CPU times
+    (:func:`read_cpu_times`). guest and guest_nice are already inside user and nice, so they are not
+    added again."""
+    delta = {f: max(0.0, v - prev.get(f, 0.0)) for f, v in cur.items() if f not in ("guest", "guest_nice")}
     total = sum(delta.values())
     if total <= 0:
         return 0.0, 0.0 if "steal" in delta else Unsupported("no steal time on this OS"), \

@@ -22,6 +22,8 @@ from gpuwatch.collectors.host import (
     CgroupReading,
     HostCollector,
     read_cgroup,
+    online_cpus,
+    read_cpu_times,
     read_memory,
     read_psi,
     throttle,
@@ -73,6 +75,50 @@ def test_memory_and_swap_match_psutil():
     # psutil counts swapped pages at 4 KiB; /proc/vmstat counts pages of the kernel's page size
     assert got.swap_in * 4096 == sw.sin * host_mod.PAGE_SIZE and got.swap_out * 4096 == sw.sout * host_mod.PAGE_SIZE
     files.close()
+
+
+def test_memory_lines_missing_or_unparsable_leave_it_to_psutil(tmp_path):
+    (tmp_path / "vmstat").write_bytes(b"nr_free_pages 10\npswpin 3\npswpout 4\n")
+    (tmp_path / "meminfo").write_bytes(b"MemTotal:  100 kB\nMemFree: 5 kB\nSwapTotal: 8 kB\nSwapFree: 2 kB\n")
+    assert read_memory(ProcFiles(), str(tmp_path)) is None  # no MemAvailable (before 3.14)
+    (tmp_path / "meminfo").write_bytes(b"MemTotal:  100 kB\nMemAvailable: 50 kB\nSwapTotal: 8 kB\nSwapFree: 2 kB")
+    got = read_memory(ProcFiles(), str(tmp_path))  # the last line without its newline
+    assert got == host_mod.Memory(102400, 51200, 6144, 3 * host_mod.PAGE_SIZE, 4 * host_mod.PAGE_SIZE)
+    (tmp_path / "vmstat").write_bytes(b"pswpin x\npswpout 4\n")
+    assert read_memory(ProcFiles(), str(tmp_path)) is None
+
+
+def test_cpu_times_match_psutil():
+    files = ProcFiles()
+    before = psutil.cpu_times()._asdict()
+    got = read_cpu_times(files)
+    after = psutil.cpu_times()._asdict()
+    assert got is not None and list(got) == list(after)  # the same fields, in psutil's order
+    for name, v in got.items():
+        assert before[name] - 1e-9 <= v <= after[name] + 1e-9, name
+    assert read_cpu_times(files) is not None and len(files) == 1  # kept for the next tick
+    files.close()
+
+
+def test_cpu_times_of_older_kernels_and_odd_files(tmp_path):
+    (tmp_path / "stat").write_bytes(b"cpu  100 0 50 800 10 0 5\ncpu0 100 0 50 800 10 0 5\nintr 1 2 3\n")
+    got = read_cpu_times(ProcFiles(), str(tmp_path))  # before 2.6.11: no steal, guest, guest_nice
+    assert list(got) == ["user", "nice", "system", "idle", "iowait", "irq", "softirq"]
+    assert got["user"] == 100 / host_mod.CLK_TCK
+    (tmp_path / "stat").write_bytes(b"cpu  100 0 50\n")
+    assert read_cpu_times(ProcFiles(), str(tmp_path)) is None
+    (tmp_path / "stat").write_bytes(b"intr 1 2 3\n")
+    assert read_cpu_times(ProcFiles(), str(tmp_path)) is None
+
+
+def test_online_cpus(tmp_path):
+    assert online_cpus(ProcFiles()) == psutil.cpu_count()
+    cpus = tmp_path / "devices" / "system" / "cpu"
+    cpus.mkdir(parents=True)
+    for text, n in ((b"0-15\n", 16), (b"0\n", 1), (b"0-3,5,8-11\n", 9), (b"\n", None), (b"0-x\n", None)):
+        (cpus / "online").write_bytes(text)
+        assert online_cpus(ProcFiles(), str(tmp_path)) == n, text
+    assert online_cpus(ProcFiles(), str(tmp_path / "nowhere")) is None
 
 
 def test_psi_old_kernel_without_cpu_full():
