@@ -18,7 +18,7 @@ from typing import NamedTuple
 import psutil
 
 from gpuwatch.collectors.base import Collector, FirstWindow
-from gpuwatch.collectors.others import OtherProcs
+from gpuwatch.collectors.others import EVERY_S, RELAXED_EVERY_S, OtherProcs
 from gpuwatch.collectors.procfd import ProcFiles
 from gpuwatch.collectors.procfs import CLK_TCK, parse_cpu_max, parse_flat_keyed, parse_mountinfo, parse_pressure, \
     parse_proc_cgroup
@@ -337,6 +337,11 @@ class HostCollector(Collector):
             cgroup=self._cgroup(),
             top_others=self.others.sample(self._job_pids()),
         )
+
+    def set_pace(self, main: float, workers: float | None = None) -> None:
+        """The relaxed pace (``main`` under 1: the job steadily GPU-bound) scans the processes outside
+        the job every RELAXED_EVERY_S instead of EVERY_S (collectors/others.py)."""
+        self.others.every_s = RELAXED_EVERY_S if main < 1.0 else EVERY_S
 
     def _cpu_times(self) -> dict[str, float]:
         got = read_cpu_times(self.files, self.proc_root)

@@ -313,3 +313,17 @@ def test_live_host_sample_in_range_and_top_others(busy_job):
             os.kill(orphan, signal.SIGKILL)
         child.kill()
         child.wait(10)
+
+
+def test_relaxed_pace_scans_other_processes_less_often():
+    from gpuwatch.collectors.base import Paced
+    from gpuwatch.collectors.others import EVERY_S, RELAXED_EVERY_S
+    from gpuwatch.pace import FULL, RELAXED
+
+    c = HostCollector(Target(os.getpid()))
+    assert isinstance(c, Paced)  # the watch hands it the pace
+    c.set_pace(*RELAXED)
+    assert c.others.every_s == RELAXED_EVERY_S > EVERY_S
+    c.set_pace(*FULL)
+    assert c.others.every_s == EVERY_S
+    c.close()
