@@ -42,7 +42,8 @@ class Collector(abc.ABC):
 class Paced(Protocol):
     """A collector whose sampling rate follows the verdict (gpuwatch/pace.py): the stack collector
     (its dump rates), the GPU collector (how often it reads the utilization buffer), the host
-    collector (how often it scans the processes outside the job)."""
+    collector (how often it scans the processes outside the job), the disk collector (how many
+    processes' open files it lists a tick)."""
 
     def set_pace(self, main: float, workers: float | None = None) -> None:
         """Scale the rates: ``main`` for the training processes, ``workers`` for their workers."""

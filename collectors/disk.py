@@ -12,7 +12,8 @@ Locations are the target's working directory and the folders of files the main p
 DataLoader workers have open for reading (collectors/open_files.py), each with its mount, file system
 and block device (a partition is mapped to its parent disk, so ``device`` matches a row of
 ``devices``). Workers open and close files inside ``__getitem__``, so a folder seen once stays
-listed for ``RECENT_S``.
+listed for ``RECENT_S`` (longer while the pace is relaxed, as fewer processes are scanned a tick:
+RELAXED_SCAN_PER_TICK).
 """
 
 from __future__ import annotations
@@ -45,6 +46,17 @@ workers. A CUDA process holds a couple of hundred fds (driver nodes, shared memo
 inherit them, so listing all nine processes of a job with 8 workers cost ~1 % of a core per tick on
 the H200 (bench/profile_self.py). Three a tick sees each of them every 3 s; workers of one loader
 open the same kind of files, and a folder seen stays listed for RECENT_S."""
+RELAXED_SCAN_PER_TICK = 1
+"""Processes whose open files are listed per tick while the pace is relaxed (gpuwatch/pace.py: the job
+steadily GPU-bound), and a folder seen then stays listed SCAN_PER_TICK / RELAXED_SCAN_PER_TICK times
+RECENT_S: each process is scanned as many times before a folder it had open is dropped, so a folder
+is as likely to stay listed as at full pace, and the listing is slower only to show a new one.
+The locations feed the verdict through the input and system stages (which device's busy time is
+the data's, the data's path and file system in the sentence); a GPU-bound verdict reads none of it,
+and the first tick busy falls brings the full pace and SCAN_PER_TICK back. The scan is a readlink of
+every descriptor of the process (a CUDA process and its workers hold dozens: driver nodes, shared
+memory), the larger part of the disk collector's 1.1 ms a tick on the H200 (run 34's
+collector_cost)."""
 MOUNTS_TTL_S = 10.0
 """The mount table is re-read this often (mounts rarely change during a run)."""
 QUIET_PREFIXES = ("loop", "ram", "zram")
@@ -132,8 +144,9 @@ class DiskCollector(Collector):
         self._prev_t = 0.0
         self._io: dict[tuple[int, float], int] = {}
         self._io_t: float | None = None
-        self._recent: dict[str, tuple[float, int]] = {}
-        """data folder -> (monotonic time last seen, files open then)."""
+        self._recent: dict[str, tuple[float, int, float]] = {}
+        """data folder -> (monotonic time last seen, files open then, how long it stays listed)."""
+        self._per_tick = SCAN_PER_TICK
         self._partitions: dict[str, bool] = {}
         self._scan_from = 0
         self._mounts_cache: tuple[float, list[Mount]] | None = None
@@ -259,11 +272,12 @@ class DiskCollector(Collector):
             for path in files:
                 d = os.path.dirname(path)
                 counts[d] = counts.get(d, 0) + 1
+        hold = RECENT_S * SCAN_PER_TICK / self._per_tick
         for d, c in counts.items():
-            self._recent[d] = (now, c)
-        for d in [d for d, (seen, _) in self._recent.items() if now - seen > RECENT_S]:
+            self._recent[d] = (now, c, hold)
+        for d in [d for d, (seen, _, kept) in self._recent.items() if now - seen > kept]:
             del self._recent[d]
-        folders = {d: c for d, (_, c) in self._recent.items()}
+        folders = {d: c for d, (_, c, _) in self._recent.items()}
         if len(folders) > MAX_LOCATIONS:
             folders = _merge_by_mount(folders, mounts)
         for d in sorted(folders):
@@ -272,11 +286,17 @@ class DiskCollector(Collector):
 
     def _to_scan(self, nodes) -> list:
         pool = [n for n in nodes if n.role == ROLE_MAIN] + [n for n in nodes if n.role == ROLE_WORKER]
-        if len(pool) <= SCAN_PER_TICK:
+        n = self._per_tick
+        if len(pool) <= n:
             return pool
         start = self._scan_from % len(pool)
-        self._scan_from = start + SCAN_PER_TICK
-        return (pool + pool)[start:start + SCAN_PER_TICK]
+        self._scan_from = start + n
+        return (pool + pool)[start:start + n]
+
+    def set_pace(self, main: float, workers: float | None = None) -> None:
+        """The relaxed pace (``main`` under 1: the job steadily GPU-bound) lists the open files of
+        RELAXED_SCAN_PER_TICK processes a tick instead of SCAN_PER_TICK."""
+        self._per_tick = RELAXED_SCAN_PER_TICK if main < 1.0 else SCAN_PER_TICK
 
     def close(self) -> None:
         self.files.close()

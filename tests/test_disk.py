@@ -13,7 +13,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from gpuwatch.collectors import disk as disk_mod
 from gpuwatch.collectors.disk import (
+    RECENT_S,
+    RELAXED_SCAN_PER_TICK,
     SCAN_PER_TICK,
     DiskCollector,
     block_name,
@@ -23,7 +26,7 @@ from gpuwatch.collectors.disk import (
     parent_disk,
 )
 from gpuwatch.collectors.procfs import parse_mountinfo
-from gpuwatch.collectors.target import Node, Target, TargetGone
+from gpuwatch.collectors.target import Node, Target, TargetGone, Tree
 from gpuwatch.model.values import Unsupported
 
 pytestmark = pytest.mark.timeout(120)
@@ -125,7 +128,7 @@ def test_open_file_scan_is_bounded_and_rotates_over_workers():
     nodes += [Node(100 + i, 1, "worker", 0, 1, "pt_data_worker", "") for i in range(30)]
     nodes.append(Node(99, 1, "other", None, 1, "python", ""))
     c = DiskCollector.__new__(DiskCollector)
-    c._scan_from = 0
+    c._scan_from, c._per_tick = 0, SCAN_PER_TICK
     covered = set()
     ticks = -(-32 // SCAN_PER_TICK)  # 2 mains + 30 workers, in turn
     for _ in range(ticks):
@@ -135,6 +138,60 @@ def test_open_file_scan_is_bounded_and_rotates_over_workers():
         covered |= {n.pid for n in batch}
     assert covered == {1, 2} | {100 + i for i in range(30)}
     assert [n.pid for n in c._to_scan(nodes[:2])] == [1, 2]  # a small job: every process, every tick
+
+
+class _Job:
+    """A target with a main process and eight workers; its working directory cannot be read."""
+
+    pid = os.getpid()
+
+    class process:  # noqa: N801 - stands in for the psutil.Process attribute
+        @staticmethod
+        def cwd():
+            raise psutil.AccessDenied(os.getpid())
+
+    def tree(self):
+        nodes = [Node(1, 0, "main", None, None, "python", "")]
+        nodes += [Node(100 + i, 1, "worker", None, 1, "pt_data_worker", "") for i in range(8)]
+        return Tree(1, tuple(nodes))
+
+
+def test_relaxed_pace_scans_one_process_a_tick_and_keeps_folders_as_many_scans(monkeypatch):
+    from gpuwatch.pace import FULL, RELAXED
+
+    open_now = {100: ["/data/a/x.bin"]}
+    scanned = []
+
+    def files(pid, keep, proc_root="/proc"):
+        scanned.append(pid)
+        return open_now.get(pid, [])
+
+    monkeypatch.setattr(disk_mod, "readable_files", files)
+    c = DiskCollector(_Job())
+    c.set_pace(*RELAXED)
+    t = 0.0
+    while 100 not in scanned:
+        t += 1.0
+        c._locations(t)
+        assert len(scanned) == t * RELAXED_SCAN_PER_TICK
+    seen = t
+    assert [loc.path for loc in c._locations(t + 1)] == ["/data/a"]
+    open_now.clear()  # closed: listed as long as the same number of scans of each process allows
+    hold = RECENT_S * SCAN_PER_TICK / RELAXED_SCAN_PER_TICK
+    assert [loc.path for loc in c._locations(seen + hold - 1)] == ["/data/a"]
+    assert c._locations(seen + hold + 1) == ()
+    c.set_pace(*FULL)
+    open_now[100] = ["/data/a/x.bin"]
+    scanned.clear()
+    t = seen + hold + 1
+    while 100 not in scanned:
+        t += 1.0
+        c._locations(t)
+    assert len(scanned) % SCAN_PER_TICK == 0
+    open_now.clear()
+    assert [loc.path for loc in c._locations(t + RECENT_S - 1)] == ["/data/a"]
+    assert c._locations(t + RECENT_S + 1) == ()
+    c.close()
 
 
 # -- a real job ------------------------------------------------------------------------------
