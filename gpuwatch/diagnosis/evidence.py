@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -10,8 +11,9 @@ from gpuwatch.diagnosis.thresholds import HYSTERESIS_ABS, HYSTERESIS_REL
 from gpuwatch.model.verdict import Evidence
 
 WORDS: ContextVar[bool] = ContextVar("evidence_words", default=True)
-"""False while a decision is scored that nothing shows (the switch test's, decide.py): its items
-keep their values and results but get no text, the costliest part of a check."""
+"""False while a decision is scored that nothing shows (the switch test's, decide.py): its checks
+keep their results (fires, strength) but make no :class:`Evidence` items, whose text and
+construction were most of a check's cost; only the verdict's own decision shows its items."""
 
 REQ = "required"
 SUP = "support"
@@ -77,8 +79,11 @@ def adjusted(threshold: float, op: str, relax: float, unit: str = "%") -> float:
 
 
 def holds(value: float, threshold: float, op: str) -> bool:
-    return {">=": value >= threshold, ">": value > threshold,
-            "<=": value <= threshold, "<": value < threshold}[op]
+    return _OPS[op](value, threshold)
+
+
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+"""Each comparison as a function: looked up, not a dict of all four comparisons made per check."""
 
 
 @dataclass(slots=True)
@@ -96,7 +101,9 @@ class Checks:
     items: list[Evidence] = field(default_factory=list)
     support: list[bool] = field(default_factory=list)
     _signals: set[str] = field(default_factory=set, repr=False)
-    """The signals in ``items``: one row per signal, looked up without a scan of the items."""
+    """The signals checked so far: one row per signal, looked up without a scan of the items."""
+    _words: bool = field(default_factory=WORDS.get, repr=False)
+    """Whether the items are kept (evidence.WORDS, read once as the scorer starts)."""
 
     def check(self, signal: str, value: float | None, threshold: float, op: str, what: str,
               unit: str = "%", kind: str = SUP, band: float | None = None, na: str = "") -> bool | None:
@@ -108,33 +115,41 @@ class Checks:
         th = adjusted(threshold, op, self.relax, unit) if kind == REQ else threshold
         if kind == REQ and band is not None and self.relax > 0:  # the stage in force holds to its wider band
             th = threshold - self.relax * band if op in (">=", ">") else threshold + self.relax * band
-        words = WORDS.get()
-        said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0) if words else ""
+        words = self._words
         if value is None:
-            if na:
-                self._add(Evidence(self.stage, signal, None, th, op, False, f"{what}: does not apply ({na})",
-                                   what, unit, applies=False))
-            else:
-                self._add(Evidence(self.stage, signal, None, th, op, False, f"{what}: not measured ({said})",
-                                   what, unit))
+            if self._first(signal) and words:
+                if na:
+                    self.items.append(Evidence(self.stage, signal, None, th, op, False,
+                                               f"{what}: does not apply ({na})", what, unit, applies=False))
+                else:
+                    said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0)
+                    self.items.append(Evidence(self.stage, signal, None, th, op, False,
+                                               f"{what}: not measured ({said})", what, unit))
             return None
-        ok = holds(value, th, op)
-        text = f"{what}: {fmt(value, unit)} ({said})" if words else ""
-        if self._add(Evidence(self.stage, signal, float(value), th, op, ok, text, what, unit)) and kind == SUP:
-            self.support.append(ok)
+        ok = _OPS[op](value, th)
+        if self._first(signal):
+            if words:
+                said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0)
+                self.items.append(Evidence(self.stage, signal, float(value), th, op, ok,
+                                           f"{what}: {fmt(value, unit)} ({said})", what, unit))
+            if kind == SUP:
+                self.support.append(ok)
         return ok
 
     def note(self, signal: str, text: str, supports: bool, value: float | None = None,
              kind: str = SUP) -> None:
         """A fact without a threshold (e.g. "pin_memory is on")."""
-        if self._add(Evidence(self.stage, signal, value, None, "", supports, text, text, "")) and kind == SUP:
-            self.support.append(supports)
+        if self._first(signal):
+            if self._words:
+                self.items.append(Evidence(self.stage, signal, value, None, "", supports, text, text, ""))
+            if kind == SUP:
+                self.support.append(supports)
 
-    def _add(self, e: Evidence) -> bool:
-        if e.signal in self._signals:  # one row per signal and stage
+    def _first(self, signal: str) -> bool:
+        """Whether ``signal`` is new to this stage (one row per signal and stage); marks it seen."""
+        if signal in self._signals:
             return False
-        self._signals.add(e.signal)
-        self.items.append(e)
+        self._signals.add(signal)
         return True
 
     @property
