@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.diagnosis.stack_counts import each_sample
 from gpuwatch.diagnosis.thresholds import (
     MIN_STACK_SAMPLES,
@@ -86,7 +87,9 @@ class StackSignals:
         """The most frequent detail behind ``labels`` for ``role`` (e.g. the worker's hot function)."""
         c: Counter = Counter()
         for label in labels:
-            c.update(self.details.get((role, label), Counter()))
+            d = self.details.get((role, label))
+            if d:  # no empty Counter made for a label never seen
+                c.update(d)
         c.pop("", None)
         return c.most_common(1)[0][0] if c else None
 
@@ -106,41 +109,51 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
         return StackSignals(available=False, reason=f"no new stack sample for {age:.0f} s")
     # A sample is as recent as it was taken, not as the newest frame that still carries it.
     samples = [(s.t, s) for _, s in samples]
-    out = StackSignals(available=True, span_s=max(0.0, samples[0][1].t - samples[-1][1].t))
     need = {lb.ROLE_MAIN_THREAD: MIN_STACK_SAMPLES * factor, lb.ROLE_WORKER: MIN_WORKER_SAMPLES * factor,
             lb.ROLE_PIN: MIN_WORKER_SAMPLES * factor}
     got = dict.fromkeys(need, 0)
+    counts = {role: Counter() for role in need}
+    details: dict[tuple[str, str], Counter] = {}
+    layout = 0
     for ft, s in samples:  # newest first
+        parts = _PARTS.get(s, (id(s), rank), lambda s=s: _parts(s, rank))
         for role in need:
             if now - ft >= short_s and got[role] >= need[role]:
                 continue  # this role has enough recent samples: older ones would only add lag
-            for t in s.threads:
-                if t.role == role and _mine(t, rank):
-                    _count(out, t)
-                    got[role] += 1
-    if not out.n_main:
+            labels = counts[role]
+            for label, detail, in_layout in parts[role]:
+                labels[label] += 1
+                layout += in_layout
+                key = (role, label)
+                d = details.get(key)
+                if d is None:
+                    d = details[key] = Counter()
+                d[detail] += 1
+            got[role] += len(parts[role])
+    main, worker, pin = counts[lb.ROLE_MAIN_THREAD], counts[lb.ROLE_WORKER], counts[lb.ROLE_PIN]
+    span = max(0.0, samples[0][1].t - samples[-1][1].t)
+    if not main:
         reason = _dump_errors(samples) or "no main-thread stack in the samples"
-        return StackSignals(available=False, reason=reason, worker=out.worker, pin=out.pin,
-                            details=out.details, span_s=out.span_s)
-    return out
+        return StackSignals(available=False, reason=reason, worker=worker, pin=pin, details=details, span_s=span)
+    return StackSignals(available=True, main=main, worker=worker, pin=pin, details=details, layout=layout,
+                        span_s=span)
+
+
+def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, bool], ...]]:
+    """One sample's counted threads of ``rank``, by role, in the sample's order: (label, detail,
+    whether a main thread's frames name a layout op). Worked out once per sample (sample_memo.py):
+    a sample is counted in every window of the next minute, four windows a tick."""
+    return {role: tuple((t.label, t.detail or "", role == lb.ROLE_MAIN_THREAD and _is_layout(t))
+                        for t in s.threads if t.role == role and _mine(t, rank))
+            for role in (lb.ROLE_MAIN_THREAD, lb.ROLE_WORKER, lb.ROLE_PIN)}
+
+
+_PARTS: SampleMemo[dict[str, tuple[tuple[str, str, bool], ...]]] = SampleMemo(2048)
+"""Each stack sample's threads by role, by sample and rank."""
 
 
 def _mine(t: ThreadStack, rank: int | None) -> bool:
     return rank is None or t.rank is None or t.rank == rank
-
-
-def _count(out: StackSignals, t: ThreadStack) -> None:
-    if t.role == lb.ROLE_MAIN_THREAD:
-        out.main[t.label] += 1
-        # Counted in place: a frozen dataclass's Counter fields are still mutable containers.
-        object.__setattr__(out, "layout", out.layout + _is_layout(t))
-    elif t.role == lb.ROLE_WORKER:
-        out.worker[t.label] += 1
-    elif t.role == lb.ROLE_PIN:
-        out.pin[t.label] += 1
-    else:
-        return
-    out.details.setdefault((t.role, t.label), Counter())[t.detail or ""] += 1
 
 
 def _is_layout(t: ThreadStack) -> bool:
