@@ -17,6 +17,7 @@ from gpuwatch.diagnosis.host_signals import (
     job_signals,
     queued_threads,
 )
+from gpuwatch.diagnosis.sample_memo import WindowMemo
 from gpuwatch.diagnosis.stack_signals import StackSignals, stack_signals
 from gpuwatch.diagnosis.thresholds import (
     BUSY_STARVED,
@@ -116,7 +117,7 @@ def extract(frames: Sequence[Frame], pool: Sequence[Frame], rank: int | None,
     through ``held_pool`` (its own regime: never into what came before it)."""
     last = frames[-1]
     span = last.t - frames[0].t + 1e-6
-    job = job_signals(frames, rank)
+    job, host = _job_host(frames, rank)
     stacks = stack_signals(pool or frames, span, rank)
     sticky = stack_signals(held_pool or pool or frames, span, rank, STICKY_STACK_FACTOR)
     if epochs.recurring_wait is not None:
@@ -125,9 +126,8 @@ def extract(frames: Sequence[Frame], pool: Sequence[Frame], rank: int | None,
         during = aligned(timeline(frames, rank))
         if not during.usable and pool:
             during = aligned(timeline(pool, rank))
-    if during.usable:
+    if during.usable:  # job.job_cpu, which host read, is kept
         job, stacks, sticky = _during_wait(during, job, stacks, sticky)
-    host = host_signals(frames, job.job_cpu)
     return Signals(
         t=last.t,
         frames=len(frames),
@@ -157,8 +157,21 @@ def _held(held_pool: Sequence[Frame] | None, frames: Sequence[Frame], rank: int 
         return {}
     if held_pool is frames:
         return dict(held_queue=queued_threads(job), held_others=host.others_cpu)
-    hj = job_signals(held_pool, rank)
-    return dict(held_queue=queued_threads(hj), held_others=host_signals(held_pool, hj.job_cpu).others_cpu)
+    hj, hh = _job_host(held_pool, rank)
+    return dict(held_queue=queued_threads(hj), held_others=hh.others_cpu)
+
+
+def _job_host(frames: Sequence[Frame], rank: int | None) -> tuple[JobSignals, HostSignals]:
+    """The job's and the host's signals over ``frames``, read once per window: on a steady tick
+    the candidate's held window (``_held``) is the verdict's own window, read again by its extract."""
+    def work() -> tuple[JobSignals, HostSignals]:
+        job = job_signals(frames, rank)
+        return job, host_signals(frames, job.job_cpu)
+    return _WINDOWS.get(frames, rank, work)
+
+
+_WINDOWS: WindowMemo[tuple[JobSignals, HostSignals]] = WindowMemo(8)
+"""By window and rank (sample_memo.py): a tick reads three or four windows."""
 
 
 def _during_wait(a: Aligned, job: JobSignals, stacks: StackSignals, sticky: StackSignals):
