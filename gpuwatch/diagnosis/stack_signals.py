@@ -44,30 +44,28 @@ class StackSignals:
     layout: int = 0
     """Main-thread samples whose frames name a layout/copy op."""
     span_s: float = 0.0
+    n_main: int = field(init=False, compare=False, repr=False)
+    """Main-thread samples counted (``main``'s total), as are ``n_worker`` and ``n_pin``: worked
+    out once as the counts are made, not on each of the hundred-odd reads of a tick's decisions."""
+    n_worker: int = field(init=False, compare=False, repr=False)
+    n_pin: int = field(init=False, compare=False, repr=False)
 
-    @property
-    def n_main(self) -> int:
-        return sum(self.main.values())
-
-    @property
-    def n_worker(self) -> int:
-        return sum(self.worker.values())
-
-    @property
-    def n_pin(self) -> int:
-        return sum(self.pin.values())
+    def __post_init__(self) -> None:  # the counts are complete when made (replace() makes them again)
+        object.__setattr__(self, "n_main", sum(self.main.values()))
+        object.__setattr__(self, "n_worker", sum(self.worker.values()))
+        object.__setattr__(self, "n_pin", sum(self.pin.values()))
 
     def share(self, *labels: str) -> float | None:
         n = self.n_main
-        return sum(self.main[x] for x in labels) / n if n else None
+        return sum([self.main.get(x, 0) for x in labels]) / n if n else None
 
     def wshare(self, *labels: str) -> float | None:
         n = self.n_worker
-        return sum(self.worker[x] for x in labels) / n if n else None
+        return sum([self.worker.get(x, 0) for x in labels]) / n if n else None
 
     def pshare(self, *labels: str) -> float | None:
         n = self.n_pin
-        return sum(self.pin[x] for x in labels) / n if n else None
+        return sum([self.pin.get(x, 0) for x in labels]) / n if n else None
 
     @property
     def wait(self) -> float | None:

@@ -83,19 +83,20 @@ class Tick:
     procs: bool = False
     """A new procs sample of the job came in this tick (CPU and states are this tick's own)."""
     stacks: bool = False
+    n_main: int = field(init=False, compare=False, repr=False)
+    """Main-thread samples in this tick (``main``'s total)."""
+    wait: float | None = field(init=False, compare=False, repr=False)
+    """Their share in a data wait (WAIT_LABELS). Both worked out once as the Tick is made: the
+    epoch structure and the aligned readings ask each tick of the minute for them every tick."""
 
-    @property
-    def n_main(self) -> int:
-        return sum(self.main.values())
-
-    @property
-    def wait(self) -> float | None:
-        n = self.n_main
-        return sum(self.main[x] for x in WAIT_LABELS) / n if n else None
+    def __post_init__(self) -> None:
+        n = sum(self.main.values())
+        object.__setattr__(self, "n_main", n)
+        object.__setattr__(self, "wait", sum([self.main.get(x, 0) for x in WAIT_LABELS]) / n if n else None)
 
     def share(self, label: str) -> float | None:
         n = self.n_main
-        return self.main[label] / n if n else None
+        return self.main.get(label, 0) / n if n else None
 
 
 def timeline(frames: Sequence[Frame], rank: int | None) -> list[Tick]:
