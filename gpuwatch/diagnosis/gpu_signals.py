@@ -93,8 +93,8 @@ def gpu_signals(frames: Sequence[Frame], main_pids: frozenset[int], rank: int | 
     busy = [r[1] for r in every]
     gpm = {k: med(r[2][i] for r in every) for i, k in enumerate(GPM_KEYS)}
     pcie = _pcie(frames, indexes, busy)
-    throttles, bad = _throttle(chosen)
-    share, tenants = _tenants(chosen)
+    throttles, bad = _throttle([r[4] for r in every])
+    share, tenants = _tenants([r[5] for r in every])
     return GpuSignals(
         has_gpus=True, present=True, reason=None, assumed=assumed, indexes=tuple(sorted(indexes)),
         name=chosen[-1][0].name if chosen else "",
@@ -113,11 +113,12 @@ _READINGS: SampleMemo[tuple] = SampleMemo(2048)
 
 
 def _readings(tick: tuple[GpuSample, ...], indexes: set[int]) -> tuple:
-    """The job's GPUs of one sample, their mean busy share, GPM readings and memory busy share."""
+    """The job's GPUs of one sample, their mean busy share, GPM readings, memory busy share, and
+    their throttle and tenant readings (_throttle_parts, _tenant_parts)."""
     c = tuple(g for g in tick if g.index in indexes)
     return (c, _avg(c, lambda g: num(g.util_gpu, 0.01)),
             tuple(_avg(c, lambda g, k=k: _gpm(g, k)) for k in GPM_KEYS),
-            _avg(c, lambda g: num(g.util_mem, 0.01)))
+            _avg(c, lambda g: num(g.util_mem, 0.01)), _throttle_parts(c), _tenant_parts(c))
 
 
 def _job_gpus(ticks: list[tuple[GpuSample, ...]], main_pids: frozenset[int], rank: int | None) -> tuple[set[int], bool]:
@@ -162,25 +163,51 @@ def _gpm_reason(chosen: list[tuple[GpuSample, ...]]) -> str | None:
 
 def _pcie(frames: Sequence[Frame], indexes: set[int], busy: list[float | None]) -> dict[str, object]:
     ticks: list[tuple[PcieSample, ...]] = unique_samples(frames, "pcie")  # type: ignore[assignment]
-    rows = [[p for p in tick if p.index in indexes] for tick in ticks]
-    rows = [r for r in rows if r]
+    which = tuple(sorted(indexes))
+    rows = [_PCIE_ROWS.get(t, (id(t), which), lambda t=t: _pcie_row(t, indexes)) for t in ticks]
+    rows = [r for r in rows if r is not None]
     if not rows:
         return {}
-    rx = [sum(num(p.rx_bps) or 0.0 for p in r) / len(r) if any(known(p.rx_bps) for p in r) else None
-          for r in rows]
-    frac = [mean(_rx_frac(p) for p in r) for r in rows]
-    cap = med(mean(num(p.capacity_bps) for p in r) for r in rows)
-    replays = [sum(p.replay_delta for p in r if known(p.replay_delta)) for r in rows
-               if any(known(p.replay_delta) for p in r)]
-    span = rows[-1][0].t - rows[0][0].t if len(rows) > 1 else 0.0
+    rx = [r.rx for r in rows]
+    frac = [r.frac for r in rows]
+    cap = med(r.capacity for r in rows)
+    replays = [r.replays for r in rows if r.replays is not None]
+    span = rows[-1].t - rows[0].t if len(rows) > 1 else 0.0
     # The current link is read "under load" only: idle GPUs lower their link legitimately (LINK_LOAD).
     # Under load = the GPU busy half the time (P-state up) or real traffic on the link.
     loaded = (med(busy) or 0.0) >= LINK_LOAD or (med(frac) or 0.0) >= RX_SIGNIFICANT
-    link = _degraded(rows[-1]) if loaded else None
+    link = _degraded(rows[-1].links) if loaded else None
     return {
         "rx_bps": med(rx), "rx_frac": med(frac), "capacity_bps": cap, "link": link,
         "replays_per_s": (sum(replays[1:]) / span) if len(replays) > 1 and span > 0 else None,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class _PcieRow:
+    """One PCIe sample's readings of the job's GPUs' links (means over them; replays summed)."""
+
+    links: list[PcieSample]
+    t: float
+    rx: float | None
+    frac: float | None
+    capacity: float | None
+    replays: int | None
+    """None where no link read its replay count."""
+
+
+def _pcie_row(tick: tuple[PcieSample, ...], indexes: set[int]) -> _PcieRow | None:
+    r = [p for p in tick if p.index in indexes]
+    if not r:
+        return None
+    rx = sum(num(p.rx_bps) or 0.0 for p in r) / len(r) if any(known(p.rx_bps) for p in r) else None
+    replays = sum(p.replay_delta for p in r if known(p.replay_delta)) if any(known(p.replay_delta) for p in r) \
+        else None
+    return _PcieRow(r, r[0].t, rx, mean(_rx_frac(p) for p in r), mean(num(p.capacity_bps) for p in r), replays)
+
+
+_PCIE_ROWS: SampleMemo[_PcieRow | None] = SampleMemo(2048)
+"""Each PCIe sample read once per set of the job's GPUs (sample_memo.py), as the GPU samples are."""
 
 
 def _rx_frac(p: PcieSample) -> float | None:
@@ -209,54 +236,78 @@ def _degraded(row: list[PcieSample]) -> str | None:
     return None
 
 
-def _throttle(chosen: list[tuple[GpuSample, ...]]) -> tuple[tuple[tuple[str, float], ...], float | None]:
-    """(reason, mean share of the tick) for every reason seen, and the share of the bad ones."""
+def _throttle(parts: list[tuple]) -> tuple[tuple[tuple[str, float], ...], float | None]:
+    """(reason, mean share of the tick) for every reason seen, and the share of the bad ones, from
+    each sample's _throttle_parts."""
     per_reason: dict[str, list[float]] = {}
     bad_ticks: list[float] = []
     bits: list[float] = []
-    for tick in chosen:
-        bad_here: list[float] = []
-        for g in tick:
-            if known(g.throttle):
-                bad = 0.0
-                for name, frac in g.throttle:
-                    per_reason.setdefault(name, []).append(frac)
-                    if any(w in name.lower() for w in BAD_THROTTLE_WORDS):
-                        bad = max(bad, frac)
-                if known(g.clock_reasons):
-                    hw = 1.0 if g.clock_reasons & HW_SLOWDOWN_BIT else 0.0
-                    per_reason.setdefault("hw_slowdown", []).append(hw)
-                    bad = max(bad, hw)
-                bad_here.append(bad)
-            elif known(g.clock_reasons):
-                bits.append(1.0 if g.clock_reasons & BAD_REASON_BITS else 0.0)
-        if bad_here:
-            bad_ticks.append(max(bad_here))
+    for fracs, bad_here, bits_here in parts:
+        for name, frac in fracs:
+            per_reason.setdefault(name, []).append(frac)
+        bits.extend(bits_here)
+        if bad_here is not None:
+            bad_ticks.append(bad_here)
     reasons = tuple(sorted(((k, sum(v) / len(v)) for k, v in per_reason.items() if any(v)), key=lambda kv: -kv[1]))
     # The ns counters beat the instantaneous bitmask (a share of the tick, not one instant); the bitmask is the fallback.
     bad_frac = mean(bad_ticks) if bad_ticks else mean(bits)
     return reasons, bad_frac
 
 
-def _tenants(chosen: list[tuple[GpuSample, ...]]) -> tuple[float | None, tuple[Tenant, ...]]:
+def _throttle_parts(tick: tuple[GpuSample, ...]) -> tuple:
+    """One sample's throttle readings of the job's GPUs, in order: each (reason, share of the
+    tick), the tick's worst bad share (None without throttle counters), and the bitmask's readings
+    of GPUs without counters (1.0 where a bad reason bit is set)."""
+    fracs: list[tuple[str, float]] = []
+    bad_here: list[float] = []
+    bits: list[float] = []
+    for g in tick:
+        if known(g.throttle):
+            bad = 0.0
+            for name, frac in g.throttle:
+                fracs.append((name, frac))
+                if any(w in name.lower() for w in BAD_THROTTLE_WORDS):
+                    bad = max(bad, frac)
+            if known(g.clock_reasons):
+                hw = 1.0 if g.clock_reasons & HW_SLOWDOWN_BIT else 0.0
+                fracs.append(("hw_slowdown", hw))
+                bad = max(bad, hw)
+            bad_here.append(bad)
+        elif known(g.clock_reasons):
+            bits.append(1.0 if g.clock_reasons & BAD_REASON_BITS else 0.0)
+    return tuple(fracs), (max(bad_here) if bad_here else None), tuple(bits)
+
+
+def _tenants(parts: list[tuple]) -> tuple[float | None, tuple[Tenant, ...]]:
+    """The other processes' share of the SMs (mean over the samples) and the processes, busiest
+    first, from each sample's _tenant_parts."""
     shares: list[float] = []
     seen: dict[int, Tenant] = {}
-    for tick in chosen:
-        ours = others = 0.0
-        measured = False
-        for g in tick:
-            for p in g.processes:
-                util = num(p.sm_util)
-                if util is not None:
-                    measured = True
-                    if p.is_target:
-                        ours += util
-                    else:
-                        others += util
-                if not p.is_target:
-                    seen[p.pid] = Tenant(p.pid, p.name, util)
-        if measured and ours + others > 0:
-            shares.append(others / (ours + others))
-        elif measured:
-            shares.append(0.0)
+    for share, others in parts:
+        if share is not None:
+            shares.append(share)
+        for t in others:
+            seen[t.pid] = t
     return mean(shares), tuple(sorted(seen.values(), key=lambda t: -(t.sm_util or 0.0)))
+
+
+def _tenant_parts(tick: tuple[GpuSample, ...]) -> tuple[float | None, tuple[Tenant, ...]]:
+    """One sample's share of the job's GPUs' SMs used by other processes (None where no process's
+    use was measured) and those processes, in order."""
+    ours = others = 0.0
+    measured = False
+    seen: list[Tenant] = []
+    for g in tick:
+        for p in g.processes:
+            util = num(p.sm_util)
+            if util is not None:
+                measured = True
+                if p.is_target:
+                    ours += util
+                else:
+                    others += util
+            if not p.is_target:
+                seen.append(Tenant(p.pid, p.name, util))
+    if measured and ours + others > 0:
+        return others / (ours + others), tuple(seen)
+    return (0.0 if measured else None), tuple(seen)
