@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from gpuwatch.diagnosis.evidence import WORDS, adjusted
 from gpuwatch.diagnosis.gpu_stages import sm_per_gr
+from gpuwatch.diagnosis.lazy_results import LazyResults
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.scorers import SCORERS
 from gpuwatch.diagnosis.speedup import cost, speedup
@@ -81,17 +82,28 @@ def decide(s: Signals, current: str | None = None, challenge: bool = True, words
     decision only its stage is read from, whose evidence items need no text (evidence.WORDS)."""
     token = WORDS.set(words)
     try:
-        return _decide(s, current, challenge)
+        return _decide(s, current, challenge, lazy=not words)
     finally:
         WORDS.reset(token)
 
 
-def _decide(s: Signals, current: str | None, challenge: bool) -> Decision:
+def _decide(s: Signals, current: str | None, challenge: bool, lazy: bool = False) -> Decision:
     table = SCORERS
     sticky = current if current in table else None
     other = -RELAX if challenge and sticky is not None else 0.0
     held = replace(s, stacks=s.sticky_stacks) if s.sticky_stacks is not None and s.sticky_stacks.available else s
-    results = {name: fn(held, RELAX) if name == sticky else fn(s, other) for name, fn in table.items()}
+    if lazy:  # only the stage is read: score the stages _pick asks about (lazy_results.py)
+        words = WORDS.get()
+
+        def score(name: str) -> StageResult:
+            token = WORDS.set(words)  # as decide set it, should a result be read after it returned
+            try:
+                return table[name](held, RELAX) if name == sticky else table[name](s, other)
+            finally:
+                WORDS.reset(token)
+        results: Mapping[str, StageResult] = LazyResults(table, score)
+    else:
+        results = {name: fn(held, RELAX) if name == sticky else fn(s, other) for name, fn in table.items()}
     hold = None
     if challenge and sticky in HOST_SIDE and held is not s:
         # The takeover test compares time shares, and a challenger's is read over the short stack
