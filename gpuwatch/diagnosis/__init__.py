@@ -27,7 +27,12 @@ from gpuwatch.diagnosis.window import last_ticks, recent, since
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import LEVEL_OK, PIPELINE, UNKNOWN, Verdict
 
-__all__ = ["DiagnosisState", "diagnose"]
+__all__ = ["READ_S", "DiagnosisState", "diagnose"]
+
+READ_S = max(WINDOW_S, PHASE_WINDOW_S, STALL_WINDOW_S)
+"""The longest window a verdict reads, back from the newest frame: every window below is cut by
+``recent`` from ``frames`` at one of these, so where the frames' times never go back, the frames
+before the last READ_S seconds change nothing (analysis.py passes only the last READ_S)."""
 
 
 def diagnose(
