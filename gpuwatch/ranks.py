@@ -13,6 +13,7 @@ import dataclasses
 import re
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from gpuwatch.analysis import HISTORY_FRAMES, Analysis
 from gpuwatch.diagnosis.stack_counts import count, stack_samples, threads
@@ -39,18 +40,23 @@ _FRAME = re.compile(r"^(?P<func>.*) \((?P<file>.*):\d+\)$")
 def is_collective_wait(th: ThreadStack) -> bool:
     """True when the thread waits in a collective (by its label, or by its frames until the stack
     classifier has the label)."""
-    if th.label == COLLECTIVE:
+    return th.label == COLLECTIVE or any(map(_collective_frame, th.frames))
+
+
+@lru_cache(maxsize=8192)
+def _collective_frame(text: str) -> bool:
+    """One stack frame ("function (file:line)") is in a collective. Cached by the frame's text: a
+    rank's main thread shows the same few frames sample after sample, and the straggler rule reads
+    each sample in every window of the next SIGNAL_WINDOW_S seconds, for every rank."""
+    m = _FRAME.match(text)
+    func, path = (m["func"], m["file"]) if m else (text, "")
+    if any(n in func for n in NATIVE_COLLECTIVES):
         return True
-    for text in th.frames:
-        m = _FRAME.match(text)
-        func, path = (m["func"], m["file"]) if m else (text, "")
-        if any(n in func for n in NATIVE_COLLECTIVES):
+    for want_func, suffix in COLLECTIVE_FRAMES:
+        if (suffix in path if suffix.endswith("/") else path.endswith(suffix)) and (
+            not want_func or func == want_func or func.endswith("." + want_func)
+        ):
             return True
-        for want_func, suffix in COLLECTIVE_FRAMES:
-            if (suffix in path if suffix.endswith("/") else path.endswith(suffix)) and (
-                not want_func or func == want_func or func.endswith("." + want_func)
-            ):
-                return True
     return False
 
 
