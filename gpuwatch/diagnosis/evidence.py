@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import operator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -86,6 +87,39 @@ _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt
 """Each comparison as a function: looked up, not a dict of all four comparisons made per check."""
 
 
+def _item(stage: str, signal: str, value: float | None, th: float, op: str, what: str, unit: str,
+          threshold: float, relax: float, na: str = "") -> Evidence:
+    """The Evidence item of one check, made once for each set of its inputs and then handed out
+    again: most of a verdict's sixty-odd items read as they did a tick before (the same value, or
+    none), and their text and the frozen dataclass were most of the verdict decision's cost. An
+    item depends on the key's inputs only (``supports`` is the comparison of value and th, the
+    text says value, th and threshold); a zero's sign is in the key, as the text and the JSON
+    write -0.0 and 0.0 apart. Emptied whole when it holds ITEMS_KEPT."""
+    key = (stage, signal, value, value == 0 and math.copysign(1.0, value), th, op, what, unit, threshold, relax, na)
+    e = _ITEMS.get(key)
+    if e is not None:
+        return e
+    if value is None:
+        if na:
+            e = Evidence(stage, signal, None, th, op, False, f"{what}: does not apply ({na})", what, unit,
+                         applies=False)
+        else:
+            e = Evidence(stage, signal, None, th, op, False,
+                         f"{what}: not measured ({needs(th, op, unit, threshold, relax)})", what, unit)
+    else:
+        e = Evidence(stage, signal, float(value), th, op, _OPS[op](value, th),
+                     f"{what}: {fmt(value, unit)} ({needs(th, op, unit, threshold, relax)})", what, unit)
+    if len(_ITEMS) >= ITEMS_KEPT:
+        _ITEMS.clear()
+    _ITEMS[key] = e
+    return e
+
+
+ITEMS_KEPT = 8192
+"""Items _item keeps: a tick asks for about sixty, a few thousand are a few minutes' worth."""
+_ITEMS: dict[tuple, Evidence] = {}
+
+
 @dataclass(slots=True)
 class Checks:
     """The evidence one stage scorer collects.
@@ -118,20 +152,14 @@ class Checks:
         words = self._words
         if value is None:
             if self._first(signal) and words:
-                if na:
-                    self.items.append(Evidence(self.stage, signal, None, th, op, False,
-                                               f"{what}: does not apply ({na})", what, unit, applies=False))
-                else:
-                    said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0)
-                    self.items.append(Evidence(self.stage, signal, None, th, op, False,
-                                               f"{what}: not measured ({said})", what, unit))
+                self.items.append(_item(self.stage, signal, None, th, op, what, unit, threshold,
+                                        self.relax if kind == REQ else 0.0, na))
             return None
         ok = _OPS[op](value, th)
         if self._first(signal):
             if words:
-                said = needs(th, op, unit, threshold, self.relax if kind == REQ else 0.0)
-                self.items.append(Evidence(self.stage, signal, float(value), th, op, ok,
-                                           f"{what}: {fmt(value, unit)} ({said})", what, unit))
+                self.items.append(_item(self.stage, signal, value, th, op, what, unit, threshold,
+                                        self.relax if kind == REQ else 0.0))
             if kind == SUP:
                 self.support.append(ok)
         return ok
