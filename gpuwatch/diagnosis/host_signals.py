@@ -216,21 +216,35 @@ def host_signals(frames: Sequence[Frame], job_cpu: float | None) -> HostSignals:
     last = ticks[-1]
     churn = _churn_by_host_tick(frames)
     others = [_others_cpu(h, job_cpu, churn.get(h.t, False)) for h in ticks]
+    rows = [_HOST_ROWS.get(h, (id(h),), lambda h=h: _host_row(h)) for h in ticks]
     return HostSignals(
         seen=True,
         cpu_count=last.cpu_count,
-        cpu=med(h.cpu_pct / 100 for h in ticks),
-        steal=med(num(h.steal_pct, 0.01) for h in ticks),
-        iowait=med(num(h.iowait_pct, 0.01) for h in ticks),
-        psi_cpu=med(h.psi.cpu_some / 100 if known(h.psi) else None for h in ticks),
-        psi_io=med(h.psi.io_some / 100 if known(h.psi) else None for h in ticks),
-        psi_mem=med(h.psi.mem_some / 100 if known(h.psi) else None for h in ticks),
-        cg_throttled=mean(h.cgroup.throttled_frac if known(h.cgroup) else None for h in ticks),
+        cpu=med(r[0] for r in rows),
+        steal=med(r[1] for r in rows),
+        iowait=med(r[2] for r in rows),
+        psi_cpu=med(r[3] for r in rows),
+        psi_io=med(r[4] for r in rows),
+        psi_mem=med(r[5] for r in rows),
+        cg_throttled=mean(r[6] for r in rows),
         cg_quota=num(last.cgroup.quota_cores) if known(last.cgroup) else None,
         others_cpu=med(others),
         others_top=tuple((o.name, o.pid, o.cpu_pct / 100) for o in last.top_others[:3]),
         swap_in_bps=med(h.swap_in_bps for h in ticks),
     )
+
+
+def _host_row(h: HostSample) -> tuple[float | None, ...]:
+    """One host sample's shares (0..1): CPU busy, steal, iowait, PSI cpu, io and memory, the
+    cgroup's throttled time (None where unread)."""
+    psi = known(h.psi)
+    return (h.cpu_pct / 100, num(h.steal_pct, 0.01), num(h.iowait_pct, 0.01),
+            h.psi.cpu_some / 100 if psi else None, h.psi.io_some / 100 if psi else None,
+            h.psi.mem_some / 100 if psi else None, h.cgroup.throttled_frac if known(h.cgroup) else None)
+
+
+_HOST_ROWS: SampleMemo[tuple[float | None, ...]] = SampleMemo(2048)
+"""Each host sample read once (sample_memo.py)."""
 
 
 def _churn_by_host_tick(frames: Sequence[Frame]) -> dict[float, bool]:
@@ -240,11 +254,16 @@ def _churn_by_host_tick(frames: Sequence[Frame]) -> dict[float, bool]:
     out: dict[float, bool] = {}
     prev: frozenset[int] | None = None
     for f in frames:
-        pids = frozenset(p.pid for p in f.procs.processes) if known(f.procs) else None
+        pids = _PIDS.get(f.procs, (id(f.procs),), lambda p=f.procs: frozenset(x.pid for x in p.processes)) \
+            if known(f.procs) else None
         if known(f.host):
             out[f.host.t] = out.get(f.host.t, False) or (pids is None or prev is None or pids != prev)
         prev = pids if pids is not None else prev
     return out
+
+
+_PIDS: SampleMemo[frozenset[int]] = SampleMemo(2048)
+"""Each procs sample's PIDs, once per sample (sample_memo.py)."""
 
 
 def _others_cpu(h: HostSample, job_cpu: float | None, churn: bool = False) -> float:
@@ -268,13 +287,19 @@ def disk_signals(frames: Sequence[Frame]) -> DiskSignals:
     last = ticks[-1]
     data = next((loc for loc in last.locations if loc.kind == "data"), None)
     data = data or next((loc for loc in last.locations if loc.kind == "cwd"), None)
-    busy = [_busy(d, data) for d in ticks]
+    device = data.device if data is not None else None
+    busy = [_BUSY.get(d, (id(d), device), lambda d=d: _busy(d, data)) for d in ticks]
     names = [name for _, name in busy if name]
     return DiskSignals(
         seen=True, data=data, network=data.network if data else None,
         data_busy=med(b for b, _ in busy), busy_device=names[-1] if names else None,
         read_bps=med(num(d.target_read_bps) for d in ticks),
     )
+
+
+_BUSY: SampleMemo[tuple[float | None, str | None]] = SampleMemo(2048)
+"""Each disk sample's busy share and device, once per sample and data device (sample_memo.py):
+_busy reads nothing else of the data location."""
 
 
 def _busy(d: DiskSample, data: DataLocation | None) -> tuple[float | None, str | None]:
