@@ -115,8 +115,8 @@ def _item(stage: str, signal: str, value: float | None, th: float, op: str, what
     return e
 
 
-ITEMS_KEPT = 8192
-"""Items _item keeps: a tick asks for about sixty, a few thousand are a few minutes' worth."""
+ITEMS_KEPT = 4096
+"""Items _item keeps: a tick asks for about sixty, of which a third or so are new (minutes of ticks)."""
 _ITEMS: dict[tuple, Evidence] = {}
 
 

@@ -206,8 +206,10 @@ def _pcie_row(tick: tuple[PcieSample, ...], indexes: set[int]) -> _PcieRow | Non
     return _PcieRow(r, r[0].t, rx, mean(_rx_frac(p) for p in r), mean(num(p.capacity_bps) for p in r), replays)
 
 
-_PCIE_ROWS: SampleMemo[_PcieRow | None] = SampleMemo(2048)
-"""Each PCIe sample read once per set of the job's GPUs (sample_memo.py), as the GPU samples are."""
+_PCIE_ROWS: SampleMemo[_PcieRow | None] = SampleMemo(512)
+"""Each PCIe sample read once per set of the job's GPUs (sample_memo.py), as the GPU samples are.
+Only windows of up to WINDOW_S read them: 512 entries are minutes of ticks, and no sample is held
+long after the history lets its frame go."""
 
 
 def _rx_frac(p: PcieSample) -> float | None:

@@ -243,8 +243,9 @@ def _host_row(h: HostSample) -> tuple[float | None, ...]:
             h.psi.mem_some / 100 if psi else None, h.cgroup.throttled_frac if known(h.cgroup) else None)
 
 
-_HOST_ROWS: SampleMemo[tuple[float | None, ...]] = SampleMemo(2048)
-"""Each host sample read once (sample_memo.py)."""
+_HOST_ROWS: SampleMemo[tuple[float | None, ...]] = SampleMemo(512)
+"""Each host sample read once (sample_memo.py). This and the two memos below serve windows of up
+to WINDOW_S: 512 entries are minutes of ticks, and no sample is held long after its frame goes."""
 
 
 def _churn_by_host_tick(frames: Sequence[Frame]) -> dict[float, bool]:
@@ -262,7 +263,7 @@ def _churn_by_host_tick(frames: Sequence[Frame]) -> dict[float, bool]:
     return out
 
 
-_PIDS: SampleMemo[frozenset[int]] = SampleMemo(2048)
+_PIDS: SampleMemo[frozenset[int]] = SampleMemo(512)
 """Each procs sample's PIDs, once per sample (sample_memo.py)."""
 
 
@@ -297,7 +298,7 @@ def disk_signals(frames: Sequence[Frame]) -> DiskSignals:
     )
 
 
-_BUSY: SampleMemo[tuple[float | None, str | None]] = SampleMemo(2048)
+_BUSY: SampleMemo[tuple[float | None, str | None]] = SampleMemo(512)
 """Each disk sample's busy share and device, once per sample and data device (sample_memo.py):
 _busy reads nothing else of the data location."""
 

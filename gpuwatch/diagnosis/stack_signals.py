@@ -146,8 +146,10 @@ def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, 
             for role in (lb.ROLE_MAIN_THREAD, lb.ROLE_WORKER, lb.ROLE_PIN)}
 
 
-_PARTS: SampleMemo[dict[str, tuple[tuple[str, str, bool], ...]]] = SampleMemo(2048)
-"""Each stack sample's threads by role, by sample and rank."""
+_PARTS: SampleMemo[dict[str, tuple[tuple[str, str, bool], ...]]] = SampleMemo(512)
+"""Each stack sample's threads by role, by sample and rank. Only the stack windows (up to WINDOW_S)
+read them: 512 entries are minutes of a job's ticks (an 8-rank job's: a minute), and no sample is
+held long after the history lets its frame go."""
 
 
 def _mine(t: ThreadStack, rank: int | None) -> bool:
