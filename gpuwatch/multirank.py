@@ -58,11 +58,12 @@ class MultiRank(RankAnalyses):
     def update(self, frame: Frame) -> RankTick | None:  # type: ignore[override]
         """This frame's :class:`RankTick`, or None when it shows fewer than two ranks."""
         if len(ranks_of(frame)) < 2:
-            self._frames.append(frame)  # keeps the straggler window's clock honest
+            self._history.append(frame)  # keeps the straggler window's clock honest
             return None
         verdicts = super().update(frame)
-        ranks = sorted({r for f in recent(self._frames, SIGNAL_WINDOW_S) for r in ranks_of(f)})
-        signals = tuple(rank_signals(self._frames, r, SIGNAL_WINDOW_S) for r in ranks)
+        frames = self._history.last(SIGNAL_WINDOW_S)  # holds each rank's window (history.py)
+        ranks = sorted({r for f in recent(frames, SIGNAL_WINDOW_S) for r in ranks_of(f)})
+        signals = tuple(rank_signals(frames, r, SIGNAL_WINDOW_S) for r in ranks)
         tick = RankTick(tuple(sorted(verdicts.items())), signals, find_straggler(signals))
         self.latest = tick
         return tick

@@ -18,6 +18,7 @@ from functools import lru_cache
 from gpuwatch.analysis import HISTORY_FRAMES, Analysis
 from gpuwatch.diagnosis.stack_counts import count, stack_samples, threads
 from gpuwatch.diagnosis.window import recent, unique_samples
+from gpuwatch.history import History
 from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.gpu import GpuSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcInfo, ProcsSample
@@ -227,10 +228,11 @@ class RankAnalyses:
         self.devices: dict[int, tuple[int, ...]] = {r: tuple(d) for r, d in (devices or {}).items()}
         """rank -> GPU indexes from outside the frame (:func:`read_rank_devices`); NVML wins."""
         self.by_rank: dict[int, Analysis] = {}
-        self._frames: deque[Frame] = deque(maxlen=history)
+        self._history = History(history)
+        self._frames: deque[Frame] = self._history.frames
 
     def update(self, frame: Frame) -> dict[int, Verdict]:
-        self._frames.append(frame)
+        self._history.append(frame)
         out = {}
         for rank in ranks_of(frame):
             analysis = self.by_rank.setdefault(rank, Analysis(self.history, rank=rank))
@@ -241,5 +243,6 @@ class RankAnalyses:
         """The rank that holds the others back over the last ``window_s`` seconds, if one does."""
         if not self._frames:
             return None
-        ranks = sorted({r for f in recent(self._frames, window_s) for r in ranks_of(f)})
-        return find_straggler([rank_signals(self._frames, r, window_s) for r in ranks])
+        frames = self._history.last(window_s)  # holds the window each rank's signals cut (history.py)
+        ranks = sorted({r for f in recent(frames, window_s) for r in ranks_of(f)})
+        return find_straggler([rank_signals(frames, r, window_s) for r in ranks])

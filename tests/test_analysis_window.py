@@ -45,4 +45,4 @@ def test_a_history_that_goes_back_in_time_gives_the_whole_history_verdicts(frame
     got = [a.update(f) for f in seeks]
     assert got == _whole_history(seeks, 100)
     # Once the frames out of order have left the history, only the last READ_S seconds are read again.
-    assert (len(a._read()) < 100) == (len(seeks) - at >= 100)
+    assert (len(a._history.last(READ_S)) < 100) == (len(seeks) - at >= 100)
