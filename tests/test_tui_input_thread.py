@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -55,3 +56,45 @@ def test_the_input_thread_sleeps_ends_a_lone_escape_and_quits_at_once():
         assert tui.proc.returncode == 0, tui.text[-500:]
         assert time.monotonic() - typed < 10
     assert not os.path.exists(f"/proc/{tui.proc.pid}")
+
+
+def _driver(fileno: int, got: list):
+    """The sleeping driver's input loop alone, reading ``fileno``: no app, no terminal set-up."""
+    from textual.drivers.linux_driver import LinuxDriver
+
+    from gpuwatch.tui.input_thread import WakingEvent, sleeping_input
+
+    driver = sleeping_input(LinuxDriver).__new__(sleeping_input(LinuxDriver))
+    driver.fileno, driver._debug, driver.exit_event = fileno, False, WakingEvent()
+    driver.process_message = got.append
+    return driver
+
+
+def _thread_cpu_s(native_id: int) -> float:
+    return int(Path(f"/proc/self/task/{native_id}/schedstat").read_text().split()[0]) / 1e9
+
+
+def test_the_input_thread_sleeps_once_stdin_is_at_its_end():
+    # gpuwatch's TUI runs with stdin from /dev/null or a closed pipe too (a script, nohup): each
+    # select() then returns at once with a read of nothing. A loop that kept watching stdin spun a
+    # whole core until the app quit (Textual's own loop too).
+    r, w = os.pipe()
+    os.write(w, b"q")
+    os.close(w)
+    got: list = []
+    driver = _driver(r, got)
+    thread = threading.Thread(target=driver.run_input_thread)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        cpu = _thread_cpu_s(thread.native_id)
+        time.sleep(1.0)
+        assert _thread_cpu_s(thread.native_id) - cpu < 0.05
+        assert [getattr(m, "key", None) for m in got] == ["q"]  # what came before the end was read
+    finally:
+        driver.exit_event.set()
+        thread.join(5)
+        driver.exit_event.close()
+        os.close(r)
+    assert not thread.is_alive()  # and the exit flag still ends it at once
+

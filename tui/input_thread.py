@@ -82,13 +82,20 @@ def sleeping_input(base: type) -> type:
             selector.register(fileno, selectors.EVENT_READ)
             selector.register(wake.read_fd, selectors.EVENT_READ)
 
+            watching = [True]
+
             def handle(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> None:
                 if any(k.fd == wake.read_fd for k, _ in events):
                     wake.drain()  # a wake-up left from an earlier exit (suspend and resume): not a key
                 ready = [k for k, mask in events if k.fd == fileno and mask & selectors.EVENT_READ]
                 for n, _ in enumerate(ready):
                     data = decode(os.read(fileno, 1024 * 4), final=final and n == len(ready) - 1)
-                    if not data:  # stdin piped and at its end
+                    if not data:
+                        # stdin at its end (/dev/null, a closed pipe, a hung-up terminal): nothing
+                        # more comes, and select() would return at once every time; the loop waits
+                        # on the exit flag alone from now on.
+                        selector.unregister(fileno)
+                        watching[0] = False
                         break
                     for event in parser.feed(data):
                         self.process_message(event)
@@ -100,7 +107,8 @@ def sleeping_input(base: type) -> type:
                     pending = getattr(parser, "_timeout_time", 0.0) is not None
                     handle(selector.select(ESCAPE_POLL_S if pending else None))
                 wake.drain()
-                selector.unregister(fileno)
+                if watching[0]:
+                    selector.unregister(fileno)
                 handle(selector.select(0.1), final=True)
             finally:
                 selector.close()
