@@ -4,6 +4,7 @@ Textual uses its Linux driver (the Pilot tests run the headless one)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -98,3 +99,26 @@ def test_the_input_thread_sleeps_once_stdin_is_at_its_end():
         os.close(r)
     assert not thread.is_alive()  # and the exit flag still ends it at once
 
+
+def test_the_exit_flag_leaves_descriptors_alone_once_closed():
+    # Textual's SIGTSTP and SIGCONT handlers stay installed after the app has closed its driver,
+    # and a stop then sets the exit flag again: its pipe's numbers may belong to another file by
+    # then (the recording, py-spy's pipes), which must get no byte and stay open.
+    from gpuwatch.tui.input_thread import WakingEvent
+
+    event = WakingEvent()
+    numbers = (event.read_fd, event.write_fd)
+    event.close()
+    r, w = os.pipe()
+    try:
+        os.dup2(r, numbers[0])
+        os.dup2(w, numbers[1])
+        os.set_blocking(numbers[0], False)
+        event.set()
+        event.close()
+        os.write(numbers[1], b"ok")  # still open
+        assert os.read(numbers[0], 16) == b"ok"
+    finally:
+        for fd in (r, w, *numbers):
+            with contextlib.suppress(OSError):
+                os.close(fd)

@@ -39,6 +39,8 @@ class WakingEvent(threading.Event):
 
     def set(self) -> None:
         super().set()
+        if self.write_fd < 0:  # closed: the number may be another file's now
+            return
         with contextlib.suppress(OSError):  # a full pipe is awake already
             os.write(self.write_fd, b"x")
 
@@ -48,9 +50,13 @@ class WakingEvent(threading.Event):
                 pass
 
     def close(self) -> None:
-        for fd in (self.read_fd, self.write_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        """Close the pipe, once: Textual's SIGTSTP and SIGCONT handlers outlive the driver and may
+        set the flag after this, when the pipe's numbers may name other files."""
+        fds, (self.read_fd, self.write_fd) = (self.read_fd, self.write_fd), (-1, -1)
+        for fd in fds:
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 def sleeping_input(base: type) -> type:
