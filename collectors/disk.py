@@ -145,7 +145,8 @@ class DiskCollector(Collector):
         self._io: dict[tuple[int, float], int] = {}
         self._io_t: float | None = None
         self._recent: dict[str, tuple[float, int, float]] = {}
-        """data folder -> (monotonic time last seen, files open then, how long it stays listed)."""
+        """data folder -> (monotonic time last seen, files open then, how long it stays listed at the pace
+        it was seen at; longer if the pace now keeps folders longer)."""
         self._per_tick = SCAN_PER_TICK
         self._partitions: dict[str, bool] = {}
         self._scan_from = 0
@@ -275,7 +276,9 @@ class DiskCollector(Collector):
         hold = RECENT_S * SCAN_PER_TICK / self._per_tick
         for d, c in counts.items():
             self._recent[d] = (now, c, hold)
-        for d in [d for d, (seen, _, kept) in self._recent.items() if now - seen > kept]:
+        # Held for the pace it was seen at or the pace now, the longer: a folder last seen at the
+        # full pace waits for its process's next scan at the relaxed one too.
+        for d in [d for d, (seen, _, kept) in self._recent.items() if now - seen > max(kept, hold)]:
             del self._recent[d]
         folders = {d: c for d, (_, c, _) in self._recent.items()}
         if len(folders) > MAX_LOCATIONS:

@@ -141,7 +141,8 @@ def test_open_file_scan_is_bounded_and_rotates_over_workers():
 
 
 class _Job:
-    """A target with a main process and eight workers; its working directory cannot be read."""
+    """A target with a main process and ``workers`` workers (pids from 100); its working directory
+    cannot be read."""
 
     pid = os.getpid()
 
@@ -150,23 +151,32 @@ class _Job:
         def cwd():
             raise psutil.AccessDenied(os.getpid())
 
+    def __init__(self, workers: int = 8) -> None:
+        self.workers = workers
+
     def tree(self):
         nodes = [Node(1, 0, "main", None, None, "python", "")]
-        nodes += [Node(100 + i, 1, "worker", None, 1, "pt_data_worker", "") for i in range(8)]
+        nodes += [Node(100 + i, 1, "worker", None, 1, "pt_data_worker", "") for i in range(self.workers)]
         return Tree(1, tuple(nodes))
 
 
-def test_relaxed_pace_scans_one_process_a_tick_and_keeps_folders_as_many_scans(monkeypatch):
-    from gpuwatch.pace import FULL, RELAXED
-
-    open_now = {100: ["/data/a/x.bin"]}
-    scanned = []
+def _open_files(monkeypatch, open_now: dict[int, list[str]]) -> list[int]:
+    """The open-file listing replaced by ``open_now`` (pid -> paths); returns the pids listed, in turn."""
+    scanned: list[int] = []
 
     def files(pid, keep, proc_root="/proc"):
         scanned.append(pid)
         return open_now.get(pid, [])
 
     monkeypatch.setattr(disk_mod, "readable_files", files)
+    return scanned
+
+
+def test_relaxed_pace_scans_one_process_a_tick_and_keeps_folders_as_many_scans(monkeypatch):
+    from gpuwatch.pace import FULL, RELAXED
+
+    open_now = {100: ["/data/a/x.bin"]}
+    scanned = _open_files(monkeypatch, open_now)
     c = DiskCollector(_Job())
     c.set_pace(*RELAXED)
     t = 0.0
@@ -191,6 +201,26 @@ def test_relaxed_pace_scans_one_process_a_tick_and_keeps_folders_as_many_scans(m
     open_now.clear()
     assert [loc.path for loc in c._locations(t + RECENT_S - 1)] == ["/data/a"]
     assert c._locations(t + RECENT_S + 1) == ()
+    c.close()
+
+
+def test_a_folder_seen_just_before_the_pace_relaxes_stays_listed_until_its_process_is_scanned_again(monkeypatch):
+    # 41 processes: one a tick comes back to each every 41 s, longer than RECENT_S. A folder last
+    # seen at the full pace, open in one worker only, stays listed through the slower round.
+    from gpuwatch.pace import FULL, RELAXED
+
+    scanned = _open_files(monkeypatch, {100: ["/data/a/x.bin"]})
+    c = DiskCollector(_Job(workers=40))
+    c.set_pace(*FULL)
+    t = 0.0
+    while 100 not in scanned:
+        t += 1.0
+        c._locations(t)
+    c.set_pace(*RELAXED)
+    scanned.clear()
+    while 100 not in scanned:
+        t += 1.0
+        assert [loc.path for loc in c._locations(t)] == ["/data/a"], (t, len(scanned))
     c.close()
 
 
