@@ -92,9 +92,9 @@ class ProcFiles:
     For files the kernel writes in one piece (its ``single_open`` files: a process's or thread's
     ``stat``, ``statm``, ``status``, ``io``, ``schedstat``, ``/proc/pressure/*``, ``/proc/meminfo``,
     cgroup ``cpu.stat``), where a read returns the whole text when the buffer holds it, and for
-    files written in records shorter than RECORD_MAX (a thread's ``children``). Other files written
-    record by record (``/proc/vmstat``, ``/proc/diskstats``, ``smaps``) may come back short from
-    one read: read those with ``open``.
+    files written in records shorter than RECORD_MAX (a thread's ``children``, ``/proc/vmstat``'s
+    lines). Other files written record by record in longer records (``/proc/diskstats``,
+    ``smaps``) may come back short from one read: read those with ``open``.
 
     PermissionError is raised, not swallowed: "not allowed" is a different answer from "gone"
     (``/proc/PID/io`` of another user's process). One instance per collector; the lock makes it
