@@ -7,6 +7,11 @@ amount since gpuwatch started, which is what a Prometheus counter holds (``rate(
 into a per-second figure over any window). A sample repeated across frames (a slow collector) is
 counted once. A series' first sample only creates it at 0: there is no window before it.
 Totals are kept for series that come and go (workers between epochs), so a counter never drops.
+One exception to "over one tick": while the pace is relaxed, PCIe traffic read from GPM (Hopper
+and newer) shows the window before again on every second tick, and the next window's rate covers
+both ticks (collectors/gpu.py, RELAXED_GPM_EVERY). The PCIe byte counters then run up to a tick's
+traffic behind, and each relaxed phase leaves them off by one tick at the rate before it minus one
+tick at its last window's rate (nothing for steady traffic).
 """
 
 from __future__ import annotations
