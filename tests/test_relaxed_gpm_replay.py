@@ -34,6 +34,7 @@ from gpuwatch.model.values import known
 from gpuwatch.pace import FULL, stack_pace
 from gpuwatch.replay import load_frames
 from tests.test_relaxed_util_replay import _as_read as util_as_read
+from tests.test_relaxed_util_replay import replay as util_replay
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = LONGEST_RELAXED
@@ -138,10 +139,12 @@ def test_relaxed_gpm_windows_change_no_verdict_and_no_pace(rel, lag, util):
     assert reads.held >= 5  # relaxed ticks held a window: there was something to hold
     # Every tick's stage and stall as recorded: each phase named as soon, and right as often.
     assert [(a[0], a[2]) for a in after] == [(b[0], b[2]) for b in before]
-    # The pace as recorded; with the utilization buffer's skipped reads, the ticks that those move
-    # alone (a 200 ms dip on a skipped tick: test_relaxed_util_replay.py), at most two.
+    # The pace as recorded; with the utilization buffer's skipped reads, on the very ticks that those
+    # move alone (a 200 ms dip on a skipped tick: test_relaxed_util_replay.py), at most two.
     paced = [k for k, (a, b) in enumerate(zip(after, before)) if a[4] != b[4]]
-    assert len(paced) <= (2 if util else 0)
+    alone = util_replay(frames, thin=True, lag=lag)[0] if util else before
+    assert paced == [k for k, (a, b) in enumerate(zip(alone, before)) if a[-1] != b[4]]
+    assert len(paced) <= 2
     # A confidence moves on a few relaxed ticks only, to a value the recording reads on its other
     # relaxed ticks.
     relaxed_reads = {b[1] for b in before if b[4]}
