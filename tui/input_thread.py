@@ -2,8 +2,10 @@
 
 Textual's Linux driver (8.2.8, pinned in constraints.txt) reads keys on a thread that waits in
 ``select`` with a 0.1 s timeout, so that it sees its exit flag and can end a lone Escape after the
-parser's timeout: ten wake-ups a second for as long as the app runs, 0.07 % of a core on the H200
-(bench/results/2026-12-04-h200/run34, the thread this module names ``gw-input``). No option
+parser's timeout: ten wake-ups a second for as long as the app runs. On the H200, Textual's two
+unnamed threads (this one and its output writer) took 0.07 % of a core together
+(bench/results/2026-12-04-h200/run34, "a thread named gpuwatch"), 18 of their 23 py-spy samples in
+this loop (run35/profile_self/tui.txt); this module names the thread ``gw-input``. No option
 changes that timeout, so :func:`sleeping_input` gives the driver a loop of its own that does what
 Textual's does with the events it reads, and waits with no timeout unless the parser holds an
 unfinished escape sequence (then 0.1 s, as before); the driver's exit flag also writes to a pipe
