@@ -32,11 +32,12 @@ about 3 s (the verdict's latency target), for a third of the cost."""
 RELAXED_EVERY_S = 6.0
 """Seconds between scans while the pace is relaxed (gpuwatch/pace.py: the job steadily GPU-bound).
 The list names who uses the CPU outside the job. How much is used is the host's busy time minus the
-job's, read every tick (diagnosis/host_signals.py); the list's sum stands in for it only on ticks
-where the job's processes come and go. An outside process that holds the job back shows first in
-the GPU's busy time, which brings the full pace back at once, and with it a scan as soon as the
-last is EVERY_S old: the first full-pace tick names it as soon as before, over a window of up to
-this long. Each scan reads the stat file of every process on the host (~7 us each on the 2-core
+job's, read every tick (diagnosis/host_signals.py); the list's sum is a floor under it, and stands
+in for it on ticks where the job's processes come and go, so a held list can keep a hog that has
+just stopped in that figure until the next scan. An outside process that holds the job back shows
+first in the GPU's busy time, which brings the full pace back at once, and with it a scan as soon
+as the last is EVERY_S old: the first full-pace tick names it as soon as before, over a window of
+up to this long. Each scan reads the stat file of every process on the host (~7 us each on the 2-core
 CPU VM; on the H200 host a scan took ~1.7 ms, run 34's collector_cost: host 0.41 ms a tick median,
 0.97 mean), so this halves what the list costs while relaxed. Replayed on the H200 recordings with
 the list held this long on relaxed ticks (tests/test_relaxed_others_replay.py)."""
