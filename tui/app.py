@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -41,6 +42,9 @@ from gpuwatch.tui.view import View
 
 SELF_CPU_INTERVAL = 2.0
 """Seconds between measurements of gpuwatch's own CPU use (one /proc read each)."""
+SELF_CPU_SLACK = 0.25
+"""A measurement this much early still counts as due: frames and timer ticks come a little early or
+late, and a figure just missed would otherwise wait a whole interval more."""
 
 
 class GpuwatchApp(AppKeys, App[int]):
@@ -145,6 +149,10 @@ class GpuwatchApp(AppKeys, App[int]):
         self._leaving = False
         """Set once exit() was called: widgets are being torn down, draw nothing more."""
         self._self_cpu = self_cpu or _own_cpu_meter()
+        self._self_cpu_at = float("-inf")
+        """When the own-CPU figure was last measured (monotonic seconds)."""
+        self._drawn_at = float("-inf")
+        """When a frame was last drawn (monotonic seconds)."""
         if recorder is not None:
             self.recording_path = recorder.path
 
@@ -165,7 +173,7 @@ class GpuwatchApp(AppKeys, App[int]):
         if self.handle_signals:  # an SSH drop, `kill` or Ctrl-C ends it cleanly (gpuwatch/signals.py)
             install_signal_handlers(self._event_loop, self.exit)
         self._measure_self()
-        self.set_interval(SELF_CPU_INTERVAL, self._measure_self)
+        self.set_interval(SELF_CPU_INTERVAL, self._measure_self_idle)
         # Frames start coming now, while the main screen composes (a quarter of a second on the
         # H200's VM): the first one is analysed by the time the screen can show it.
         self.consume()
@@ -245,6 +253,10 @@ class GpuwatchApp(AppKeys, App[int]):
         """Draw the latest frame on the screen on top (unless paused)."""
         if self._latest is None or self.paused or self._leaving:
             return
+        now = time.monotonic()
+        self._drawn_at = now
+        if now - self._self_cpu_at >= SELF_CPU_INTERVAL - SELF_CPU_SLACK:
+            self._measure_self()  # drawn with this frame: no paint of its own in between frames
         frame, verdict = self._latest
         frames, verdicts = tuple(self.analysis.frames), tuple(self.analysis.verdicts)
         rank = self.shown_rank
@@ -291,7 +303,16 @@ class GpuwatchApp(AppKeys, App[int]):
         return system_commands(self, screen)
 
     def _measure_self(self) -> None:
+        self._self_cpu_at = time.monotonic()
         self.self_cpu = self._self_cpu()
+
+    def _measure_self_idle(self) -> None:
+        """The own-CPU figure while no frames are drawn (paused, ended, slow frames). While they
+        are, each frame measures it when due (render_latest) and the header repaints with the frame;
+        measured here as well, its header change was a paint of its own every 2 s."""
+        now = time.monotonic()
+        if min(now - self._drawn_at, now - self._self_cpu_at) >= SELF_CPU_INTERVAL - SELF_CPU_SLACK:
+            self._measure_self()
 
     @property
     def shown_rank(self) -> int | None:
