@@ -38,6 +38,7 @@ from gpuwatch.tui.record import open_recording
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.screens.main import MainScreen
 from gpuwatch.tui.screens.too_small import TooSmallScreen, too_small
+from gpuwatch.tui.strip_divide import install as install_strip_divide
 from gpuwatch.tui.view import View
 
 SELF_CPU_INTERVAL = 2.0
@@ -118,6 +119,7 @@ class GpuwatchApp(AppKeys, App[int]):
         record_dir: str = ".",
         handle_signals: bool = False,
     ) -> None:
+        install_strip_divide()  # no garbage cycle per undivided line a frame (tui/strip_divide.py)
         # NO_COLOR: the terminal's own colours (Textual's NoColor filter, which it picks for ANSI
         # themes), not Textual's grey rendering of the truecolor theme with its backgrounds.
         no_color = "NO_COLOR" in os.environ
