@@ -23,10 +23,11 @@ from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 
+from gpuwatch.tui.panels.direct_repaint import DirectRepaint
 from gpuwatch.tui.panels.steady import SteadyScrollBar
 
 
-class KeyedTable(ScrollView, can_focus=True):
+class KeyedTable(DirectRepaint, ScrollView, can_focus=True):
     """Columns of (key, label); a fixed bold header; rows by key in the order they came; a row cursor."""
 
     COMPONENT_CLASSES = {f"keyed-table--{name}" for name in ("header", "cursor", "even-row", "odd-row")}

@@ -21,11 +21,12 @@ from textual.visual import Visual, VisualType
 from textual.widget import _RenderCache
 from textual.widgets import Static
 
+from gpuwatch.tui.panels.direct_repaint import DirectRepaint
 from gpuwatch.tui.panels.measured import Measured
 from gpuwatch.tui.panels.steady import SteadyLines
 
 
-class LazyStatic(SteadyLines, Measured, Static):
+class LazyStatic(DirectRepaint, SteadyLines, Measured, Static):
     """``update`` is a no-op for the content on show; a repaint when the size stays (of the lines
     that changed, with :attr:`CHANGED_LINES`); else a layout. Unchanged, it hands the compositor
     its last lines again (:class:`SteadyLines`)."""

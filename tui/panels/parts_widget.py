@@ -18,11 +18,13 @@ from textual.strip import Strip
 from textual.style import Style as VisualStyle
 from textual.widget import Widget
 
+from gpuwatch.tui.panels.direct_repaint import DirectRepaint
+
 Part = tuple[str, "str | None"]
 """A run of text and its component class, None for the widget's own style."""
 
 
-class PartsWidget(Widget):
+class PartsWidget(DirectRepaint, Widget):
     """Lines of :data:`Part` runs, drawn without Textual's per-segment styling work."""
 
     ALLOW_SELECT = False
