@@ -28,7 +28,7 @@ import glob
 import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 if __package__ in (None, ""):  # run as a file: make `bench` importable
@@ -41,6 +41,7 @@ from gpuwatch.model.frame import Frame  # noqa: E402
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER as PROC_WORKER  # noqa: E402
 from gpuwatch.model.stacks import ROLE_MAIN_THREAD, ROLE_WORKER, DumpResult, StackSample, ThreadStack  # noqa: E402
 from gpuwatch.model.values import known  # noqa: E402
+from gpuwatch.model.verdict import Verdict  # noqa: E402
 from gpuwatch.pace import FULL, RELAXED, Pace, stack_pace  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -187,6 +188,29 @@ def _tree(frame: Frame, dumps: Sequence[Dump]) -> tuple[set[int], dict[int, int]
     return mains, main_of
 
 
+def paced_replay(frames: Iterable[Frame], rewrite: Callable[[Frame, bool], Frame] | None = None,
+                 lag: int = 1) -> Iterator[tuple[Frame, Verdict, bool]]:
+    """Each frame through the analysis and the stack pace as the live pipeline runs them:
+    ``(frame as analysed, its verdict, relaxed after it)``. ``rewrite(frame, relaxed)`` first turns a
+    recorded frame into what the collectors would read at the pace ``lag`` ticks back (1: the pace
+    set after the previous tick's verdict). The replay tests of what the relaxed pace reads less
+    often all run on this."""
+    analysis = Analysis()
+    paces = [False] * lag
+    for f in frames:
+        if rewrite is not None:
+            f = rewrite(f, paces[-lag])
+        v = analysis.update(f)
+        relaxed = stack_pace(analysis.verdicts, analysis.frames) != FULL
+        paces.append(relaxed)
+        yield f, v, relaxed
+
+
+def outcome(v: Verdict, relaxed: bool) -> tuple:
+    """(stage, confidence, stall, candidate, relaxed after the tick): what the replay tests compare."""
+    return v.stage, round(v.confidence, 3), v.stall, v.candidate, relaxed
+
+
 def replay(frames: Iterable[Frame], pace: Pace | None, phase: float = 0.0,
            lag: int = 1) -> tuple[list[TickOutcome], Thinner | None]:
     """Each frame's outcome, the stacks thinned to ``pace`` (None: as recorded) after a relaxed
@@ -194,21 +218,18 @@ def replay(frames: Iterable[Frame], pace: Pace | None, phase: float = 0.0,
     verdict's frame. 1: the next, as a relaxed stack read (a dump or none, milliseconds) starts just
     before its tick (engine.aligned_start), after the verdict; 2: the one after, should the read
     have started before the verdict."""
-    analysis = Analysis()
     thinner = Thinner(pace, phase) if pace is not None else None
-    out: list[TickOutcome] = []
-    paces = [False] * lag
     seen: dict[float, object] = {}
-    for f in frames:
+
+    def thin(f: Frame, relaxed: bool) -> Frame:
         s = f.stacks
-        if thinner is not None and isinstance(s, StackSample):
-            if s.t not in seen:  # a frame may carry a sample again: thin it once
-                seen[s.t] = thinner.sample(f, paces[-lag])
-            f = dataclasses.replace(f, stacks=seen[s.t])
-        v = analysis.update(f)
-        relaxed = stack_pace(analysis.verdicts, analysis.frames) != FULL
-        paces.append(relaxed)
-        out.append(TickOutcome(f.wall, v.stage, round(v.confidence, 3), v.stall, v.candidate, relaxed))
+        if thinner is None or not isinstance(s, StackSample):
+            return f
+        if s.t not in seen:  # a frame may carry a sample again: thin it once
+            seen[s.t] = thinner.sample(f, relaxed)
+        return dataclasses.replace(f, stacks=seen[s.t])
+
+    out = [TickOutcome(f.wall, *outcome(v, relaxed)) for f, v, relaxed in paced_replay(frames, thin, lag)]
     return out, thinner
 
 

@@ -26,14 +26,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.relaxed_stacks import LONGEST_RELAXED, recordings
-from gpuwatch.analysis import Analysis
+from bench.relaxed_stacks import LONGEST_RELAXED, outcome, paced_replay, recordings
 from gpuwatch.collectors.gpu import RELAXED_GPM_EVERY
 from gpuwatch.model.gpu import GpmMetrics
 from gpuwatch.model.values import known
-from gpuwatch.pace import FULL, stack_pace
 from gpuwatch.replay import load_frames
-from tests.test_relaxed_util_replay import _as_read as util_as_read
+from tests.test_relaxed_util_replay import UtilReads
 from tests.test_relaxed_util_replay import replay as util_replay
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,40 +90,37 @@ def replay(frames, thin: bool, lag: int = 0, util: bool = False):
     """[(stage, confidence, stall, candidate, relaxed after the tick)] per frame, and the reads.
     ``util``: the GPU-utilization buffer read every second relaxed tick too, as the collector does
     (tests/test_relaxed_util_replay.py), on the same ticks as the held GPM windows."""
-    analysis, out, relaxed, reads = Analysis(), [], False, GpmReads(lag)
+    reads, util_reads = GpmReads(lag), UtilReads(lag)
     seen: dict[tuple[int, float], tuple] = {}
-    since_read: dict[int, int] = {}
-    held_util: dict[int, list] = {}
-    for f in frames:
-        if thin and isinstance(f.gpus, tuple):
-            pcie = {p.index: p for p in f.pcie} if isinstance(f.pcie, tuple) else {}
-            gpus, links = [], []
-            for g in f.gpus:
-                key = (g.index, g.t)
-                if key not in seen:  # a frame may show a sample again: rewrite it once
-                    p = pcie.get(g.index)
-                    if isinstance(g.gpm, GpmMetrics):
-                        rates = (p.rx_bps, p.tx_bps) if p is not None else (None, None)
-                        gpm, (rx, tx) = reads.read(g.index, g.gpm, rates, relaxed)
-                        g = dataclasses.replace(g, gpm=gpm)
-                        if p is not None:
-                            p = dataclasses.replace(p, rx_bps=rx, tx_bps=tx)
-                    if util:
-                        if not relaxed:
-                            since_read[g.index] = lag
-                        g, _ = util_as_read(f.interval, g, relaxed, since_read, held_util)
-                    seen[key] = (g, p)
-                g, p = seen[key]
-                gpus.append(g)
-                if p is not None:
-                    links.append(p)
-            changes = {"gpus": tuple(gpus)}
-            if isinstance(f.pcie, tuple) and len(links) == len(f.pcie):
-                changes["pcie"] = tuple(links)
-            f = dataclasses.replace(f, **changes)
-        v = analysis.update(f)
-        relaxed = stack_pace(analysis.verdicts, analysis.frames) != FULL
-        out.append((v.stage, round(v.confidence, 3), v.stall, v.candidate, relaxed))
+
+    def as_read(f, relaxed: bool):
+        if not isinstance(f.gpus, tuple):
+            return f
+        pcie = {p.index: p for p in f.pcie} if isinstance(f.pcie, tuple) else {}
+        gpus, links = [], []
+        for g in f.gpus:
+            key = (g.index, g.t)
+            if key not in seen:  # a frame may show a sample again: rewrite it once
+                p = pcie.get(g.index)
+                if isinstance(g.gpm, GpmMetrics):
+                    rates = (p.rx_bps, p.tx_bps) if p is not None else (None, None)
+                    gpm, (rx, tx) = reads.read(g.index, g.gpm, rates, relaxed)
+                    g = dataclasses.replace(g, gpm=gpm)
+                    if p is not None:
+                        p = dataclasses.replace(p, rx_bps=rx, tx_bps=tx)
+                if util:
+                    g = util_reads.gpu(f.interval, g, relaxed)
+                seen[key] = (g, p)
+            g, p = seen[key]
+            gpus.append(g)
+            if p is not None:
+                links.append(p)
+        changes = {"gpus": tuple(gpus)}
+        if isinstance(f.pcie, tuple) and len(links) == len(f.pcie):
+            changes["pcie"] = tuple(links)
+        return dataclasses.replace(f, **changes)
+
+    out = [outcome(v, relaxed) for _, v, relaxed in paced_replay(frames, as_read if thin else None)]
     return out, reads
 
 

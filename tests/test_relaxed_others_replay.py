@@ -16,11 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.relaxed_stacks import recordings
-from gpuwatch.analysis import Analysis
+from bench.relaxed_stacks import outcome, paced_replay, recordings
 from gpuwatch.collectors.others import EVERY_S, RELAXED_EVERY_S
 from gpuwatch.model.values import known
-from gpuwatch.pace import FULL, stack_pace
 from gpuwatch.replay import load_frames
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,19 +67,17 @@ class HeldLists:
 
 def replay(frames, lists: HeldLists | None):
     """[(stage, confidence, stall, candidate, relaxed after the tick)] per frame, and the sentences."""
-    analysis, out, sentences, relaxed = Analysis(), [], [], False
     seen: dict[float, object] = {}
-    for f in frames:
-        if lists is not None and known(f.host):
-            if f.host.t not in seen:  # a frame may show a sample again: rewrite it once
-                seen[f.host.t] = dataclasses.replace(
-                    f.host, top_others=lists.read(f.host.t, f.host.top_others, relaxed))
-            f = dataclasses.replace(f, host=seen[f.host.t])
-        v = analysis.update(f)
-        relaxed = stack_pace(analysis.verdicts, analysis.frames) != FULL
-        out.append((v.stage, round(v.confidence, 3), v.stall, v.candidate, relaxed))
-        sentences.append(v.sentence)
-    return out, sentences
+
+    def as_read(f, relaxed: bool):
+        if not known(f.host):
+            return f
+        if f.host.t not in seen:  # a frame may show a sample again: rewrite it once
+            seen[f.host.t] = dataclasses.replace(f.host, top_others=lists.read(f.host.t, f.host.top_others, relaxed))
+        return dataclasses.replace(f, host=seen[f.host.t])
+
+    ticks = list(paced_replay(frames, as_read if lists is not None else None))
+    return [outcome(v, relaxed) for _, v, relaxed in ticks], [v.sentence for _, v, _ in ticks]
 
 
 PHASES = [(g, r) for g in range(round(EVERY_S)) for r in (0.0, EVERY_S)]

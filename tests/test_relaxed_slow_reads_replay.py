@@ -16,12 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.relaxed_stacks import LONGEST_RELAXED, recordings
-from gpuwatch.analysis import Analysis
+from bench.relaxed_stacks import LONGEST_RELAXED, outcome, paced_replay, recordings
 from gpuwatch.collectors.gpu import RELAXED_SLOW_S
 from gpuwatch.collectors.nvml_collector import SLOW_TTL_S
 from gpuwatch.model.values import known
-from gpuwatch.pace import FULL, stack_pace
 from gpuwatch.replay import load_frames
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,20 +73,21 @@ def _mean(readings: list) -> object:
 
 def replay(frames, slow: bool):
     """[(stage, confidence, stall, candidate, relaxed after the tick)] per frame, and the reads."""
-    analysis, out, relaxed, reads = Analysis(), [], False, SlowReads()
+    reads = SlowReads()
     seen: dict[tuple[int, float], object] = {}
-    for f in frames:
-        if slow and isinstance(f.gpus, tuple):
-            gpus = []
-            for g in f.gpus:
-                key = (g.index, g.t)
-                if key not in seen:  # a frame may show a sample again: rewrite it once
-                    seen[key] = reads.gpu(g, f.t, relaxed)
-                gpus.append(seen[key])
-            f = dataclasses.replace(f, gpus=tuple(gpus))
-        v = analysis.update(f)
-        relaxed = stack_pace(analysis.verdicts, analysis.frames) != FULL
-        out.append((v.stage, round(v.confidence, 3), v.stall, v.candidate, relaxed))
+
+    def as_read(f, relaxed: bool):
+        if not isinstance(f.gpus, tuple):
+            return f
+        gpus = []
+        for g in f.gpus:
+            key = (g.index, g.t)
+            if key not in seen:  # a frame may show a sample again: rewrite it once
+                seen[key] = reads.gpu(g, f.t, relaxed)
+            gpus.append(seen[key])
+        return dataclasses.replace(f, gpus=tuple(gpus))
+
+    out = [outcome(v, relaxed) for _, v, relaxed in paced_replay(frames, as_read if slow else None)]
     return out, reads
 
 

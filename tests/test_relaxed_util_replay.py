@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuwatch.analysis import Analysis
+from bench.relaxed_stacks import paced_replay
 from gpuwatch.collectors.gpu import RELAXED_BUFFER_EVERY
 from gpuwatch.model.values import known
-from gpuwatch.pace import RELAXED, stack_pace
 from gpuwatch.replay import load_frames
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,26 +35,37 @@ def replay(frames, thin: bool, lag: int = 0):
     ``lag``: relaxed ticks that read the buffer before the first skip. The collector skips from the
     first relaxed tick on (0); 1 puts the skipped ticks where a relaxation starting a tick later
     would, so a brief dip falls on the other kind of tick."""
-    analysis, out, relaxed, rewritten = Analysis(), [], False, 0
-    since_read: dict[int, int] = {}
-    held: dict[int, list] = {}
-    seen: dict[tuple[int, float], object] = {}
-    for f in frames:
-        if thin and isinstance(f.gpus, tuple):
-            gpus = []
-            for g in f.gpus:
-                key = (g.index, g.t)
-                if key not in seen:  # a frame may show a sample again: rewrite it once
-                    if not relaxed:
-                        since_read[g.index] = lag
-                    seen[key], skipped = _as_read(f.interval, g, relaxed, since_read, held)
-                    rewritten += skipped
-                gpus.append(seen[key])
-            f = dataclasses.replace(f, gpus=tuple(gpus))
-        v = analysis.update(f)
-        relaxed = stack_pace(analysis.verdicts, analysis.frames) == RELAXED
-        out.append((v.stage, round(v.confidence, 3), v.stall, relaxed))
-    return out, rewritten
+    reads = UtilReads(lag)
+    out = [(v.stage, round(v.confidence, 3), v.stall, relaxed)
+           for _, v, relaxed in paced_replay(frames, reads.frame if thin else None)]
+    return out, reads.rewritten
+
+
+class UtilReads:
+    """Each GPU sample rewritten as the collector reads it at the pace (once per sample: a frame may
+    show one again)."""
+
+    def __init__(self, lag: int = 0) -> None:
+        self.lag = lag
+        self.rewritten = 0
+        """Ticks whose buffer read was skipped."""
+        self.since_read: dict[int, int] = {}
+        self.held: dict[int, list] = {}
+        self.seen: dict[tuple[int, float], object] = {}
+
+    def gpu(self, interval: float, g, relaxed: bool):
+        key = (g.index, g.t)
+        if key not in self.seen:
+            if not relaxed:
+                self.since_read[g.index] = self.lag
+            self.seen[key], skipped = _as_read(interval, g, relaxed, self.since_read, self.held)
+            self.rewritten += skipped
+        return self.seen[key]
+
+    def frame(self, f, relaxed: bool):
+        if not isinstance(f.gpus, tuple):
+            return f
+        return dataclasses.replace(f, gpus=tuple(self.gpu(f.interval, g, relaxed) for g in f.gpus))
 
 
 def _as_read(interval, g, relaxed, since_read, held):
