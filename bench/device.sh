@@ -2,9 +2,9 @@
 # One device run, parameterised: each argument is one step, "TOOL [ARGS...]", run as
 #   python3 -m bench.TOOL ARGS --out $R/NAME    (its log: $R/NAME.log)
 # where NAME is TOOL, or TOOL_2, TOOL_3... when a tool runs twice. TOOL is a bench module:
-# - accuracy, overhead, self, first_frame, startup_trace, collector_cost, profile_self write into --out; given
-#   without ARGS they run with the arguments behind the current figures in bench/RESULTS.md
-#   (DEFAULTS below), so rerunning a figure is `bash bench/device.sh TOOL`;
+# - accuracy, overhead, self, first_frame, startup_trace, collector_cost, profile_self, pyspy_cost write
+#   into --out; given without ARGS they run with the arguments behind the current figures in
+#   bench/RESULTS.md (DEFAULTS below), so rerunning a figure is `bash bench/device.sh TOOL`;
 # - fixes and rescore read an earlier step's folder and print a table: their output is kept as
 #   $R/NAME.md. In ARGS, @R stands for the results folder: "rescore @R/accuracy".
 # The versions of the packages the scenarios use go into $R/machine.txt; recordings (*.jsonl) are
@@ -25,6 +25,7 @@ declare -A DEFAULTS=(
   [startup_trace]="--device cuda --starts 3 --warmup 3"
   [collector_cost]="--device cuda --ticks 30"
   [profile_self]="--device cuda --settle 30 --duration 40"
+  [pyspy_cost]="--device cuda --rounds 30"
 )
 PRINTS="fixes rescore"  # tools that print their result instead of writing into --out
 
