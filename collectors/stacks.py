@@ -31,6 +31,15 @@ from gpuwatch.model.values import JOB_EXITED, Unsupported
 # py-spy 0.4.3, 2026-12-02) against a torch-importing job with DataLoader workers:
 #   one `py-spy dump --json --nonblocking`: 9 ms wall, 8.5 ms CPU of the py-spy process (median of
 #   30 per pid; p90 9.6 ms, max 10.8 ms; RUSAGE_CHILDREN), ~10 KB of JSON. Blocking: the same CPU.
+#   Where it goes (2026-12-04, uprobes on py-spy's functions; bench/pyspy_cost.py splits it anywhere):
+#   each dump is a new py-spy that learns the target from nothing. Of 9.7 ms: start-up 0.7 (exec,
+#   arguments), ELF symbol tables 4.3 (this pyenv libpython keeps a 14,700-symbol .symtab and 36,000
+#   relocations; Debian's stripped python3.11, 2,200 symbols: 0.7), a regex compile 0.8,
+#   /proc/PID/maps 1.3 (475 lines, ~2.4 us each), finding and checking the interpreter 0.9,
+#   thread names 0.8 (~200 names read: sys.modules up to threading, its dict, each thread's), the
+#   stacks 0.5, JSON 0.1. The target decides all but start-up, and py-spy 0.4.3 keeps nothing
+#   between runs (no flag for it; --subprocesses starts over for each child and is ignored with
+#   --json), so only fewer dumps cost less.
 #   Parsing and labelling one dump here: 0.1 ms CPU.
 #   This collector at the defaults below, watching a job with 8 workers for 30 s: 2.5 dumps/s,
 #   0.84 s of CPU in 30 s = 2.8 % of one core, children included (11.2 ms per dump all-in: py-spy,
