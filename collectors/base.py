@@ -41,7 +41,8 @@ class Collector(abc.ABC):
 @runtime_checkable
 class Paced(Protocol):
     """A collector whose sampling rate follows the verdict (gpuwatch/pace.py): the stack collector
-    (its dump rates), the GPU collector (how often it reads the utilization buffer), the host
+    (its dump rates), the GPU collector (how often it reads the utilization buffer), the PCIe
+    collector (how often it reads the replay counter), the host
     collector (how often it scans the processes outside the job), the disk collector (how many
     processes' open files it lists a tick)."""
 

@@ -42,6 +42,20 @@ GEN3_LANE_BPS = 985e6
 OLD_LANE_BPS = {1: 250e6, 2: 500e6}
 """Gen1/Gen2 per lane and direction after 8b/10b encoding (2.5 and 5 GT/s)."""
 
+RELAXED_REPLAYS_EVERY = 2
+"""While the stack pace is relaxed (gpuwatch/pace.py), the replay counter is read every this many
+ticks, and the ticks between carry no count (REPLAYS_HELD): the next read's delta holds them, so
+no replay goes uncounted (the Prometheus total and the report's sum stay exact), and the diagnosis
+takes its rate over the ticks that read the counter (diagnosis/gpu_signals.py), so the rate stays
+exact too. nvmlDeviceGetPcieReplayCounter costs 0.31-0.47 ms of CPU a call on the H200
+(bench/results/2026-12-04-h200/run27, run34), the PCIe collector's whole cost but its GPM share:
+~0.17 ms a relaxed tick less. Replayed on the H200 recordings (tests/test_relaxed_replays_replay.py):
+no stage, confidence, sentence or remedy changes; a window with one counted row has no rate to give
+(once, on an exited job's last tick, an information line of the evidence is left out)."""
+
+REPLAYS_HELD = Unsupported("PCIe replays: read every second tick while the job is steadily GPU-bound; "
+                           "the next reading counts these")
+
 RESET_FACTOR = 2.0
 """A counter delta above this many times the link's capacity is a counter reset (driver reload),
 not traffic: header overhead and timestamp jitter stay far below 2x."""
@@ -57,6 +71,8 @@ class _LinkState:
     static: dict[str, Any] = dc_field(default_factory=dict)
     counters: dict[int, Field | Unsupported] | None = None
     replay: int | None = None
+    replay_skipped: int = 0
+    """Ticks since the replay counter was last read (relaxed pace)."""
 
 
 class PcieCollector(NvmlCollector):
@@ -65,6 +81,12 @@ class PcieCollector(NvmlCollector):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._state: dict[int, _LinkState] = {}
+        self._relaxed = False
+
+    def set_pace(self, main: float, workers: float | None = None) -> None:
+        """The stack pace (gpuwatch/pace.py), set after every verdict: below full, the job has been
+        steadily GPU-bound, and the replay counter is read every RELAXED_REPLAYS_EVERY ticks."""
+        self._relaxed = main < 1.0
 
     def sample(self) -> tuple[PcieSample, ...] | Unsupported:
         got = self.selection()
@@ -160,6 +182,10 @@ class PcieCollector(NvmlCollector):
         return bps
 
     def _replays(self, i: int, st: _LinkState) -> int | Unsupported:
+        if self._relaxed and st.replay is not None and st.replay_skipped < RELAXED_REPLAYS_EVERY - 1:
+            st.replay_skipped += 1
+            return REPLAYS_HELD
+        st.replay_skipped = 0
         n = self._get(i, "replay counter", "nvmlDeviceGetPcieReplayCounter")
         prev, st.replay = st.replay, (None if isinstance(n, Unsupported) else n)
         if isinstance(n, Unsupported):

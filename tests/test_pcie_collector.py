@@ -12,8 +12,9 @@ import os
 import pytest
 
 from gpuwatch.collectors.nvml_session import NvmlSession
-from gpuwatch.collectors.pcie import MIB, PcieCollector, lane_bps
+from gpuwatch.collectors.pcie import MIB, REPLAYS_HELD, PcieCollector, lane_bps
 from gpuwatch.model.values import Unsupported
+from gpuwatch.pace import FULL, RELAXED
 from tests.fake_nvml import CAPTURE, FakeNvml
 from tests.test_gpu_collector import Clock, StubTarget
 
@@ -171,6 +172,24 @@ def test_replay_counter_delta_and_wrap(fake, clock, pcie):
     fake.set("replay", 2)
     step(fake, clock)
     assert pcie.sample()[0].replay_delta == 3  # wrapped at 2^32
+
+
+def test_relaxed_pace_reads_the_replay_counter_every_second_tick_and_loses_no_count(fake, clock, pcie):
+    fake.set("replay", 10)  # synthetic replay counts
+    pcie.sample()
+    pcie.set_pace(*RELAXED)
+    seen = []
+    for n in (12, 15, 15, 19, 20):
+        fake.set("replay", n)
+        step(fake, clock)
+        seen.append(pcie.sample()[0].replay_delta)
+    assert seen == [REPLAYS_HELD, 5, REPLAYS_HELD, 4, REPLAYS_HELD]  # a read counts the held tick's replays too
+    assert fake.calls["nvmlDeviceGetPcieReplayCounter"] == 3  # the job's GPU: the first tick and two reads
+    pcie.set_pace(*FULL)  # busy fell: every tick again
+    for n, delta in ((21, 2), (24, 3)):
+        fake.set("replay", n)
+        step(fake, clock)
+        assert pcie.sample()[0].replay_delta == delta
 
 
 def test_lost_gpu_marks_its_link_only(fake, clock):

@@ -171,8 +171,11 @@ def _pcie(frames: Sequence[Frame], indexes: set[int], busy: list[float | None]) 
     rx = [r.rx for r in rows]
     frac = [r.frac for r in rows]
     cap = med(r.capacity for r in rows)
-    replays = [r.replays for r in rows if r.replays is not None]
-    span = rows[-1].t - rows[0].t if len(rows) > 1 else 0.0
+    # The rate over the rows that read the replay counter: each read counts the replays since the
+    # previous read, which may be ticks back (read every second tick while relaxed, collectors/pcie.py).
+    counted = [r for r in rows if r.replays is not None]
+    replays = [r.replays for r in counted]
+    span = counted[-1].t - counted[0].t if len(counted) > 1 else 0.0
     # The current link is read "under load" only: idle GPUs lower their link legitimately (LINK_LOAD).
     # Under load = the GPU busy half the time (P-state up) or real traffic on the link.
     loaded = (med(busy) or 0.0) >= LINK_LOAD or (med(frac) or 0.0) >= RX_SIGNIFICANT

@@ -24,4 +24,5 @@ class PcieSample:
     capacity_bps: Maybe[float]
     """One direction's capacity of the *maximum* link (gen x width), bytes per second."""
     replay_delta: Maybe[int]
-    """PCIe replays (link retries) since the previous tick."""
+    """PCIe replays (link retries) since the previous read of the counter: the previous tick, or
+    two back while the pace is relaxed (the tick between is unsupported: collectors/pcie.py)."""
