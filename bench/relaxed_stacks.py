@@ -206,6 +206,33 @@ def paced_replay(frames: Iterable[Frame], rewrite: Callable[[Frame, bool], Frame
         yield f, v, relaxed
 
 
+def per_sample(field: str, read: Callable[[object, bool], object]) -> Callable[[Frame, bool], Frame]:
+    """A ``paced_replay`` rewrite of the GPU or PCIe samples (``field``: "gpus" or "pcie"): each
+    sample turned by ``read(sample, relaxed)`` once, as a frame may show a sample again."""
+    seen: dict[tuple[int, float], object] = {}
+
+    def rewrite(f: Frame, relaxed: bool) -> Frame:
+        samples = getattr(f, field)
+        if not isinstance(samples, tuple):
+            return f
+        out = []
+        for s in samples:
+            key = (s.index, s.t)
+            if key not in seen:
+                seen[key] = read(s, relaxed)
+            out.append(seen[key])
+        return dataclasses.replace(f, **{field: tuple(out)})
+
+    return rewrite
+
+
+def verdicts(frames: Iterable[Frame], rewrite: Callable[[Frame, bool], Frame] | None = None) -> list[tuple]:
+    """The whole verdict but its time (outcome, sentence, evidence, secondary stages, remedies,
+    levels) per frame of a ``paced_replay``: what the replay tests of a relaxed read compare."""
+    return [(outcome(v, relaxed), v.sentence, v.evidence, v.secondary, v.remedies, v.levels)
+            for _, v, relaxed in paced_replay(frames, rewrite)]
+
+
 def outcome(v: Verdict, relaxed: bool) -> tuple:
     """(stage, confidence, stall, candidate, relaxed after the tick): what the replay tests compare."""
     return v.stage, round(v.confidence, 3), v.stall, v.candidate, relaxed

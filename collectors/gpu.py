@@ -97,14 +97,21 @@ read is a sample-buffer read, ~2.2-2.3 ms of CPU on the H200 (bench/results/2026
 ~0.45 ms a relaxed tick less for the two. Replayed on the H200 recordings with both held as the
 collector now reads them (tests/test_relaxed_slow_reads_replay.py): no tick's verdict or pace changes."""
 
+RELAXED_PROCESSES_S = RELAXED_SLOW_S
+"""While the stack pace is relaxed, each GPU's compute-process list (nvmlDeviceGetComputeRunningProcesses,
+0.24-0.25 ms of CPU a call on the H200, bench/results/2026-12-04-h200/run27, run34) is read again
+only when the GPU's used memory, read every tick anyway, has changed since the list was read, or
+every this many seconds (NvmlSession.procs_hold_s). A process that starts on the GPU creates a
+context and allocates memory, and one that leaves frees it, so a new tenant shows on the same tick
+as before. On the 61 H200 recordings (2,489 GPU samples), the list or a process's memory changed
+on 124 ticks, each of them with a change of the device's used memory; replayed with the lists
+held as the collector now holds them (tests/test_relaxed_gpu_processes_replay.py), no verdict
+changes. ~0.2 ms a relaxed tick less."""
+
 RATES_MISSING = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound")
 """nvmlDeviceGetUtilizationRates answers that mean it will never answer on this GPU or driver
 (MIG instances, for one, have no utilization counters)."""
 
-MEMORY_V2_MISSING = ("NVMLError_FunctionNotFound", "NVMLError_ArgumentVersionMismatch", "NVMLError_NotSupported",
-                     "NVMLError_NoData")
-"""nvmlDeviceGetMemoryInfo_v2 answers that mean "use v1 instead": an older driver lacks
-it, or it answers nothing (a replayed capture that recorded v1 only)."""
 
 
 @dataclass
@@ -141,16 +148,17 @@ class GpuCollector(NvmlCollector):
         self._state: dict[int, _GpuState] = {}
         self._names: dict[int, tuple[str, str]] = {}
         self._temp_v = True
-        self._mem_v2 = True
         self._bufs: NvmlBuffers | None = None
         self._relaxed = False
 
     def set_pace(self, main: float, workers: float | None = None) -> None:
         """The stack pace (gpuwatch/pace.py), set after every verdict: below full, the job has been
         steadily GPU-bound, and the GPU-utilization buffer is read less often (RELAXED_BUFFER_EVERY),
-        GPM samples too (RELAXED_GPM_EVERY), memory and per-process utilization every RELAXED_SLOW_S."""
+        GPM samples too (RELAXED_GPM_EVERY), memory and per-process utilization every RELAXED_SLOW_S,
+        the compute-process lists when the GPU's used memory changes (RELAXED_PROCESSES_S)."""
         self._relaxed = main < 1.0
         self._gpm.hold_s = (RELAXED_GPM_EVERY - 0.5) * self.interval if self._relaxed else 0.0
+        self.session.procs_hold_s = RELAXED_PROCESSES_S if self._relaxed else 0.0
 
     def _slow_s(self) -> float:
         """How long a slowly read buffer's last reading stands at this pace."""
@@ -230,24 +238,14 @@ class GpuCollector(NvmlCollector):
             return Unsupported(describe(e, what))
 
     def _memory(self, i: int) -> Any:
-        """Memory as nvidia-smi shows it: v2, whose ``used`` leaves out the driver's reserved memory.
-
-        v1's ``used`` includes it: on the H200 v1 said 3142 MiB used while nvidia-smi said 2527 MiB
-        at the same time (tests/data/h200/), the difference being ~615 MiB reserved. v1 is the
-        fallback where v2 is missing (MEMORY_V2_MISSING, or an nvidia-ml-py without the argument).
-        """
+        """Memory as nvidia-smi shows it (NvmlSession.memory: v2, whose ``used`` leaves out the
+        driver's reserved memory; on the H200 v1 said 3142 MiB used while nvidia-smi said 2527 MiB
+        at the same time, tests/data/h200/, the difference being ~615 MiB reserved)."""
         nv = self.session.nvml
-        version = getattr(nv, "nvmlMemory_v2", None)
-        if self._mem_v2 and version is not None:
-            try:
-                return self.session.call(i, "nvmlDeviceGetMemoryInfo", version)
-            except TypeError:  # an nvidia-ml-py whose nvmlDeviceGetMemoryInfo takes no version
-                self._mem_v2 = False
-            except (nv.NVMLError, nv.NVMLLibraryMismatchError) as e:
-                if type(e).__name__ not in MEMORY_V2_MISSING:
-                    return Unsupported(describe(e, "memory"))
-                self._mem_v2 = False
-        return self._get(i, "memory", "nvmlDeviceGetMemoryInfo")
+        try:
+            return self.session.memory(i)
+        except (nv.NVMLError, nv.NVMLLibraryMismatchError) as e:
+            return Unsupported(describe(e, "memory"))
 
     def _temperature(self, i: int) -> float | Unsupported:
         nv = self.session.nvml

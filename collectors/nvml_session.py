@@ -1,4 +1,5 @@
-"""One NVML initialisation shared by the GPU and PCIe collectors, and the choice of GPUs to watch.
+"""One NVML initialisation shared by the GPU and PCIe collectors, the reads they share (the GPUs' process
+lists and used memory), and the choice of GPUs to watch.
 
 The two collectors run on their own threads but every NVML call holds one process-wide lock
 (``NvmlSession.lock``): NVML's reference calls it thread-safe, yet on the H200 a GPM sample taken
@@ -24,6 +25,15 @@ from gpuwatch.model.values import Unsupported
 PROCESS_TTL_S = 0.5
 """How long one read of the GPUs' compute-process lists is reused: the same as the Target's
 process-tree refresh (collectors/target.py), so both collectors share one read per tick."""
+
+MEMORY_REUSE_S = 0.1
+"""How long one device-memory read is handed out again: the process lists' check and the GPU
+collector's sample of the same tick, milliseconds apart, share it."""
+
+MEMORY_V2_MISSING = ("NVMLError_FunctionNotFound", "NVMLError_ArgumentVersionMismatch", "NVMLError_NotSupported",
+                     "NVMLError_NoData")
+"""nvmlDeviceGetMemoryInfo_v2 answers that mean "use v1 instead": an older driver lacks
+it, or it answers nothing (a replayed capture that recorded v1 only)."""
 
 LOST_FIX = (
     "the GPU fell off the bus or stopped answering: check `dmesg` for NVIDIA Xid 79 or 48, "
@@ -162,6 +172,15 @@ class NvmlSession:
         self._lost: dict[int, str] = {}
         self._procs: dict[int, tuple[GpuProc, ...] | Unsupported] = {}
         self._procs_t = float("-inf")
+        self._procs_seen: dict[int, tuple[float, int]] = {}
+        """GPU -> (our clock, its used memory) when its process list was read while holding."""
+        self.procs_hold_s = 0.0
+        """While above 0 (the relaxed pace, set by the GPU collector), a GPU's compute-process list is
+        read again only once it is this old or the GPU's used memory has changed since it was read
+        (collectors/gpu.py, RELAXED_PROCESSES_S)."""
+        self._mem_v2 = True
+        self._mem: dict[int, tuple[float, Any]] = {}
+        """GPU -> (our clock, its last memory read: the struct or the NVMLError raised)."""
         self._sticky: set[int] = set()
         self.gpm: Any = None
         """The GPM window this session's collectors share (collectors/gpm.py, set by its first user)."""
@@ -296,18 +315,73 @@ class NvmlSession:
                 out[fid] = Field(union_value(fv.value, fv.valueType), int(fv.timestamp), int(fv.valueType), mono)
         return out
 
+    def memory(self, index: int) -> Any:
+        """The GPU's memory as nvidia-smi shows it (nvmlMemory_v2, whose ``used`` leaves out the
+        driver's reserved memory; v1 where v2 is missing), read once for the callers of one tick
+        (MEMORY_REUSE_S). Raises GpuLost, or the NVMLError of the read."""
+        with self.lock:
+            now = self.clock()
+            hit = self._mem.get(index)
+            if hit is None or now - hit[0] >= MEMORY_REUSE_S:
+                try:
+                    got: Any = self._read_memory(index)
+                except (self._nvml.NVMLError, self._nvml.NVMLLibraryMismatchError) as e:
+                    got = e
+                hit = self._mem[index] = (now, got)
+            if isinstance(hit[1], BaseException):
+                raise hit[1]
+            return hit[1]
+
+    def _read_memory(self, index: int) -> Any:
+        nv = self._nvml
+        version = getattr(nv, "nvmlMemory_v2", None)
+        if self._mem_v2 and version is not None:
+            try:
+                return self.call(index, "nvmlDeviceGetMemoryInfo", version)
+            except TypeError:  # an nvidia-ml-py whose nvmlDeviceGetMemoryInfo takes no version
+                self._mem_v2 = False
+            except (nv.NVMLError, nv.NVMLLibraryMismatchError) as e:
+                if type(e).__name__ not in MEMORY_V2_MISSING:
+                    raise
+                self._mem_v2 = False
+        return self.call(index, "nvmlDeviceGetMemoryInfo")
+
     # -- processes and selection ------------------------------------------------------------
     def processes(self) -> dict[int, tuple[GpuProc, ...] | Unsupported]:
-        """Every GPU's compute processes, read at most once per ``PROCESS_TTL_S`` for all callers."""
+        """Every GPU's compute processes, read at most once per ``PROCESS_TTL_S`` for all callers
+        (and, while ``procs_hold_s`` holds them, only where the GPU's used memory changed)."""
         with self.lock:
             now = self.clock()
             if now - self._procs_t < PROCESS_TTL_S:
                 return self._procs
             out: dict[int, tuple[GpuProc, ...] | Unsupported] = {}
             for i in range(self._count):
-                out[i] = self._read_procs(i)
+                out[i] = self._procs_of(i, now)
             self._procs, self._procs_t = out, now
             return out
+
+    def _procs_of(self, index: int, now: float) -> tuple[GpuProc, ...] | Unsupported:
+        """GPU ``index``'s list: the last one again while held and the GPU's used memory is as it
+        was when that list was read (a process that starts on the GPU or leaves it allocates or
+        frees its context's memory), else read now."""
+        if self.procs_hold_s <= 0:
+            self._procs_seen.pop(index, None)
+            return self._read_procs(index)
+        try:
+            used = int(self.memory(index).used)
+        except (GpuLost, self._nvml.NVMLError, self._nvml.NVMLLibraryMismatchError, AttributeError, TypeError):
+            self._procs_seen.pop(index, None)
+            return self._read_procs(index)
+        kept, seen = self._procs.get(index), self._procs_seen.get(index)
+        if (kept is not None and not isinstance(kept, Unsupported) and seen is not None
+                and now - seen[0] < self.procs_hold_s and seen[1] == used):
+            return kept
+        got = self._read_procs(index)
+        if isinstance(got, Unsupported):
+            self._procs_seen.pop(index, None)
+        else:
+            self._procs_seen[index] = (now, used)
+        return got
 
     def _read_procs(self, index: int) -> tuple[GpuProc, ...] | Unsupported:
         nv = self._nvml

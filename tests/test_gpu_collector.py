@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from gpuwatch.collectors.gpu import RELAXED_SLOW_S, GpuCollector
+from gpuwatch.collectors.gpu import RELAXED_PROCESSES_S, RELAXED_SLOW_S, GpuCollector
 from gpuwatch.collectors.nspid import INIT_PIDNS_INODE, PidMap
 from gpuwatch.collectors.nvml_collector import SLOW_TTL_S
 from gpuwatch.collectors.nvml_session import NvmlSession
@@ -206,6 +206,35 @@ def per_tick_calls(fake, c, clock, ticks):
         step(fake, clock)
         out.append(c.sample()[0])
     return out, {fn: n - before.get(fn, 0) for fn, n in fake.calls.items() if n != before.get(fn, 0)}
+
+
+def test_relaxed_pace_reads_the_process_lists_when_a_gpus_memory_changes(fake, session, clock):
+    fake.goto("matmul_bf16", 0)
+    mem = [dict(fake.raw("memory", gpu=g)["v"]) for g in (0, 1)]
+    for g in (0, 1):  # the capture's memory, held steady (synthetic)
+        fake.set("memory", mem[g], gpu=g)
+    c = collector(session, clock)
+    c.sample()
+    c.set_pace(*RELAXED)
+    got, calls = per_tick_calls(fake, c, clock, 4)
+    assert calls["nvmlDeviceGetComputeRunningProcesses"] == 2  # both GPUs once, on the first relaxed tick
+    assert calls["nvmlDeviceGetMemoryInfo"] == 4 * 2  # both GPUs each tick; the job's read shared with its sample
+    assert [[p.pid for p in s.processes] for s in got] == [[ME]] * 4
+    # A tenant starts on the job's GPU: its context's memory shows, and so does it, on the same tick.
+    tenant = 1 << 29
+    fake.set("compute_procs", [[ME, fake.raw("compute_procs")["v"][0][1]], [4242, tenant]])
+    fake.set("memory", {**mem[0], "used": mem[0]["used"] + tenant, "free": mem[0]["free"] - tenant})
+    got, calls = per_tick_calls(fake, c, clock, 2)
+    assert [[p.pid for p in s.processes] for s in got] == [[ME, 4242]] * 2
+    assert got[0].mem_used == mem[0]["used"] + tenant
+    assert calls["nvmlDeviceGetComputeRunningProcesses"] == 1  # the job's GPU, once
+    # Memory unchanged: read again all the same once RELAXED_PROCESSES_S has passed.
+    clock.t += RELAXED_PROCESSES_S
+    _, calls = per_tick_calls(fake, c, clock, 1)
+    assert calls["nvmlDeviceGetComputeRunningProcesses"] == 2
+    c.set_pace(*FULL)  # every tick again
+    _, calls = per_tick_calls(fake, c, clock, 2)
+    assert calls["nvmlDeviceGetComputeRunningProcesses"] == 2 * 2
 
 
 def test_relaxed_pace_reads_the_gpu_buffer_every_second_tick(fake, session, clock):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.relaxed_stacks import LONGEST_RELAXED, outcome, paced_replay, recordings
+from bench.relaxed_stacks import LONGEST_RELAXED, outcome, paced_replay, per_sample, recordings
 from gpuwatch.collectors.pcie import RELAXED_REPLAYS_EVERY, REPLAYS_HELD
 from gpuwatch.model.values import known
 from gpuwatch.replay import load_frames
@@ -39,13 +39,7 @@ class ReplayReads:
         self.pending: dict[int, int] = {}
         self.held = 0
         """Ticks rewritten to REPLAYS_HELD."""
-        self.seen: dict[tuple[int, float], object] = {}
-
-    def link(self, p, relaxed: bool):
-        key = (p.index, p.t)
-        if key not in self.seen:  # a frame may show a sample again: rewrite it once
-            self.seen[key] = self._as_read(p, relaxed)
-        return self.seen[key]
+        self.frame = per_sample("pcie", self._as_read)
 
     def _as_read(self, p, relaxed: bool):
         if not known(p.replay_delta):  # not read (first window, an error): the next read starts over
@@ -59,11 +53,6 @@ class ReplayReads:
             return dataclasses.replace(p, replay_delta=REPLAYS_HELD)
         self.skipped[p.index] = 0
         return dataclasses.replace(p, replay_delta=self.pending.pop(p.index, 0) + p.replay_delta)
-
-    def frame(self, f, relaxed: bool):
-        if not isinstance(f.pcie, tuple):
-            return f
-        return dataclasses.replace(f, pcie=tuple(self.link(p, relaxed) for p in f.pcie))
 
 
 def replay(frames, reads: ReplayReads | None) -> list[tuple]:
