@@ -233,6 +233,14 @@ def verdicts(frames: Iterable[Frame], rewrite: Callable[[Frame, bool], Frame] | 
             for _, v, relaxed in paced_replay(frames, rewrite)]
 
 
+def before_after(path: str, rewrite: Callable[[Frame, bool], Frame]) -> tuple[list[tuple], list[tuple]]:
+    """A recording's ``verdicts`` (``path`` under the repository) as recorded and with ``rewrite``."""
+    from gpuwatch.replay import load_frames  # noqa: PLC0415 - as main() does
+
+    frames = list(load_frames(os.path.join(ROOT, path)))
+    return verdicts(frames), verdicts(frames, rewrite)
+
+
 def outcome(v: Verdict, relaxed: bool) -> tuple:
     """(stage, confidence, stall, candidate, relaxed after the tick): what the replay tests compare."""
     return v.stage, round(v.confidence, 3), v.stall, v.candidate, relaxed

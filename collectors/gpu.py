@@ -32,6 +32,7 @@ from gpuwatch.collectors.nvml_session import (
     counter_delta,
     describe,
 )
+from gpuwatch.diagnosis.thresholds import BAD_REASON_BITS
 from gpuwatch.model.gpu import GpmMetrics, GpuProcess, GpuSample
 from gpuwatch.model.values import Unsupported
 from gpuwatch.untrusted import clean
@@ -108,6 +109,17 @@ on 124 ticks, each of them with a change of the device's used memory; replayed w
 held as the collector now holds them (tests/test_relaxed_gpu_processes_replay.py), no verdict
 changes. ~0.2 ms a relaxed tick less."""
 
+RELAXED_THROTTLE_S = RELAXED_SLOW_S
+"""While the stack pace is relaxed, the throttle counters (nvmlDeviceGetFieldValues of five fields,
+1.1-2.3 ms of CPU a call on the H200: bench/results/2026-12-04-h200/run29, run34, run35) are read
+every this many seconds instead of every SLOW_TTL_S, unless a tick's clock-event reasons (read every
+tick) have shown a reason the diagnosis counts against the GPU (thermal, HW slowdown, power brake:
+BAD_REASON_BITS) since the last read: then every SLOW_TTL_S, as at full pace. The counters are
+cumulative, so the next read covers the whole time since the last; only the step is coarser. The
+SW power cap, at which a saturated H200 sits, is not such a reason: its share shows a 10 s mean.
+~0.1-0.23 ms a relaxed tick less. Replayed on the H200 recordings with the shares held as the
+collector now holds them (tests/test_relaxed_throttle_replay.py): no verdict changes."""
+
 RATES_MISSING = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound")
 """nvmlDeviceGetUtilizationRates answers that mean it will never answer on this GPU or driver
 (MIG instances, for one, have no utilization counters)."""
@@ -137,6 +149,8 @@ class _GpuState:
     throttle: dict[int, Field | Unsupported] | None = None
     throttle_out: tuple[float, Any] | None = None
     """(our clock, result) of the last throttle read that had a previous read to compare with."""
+    bad_reasons: bool = False
+    """A clock-event reason in BAD_REASON_BITS showed since the last throttle read."""
     static: dict[str, Any] = dc_field(default_factory=dict)
 
 
@@ -155,6 +169,7 @@ class GpuCollector(NvmlCollector):
         """The stack pace (gpuwatch/pace.py), set after every verdict: below full, the job has been
         steadily GPU-bound, and the GPU-utilization buffer is read less often (RELAXED_BUFFER_EVERY),
         GPM samples too (RELAXED_GPM_EVERY), memory and per-process utilization every RELAXED_SLOW_S,
+        the throttle counters every RELAXED_THROTTLE_S while no bad clock-event reason shows,
         the compute-process lists when the GPU's used memory changes (RELAXED_PROCESSES_S)."""
         self._relaxed = main < 1.0
         self._gpm.hold_s = (RELAXED_GPM_EVERY - 0.5) * self.interval if self._relaxed else 0.0
@@ -204,6 +219,7 @@ class GpuCollector(NvmlCollector):
         util_gpu, trace = self._util_gpu(i, st)
         util_mem = self._util_mem(i, st, gpm_works=self._gpm.supported(i) is True)
         mem = self._memory(i)
+        reasons = self._get(i, "clock-event reasons", "nvmlDeviceGetCurrentClocksEventReasons")
         return GpuSample(
             t=t, index=i, uuid=_str(st.static["uuid"]), name=_str(st.static["name"]),
             used_by_target=used, util_gpu=util_gpu, util_mem=util_mem, util_trace=trace,
@@ -217,8 +233,8 @@ class GpuCollector(NvmlCollector):
             sm_clock_max_mhz=_scale(st.static["sm_max"], 1),
             mem_clock_mhz=_scale(self._get(i, "memory clock", "nvmlDeviceGetClockInfo", nv.NVML_CLOCK_MEM), 1),
             mem_clock_max_mhz=_scale(st.static["mem_max"], 1),
-            clock_reasons=self._get(i, "clock-event reasons", "nvmlDeviceGetCurrentClocksEventReasons"),
-            throttle=self._throttle(i, st),
+            clock_reasons=reasons,
+            throttle=self._throttle(i, st, reasons),
             gpm=self._gpm_metrics(i),
             processes=self._processes(i, st, ours),
         )
@@ -330,17 +346,21 @@ class GpuCollector(NvmlCollector):
         read = lambda: self._util(i, st, nv.NVML_MEMORY_UTILIZATION_SAMPLES, "memory utilization")[0]  # noqa: E731
         return self.slowly(i, "memory utilization", read, self._slow_s()) if gpm_works else read()
 
-    def _throttle(self, i: int, st: _GpuState) -> Any:
+    def _throttle(self, i: int, st: _GpuState, reasons: Any) -> Any:
         """The share of time throttled per reason since the previous read of the counters. They are
-        cumulative, so reading them every SLOW_TTL_S loses nothing but time resolution, and one read
-        (nvmlDeviceGetFieldValues of five fields) cost ~1 ms of CPU on the H200 (run 14's
-        collector_cost), against ~0.01 ms for the clock-event reasons, which are read every tick
-        and show a throttle's onset at once. The second read comes a tick after the first, then
-        one every SLOW_TTL_S; the latest shares are shown in between."""
+        cumulative, so reading them every SLOW_TTL_S (RELAXED_THROTTLE_S while relaxed and no bad
+        reason has shown in ``reasons``, the tick's clock-event reasons) loses nothing but time
+        resolution, and one read (nvmlDeviceGetFieldValues of five fields) costs 1-2 ms of CPU on
+        the H200, against ~0.01 ms for the clock-event reasons, which are read every tick and show
+        a throttle's onset at once. The second read comes a tick after the first, then one every
+        SLOW_TTL_S; the latest shares are shown in between."""
         now = self.clock()
-        if st.throttle_out is not None and now - st.throttle_out[0] < SLOW_TTL_S:
+        st.bad_reasons |= isinstance(reasons, int) and bool(reasons & BAD_REASON_BITS)
+        every = RELAXED_THROTTLE_S if self._relaxed and not st.bad_reasons else SLOW_TTL_S
+        if st.throttle_out is not None and now - st.throttle_out[0] < every:
             return st.throttle_out[1]
         out = self._throttle_since_last(i, st)
+        st.bad_reasons = False
         if not (isinstance(out, Unsupported) and out.reason == THROTTLE_FIRST.reason):
             st.throttle_out = (now, out)
         return out

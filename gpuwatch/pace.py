@@ -10,8 +10,8 @@ RELAX_CONFIDENCE, or a tick where the GPU's busy time falls restores them at onc
 that appears shows first in the GPU's counters (busy falls at once), so the full rate is back
 before the stacks are needed to name it. The GPU collector follows the same pace: relaxed, it reads
 the driver's utilization buffer and takes a GPM sample every second tick (collectors/gpu.py,
-RELAXED_BUFFER_EVERY, RELAXED_GPM_EVERY) and the GPUs' process lists when their used memory changes
-(RELAXED_PROCESSES_S), the PCIe collector its replay counter every second tick
+RELAXED_BUFFER_EVERY, RELAXED_GPM_EVERY), the GPUs' process lists when their used memory changes
+(RELAXED_PROCESSES_S) and the throttle counters every 10 s (RELAXED_THROTTLE_S), the PCIe collector its replay counter every second tick
 (collectors/pcie.py, RELAXED_REPLAYS_EVERY); the host collector scans the processes outside the job
 every 6 s instead of 3 (collectors/others.py, RELAXED_EVERY_S), and the disk collector lists the
 open files of one process a tick instead of three (collectors/disk.py, RELAXED_SCAN_PER_TICK).

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from gpuwatch.collectors.gpu import RELAXED_PROCESSES_S, RELAXED_SLOW_S, GpuCollector
+from gpuwatch.collectors.gpu import RELAXED_PROCESSES_S, RELAXED_SLOW_S, RELAXED_THROTTLE_S, GpuCollector
 from gpuwatch.collectors.nspid import INIT_PIDNS_INODE, PidMap
 from gpuwatch.collectors.nvml_collector import SLOW_TTL_S
 from gpuwatch.collectors.nvml_session import NvmlSession
@@ -571,6 +571,39 @@ def test_throttle_counters_are_read_every_slow_ttl_and_cover_the_time_since_the_
     step(fake, clock)
     assert dict(c.sample()[0].throttle)["sw_power_cap"] == pytest.approx(0.25)  # 1 s of the 4 s since the last read
     assert fake.calls["nvmlDeviceGetFieldValues"] == reads + 1
+
+
+def test_relaxed_pace_reads_the_throttle_counters_less_often_until_a_bad_reason_shows(fake, session, clock):
+    # Synthetic counters and reasons: the SW power cap (0x4) the saturated H200 sits at, then SW thermal (0x20).
+    t0 = 1_796_212_800_000_000
+    fake.set("clock_reasons", 0x4)
+    c = collector(session, clock)
+    for k in range(2):  # the first window closes a tick after it opens
+        for fid in (74, 76, 269, 270, 271):
+            fake.set_field(fid, 0, ts_us=t0 + k * 500_000)
+        c.sample()
+        step(fake, clock)
+    c.set_pace(*RELAXED)
+    reads = fake.calls["nvmlDeviceGetFieldValues"]
+    fake.set_field(74, 2_000_000_000, ts_us=t0 + 10_500_000)  # the SW power cap for 2 s of the next 10
+    for _ in range(int(RELAXED_THROTTLE_S / 0.5) - 1):  # SLOW_TTL_S passes: no read while relaxed
+        c.sample()
+        step(fake, clock)
+    assert fake.calls["nvmlDeviceGetFieldValues"] == reads
+    assert dict(c.sample()[0].throttle)["sw_power_cap"] == pytest.approx(0.2)  # the whole 10 s since the last read
+    assert fake.calls["nvmlDeviceGetFieldValues"] == reads + 1
+    fake.set("clock_reasons", 0x4 | 0x20)  # a bad reason shows for one tick: every SLOW_TTL_S again
+    step(fake, clock)
+    c.sample()
+    fake.set("clock_reasons", 0x4)
+    for _ in range(int(SLOW_TTL_S / 0.5) - 1):
+        step(fake, clock)
+        c.sample()
+    assert fake.calls["nvmlDeviceGetFieldValues"] == reads + 2
+    for _ in range(int(SLOW_TTL_S / 0.5)):  # none since that read: the relaxed step again
+        step(fake, clock)
+        c.sample()
+    assert fake.calls["nvmlDeviceGetFieldValues"] == reads + 2
 
 
 def test_per_process_utilization_of_the_real_capture(fake, session, clock):

@@ -17,16 +17,13 @@ ticks differ.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 
-from bench.relaxed_stacks import LONGEST_RELAXED, per_sample, recordings, verdicts
+from bench.relaxed_stacks import LONGEST_RELAXED, before_after, per_sample, recordings
 from gpuwatch.collectors.gpu import RELAXED_PROCESSES_S
 from gpuwatch.model.values import known
-from gpuwatch.replay import load_frames
 
-ROOT = Path(__file__).resolve().parents[1]
 RUNS = LONGEST_RELAXED
 
 
@@ -71,9 +68,8 @@ def _identity(procs: tuple) -> tuple:
 
 @pytest.mark.parametrize("rel", RUNS)
 def test_relaxed_process_lists_change_no_verdict(rel):
-    frames = list(load_frames(str(ROOT / rel)))
     lists = HeldLists()
-    before, after = verdicts(frames), verdicts(frames, lists.frame)
+    before, after = before_after(rel, lists.frame)
     assert sum(r[0][4] for r in before) >= 10
     assert lists.held > 0  # relaxed ticks kept the list: there was something to change
     assert lists.stale == 0
@@ -84,8 +80,7 @@ def main() -> int:
     differ = total = held = stale = 0
     for rel in recordings():
         lists = HeldLists()
-        frames = list(load_frames(str(ROOT / rel)))
-        before, after = verdicts(frames), verdicts(frames, lists.frame)
+        before, after = before_after(rel, lists.frame)
         bad = [k for k, (a, b) in enumerate(zip(before, after)) if a != b]
         differ, total, held, stale = differ + len(bad), total + len(before), held + lists.held, stale + lists.stale
         if bad or lists.stale:
