@@ -43,13 +43,27 @@ async def test_down_then_enter_opens_the_process_and_escape_returns():
         assert "DataLoader worker of PID 4242" in text  # the role and why
         assert "python train.py" in text  # the command line
         assert "R 100 % running" in text  # state over time
-        assert "busy 100%" in text  # its stacks by label
+        assert "computing 100%" in text  # its stacks by activity, in words
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
         await pilot.press("left", "enter")  # the stage cursor moved last: Enter opens the stage
         await pilot.pause()
         assert isinstance(app.screen, StageScreen)
+
+
+async def test_the_process_screen_says_its_stack_shares_in_words():
+    """The shares above a process's hottest stacks read as the stacks screen and the report say
+    them ("waiting for a batch"), never the internal labels ("data_wait", "pin_idle")."""
+    app = make_app(ListSource(synthetic_frames(5)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("down", "up", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen) and app.screen.pid == MAIN_PID
+        shares = str(app.screen.query_one("#proc-shares").render())
+        assert "waiting for a batch 50%" in shares and "idle 50%" in shares
+        assert "data_wait" not in shares and "pin_idle" not in shares
 
 
 async def test_the_footer_says_what_enter_opens():

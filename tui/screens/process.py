@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 
+from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.model.values import known
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.hot import label_shares, stack_samples, threads
@@ -143,7 +144,8 @@ class ProcessScreen(WatchScreen):
         shares = self.query_one("#proc-shares", Plain)
         reason = fmt.reason(view.frame.stacks)
         if mine:
-            top = ", ".join(f"{label} {share:.0%}" for label, share in label_shares(mine)[:6])
+            # In words, as the stacks screen and the report say them ("waiting for a batch", not "data_wait").
+            top = ", ".join(f"{LABEL_WORDS.get(label, label)} {share:.0%}" for label, share in label_shares(mine)[:6])
             shares.update(f"{len(mine)} thread samples: {top}")
         elif reason is not None:
             shares.update(f"Stacks N/A: {reason}")
