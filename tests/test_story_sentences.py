@@ -236,7 +236,13 @@ def test_a_hysteresis_eased_cut_says_both_numbers():
     from gpuwatch.diagnosis.evidence import REQ
 
     c.check("steal", 0.04, 0.05, ">=", "CPU steal", kind=REQ)
-    assert c.items[0].text == "CPU steal: 4 % (needs at least 5 %; 3.8 % while this stage holds the verdict)"
+    # The second cut repeats its comparison: "; 3.8 % while this stage holds" read as a measured value
+    # ("GPU kernel-active time: 33 % (needs under 90 %; 95 % while this stage holds the verdict)").
+    assert c.items[0].text == "CPU steal: 4 % (needs at least 5 %; at least 3.8 % while this stage holds the verdict)"
+    challenger = Checks(v.CONTENTION, relax=-1.0)
+    challenger.check("gpu_busy", 0.33, 0.90, "<", "GPU kernel-active time", kind=REQ)
+    assert challenger.items[0].text == \
+        "GPU kernel-active time: 33 % (needs under 90 %; under 85 % to take the verdict over)"
 
 
 def test_counts_are_plural_only_when_they_should_be():

@@ -64,10 +64,12 @@ def cut(value: float, unit: str = "%") -> str:
 def needs(threshold: float, op: str, unit: str = "%", base: float | None = None, relax: float = 0.0) -> str:
     """``needs at least 5 %``, with the eased or tightened cut where hysteresis moved it. Cached: a
     tick asks for a few hundred of these, nearly all the same documented cuts as the tick before."""
-    text = f"needs {OP_WORDS.get(op, op)} {cut(threshold if base is None else base, unit)}"
+    words = OP_WORDS.get(op, op)
+    text = f"needs {words} {cut(threshold if base is None else base, unit)}"
     if base is not None and cut(base, unit) != cut(threshold, unit):
         when = "while this stage holds the verdict" if relax > 0 else "to take the verdict over"
-        text += f"; {cut(threshold, unit)} {when}"
+        # The comparison again: a bare "; 95 % while this stage holds" reads as a measured value.
+        text += f"; {words} {cut(threshold, unit)} {when}"
     return text
 
 
