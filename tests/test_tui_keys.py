@@ -196,6 +196,21 @@ def test_help_shows_each_key_as_itself():
     assert "\n]    " in help_text(key_lines(app, [app]))
 
 
+def test_help_explains_the_charts_stage_band():
+    """The band under every time chart ("?2222 CPU prep 222─") is in the legend: each mark and the
+    stage numbers it stands for, which the pipeline line numbers too."""
+    from gpuwatch.model.verdict import GPU_BOUND, IDLE, UNKNOWN
+    from gpuwatch.tui.chart_draw import BAND_MARK
+    from gpuwatch.tui.screens.help import help_text, key_lines
+
+    app = make_app(ListSource(synthetic_frames(1)))
+    text = help_text(key_lines(app, [app]))
+    assert "1 Disk → 2 CPU prep → 3 PCIe → 4 GPU memory → 5 Launch →\n6 Contention" in text  # a stage whole on its line
+    band = next(line for line in text.split("\n\n") if "band" in line)
+    for stage, word in ((GPU_BOUND, "GPU-bound"), (IDLE, "Idle"), (UNKNOWN, "Unknown")):
+        assert f"{BAND_MARK[stage]} {word}" in band
+
+
 async def test_help_lists_only_the_keys_that_act_here(tmp_path):
     """A live watch of one process: no playback keys and no rank key (its footer leaves them out
     too; pressed, they say why). A replay lists its playback keys. The box says how it closes."""

@@ -17,7 +17,8 @@ from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 
-from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES
+from gpuwatch.model.verdict import GPU_BOUND, IDLE, PIPELINE, STAGE_TITLES, UNKNOWN
+from gpuwatch.tui.chart_draw import BAND_MARK
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS
 from gpuwatch.tui.panels.footer import not_here
 from gpuwatch.tui.panels.plain import Plain
@@ -64,7 +65,11 @@ def own_bindings(node: DOMNode) -> list[Binding]:
 def help_text(lines: list[tuple[str, str]]) -> str:
     keys = "\n".join(textwrap.fill(f"{k:<{KEY_W}} {what}", TEXT_W, subsequent_indent=INDENT)
                      for k, what in lines)
-    stages = " → ".join(STAGE_TITLES[s] for s in PIPELINE)
+    # Wrapped here, a stage whole on its line ("6 Contention", not "6" then "Contention"): textwrap
+    # keeps words joined by no-break spaces, which become spaces again once it has wrapped.
+    stages = textwrap.fill(" → ".join(f"{n} {STAGE_TITLES[s]}".replace(" ", "\u00a0")
+                                      for n, s in enumerate(PIPELINE, start=1)), TEXT_W).replace("\u00a0", " ")
+    others = ", ".join(f"{BAND_MARK[s]} {STAGE_TITLES[s]}" for s in (GPU_BOUND, IDLE, UNKNOWN))
     levels = "   ".join(f"{LEVEL_GLYPHS[lv]} {LEVEL_WORDS[lv]}" for lv in LEVEL_GLYPHS)
     return (
         # The box covers the footer: it says itself how it closes.
@@ -76,6 +81,8 @@ def help_text(lines: list[tuple[str, str]]) -> str:
         f"Levels: {levels}\n"
         "The verdict names the stage that limits the job, how sure it is and how much "
         "faster the job could run if that stage were fixed.\n\n"
+        "Charts: the band under the time axis is the verdict's stage at each tick: its number "
+        f"(1-{len(PIPELINE)}), or {others}; its name where the run is wide enough.\n\n"
         "Processes, Hottest frame: what the process ran in the latest stack sample; dimmed, "
         "from an earlier one (workers are sampled in turn). Rows marked 'outside' are GPU "
         "processes of other users or jobs (NVML's list), not part of the watched job.\n"
