@@ -69,6 +69,18 @@ def test_neighbours_queueing_is_said_as_threads_not_a_share_over_100():
     assert "127 %" not in text and "1.27 threads ready to run" in text and "2 CPUs" in text
 
 
+def test_a_job_that_exited_has_its_gpu_stall_said_in_the_past():
+    """run25_lightning's last ticks read "Not training: the job exited (process 1680). The GPU also
+    idles ~0.2 s every ~0.6 s.": a GPU said to idle now, beside a job that is gone."""
+    exited = StageResult(stage=v.IDLE, fires=True, warn=False, strength=1.0, weight=0.0, evidence=(), sub="exited")
+    text = sentence(v.IDLE, exited, _signals(DECODE), v.Stall(period_s=0.61, idle_s=0.2, coincides_with=None))
+    assert "also idles" not in text
+    assert "While it ran, the GPU idled ~0.2 s every ~0.6 s." in text
+    running = StageResult(stage=v.GPU_BOUND, fires=True, warn=False, strength=1.0, weight=0.0, evidence=())
+    assert "The GPU also idles ~0.2 s every ~0.6 s." in \
+        sentence(v.GPU_BOUND, running, _signals(DECODE), v.Stall(period_s=0.61, idle_s=0.2, coincides_with=None))
+
+
 # -- "decode" only where a decoder was seen ---------------------------------------------------------
 
 def test_the_cpu_prep_sentences_say_decode_only_on_a_decoder_seen():

@@ -49,7 +49,10 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
         text += HOLDING
     if stall is not None:
         during = f", during {stall.coincides_with}" if stall.coincides_with else ""
-        text += f" The GPU also idles ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
+        if stage == IDLE and sub == "exited":  # the stall was seen while the job ran: it is gone now
+            text += f" While it ran, the GPU idled ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
+        else:
+            text += f" The GPU also idles ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
     return text + epochs(s.phases)
 
 
