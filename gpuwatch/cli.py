@@ -37,7 +37,8 @@ def _positive(name: str, lo: float, hi: float):
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a number, not {text!r}") from None
         if not (lo <= v <= hi) or v != v:
-            raise argparse.ArgumentTypeError(f"{name} must be between {lo:g} and {hi:g}, not {text}")
+            # .10g: plain digits up to ten of them ("10000000", where :g wrote "1e+07")
+            raise argparse.ArgumentTypeError(f"{name} must be between {lo:.10g} and {hi:.10g}, not {text}")
         return v
 
     return parse

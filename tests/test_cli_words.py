@@ -173,3 +173,14 @@ def test_an_out_of_range_frame_time_is_still_a_bad_line(tmp_path):
     p.write_text(header + "\n" + json.dumps(rec).replace('"INF"', "1e999") + "\n")
     r = run("replay", str(p), "--json", "--speed", "0")
     assert r.returncode == 2 and "Frame.t: inf is out of range" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_range_error_writes_its_bounds_as_plain_numbers():
+    # trial14: `gpuwatch --pid P --duration -3` said "must be between 0.1 and 1e+07".
+    import argparse
+
+    from gpuwatch.cli import _positive
+
+    with pytest.raises(argparse.ArgumentTypeError) as e:
+        _positive("--duration", 0.1, 10**7)("-3")
+    assert str(e.value) == "--duration must be between 0.1 and 10000000, not -3"
