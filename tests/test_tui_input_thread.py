@@ -122,3 +122,28 @@ def test_the_exit_flag_leaves_descriptors_alone_once_closed():
         for fd in (r, w, *numbers):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def test_bytes_that_are_not_utf8_are_read_as_replacement_characters_not_an_exit():
+    # A terminal that sends Alt+key as an 8-bit byte (xterm's eightBitInput, a Latin-1 locale) or
+    # a stray byte in a paste: a strict UTF-8 decode raised in the input thread, and Textual ended
+    # the app with a traceback (and exit code 0). The bytes around it are still the keys they were.
+    r, w = os.pipe()
+    os.write(w, b"a\xff\xe1b")
+    got: list = []
+    driver = _driver(r, got)
+    thread = threading.Thread(target=driver.run_input_thread)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while len(got) < 4 and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert thread.is_alive()
+        assert [getattr(m, "character", None) for m in got] == ["a", "\ufffd", "\ufffd", "b"]
+    finally:
+        driver.exit_event.set()
+        thread.join(5)
+        driver.exit_event.close()
+        os.close(r)
+        os.close(w)
+    assert not thread.is_alive()

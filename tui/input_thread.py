@@ -85,7 +85,9 @@ def sleeping_input(base: type) -> type:
             wake: WakingEvent = self.exit_event
             fileno = self.fileno
             parser = XTermParser(self._debug)
-            decode = getincrementaldecoder("utf-8")().decode
+            # errors="replace": a byte that is not UTF-8 (an 8-bit Alt+key, a stray byte in a paste)
+            # reads as U+FFFD; strict, as in Textual's loop, it raised here and the app ended.
+            decode = getincrementaldecoder("utf-8")(errors="replace").decode
             selector = selectors.SelectSelector()  # as Textual's: select() works on every tty
             selector.register(fileno, selectors.EVENT_READ)
             selector.register(wake.read_fd, selectors.EVENT_READ)
