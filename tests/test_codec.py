@@ -134,3 +134,23 @@ def test_to_json_refuses_what_json_cannot_write():
 
     with pytest.raises(TypeError):
         to_json({"a": {1, 2}})
+
+
+def test_an_older_recordings_job_exit_reads_in_words_not_the_exception_name():
+    """Recordings made before the collectors said the job's end in words carry
+    "procs: TargetGone: process 1289 exited" (run25, field): replayed, the processes panel, the
+    host line and the report showed the exception's name and the field's key."""
+    from pathlib import Path
+
+    from gpuwatch.model.values import Unsupported
+    from gpuwatch.replay import load_frames
+
+    rec = Path(__file__).parent / "data" / "h200" / "run25_imagefolder_persistent.jsonl.gz"
+    frames = load_frames(str(rec))
+    reasons = [getattr(f, name).reason for f in frames for name in ("procs", "disk", "stacks", "host")
+               if isinstance(getattr(f, name), Unsupported)]
+    assert reasons and not [r for r in reasons if "TargetGone" in r or r.startswith(("procs:", "disk:"))]
+    assert frames[-1].procs.reason == "the job's processes: the job exited (process 1289)"
+    assert from_dict(Frame, {**to_dict(frames[-1]), "disk": {"unsupported": "disk: TargetGone: process no longer "
+                                                              "exists (pid=7)"}}).disk.reason == \
+        "disk activity: the job exited (process no longer exists (pid=7))"

@@ -14,7 +14,7 @@ import typing
 from functools import lru_cache
 from typing import Any, Union
 
-from gpuwatch.model.values import Unsupported
+from gpuwatch.model.values import Unsupported, older_reason
 from gpuwatch.untrusted import clean
 
 SCHEMA_VERSION = 1
@@ -134,7 +134,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
     if tp is Unsupported:
         if not (isinstance(data, dict) and "unsupported" in data):
             raise DecodeError(f"{where}: expected an unsupported marker")
-        return Unsupported(clean(str(data["unsupported"])))
+        return Unsupported(older_reason(clean(str(data["unsupported"]))))
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise DecodeError(f"{where}: expected an object for {tp.__name__}")
@@ -185,7 +185,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
 
 def _decode_union(args: tuple[Any, ...], data: Any, where: str) -> Any:
     if isinstance(data, dict) and "unsupported" in data and Unsupported in args:
-        return Unsupported(clean(str(data["unsupported"])))
+        return Unsupported(older_reason(clean(str(data["unsupported"]))))
     if data is None and type(None) in args:
         return None
     errors = []

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import TypeVar, Union
 
+from gpuwatch.model.field_words import words
 from gpuwatch.untrusted import clean, is_clean
 
 T = TypeVar("T")
@@ -46,6 +47,20 @@ def job_exited(reason: str | None) -> str:
     m = _PROCESS_EXITED.fullmatch(reason)
     detail = (f"process {m[1]}" + (f"; {m[2]}" if m[2] else "")) if m else reason
     return f"{JOB_EXITED} ({detail})"
+
+_OLDER_EXIT = re.compile(r"(\w+): TargetGone: (.+)")
+"""How recordings made before the collectors said the job's end in words carry it: the field's key
+and the exception's name ("procs: TargetGone: process 1289 exited"; tests/data/h200 run25, field)."""
+
+
+def older_reason(reason: str) -> str:
+    """An older recording's reason in the words a collector writes today: its job-exit reason reads
+    "the job's processes: the job exited (process 1289)"; any other reason as it is."""
+    if "TargetGone" not in reason:
+        return reason
+    m = _OLDER_EXIT.fullmatch(reason)
+    return f"{words(m[1])}: {job_exited(m[2])}" if m else reason
+
 
 PENDING = Unsupported("no sample yet")
 """Placeholder for a collector that has not produced its first sample."""
