@@ -15,7 +15,7 @@ from gpuwatch.tui.screens.help import HelpScreen, own_bindings, screen_nodes
 from gpuwatch.tui.screens.main import MainScreen
 from gpuwatch.tui.screens.process import ProcessScreen
 from gpuwatch.tui.screens.stage import StageScreen
-from tests.test_tui_fixtures import MAIN_PID, WORKER_PIDS, ListSource, make_app, screen_text, settle, \
+from tests.test_tui_fixtures import MAIN_PID, WORKER_PIDS, ListSource, QueueSource, make_app, screen_text, settle, \
     synthetic_frame, synthetic_frames
 
 SIZE = (120, 40)
@@ -64,6 +64,29 @@ async def test_the_process_screen_says_its_stack_shares_in_words():
         shares = str(app.screen.query_one("#proc-shares").render())
         assert "waiting for a batch 50%" in shares and "idle 50%" in shares
         assert "data_wait" not in shares and "pin_idle" not in shares
+
+
+async def test_a_process_no_longer_listed_gives_its_state_when_last_seen_not_now():
+    """A DataLoader worker replaced at an epoch's end (field_imagefolder_epochs): its screen said
+    "no longer listed (exited?); its last reading" above "State now: R"."""
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        for i in range(2):
+            source.put(synthetic_frame(i))
+        await pilot.pause(0.2)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen) and app.screen.pid == WORKER_PIDS[0]
+        states = app.screen.query_one("#proc-states")
+        assert str(states.render()).startswith("State now: R")
+        f = synthetic_frame(2)
+        rest = tuple(p for p in f.procs.processes if p.pid != WORKER_PIDS[0])
+        source.put(dataclasses.replace(f, procs=dataclasses.replace(f.procs, processes=rest)))
+        await pilot.pause(0.2)
+        assert "no longer listed" in str(app.screen.query_one("#proc-title").render())
+        assert str(states.render()).startswith("State when last seen: R")
+        source.put(None)
 
 
 async def test_the_footer_says_what_enter_opens():
