@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from gpuwatch.model import Unsupported
@@ -80,6 +81,11 @@ def test_evidence_value_against_threshold_fits_the_value_column():
     assert _against(item(0.9, ">=", 0.15)) == "90 % ≥ 15 %"  # in the item's unit, as the evidence says it
     assert _against(item(0.00145, "<", 0.95, "cores")) == "0.00 core"  # the pair is too wide: the reading alone
     assert _against(item(0.0375, ">=", 0.0375)) == "4 % ≥ 3.8 %" and len("4 % ≥ 3.8 %") <= VALUE_W
+    # Not met, the pair says so: "99 % < 90 %" (the Disk drill-down's GPU kernel-active time on a
+    # GPU-bound replay) read as a false statement.
+    unmet = dataclasses.replace(item(0.99, "<", 0.90), supports=False)
+    assert _against(unmet) == "99 % ≮ 90 %"
+    assert _against(dataclasses.replace(item(0.0, ">=", 0.075), supports=False)) == "0 % ≱ 7.5 %"
 
 
 def test_process_order_sorts_filters_and_draws_the_tree():

@@ -197,13 +197,17 @@ class StageScreen(WatchScreen):
 
 
 OP_SIGNS = {">=": "≥", ">": ">", "<=": "≤", "<": "<"}
+NOT_SIGNS = {">=": "≱", ">": "≯", "<=": "≰", "<": "≮"}
+"""The comparison an item fails, so the pair stays a true statement ("99 % ≮ 90 %", not "99 % < 90 %")."""
 
 
 def _against(e: Evidence) -> str:
-    """``62 % ≥ 20 %`` in the item's unit, as the evidence list says it; the reading alone where the
-    pair would not fit the value column (the cut is drawn as the plot's second line)."""
+    """``62 % ≥ 20 %`` in the item's unit, as the evidence list says it (``≱`` where it is not met);
+    the reading alone where the pair would not fit the value column (the cut is drawn as the plot's
+    second line)."""
     value = fmt_value(e.value, e.unit)
     if e.threshold is None:
         return value
-    both = f"{value} {OP_SIGNS.get(e.op, e.op)} {cut(e.threshold, e.unit)}"
+    sign = (OP_SIGNS if e.supports else NOT_SIGNS).get(e.op, e.op)
+    both = f"{value} {sign} {cut(e.threshold, e.unit)}"
     return both if len(both) <= VALUE_W else value
