@@ -262,25 +262,45 @@ class BadLineReport:
             print(f"gpuwatch: {self.path}: {self.count} bad lines in all, skipped", file=sys.stderr)
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _GzipStream(gzip.GzipFile):
+    """A gzip stream over a file object that it closes too (GzipFile leaves a given one open)."""
+
+    def __init__(self, under: IO[bytes]) -> None:
+        super().__init__(fileobj=under, mode="rb")
+        self._under = under
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._under.close()
+
+
 def open_recording(path: str) -> IO[bytes]:
     """The recording as a binary stream: gzip-decoded when it starts with gzip's magic bytes,
-    whatever its name (a plain recording named ``.gz`` reads as it is); a pipe cannot be rewound to
-    sniff, so one named ``.gz`` is taken as gzip. A device (``/dev/zero``) is refused: it never
-    ends and holds no recording."""
+    whatever its name (a plain recording named ``.gz`` reads as it is). A pipe or a FIFO cannot be
+    rewound, but its first bytes can be looked at without reading them (``peek``): a gzip stream
+    piped in (``cat run.jsonl.gz | gpuwatch replay /dev/stdin``) is decoded too. A device
+    (``/dev/zero``) is refused: it never ends and holds no recording."""
     st = os.stat(path)
     if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
         raise NotARecording(path, "a device, not a recording")
     if stat.S_ISDIR(st.st_mode):
         raise NotARecording(path, "a folder, not a recording")
-    if path.endswith(".gz") and not stat.S_ISREG(st.st_mode):
-        return gzip.open(path, "rb")
     f = open(path, "rb")  # noqa: SIM115 - closed by the caller
     if stat.S_ISREG(st.st_mode):
         magic = f.read(2)
         f.seek(0)
-        if magic == b"\x1f\x8b":
+        if magic == GZIP_MAGIC:
             f.close()
             return gzip.open(path, "rb")
+        return f
+    # peek does one read at most: a writer that sent a single byte first leaves the name to say it
+    if f.peek(2)[:2] == GZIP_MAGIC or path.endswith(".gz"):
+        return _GzipStream(f)
     return f
 
 

@@ -124,6 +124,21 @@ def test_replay_and_diagnose_of_a_pipe_read_every_tick():
         assert r.returncode == 0 and check(r.stdout), (args, r.stderr[-2000:])
 
 
+def test_a_gzip_recording_through_a_pipe_is_read_as_gzip():
+    # trial14: `cat run.jsonl.gz | gpuwatch replay /dev/stdin` said "line 1 is not a gpuwatch record
+    # (binary data (NUL bytes))": a file is told by its gzip magic bytes, a pipe was not (it cannot
+    # be rewound, but its first bytes can be looked at without reading them).
+    import gzip
+
+    with subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE) as cat:
+        feeder = threading.Thread(target=lambda: (cat.stdin.write(gzip.compress(DEMO.read_bytes())), cat.stdin.close()))
+        feeder.start()
+        r = run("replay", "/dev/stdin", "--json", stdin=cat.stdout)
+        feeder.join(5)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(r.stdout.splitlines()) == TICKS
+
+
 def test_a_fifo_that_is_no_recording_ends_with_one_line(tmp_path):
     fifo = tmp_path / "junk.fifo"
     os.mkfifo(fifo)
