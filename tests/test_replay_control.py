@@ -138,16 +138,48 @@ async def test_the_replay_is_marked_from_the_first_frame_and_its_keys_work(tmp_p
         assert control.position < before and len(app.analysis.frames) <= control.frames
 
 
+async def _until(pilot, done, tries: int = 60) -> None:  # noqa: ANN001
+    """Let the app run until ``done()`` holds (or ``tries`` short pauses have passed)."""
+    for _ in range(tries):
+        await pilot.pause(0.05)
+        if done():
+            return
+
+
+async def test_after_a_seek_back_the_charts_and_verdicts_are_fed_by_the_new_pass(tmp_path):
+    """trial14: a backward seek gave the app a fresh Analysis while the running pipeline kept
+    updating the old one, so the screens read an empty window from then on: the main screen's
+    charts showed "GPU busy ━ N/A" with no plot and no band until the replay ended (tmux, the H200
+    checkpoint recording), the drill-downs' histories were empty, and "export report" said "No
+    frames yet"; the verdicts came from the old window, frames of both passes in it."""
+    from gpuwatch.tui.panels.job_charts import JobCharts
+
+    path = write_recording(tmp_path / "r.jsonl", synthetic_frames(60))
+    control = ReplayControl(0)
+    control.faster(3)
+    app = make_app(ReplaySource(str(path), control=control))
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: control.position >= 20)
+        await pilot.press("space")  # paused: the pass after the seek is counted frame by frame
+        await pilot.press("left_square_bracket")
+        await _until(pilot, lambda: control.frames and control.position < 20)  # the pass from the top began
+        await pilot.press("full_stop", "full_stop")
+        await pilot.pause(0.3)
+        view = app.view
+        assert view is not None and len(view.frames) == control.frames
+        ts = [f.t for f in view.frames]
+        assert ts == sorted(ts) and view.frames[-1] is view.frame  # one pass, up to the frame shown
+        chart = app.screen.query_one(JobCharts)
+        assert len(chart._plots[0].series[0].values) == len(view.frames)
+
+
 async def test_an_ended_replay_says_so_without_its_play_mark_and_speed(tmp_path):
     path = write_recording(tmp_path / "r.jsonl", synthetic_frames(5))
     control = ReplayControl(0)
     control.faster(3)
     app = make_app(ReplaySource(str(path), control=control))
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(60):
-            await pilot.pause(0.05)
-            if app.ended:
-                break
+        await _until(pilot, lambda: app.ended)
         await pilot.pause()
         top = screen_text(app).splitlines()[0]
         assert "REPLAY ■ ended ([ seeks back)" in top

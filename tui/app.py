@@ -212,7 +212,8 @@ class GpuwatchApp(AppKeys, App[int]):
     @work(exclusive=True, group="frames", exit_on_error=False, description="Reading frames")
     async def consume(self) -> None:
         """Run the tick pipeline: record each tick and ask for a redraw (coalesced)."""
-        ticks = Pipeline(self.source, self.analysis, self.ranks, sinks=(self.on_tick,)).ticks()
+        self.pipeline = Pipeline(self.source, self.analysis, self.ranks, sinks=(self.on_tick,))
+        ticks = self.pipeline.ticks()
         last: Frame | None = None
         try:
             async for tick in ticks:

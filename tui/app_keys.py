@@ -33,6 +33,8 @@ class AppKeys:
 
     replay: ReplayControl | None = None
     """The replay's playback control, or None for a live watch."""
+    pipeline: Any = None
+    """The tick pipeline that updates ``analysis`` and ``ranks`` (set when frames start coming)."""
 
     def attach_replay(self, source: Any) -> None:
         """Take the source's playback control, if it has one (a replay the TUI steers)."""
@@ -118,9 +120,12 @@ class AppKeys:
         self.replay_state = self.replay.describe()
 
     def _replay_restarted(self) -> None:
-        """A backward seek replays from the top: verdicts and ranks start again, as on a fresh replay."""
+        """A backward seek replays from the top: verdicts and ranks start again, as on a fresh replay.
+        The running pipeline is handed the new ones: it updates them, and the screens read them."""
         self.analysis = type(self.analysis)()
         self.ranks = type(self.ranks)()
+        if self.pipeline is not None:
+            self.pipeline.analysis, self.pipeline.ranks = self.analysis, self.ranks
         self.rank_tick = None
         self.ended = None
 
