@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -147,3 +148,25 @@ def test_bytes_that_are_not_utf8_are_read_as_replacement_characters_not_an_exit(
         os.close(r)
         os.close(w)
     assert not thread.is_alive()
+
+
+def _input_threads(pid: int) -> int:
+    return sum(1 for t in Path(f"/proc/{pid}/task").iterdir() if t.joinpath("comm").read_text().strip() == THREAD_NAME)
+
+
+def test_a_sigcont_without_a_stop_starts_no_second_input_loop_and_q_still_quits():
+    # A hung-up terminal (an SSH drop) sends SIGHUP and SIGCONT; `kill -CONT` the same. Textual
+    # restarts its application mode on every SIGCONT: a second input loop beside the running one,
+    # sharing its exit pipe. On quitting, the loop Textual joins could sleep on after the other had
+    # drained the pipe: `q` hung (2 of 3 tries in tmux) and SIGTERM no longer ended it; two such
+    # gpuwatch processes were left running after their tmux sessions closed.
+    argv = [sys.executable, "-m", "gpuwatch", "replay", str(RECORDING), "--speed", "0.5"]
+    for _ in range(3):
+        with pty_session(argv) as tui:
+            _input_thread(tui.proc.pid, time.monotonic() + 60)
+            os.kill(tui.proc.pid, signal.SIGCONT)
+            time.sleep(1.0)
+            assert _input_threads(tui.proc.pid) == 1
+            tui.type(b"q")
+            tui.proc.wait(timeout=20)
+            assert tui.proc.returncode == 0, tui.text[-500:]

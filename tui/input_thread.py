@@ -80,6 +80,16 @@ def sleeping_input(base: type) -> type:
             super().close()
             self.exit_event.close()
 
+        def _sigcont_application(self, *args: Any) -> None:
+            """Textual restarts application mode on every SIGCONT. One with no stop before it (a
+            hung-up terminal sends SIGHUP and SIGCONT; ``kill -CONT``) finds this loop running:
+            a restart would start a second loop beside it on the same exit pipe, and the loop a
+            quit joins could sleep on after the other had drained the pipe (the app then hung,
+            deaf to SIGTERM). A real stop (SIGTSTP, Ctrl+Z) ended the loop first: that resumes."""
+            if self._key_thread is not None and self._key_thread.is_alive():
+                return
+            super()._sigcont_application(*args)
+
         def run_input_thread(self) -> None:
             name_this_thread(THREAD_NAME)
             wake: WakingEvent = self.exit_event
