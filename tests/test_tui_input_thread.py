@@ -170,3 +170,23 @@ def test_a_sigcont_without_a_stop_starts_no_second_input_loop_and_q_still_quits(
             tui.type(b"q")
             tui.proc.wait(timeout=20)
             assert tui.proc.returncode == 0, tui.text[-500:]
+
+
+def test_a_stop_and_continue_resumes_the_input_loop():
+    # SIGTSTP (kill -TSTP, a shell's job control) then SIGCONT (fg): Textual stops application mode
+    # and closes the driver, which closed the exit pipe; the resumed loop then registered fd -1 and
+    # the app ended with a ValueError traceback.
+    argv = [sys.executable, "-m", "gpuwatch", "replay", str(RECORDING), "--speed", "0.5"]
+    with pty_session(argv) as tui:
+        _input_thread(tui.proc.pid, time.monotonic() + 60)
+        os.kill(tui.proc.pid, signal.SIGTSTP)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{tui.proc.pid}/stat").read_text().split()[2] != "T" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(tui.proc.pid, signal.SIGCONT)
+        _input_thread(tui.proc.pid, time.monotonic() + 10)  # the loop runs again
+        time.sleep(0.5)
+        assert tui.proc.poll() is None and "Traceback" not in tui.text, tui.text[-1500:]
+        tui.type(b"q")
+        tui.proc.wait(timeout=20)
+        assert tui.proc.returncode == 0 and "Traceback" not in tui.text, tui.text[-1500:]

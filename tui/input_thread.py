@@ -80,6 +80,13 @@ def sleeping_input(base: type) -> type:
             super().close()
             self.exit_event.close()
 
+        def start_application_mode(self) -> None:
+            # A stop (SIGTSTP) closed the driver and with it the exit pipe: the resumed loop needs
+            # a new one (the closed one keeps its fds at -1 for the handlers that outlive the app).
+            if self.exit_event.read_fd < 0:
+                self.exit_event = WakingEvent()
+            super().start_application_mode()
+
         def _sigcont_application(self, *args: Any) -> None:
             """Textual restarts application mode on every SIGCONT. One with no stop before it (a
             hung-up terminal sends SIGHUP and SIGCONT; ``kill -CONT``) finds this loop running:
