@@ -28,7 +28,7 @@ from gpuwatch.collectors.nvml_session import (
     describe,
     wrap_modulus,
 )
-from gpuwatch.model.pcie import PcieSample
+from gpuwatch.model.pcie import REPLAYS_HELD, PcieSample
 from gpuwatch.model.values import Unsupported
 
 FI_TX_BYTES = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES
@@ -53,8 +53,6 @@ exact too. nvmlDeviceGetPcieReplayCounter costs 0.31-0.47 ms of CPU a call on th
 no stage, confidence, sentence or remedy changes; a window with one counted row has no rate to give
 (once, on an exited job's last tick, an information line of the evidence is left out)."""
 
-REPLAYS_HELD = Unsupported("PCIe replays: read every second tick while the job is steadily GPU-bound; "
-                           "the next reading counts these")
 
 RESET_FACTOR = 2.0
 """A counter delta above this many times the link's capacity is a counter reset (driver reload),

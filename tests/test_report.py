@@ -16,7 +16,7 @@ import pytest
 from gpuwatch.cli import parse_args
 from gpuwatch.model import Evidence, Stall, StackSample, ThreadStack, Unsupported
 from gpuwatch.collectors.gpu import THROTTLE_FIRST
-from gpuwatch.collectors.pcie import FIRST_WINDOW as PCIE_FIRST_WINDOW
+from gpuwatch.collectors.pcie import FIRST_WINDOW as PCIE_FIRST_WINDOW, REPLAYS_HELD
 from gpuwatch.model.disk import NO_IO
 from gpuwatch.model.values import JOB_EXITED, PENDING
 from gpuwatch.report import NOT_RECORDED, run_diagnose
@@ -190,6 +190,17 @@ def test_gaps_leave_out_normal_states_and_the_runs_edges():
     # a place that never read past its first window was not measured at all
     never = [replace(f, gpus=(replace(f.gpus[0], throttle=THROTTLE_FIRST),)) for f in frames[:1]]
     assert "gpus[].throttle" in {g.what for g in collect_gaps(never)}
+
+
+def test_a_replay_count_held_while_relaxed_is_no_gap():
+    """While relaxed the PCIe replay counter is read every second tick and the tick between carries
+    REPLAYS_HELD: the next read counts those replays, so nothing went unchecked."""
+    frames = [make_frame(i) for i in range(4)]
+    for i in (1, 3):
+        frames[i] = replace(frames[i], pcie=(replace(frames[i].pcie[0], replay_delta=REPLAYS_HELD),))
+    assert "pcie[].replay_delta" not in {g.what for g in collect_gaps(frames)}
+    r = build_report(collected(frames, [verdict(f.t) for f in frames]), make_env(), "replay", path="r.jsonl")
+    assert "replays" not in render_markdown(r).split("## Not checked, and why")[1]
 
 
 def test_not_checked_names_readings_in_plain_words():

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwatch.model.values import Maybe
+from gpuwatch.model.values import Maybe, Unsupported
+
+REPLAYS_HELD = Unsupported("PCIe replays: read every second tick while the job is steadily GPU-bound; "
+                           "the next reading counts these")
+"""``replay_delta`` of a tick the relaxed pace did not read the counter on (collectors/pcie.py,
+RELAXED_REPLAYS_EVERY): nothing was missed, the next read's count holds it (the report does not
+list it under "Not checked")."""
 
 
 @dataclass(frozen=True, slots=True)

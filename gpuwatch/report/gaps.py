@@ -1,8 +1,9 @@
 """What could not be read during the run: every Unsupported reason met, deduplicated by place.
 
 Left out, as they are no gap: the normal states a field says with a reason (no CPU quota set, no
-disk request finished in the tick), and the run's edges, when a place read fine at other ticks: a
-collector's first seconds and first counter window, and the reads that found the job gone at its end."""
+disk request finished in the tick, a PCIe replay count the relaxed pace left to the next read), and
+the run's edges, when a place read fine at other ticks: a collector's first seconds and first counter
+window, and the reads that found the job gone at its end."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from functools import lru_cache
 from gpuwatch.model.disk import NO_IO
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import NO_CPU_QUOTA
+from gpuwatch.model.pcie import REPLAYS_HELD
 from gpuwatch.model.values import JOB_EXITED, PENDING, Unsupported
 from gpuwatch.model.field_words import words
 from gpuwatch.report.model import Gap
@@ -21,8 +23,8 @@ from gpuwatch.report.model import Gap
 _NUMBERS = re.compile(r"\d+(\.\d+)?")
 """Reasons that differ only in numbers ("last sample 12 s ago" / "14 s ago") are one gap."""
 FRAME_FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
-NORMAL = frozenset({NO_CPU_QUOTA.reason, NO_IO.reason})
-"""Reasons that state a fact about the job, not a reading that failed."""
+NORMAL = frozenset({NO_CPU_QUOTA.reason, NO_IO.reason, REPLAYS_HELD.reason})
+"""Reasons that state a fact about the job, or a count left to the next read, not a reading that failed."""
 EDGE = re.compile(rf"{PENDING.reason}|first window|{JOB_EXITED}|TargetGone|process no longer exists|process \d+ exited")
 """Reasons met only at the run's edges: before a collector's first sample or its first counter
 window (collectors/gpm.py, gpu.py and pcie.py say "first window"), and after the job exited
