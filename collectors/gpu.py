@@ -104,7 +104,8 @@ RELAXED_PROCESSES_S = RELAXED_SLOW_S
 only when the GPU's used memory, read every tick anyway, has changed since the list was read, or
 every this many seconds (NvmlSession.procs_hold_s). A process that starts on the GPU creates a
 context and allocates memory, and one that leaves frees it, so a new tenant shows on the same tick
-as before. On the 61 H200 recordings (2,489 GPU samples), the list or a process's memory changed
+as before (not so where the GPU is a NUMA node, whose lists are read every tick:
+NvmlSession._is_numa_node). On the 61 H200 recordings (2,489 GPU samples), the list or a process's memory changed
 on 124 ticks, each of them with a change of the device's used memory; replayed with the lists
 held as the collector now holds them (tests/test_relaxed_gpu_processes_replay.py), no verdict
 changes. ~0.2 ms a relaxed tick less."""

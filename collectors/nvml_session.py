@@ -178,6 +178,8 @@ class NvmlSession:
         """While above 0 (the relaxed pace, set by the GPU collector), a GPU's compute-process list is
         read again only once it is this old or the GPU's used memory has changed since it was read
         (collectors/gpu.py, RELAXED_PROCESSES_S)."""
+        self._numa_gpu: dict[int, bool] = {}
+        """GPU -> whether NVML names a NUMA node for it (the GPU is one): its lists are never held."""
         self._mem_v2 = True
         self._mem: dict[int, tuple[float, Any]] = {}
         """GPU -> (our clock, its last memory read: the struct or the NVMLError raised)."""
@@ -363,13 +365,13 @@ class NvmlSession:
     def _procs_of(self, index: int, now: float) -> tuple[GpuProc, ...] | Unsupported:
         """GPU ``index``'s list: the last one again while held and the GPU's used memory is as it
         was when that list was read (a process that starts on the GPU or leaves it allocates or
-        frees its context's memory), else read now."""
-        if self.procs_hold_s <= 0:
-            self._procs_seen.pop(index, None)
-            return self._read_procs(index)
+        frees its context's memory; never where the GPU is a NUMA node, ``_is_numa_node``), else
+        read now."""
         try:
-            used = int(self.memory(index).used)
+            used = int(self.memory(index).used) if self.procs_hold_s > 0 and not self._is_numa_node(index) else None
         except (GpuLost, self._nvml.NVMLError, self._nvml.NVMLLibraryMismatchError, AttributeError, TypeError):
+            used = None
+        if used is None:
             self._procs_seen.pop(index, None)
             return self._read_procs(index)
         kept, seen = self._procs.get(index), self._procs_seen.get(index)
@@ -382,6 +384,23 @@ class NvmlSession:
         else:
             self._procs_seen[index] = (now, used)
         return got
+
+    def _is_numa_node(self, index: int) -> bool:
+        """Whether the GPU is a NUMA node (Grace Hopper and the like: nvmlDeviceGetNumaNodeId names
+        its node; asked once). There the OS manages the GPU's memory and keeps its pages after a
+        process ends (nvmlDeviceGetMemoryInfo's note in NVML's reference), so used memory need not
+        change when a process starts or leaves, and the lists are read every tick. NotSupported, as
+        the H200 answered (bench/results/2026-12-02-h200/diagnose_h200_decode.md), or a binding
+        without the call: the driver accounts the memory itself. Raises GpuLost."""
+        hit = self._numa_gpu.get(index)
+        if hit is None:
+            try:
+                node = self.call(index, "nvmlDeviceGetNumaNodeId")
+                hit = isinstance(node, int) and node >= 0
+            except (AttributeError, self._nvml.NVMLError, self._nvml.NVMLLibraryMismatchError):
+                hit = False
+            self._numa_gpu[index] = hit
+        return hit
 
     def _read_procs(self, index: int) -> tuple[GpuProc, ...] | Unsupported:
         nv = self._nvml

@@ -307,6 +307,14 @@ class FakeNvml:
         return [SimpleNamespace(pid=self._pid(pid, g), usedGpuMemory=mem, gpuInstanceId=0xFFFFFFFF,
                                 computeInstanceId=0xFFFFFFFF) for pid, mem in self._value(g, "compute_procs")]
 
+    def nvmlDeviceGetNumaNodeId(self, h: _Handle) -> int:
+        """The capture's "numa_node" where set, else NotSupported, as the H200 answered
+        (bench/results/2026-12-02-h200/diagnose_h200_decode.md): only a GPU that is a NUMA node has one."""
+        g = self._enter("nvmlDeviceGetNumaNodeId", h)
+        if self._raw(g, "numa_node", self.tick) is None:
+            raise pynvml.NVMLError_NotSupported()
+        return self._value(g, "numa_node")
+
     def nvmlDeviceGetFieldValues(self, h: _Handle, ids: list) -> Any:
         g = self._enter("nvmlDeviceGetFieldValues", h)
         key = next((k for k, members in FIELD_KEYS.items() if ids and ids[0] in members), "fields_other")

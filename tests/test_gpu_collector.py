@@ -237,6 +237,24 @@ def test_relaxed_pace_reads_the_process_lists_when_a_gpus_memory_changes(fake, s
     assert calls["nvmlDeviceGetComputeRunningProcesses"] == 2 * 2
 
 
+def test_relaxed_pace_reads_the_process_lists_every_tick_where_the_gpu_is_a_numa_node(fake, session, clock):
+    """Where the GPU is a NUMA node (Grace Hopper: NVML names its node) the OS manages its memory and
+    keeps pages after a process ends (nvmlDeviceGetMemoryInfo's note), so used memory need not move
+    when a process starts or leaves: the lists are not held there (synthetic memory and node)."""
+    fake.goto("matmul_bf16", 0)
+    for g in (0, 1):
+        fake.set("memory", dict(fake.raw("memory", gpu=g)["v"]), gpu=g)
+        fake.set("numa_node", 1 + g, gpu=g)
+    c = collector(session, clock)
+    c.sample()
+    c.set_pace(*RELAXED)
+    per_tick_calls(fake, c, clock, 2)
+    fake.set("compute_procs", [[ME, fake.raw("compute_procs")["v"][0][1]], [4242, 1 << 29]])  # used memory as it was
+    got, calls = per_tick_calls(fake, c, clock, 1)
+    assert [p.pid for p in got[0].processes] == [ME, 4242]
+    assert calls["nvmlDeviceGetComputeRunningProcesses"] == 2
+
+
 def test_relaxed_pace_reads_the_gpu_buffer_every_second_tick(fake, session, clock):
     # The pageable copy: its samples vary (37-42 %), so the latest period and the tick's mean differ.
     fake.goto("h2d_pageable", 1)
