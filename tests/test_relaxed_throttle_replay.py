@@ -2,15 +2,16 @@
 clock-event reason has shown since the last read (collectors/gpu.py), replayed on real H200
 recordings.
 
-The recordings read the counters every SLOW_TTL_S and show the latest shares in between. Replayed
-here through the analysis and the pace as the live pipeline runs them, each GPU sample is rewritten
-as the collector now reads it: a new reading only once SLOW_TTL_S (full pace, or a bad reason seen
-since the last reading) or RELAXED_THROTTLE_S (relaxed) has passed since the last, each reason's
-share the mean of the recorded readings since then; the last reading in between. The whole verdict
-is compared tick by tick.
+The recordings read the counters every SLOW_TTL_S (the older ones every tick) and show the latest
+shares in between. Replayed here through the analysis and the pace as the live pipeline runs them,
+each GPU sample is rewritten as the collector now reads it: a new reading once SLOW_TTL_S (full
+pace, or a bad reason seen since the last reading) or RELAXED_THROTTLE_S (relaxed) has passed since
+the last, each reason's share the mean of the recorded readings since then (the one the recording
+shows where none is new: read every tick, steady shares read alike); the last reading in between.
+The whole verdict is compared tick by tick.
 
 Outcome on every H200 recording (``python -m tests.test_relaxed_throttle_replay``): 0 of 2,489
-ticks differ; 802 ticks show an older reading than recorded. No recording shows a bad
+ticks differ; 578 ticks show an older reading than recorded. No recording shows a bad
 reason (the H200s sat at the SW power cap, which the diagnosis does not count against the GPU).
 """
 
@@ -44,6 +45,8 @@ class ThrottleReads:
         """GPUs whose clock-event reasons showed a bad one since the last reading."""
         self.older = 0
         """Ticks that show an older reading than the recording."""
+        self.oldest = 0.0
+        """The age of the oldest reading a tick showed, in seconds."""
         self.frame = per_sample("gpus", self._as_read)
 
     def _as_read(self, g, relaxed: bool):
@@ -60,10 +63,14 @@ class ThrottleReads:
         if known(g.clock_reasons) and g.clock_reasons & BAD_REASON_BITS:
             self.bad.add(g.index)
         every = RELAXED_THROTTLE_S if relaxed and g.index not in self.bad else SLOW_TTL_S
-        if hit is not None and (not new or g.t - hit[0] < every - SLACK_S):
+        if hit is not None and g.t - hit[0] < every - SLACK_S:
             self.older += hit[1] != g.throttle
+            self.oldest = max(self.oldest, g.t - hit[0])
             return dataclasses.replace(g, throttle=hit[1])
-        value = _mean(self.since.pop(g.index))
+        # Due: the recorded readings since the last, or, where the recording shows none new (its
+        # reading every tick gave the same shares, or its own next reading is a tick or two away),
+        # the one it shows.
+        value = _mean(self.since.pop(g.index)) if got else g.throttle
         self.last[g.index] = (g.t, value)
         self.bad.discard(g.index)
         return dataclasses.replace(g, throttle=value)
@@ -83,6 +90,7 @@ def test_relaxed_throttle_reads_change_no_verdict(rel):
     reads = ThrottleReads()
     before, after = before_after(rel, reads.frame)
     assert sum(r[0][4] for r in before) >= 10
+    assert reads.oldest < RELAXED_THROTTLE_S  # read as often as the collector reads
     assert after == before
 
 
