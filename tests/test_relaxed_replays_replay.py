@@ -24,6 +24,7 @@ import pytest
 
 from bench.relaxed_stacks import LONGEST_RELAXED, outcome, paced_replay, per_sample, recordings
 from gpuwatch.collectors.pcie import RELAXED_REPLAYS_EVERY, REPLAYS_HELD
+from gpuwatch.diagnosis.gpu_signals import gpu_signals
 from gpuwatch.model.values import known
 from gpuwatch.replay import load_frames
 
@@ -87,6 +88,38 @@ def test_relaxed_replay_counter_changes_no_verdict(rel):
     assert [r[0] for r in after] == [r[0] for r in before]
     dropped = rate_lines_kept(before, after)
     assert len(dropped) <= 1 and all(after[k][0][0][0] == "idle" for k in dropped)  # the exited job's last tick
+
+
+RATE = 1000.0
+"""Replays a second of the synthetic counter below."""
+
+
+def with_counter(frames: list) -> list:
+    """Each link's replay_delta as a counter at RATE a second read at the recorded ticks gives it."""
+    last: dict[int, float] = {}
+    out = []
+    for f in frames:
+        if isinstance(f.pcie, tuple):
+            pcie = []
+            for p in f.pcie:
+                before = last.get(p.index, p.t)
+                last[p.index] = max(before, p.t)
+                pcie.append(dataclasses.replace(p, replay_delta=int(RATE * p.t) - int(RATE * before)))
+            f = dataclasses.replace(f, pcie=tuple(pcie))
+        out.append(f)
+    return out
+
+
+def test_the_replay_rate_over_held_ticks_is_the_rate_read_every_tick():
+    """The H200 recordings saw no replay, so their verdicts cannot show the rate: here each link of a
+    real recording holds a synthetic counter (with_counter), read every tick and held every second."""
+    frames = with_counter(list(load_frames(str(ROOT / RUNS[0]))))
+    reads = ReplayReads()
+    held = [reads.frame(f, True) for f in frames]
+    assert reads.held >= len(frames) // 3
+    for k in range(8, len(frames), 5):
+        assert gpu_signals(frames[k - 8:k], frozenset(), None).replays_per_s == pytest.approx(RATE, rel=0.001)
+        assert gpu_signals(held[k - 8:k], frozenset(), None).replays_per_s == pytest.approx(RATE, rel=0.001)
 
 
 def main() -> int:
