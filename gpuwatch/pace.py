@@ -11,8 +11,9 @@ that appears shows first in the GPU's counters (busy falls at once), so the full
 before the stacks are needed to name it. The GPU collector follows the same pace: relaxed, it reads
 the driver's utilization buffer and takes a GPM sample every second tick (collectors/gpu.py,
 RELAXED_BUFFER_EVERY, RELAXED_GPM_EVERY), the GPUs' process lists when their used memory changes
-(RELAXED_PROCESSES_S) and the throttle counters every 10 s (RELAXED_THROTTLE_S), the PCIe collector its replay counter every second tick
-(collectors/pcie.py, RELAXED_REPLAYS_EVERY); the host collector scans the processes outside the job
+(RELAXED_PROCESSES_S) and the throttle counters every 10 s while no bad clock-event reason shows
+(RELAXED_THROTTLE_S), the PCIe collector its replay counter every second tick (collectors/pcie.py,
+RELAXED_REPLAYS_EVERY); the host collector scans the processes outside the job
 every 6 s instead of 3 (collectors/others.py, RELAXED_EVERY_S), and the disk collector lists the
 open files of one process a tick instead of three (collectors/disk.py, RELAXED_SCAN_PER_TICK).
 """
