@@ -11,7 +11,13 @@ One exception to "over one tick": while the pace is relaxed, PCIe traffic read f
 and newer) shows the window before again on every second tick, and the next window's rate covers
 both ticks (collectors/gpu.py, RELAXED_GPM_EVERY). The PCIe byte counters then run up to a tick's
 traffic behind, and each relaxed phase leaves them off by one tick at the rate before it minus one
-tick at its last window's rate (nothing for steady traffic).
+tick at its last window's rate (nothing for steady traffic). Likewise the GPU's throttled seconds:
+a throttle reading is the share of time throttled since the previous read of NVIDIA's cumulative
+counters (every 5 s, or every 10 s while relaxed: collectors/gpu.py, RELAXED_THROTTLE_S), and it
+stands for each tick until the next read. While the read interval holds, that sums to the throttled
+time, one reading late; where the pace changes, one reading stands for ticks spanning more or less
+time than it measured (about 2 s too many throttled seconds in all on the H200 switch runs). An
+exact total would need each sample to carry the counter itself, a change of the recording format.
 """
 
 from __future__ import annotations
