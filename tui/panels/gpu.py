@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 
@@ -118,9 +120,14 @@ class GpuArea(SteadyLines, VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Plain("GPU: waiting for the first sample", classes="gpu-notice")
 
+    @cached_property
+    def _notice(self) -> Plain:
+        """Looked up once (composed once, never removed): not a DOM query a frame."""
+        return self.query_one(".gpu-notice", Plain)
+
     def show(self, view: View) -> None:
         gpus = view.frame.gpus
-        notice = self.query_one(".gpu-notice", Plain)
+        notice = self._notice
         if isinstance(gpus, Unsupported):
             notice.update(f"GPU: unavailable — {gpus.reason}")
             notice.display = True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.reactive import var
@@ -68,6 +70,13 @@ class HeaderBar(SteadyLines, Horizontal):
         yield Plain("", id="header-flags")
         yield StateLine(id="header-state")
 
+    @cached_property
+    def _pieces(self) -> tuple[Plain, Plain, StateLine]:
+        """What is watched, the flags, the state: each looked up once (composed once, never removed),
+        not a DOM query a frame."""
+        return (self.query_one("#header-what", Plain), self.query_one("#header-flags", Plain),
+                self.query_one("#header-state", StateLine))
+
     def show(self, view: View) -> None:
         self._view = view
         t = view.frame.target
@@ -84,7 +93,7 @@ class HeaderBar(SteadyLines, Horizontal):
             parts.append("no GPU in use")
         else:
             parts.append("GPU N/A")
-        self.query_one("#header-what", Plain).update(" · ".join(parts))
+        self._pieces[0].update(" · ".join(parts))
         self._draw_state()
 
     def watch_self_cpu(self) -> None:
@@ -114,7 +123,7 @@ class HeaderBar(SteadyLines, Horizontal):
             flags.append("● REC")
         if self.ended and not self.replay:
             flags.append(f"■ {self.ended}")
-        w = self.query_one("#header-flags", Plain)
+        w = self._pieces[1]
         w.update(" ".join(flags))
         w.display = bool(flags)
         w.set_class(self.paused or "❚❚" in self.replay, "-paused")
@@ -135,7 +144,7 @@ class HeaderBar(SteadyLines, Horizontal):
             # and a new width means a layout of the whole screen and a full repaint (on a replay of
             # the H200 benchmark job, every time the figure went between 9.x and 10.x).
             pad = " " * (4 - len(cpu))
-        self.query_one("#header-state", StateLine).show(pad + " · ".join(parts))
+        self._pieces[2].show(pad + " · ".join(parts))
 
     def on_mount(self) -> None:
         self._draw_flags()

@@ -9,6 +9,8 @@ users, other jobs: NVML's list) come last, marked ``outside``, as nvitop lists t
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -147,6 +149,17 @@ class ProcessPanel(SteadyLines, Vertical):
         drawn or not (a frame can come before the screen is ready, or while paused), so what the
         table shows depends on the frames alone, not on which of them were drawn."""
 
+    @cached_property
+    def _notes(self) -> tuple[Plain, Plain, Plain]:
+        """The notice, the stacks note and the state line: each looked up once (composed once, never
+        removed), not a DOM query a frame."""
+        return (self.query_one(".procs-notice", Plain), self.query_one(".stacks-note", Plain),
+                self.query_one(".procs-state", Plain))
+
+    @cached_property
+    def table(self) -> KeyedTable:
+        return self.query_one("#procs", KeyedTable)
+
     def on_mount(self) -> None:
         self.border_title = "Processes"  # shown where the layout gives the panel a border
         self.query_one(".procs-notice", Plain).display = False
@@ -179,10 +192,6 @@ class ProcessPanel(SteadyLines, Vertical):
     def _filter_kept(self) -> None:
         self.close_filter(clear=False)
 
-    @property
-    def table(self) -> KeyedTable:
-        return self.query_one("#procs", KeyedTable)
-
     def set_order(self, *, sort: str | None | bool = False, tree: bool | None = None,
                   query: str | None = None) -> None:
         """Change sort (False: keep), tree or filter and redraw from the last view at once."""
@@ -200,7 +209,7 @@ class ProcessPanel(SteadyLines, Vertical):
 
     def _draw_state(self) -> None:
         """The line under the table: filter, sort, tree, and whether the rows are the last ones seen."""
-        state = self.query_one(".procs-state", Plain)
+        state = self._notes[2]
         parts = []
         if _last_seen(self._view):
             parts.append("last seen before the job exited")
@@ -224,8 +233,8 @@ class ProcessPanel(SteadyLines, Vertical):
         if was != _last_seen(view):
             self._draw_state()
         procs = view.frame.procs
-        notice = self.query_one(".procs-notice", Plain)
-        table = self.query_one("#procs", KeyedTable)
+        notice, stacks_note, _ = self._notes
+        table = self.table
         if isinstance(procs, Unsupported):
             notice.update(f"Processes: unavailable — {procs.reason}")
             notice.display = True
@@ -233,7 +242,6 @@ class ProcessPanel(SteadyLines, Vertical):
             return
         notice.display = False
         table.display = True
-        stacks_note = self.query_one(".stacks-note", Plain)
         reason = fmt.reason(view.frame.stacks)
         stacks_note.display = reason is not None
         if reason is not None:
