@@ -47,10 +47,20 @@ class WatchScreen(SteadyLines, Screen):
     def show(self, view: View) -> None:
         """Draw ``view``. Called for every rendered frame while this screen is on top."""
 
+    _headers: tuple[HeaderBar, ...] | None = None
+    """The screen's header bars (one, or none), kept once the screen is composed: the query walks
+    and matches every widget of the screen, ~0.4 ms of CPU at 200x60 on the CPU VM, and the own-CPU
+    figure syncs the header every 2 s."""
+
     def sync_header(self) -> None:
         """Copy the app's flags (paused, recording, ended, own CPU) into this screen's header."""
         app = self.watch_app
-        for header in self.query(HeaderBar):
+        headers = self._headers
+        if headers is None:
+            headers = tuple(self.query(HeaderBar))
+            if self.composed:  # every widget is mounted: none is left to come
+                self._headers = headers
+        for header in headers:
             header.paused = app.paused
             header.recording = app.recording_path or ""
             header.ended = app.ended or ""
