@@ -142,16 +142,14 @@ class KeyedTable(DirectRepaint, ScrollView, can_focus=True):
             self.refresh()
             self._scroll_to_cursor()
         else:
-            for i in changed:
-                self._refresh_row(i)
+            self._refresh_rows(*changed)
 
     def move_cursor(self, row: int) -> None:
         """Put the cursor on row ``row`` (clamped; -1 is the last row) and scroll it into view."""
         row = max(0, min(row if row >= 0 else len(self._keys) + row, len(self._keys) - 1))
         if row != self._cursor:
-            self._refresh_row(self._cursor)
-            self._cursor = row
-            self._refresh_row(row)
+            old, self._cursor = self._cursor, row
+            self._refresh_rows(old, row)
         self._scroll_to_cursor()
 
     action_move_cursor = move_cursor
@@ -164,10 +162,15 @@ class KeyedTable(DirectRepaint, ScrollView, can_focus=True):
         if offset is not None and offset.y >= 1:
             self.move_cursor(offset.y - 1 + self.scroll_offset.y)
 
-    def _refresh_row(self, i: int) -> None:
-        y = i + 1 - self.scroll_offset.y  # the header is line 0
-        if 1 <= y < self.size.height:
-            self.refresh(Region(0, y, self.size.width, 1))
+    def _refresh_rows(self, *rows: int) -> None:
+        """Repaint the lines of ``rows`` that are in view, in one refresh: each refresh tells the
+        screen on its own (and works the widget's size out again), and a tick changes several rows."""
+        if not rows:
+            return
+        top, (width, height) = self.scroll_offset.y, self.size
+        lines = [y for y in (i + 1 - top for i in rows) if 1 <= y < height]  # the header is line 0
+        if lines:
+            self.refresh(*(Region(0, y, width, 1) for y in lines))
 
     def _scroll_to_cursor(self) -> None:
         top, shown = self.scroll_offset.y, max(1, self.size.height - 1)
