@@ -224,3 +224,32 @@ def test_role_label_counts_summed_give_each_roles_label_shares():
                 for c in counts:
                     summed.update(c.get(role, ()))
                 assert shares(summed) == label_shares(mine)
+
+
+def test_window_counts_kept_as_the_window_moves_equal_the_window_summed_again():
+    """WindowCounts adds the samples that came into the window and takes off those that left: at
+    every frame of two H200 recordings one after the other (the window moving over 30 frames) and
+    of the synthetic one, each role's counts equal the window's role_label_counts summed afresh,
+    with no label left at 0 (a 0 would still be listed by shares); a window that jumps (another
+    rank, a seek) too."""
+    from collections import Counter
+
+    from gpuwatch.diagnosis.stack_counts import stack_samples as all_samples
+    from gpuwatch.replay import load_frames
+    from gpuwatch.tui.hot import STACK_WINDOW, WindowCounts, role_label_counts
+
+    recorded = [*load_frames("tests/data/h200/field_lightning_persistent.jsonl.gz"),  # two runs: 60 samples
+                *load_frames("tests/data/h200/run25_lightning_persistent.jsonl.gz")]
+    for frames in (recorded, synthetic_frames(12)):
+        kept = WindowCounts()
+        ends = [*range(1, len(frames) + 1), len(frames) // 2, 1, len(frames)]  # then jumps back and forth
+        for end in ends:
+            samples = stack_samples(frames[max(0, end - STACK_WINDOW):end])
+            summed: dict[str, Counter[str]] = {}
+            for s in samples:
+                for role, counts in role_label_counts(s).items():
+                    summed.setdefault(role, Counter()).update(counts)
+            totals = kept.update(samples)
+            assert {r: c for r, c in totals.items() if c} == summed
+            assert all(n > 0 for c in totals.values() for n in c.values())
+    assert len(all_samples(recorded)) > len(stack_samples(recorded))  # samples did leave the window

@@ -11,7 +11,8 @@ from gpuwatch.diagnosis.stack_counts import stack_samples as counted_samples
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.stacks import ROLE_OTHER_THREAD, StackSample, ThreadStack, activity
 
-__all__ = ["STACK_WINDOW", "HotFrame", "hot_frames", "label_shares", "role_label_counts", "stack_samples", "threads"]
+__all__ = ["STACK_WINDOW", "HotFrame", "WindowCounts", "hot_frames", "label_shares", "role_label_counts", "stack_samples",
+           "threads"]
 
 STACK_WINDOW = 30
 """Frames whose stack samples the stacks views count: 30 s at the default 1 s tick, long enough
@@ -63,3 +64,31 @@ def role_label_counts(sample: StackSample) -> dict[str, Counter[str]]:
             continue
         counts.setdefault(t.role, Counter())[activity(t.role, t.label, t.detail)] += 1
     return counts
+
+
+class WindowCounts:
+    """:func:`role_label_counts` summed per role over a window of samples that moves a sample or two
+    a frame: the samples that came into the window are counted and added, those that left it taken
+    off, rather than the whole window (~30 samples) summed again for each role each frame."""
+
+    def __init__(self) -> None:
+        self._counted: dict[float, dict[str, Counter[str]]] = {}
+        """Each sample of the window counted per role, by its time (a sample is known by its time)."""
+        self._totals: dict[str, Counter[str]] = {}
+
+    def update(self, samples: Sequence[StackSample]) -> dict[str, Counter[str]]:
+        """Per role, each label's thread-samples over ``samples`` (labels with a count above 0 only)."""
+        before = self._counted
+        now = {s.t: c if (c := before.get(s.t)) is not None else role_label_counts(s) for s in samples}
+        totals = {role: Counter(mine) for role, mine in self._totals.items()}
+        for t, counts in before.items():
+            if t not in now:
+                for role, mine in counts.items():
+                    totals[role].subtract(mine)
+        for t, counts in now.items():
+            if t not in before:
+                for role, mine in counts.items():
+                    totals.setdefault(role, Counter()).update(mine)
+        self._counted = now
+        self._totals = {role: +mine for role, mine in totals.items()}  # unary +: the counts above 0
+        return self._totals

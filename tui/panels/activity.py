@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from gpuwatch.diagnosis.stack_counts import shares as count_shares
 from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.tui import format as fmt
-from gpuwatch.tui.hot import STACK_WINDOW, role_label_counts, stack_samples
+from gpuwatch.tui.hot import STACK_WINDOW, WindowCounts, stack_samples
 from gpuwatch.tui.panels.plain import Plain
 from gpuwatch.tui.plot import bar
 from gpuwatch.tui.roles import ROLES
@@ -38,10 +36,9 @@ class ActivityPanel(Plain):
         if self.display:
             self._draw(view)
 
-    _counted: dict[float, dict[str, Counter[str]]] = {}
-    """Each sample of the window counted per role (:func:`role_label_counts`), by its time: a new
-    frame brings at most one new sample, and counting the window's ~30 samples again for each
-    role was most of the panel's CPU a tick. Only the current window's samples are kept."""
+    _counts: WindowCounts | None = None
+    """The window's samples counted per role: a new frame brings at most one new sample, and
+    counting the window's ~30 samples again for each role was most of the panel's CPU a tick."""
 
     _drawn: tuple | None = None
     """The stack samples (by time) and the reason drawn last: a frame without a new stack sample
@@ -54,13 +51,12 @@ class ActivityPanel(Plain):
         if key == self._drawn:
             return
         self._drawn = key
-        counted = self._counted
-        self._counted = {s.t: c if (c := counted.get(s.t)) is not None else role_label_counts(s) for s in samples}
+        if self._counts is None:
+            self._counts = WindowCounts()
+        totals = self._counts.update(samples)
         lines = []
         for role, title in ROLES:
-            mine: Counter[str] = Counter()
-            for counts in self._counted.values():
-                mine.update(counts.get(role, ()))
+            mine = totals.get(role)
             if not mine:
                 continue
             shares = "  ".join(f"{LABEL_WORDS.get(label, label)} {bar(share, BAR_W).rstrip()} {share:.0%}"
