@@ -135,3 +135,24 @@ def test_the_tui_snapshots_of_the_recordings_say_it_in_plain_words():
                 continue  # a stack table row: the job's own code
             found |= {f"{path.name}: {p}" for p in _problems(line, keys)}
     assert not found, sorted(found)
+
+
+GPU_BUSY_NUMBER = re.compile(r"\bGPU is busy\b[ (]*\d|\bGPU busy ━")
+""""busy" beside a number names two metrics: the sentence's kernel-active time (GPM GR engine, a median
+over the evidence window) and the charts' NVML utilization at the latest tick (copies count too). The
+sentence says "has work", the charts "GPU util" (the GPU panel's word), so 99 % and 69 % side by side
+do not read as one number contradicted."""
+
+
+def test_the_verdict_and_the_charts_name_their_gpu_numbers_apart(built):
+    name, verdicts, report = built
+    said = {verdict_text(vd) for vd in verdicts} | {t for t in _json_texts(json.loads(render_json(report)))}
+    assert {t for t in said if GPU_BUSY_NUMBER.search(t)} == set(), name
+    if name.startswith("h200"):  # the sentence still says its number
+        assert any(re.search(r"GPU has work (only )?\d", t) for t in said), name
+
+
+def test_the_snapshot_charts_label_nvml_utilization_apart_from_the_verdict():
+    lines = [(p.name, line) for p in sorted(SNAPSHOTS.glob("*.svg")) for line in _svg_lines(p)]
+    assert [n for n, line in lines if GPU_BUSY_NUMBER.search(line)] == []
+    assert any("GPU util ━" in line for _, line in lines)

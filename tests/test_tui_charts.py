@@ -150,11 +150,11 @@ def test_series_read_the_gpu_and_the_rolling_data_wait_once_per_frame():
     assert again[-1].main == 0 and again[-1].wait_share == 100.0
     assert again[:-1] == rows  # the frames read before are not read again
     plots = series.plots(frames)
-    assert [s.label for s in plots[0].series] == ["GPU busy", "SM active", "memory"]
+    assert [s.label for s in plots[0].series] == ["GPU util", "SM active", "memory"]
     assert [s.label for s in plots[1].series] == ["data wait", "worker CPU"]
     assert [s.label for s in plots[2].series] == ["PCIe RX", "TX"]
     no_gpu = series.plots(synthetic_frames(5, gpus=False))  # nothing to plot for the GPU: it goes last
-    assert [p.series[0].label for p in no_gpu] == ["data wait", "GPU busy", "PCIe RX"]
+    assert [p.series[0].label for p in no_gpu] == ["data wait", "GPU util", "PCIe RX"]
 
 
 async def test_the_main_screen_chart_fills_the_width_and_shows_more_plots_when_taller():
@@ -164,7 +164,7 @@ async def test_the_main_screen_chart_fills_the_width_and_shows_more_plots_when_t
         chart = app.screen.query_one(JobCharts)
         assert chart.size.width == 78  # the width less its margins
         text_80 = screen_text(app)
-        assert "GPU busy" in text_80 and "data wait" not in text_80
+        assert "GPU util" in text_80 and "data wait" not in text_80
         assert "0-100 % · last 30s" in text_80  # the 30 frames held, not the 156 ticks the axis could hold
         assert "CPU prep" in text_80.splitlines()[app.screen.query_one(JobCharts).region.bottom - 1]
         await pilot.resize_terminal(200, 60)
@@ -172,7 +172,7 @@ async def test_the_main_screen_chart_fills_the_width_and_shows_more_plots_when_t
         await pilot.pause()
         assert chart.size.width == 198
         text_200 = screen_text(app)
-        assert all(label in text_200 for label in ("GPU busy", "data wait", "worker CPU", "PCIe RX"))
+        assert all(label in text_200 for label in ("GPU util", "data wait", "worker CPU", "PCIe RX"))
 
 
 async def test_the_drill_down_plots_its_signals_and_evidence_as_charts():

@@ -96,7 +96,7 @@ def frames_span(first_t: float, last_t: float, interval: float) -> float:
 
 
 def title_line(plot: Plot, width: int, span_s: float | None) -> list[Part]:
-    """``GPU busy ━ 99 %  SM active ━ 86 %`` left, ``0-100 % · last 6m20s`` right."""
+    """``GPU util ━ 99 %  SM active ━ 86 %`` left, ``0-100 % · last 6m20s`` right."""
     parts: list[Part] = []
     used = 0
     for i, s in enumerate(plot.series):

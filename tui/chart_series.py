@@ -1,4 +1,4 @@
-"""What the main screen's time charts plot, read once per frame: GPU busy, SM active and memory;
+"""What the main screen's time charts plot, read once per frame: GPU util (NVML), SM active and memory;
 data wait and worker CPU; PCIe RX and TX. Over the GPUs the job uses (several: their mean, and
 the sum of their PCIe traffic).
 
@@ -131,7 +131,7 @@ class ChartSeries:
         def now_pct(name: str) -> str:
             return fmt.pct(getattr(last, name) if last is not None else None)
 
-        gpu = Plot((Series("GPU busy", col("busy"), now_pct("busy")), Series("SM active", col("sm"), now_pct("sm")),
+        gpu = Plot((Series("GPU util", col("busy"), now_pct("busy")), Series("SM active", col("sm"), now_pct("sm")),
                     Series("memory", col("mem"), now_pct("mem"))), 100.0, "0-100 %" + gpus)
         cpu = col("worker_cpu")
         cpu_top = max(100.0, nice(max((x for x in cpu if x is not None), default=0.0)))

@@ -196,7 +196,7 @@ def _h2d(f: dict, sub: str, s: Signals) -> str:
 
 def _gpu_memory(f: dict, sub: str, s: Signals) -> str:
     if sub == "stacks":
-        return (f"The GPU is busy ({fmt(f.get('busy'))}) while the main thread is in layout ops "
+        return (f"The GPU has work {fmt(f.get('busy'))} of the time while the main thread is in layout ops "
                 f"{fmt(f.get('layout_share'))} of the time{_in(f.get('layout_detail'))}; without GPM this "
                 "memory-bound reading is weak.")
     return (f"GPU-bound on memory traffic, not math: SMs {fmt(f.get('sm'))} active but tensor cores "
@@ -266,10 +266,10 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
     else:
         keeps = "the input keeps up" + (f" (data wait {fmt(w)})" if w is not None else "")
     if not f.get("gpm"):
-        return (f"GPU-bound: the GPU is busy {fmt(f.get('busy'))} of the time and {keeps}; without GPM this "
+        return (f"GPU-bound: the GPU has work {fmt(f.get('busy'))} of the time and {keeps}; without GPM this "
                 "means never starved, not necessarily efficient.")
     head = "Healthy, GPU-bound" if f.get("saturated") else "Mostly GPU-bound"
-    text = (f"{head}: the GPU is busy {fmt(f.get('busy'))} with SMs {fmt(f.get('sm'))} active and "
+    text = (f"{head}: the GPU has work {fmt(f.get('busy'))} of the time with SMs {fmt(f.get('sm'))} active and "
             f"tensor cores {fmt(f.get('tensor'))}; {keeps}.")
     if not f.get("saturated") and f.get("busy") is not None:
         text += (f" It idles {fmt(1 - f['busy'])} of the time for no host-side reason gpuwatch can see "

@@ -27,7 +27,7 @@ WORDS = {
     "gpus[].sm_clock_mhz": "GPU SM clock",
     "gpus[].temp_c": "GPU temperature",
     "gpus[].throttle": "time the GPU was slowed down (thermal, power)",
-    "gpus[].util_gpu": "GPU busy",
+    "gpus[].util_gpu": "GPU utilization (NVML)",
     "gpus[].util_mem": "GPU memory controller busy",
     "pcie": "PCIe link and traffic",
     "pcie[].capacity_bps": "PCIe link capacity",

@@ -81,8 +81,8 @@ def charts(series: Sequence[Tick], span: float, tops: dict[str, float] | None = 
     titles = {k: v for k, v in STAGE_TITLES.items()}
     out = [
         band_chart("stage", "The verdict's stage", axis, col("stage"), STAGE_COLOURS, titles),
-        line_chart("gpu", "GPU busy and SM active (percent, mean over the job's GPUs)", axis,
-                   [Line("gpu_busy", "GPU busy (NVML)", col("gpu_busy")),
+        line_chart("gpu", "GPU util and SM active (percent, mean over the job's GPUs)", axis,
+                   [Line("gpu_busy", "GPU util (NVML)", col("gpu_busy")),
                     Line("sm_active", "SM active (GPM)", col("sm_active"))], PERCENT, 100.0),
         line_chart("data_wait", f"Main thread waiting for data (percent of stack samples, last {DATA_WAIT_WINDOW_S:g} s)",
                    axis,

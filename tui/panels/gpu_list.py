@@ -24,7 +24,7 @@ CELL_MIN = 38
 is narrow (the wide layout gives the list half the screen, enough for every column)."""
 
 # (key, title, width), in the order shown; the util bar's width is what is left over
-COLUMNS = (("gpu", "GPU", 6), ("bar", "busy", 0), ("util", "", 5), ("sm", "SM", 7), ("mem", "memory", 9),
+COLUMNS = (("gpu", "GPU", 6), ("bar", "util", 0), ("util", "", 5), ("sm", "SM", 7), ("mem", "memory", 9),
            ("rx", "PCIe RX", 11), ("tx", "TX", 11), ("power", "power", 10), ("temp", "temp", 7),
            ("job", "job", 9))
 PRIORITY = ("gpu", "bar", "util", "sm", "mem", "job", "rx", "tx", "power", "temp")
