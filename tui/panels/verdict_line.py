@@ -1,18 +1,101 @@
-"""The verdict under the pipeline: shown whole, in a height that only grows.
+"""The verdict under the pipeline: shown whole, in a height that only grows, wrapped so that a
+number stays with the word after it.
 
 A height that followed the text (one, two, three lines as the sentence changed) laid out the
 whole screen each time (60-110 ms of CPU each on the H200 replay); a height capped at three lines
 cut the sentence mid-word at 80 columns. Here the height is the most lines the verdict has needed
 at this width: it grows when a longer sentence comes, which lays the screen out once, and never
 shrinks back and forth. A resize starts over.
+
+Textual wraps at any whitespace (NBSP and U+202F too), so "waits for data 33 % of the time" could
+end a line on "33" and start the next on "%". :class:`KeptWords` breaks the text itself, only at
+spaces that do not follow a number, once per text and width; Textual then draws lines that fit.
 """
 
 from __future__ import annotations
 
+import re
+
+from rich.cells import cell_len
+from textual.content import Content
+from textual.css.styles import RulesMap
 from textual.geometry import Size
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import RenderOptions, Visual, VisualType
 from textual.widgets import Static
 
 from gpuwatch.tui.panels.lazy_static import LazyStatic
+
+_WORD = re.compile(r"[^ ]+ *| +")
+"""A run of non-spaces with the spaces after it: the spaces are where a line may break."""
+_ENDS_IN_NUMBER = re.compile(r"\d$")
+"""A word ending in a digit ("33", "(~1.7") is kept with the next one (its unit or noun)."""
+
+
+def break_offsets(plain: str, width: int) -> list[int]:
+    """Where to start new lines so that each holds at most ``width`` cells (unless one unbreakable
+    run is longer), breaking only at spaces after a word that does not end in a number.
+
+    Hand-written rather than textwrap: the breaks must be offsets into the styled text (the stage
+    name is bold) and widths in terminal cells, and textwrap gives neither."""
+    offsets: list[int] = []
+    x = 0  # cells on the current line, spaces after its last word included
+    run_start, run_cells, run_text = 0, 0, 0  # the unbreakable run being built: start, cells, text cells
+    for m in _WORD.finditer(plain):
+        word = m.group()
+        text = word.rstrip(" ")
+        if run_cells == 0:
+            run_start = m.start()
+        run_text = run_cells + cell_len(text)
+        run_cells += cell_len(word)
+        if text and _ENDS_IN_NUMBER.search(text) and m.end() < len(plain):
+            continue  # no break after a number: the run goes on
+        if x and x + run_text > width:
+            offsets.append(run_start)
+            x = 0
+        x += run_cells
+        run_cells = 0
+    return offsets
+
+
+class KeptWords(Visual):
+    """Markup shown as Content, broken into lines by :func:`break_offsets` at the width drawn."""
+
+    def __init__(self, markup: str) -> None:
+        self.markup = markup
+        self.content = Content.from_markup(markup)
+        self._wrapped: dict[int, Content] = {}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is KeptWords and other.markup == self.markup
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def at_width(self, width: int) -> Content:
+        """The content with a newline at each break for ``width`` cells. Kept per width: a layout
+        asks at two widths (with and without the bottleneck's border and padding)."""
+        wrapped = self._wrapped.get(width)
+        if wrapped is None:
+            if len(self._wrapped) >= 4:  # widths from before a resize
+                self._wrapped.clear()
+            lines = self.content.divide(break_offsets(self.content.plain, width)) if width > 0 else [self.content]
+            wrapped = self._wrapped[width] = Content("\n").join(line.rstrip() for line in lines)
+        return wrapped
+
+    def render_strips(self, width: int, height: int | None, style: Style, options: RenderOptions) -> list[Strip]:
+        pad = options.rules.get("line_pad", 0) * 2
+        return self.at_width(width - pad).render_strips(width, height, style, options)
+
+    def get_optimal_width(self, rules: RulesMap, container_width: int) -> int:
+        return self.content.get_optimal_width(rules, container_width)
+
+    def get_minimal_width(self, rules: RulesMap) -> int:
+        return self.content.get_minimal_width(rules)
+
+    def get_height(self, rules: RulesMap, width: int) -> int:
+        pad = rules.get("line_pad", 0) * 2
+        return self.at_width(width - pad).get_height(rules, width)
 
 
 class _Tallest(Static):
@@ -30,4 +113,13 @@ class _Tallest(Static):
 
 
 class VerdictLine(LazyStatic, _Tallest):
-    """LazyStatic's cheap updates (a layout only when the size changes) over a grow-only height."""
+    """LazyStatic's cheap updates (a layout only when the size changes) over a grow-only height;
+    markup text is shown through :class:`KeptWords`."""
+
+    def update(self, content: VisualType = "", *, layout: bool | None = None) -> None:
+        if isinstance(content, str):
+            shown = self.content
+            if not layout and isinstance(shown, KeptWords) and shown.markup == content:
+                return  # the same text each tick: no markup parsed, nothing drawn
+            content = KeptWords(content)
+        super().update(content, layout=layout)
