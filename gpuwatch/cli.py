@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--duration", type=_positive("--duration", 0.1, 10**7), default=None, metavar="S",
                    help="stop after S seconds")
     w.add_argument("--record", type=_file("--record"), metavar="FILE", default=None,
-                   help="write every frame to FILE (JSONL); an existing FILE is refused unless --force")
+                   help="write every frame to FILE (JSONL; gzip when FILE ends in .gz); an existing FILE is refused unless --force")
     w.add_argument("--force", action="store_true", help="let --record overwrite an existing file")
     w.add_argument("--prometheus", type=_listen, default=None, metavar="[HOST:]PORT",
                    help="serve metrics for Prometheus (binds 127.0.0.1 unless HOST is given)")

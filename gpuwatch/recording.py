@@ -85,13 +85,23 @@ class Recorder:
     """Appends ticks to a JSONL file. Every line is flushed whole, so the file is valid up to
     its last line even if gpuwatch is killed or the disk fills up.
 
+    A name ending in ``.gz`` is written as gzip (zcat reads it; JSONL compresses about 20x) with a
+    sync flush after each line: the compressed stream then ends on a byte boundary that holds the
+    whole line, so a kill loses nothing written, only the trailer (which the reader does without:
+    :func:`_ends_on_sync_flush`). Refusing the name would have kept that too, but a long run
+    recorded compressed is what the name asks for.
+
     Never destroys data: an existing file is refused (FileExistsError) unless ``force``. A FIFO
     is written only when something reads it (else OSError, instead of blocking for good); a
     character device (``/dev/null``, a terminal) is written as it is."""
 
     def __init__(self, path: str, note: str = "", force: bool = False) -> None:
         self.path = path
-        self._f: IO[str] | None = _open_for_recording(path, force)
+        raw = _open_for_recording(path, force)
+        self._raw = raw
+        self._f: IO[bytes] | None = _GzipStream(raw, "wb") if path.endswith(".gz") else raw
+        self._whole = 0
+        """Bytes of the file that end on a whole line (a gzip file's length after its last flush)."""
         self.lines = 0
         self.error: str | None = None
         self._why = ""
@@ -124,9 +134,11 @@ class Recorder:
     def _write(self, line: str) -> None:
         assert self._f is not None
         try:
-            self._f.write(line + "\n")
-            self._f.flush()
+            self._f.write((line + "\n").encode("utf-8"))
+            self._f.flush()  # a GzipFile's flush is a zlib sync flush
             self.lines += 1
+            if self._f is not self._raw and self._raw.seekable():
+                self._whole = self._raw.tell()
         except OSError as e:
             self._why = str(e.strerror or e)
             self.error = f"recording stopped: {self._why} ({self.path})"
@@ -143,7 +155,11 @@ class Recorder:
         except OSError:
             pass
         try:
-            if os.path.isfile(self.path):  # not a FIFO or a device: nothing to cut there
+            if not os.path.isfile(self.path):  # a FIFO or a device: nothing to cut there
+                pass
+            elif f is not self._raw:  # compressed: back to the end of the last flushed line
+                os.truncate(self.path, self._whole)
+            else:
                 _truncate_to_last_newline(self.path)
         except OSError:
             pass
@@ -157,7 +173,7 @@ class Recorder:
                 pass
 
 
-def _open_for_recording(path: str, force: bool) -> IO[str]:
+def _open_for_recording(path: str, force: bool) -> IO[bytes]:
     """``path`` opened for writing a recording: created new (O_EXCL: no race with another writer),
     or truncated only when ``force``. Raises FileExistsError, OSError."""
     try:
@@ -179,7 +195,7 @@ def _open_for_recording(path: str, force: bool) -> IO[str]:
     else:
         flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if force else os.O_EXCL)
         fd = os.open(path, flags, 0o666)
-    return os.fdopen(fd, "w", encoding="utf-8")
+    return os.fdopen(fd, "wb")
 
 
 def _truncate_to_last_newline(path: str) -> None:
@@ -268,8 +284,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 class _GzipStream(gzip.GzipFile):
     """A gzip stream over a file object that it closes too (GzipFile leaves a given one open)."""
 
-    def __init__(self, under: IO[bytes]) -> None:
-        super().__init__(fileobj=under, mode="rb")
+    def __init__(self, under: IO[bytes], mode: str = "rb") -> None:
+        super().__init__(fileobj=under, mode=mode, mtime=0 if "w" in mode else None)
         self._under = under
 
     def close(self) -> None:
@@ -316,7 +332,7 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
     first: str | None = None
     """Why the first record was refused (None: not seen yet, "" once it was good)."""
     with open_recording(path) as f:
-        for n, raw in enumerate(_lines(f), start=1):
+        for n, raw in enumerate(_lines(f, _ends_on_sync_flush(path)), start=1):
             item = _record(n, raw)
             if item is None:
                 continue
@@ -398,16 +414,40 @@ def _short_repr(x: Any) -> str:
     return _short(ValueError(repr(x)))
 
 
+SYNC_FLUSH_END = b"\x00\x00\xff\xff"
+"""The empty stored block a zlib sync flush ends with: the last bytes of a gzip recording whose
+writer was killed after a whole line (Recorder flushes so after each)."""
+
+
+def _ends_on_sync_flush(path: str) -> bool:
+    """A regular file whose last bytes are a sync flush's: its gzip stream lacks only the trailer."""
+    try:
+        st = os.stat(path)  # before opening: a FIFO with no writer would block the open
+        if not stat.S_ISREG(st.st_mode) or st.st_size < len(SYNC_FLUSH_END):
+            return False
+        with open(path, "rb") as f:
+            f.seek(-len(SYNC_FLUSH_END), os.SEEK_END)
+            return f.read() == SYNC_FLUSH_END
+    except OSError:
+        return False
+
+
 _DAMAGED = b"\0damaged"
 """What _lines yields, last, when a gzip stream breaks off (a copy cut short, a disk that filled)."""
 
 
-def _lines(f: IO[bytes]) -> Iterator[bytes | None]:
-    """Lines of a binary file, None for a line over MAX_LINE (read past without keeping it)."""
+def _lines(f: IO[bytes], flushed: bool = False) -> Iterator[bytes | None]:
+    """Lines of a binary file, None for a line over MAX_LINE (read past without keeping it).
+    ``flushed``: a gzip stream that ends early ends where a line was flushed whole
+    (:func:`_ends_on_sync_flush`), which is a clean end, not damage."""
     while True:
         try:
             line = f.readline(MAX_LINE + 1)
-        except (EOFError, zlib.error, gzip.BadGzipFile):
+        except EOFError:
+            if not flushed:
+                yield _DAMAGED
+            return
+        except (zlib.error, gzip.BadGzipFile):
             yield _DAMAGED
             return
         if not line:

@@ -80,7 +80,7 @@ def test_disk_full_stops_recording_with_a_message():
     rec.path = "/dev/full"
     rec.lines = 0
     rec.error = None
-    rec._f = open("/dev/full", "w", buffering=1)
+    rec._f = rec._raw = open("/dev/full", "wb")
     with pytest.raises(RecordingError, match="recording stopped"):
         rec.write(full_frame(), None)
     assert not rec.active
@@ -129,3 +129,41 @@ async def test_json_stream_and_its_recording_hold_the_same_lines(tmp_path):
     recorded = (tmp_path / "r.jsonl").read_text().splitlines()[1:]
     assert recorded == streamed and len(streamed) == len(frames)
     assert json.loads(streamed[-1])["frame"]["seq"] == frames[-1].seq
+
+
+def test_a_gz_name_records_real_gzip_that_zcat_reads(tmp_path):
+    import gzip
+    import shutil
+    import subprocess
+
+    p = tmp_path / "r.jsonl.gz"
+    _write(p, 5)
+    assert p.read_bytes()[:2] == b"\x1f\x8b"
+    lines = gzip.decompress(p.read_bytes()).decode().splitlines()
+    assert len(lines) == 6 and json.loads(lines[0])["type"] == "header"
+    assert [i.frame.seq for i in read_recording(str(p))] == [1, 2, 3, 4, 5]
+    if shutil.which("zcat"):
+        out = subprocess.run(["zcat", str(p)], capture_output=True, check=True).stdout.decode()
+        assert out.splitlines() == lines
+
+
+def test_a_gz_recording_killed_mid_watch_keeps_every_tick_written(tmp_path):
+    """Each line is sync-flushed whole to disk: a gpuwatch killed before close leaves no gzip
+    trailer, and the reader takes that as the end, not as damage."""
+    from dataclasses import replace
+
+    p = tmp_path / "r.jsonl.gz"
+    rec = Recorder(str(p), note="test")
+    for i in range(4):
+        rec.write(replace(full_frame(), seq=i + 1, t=10.0 + i), None)
+    on_disk = p.read_bytes()  # what a kill -9 now leaves: no close, no trailer
+    rec.close()
+    killed = tmp_path / "killed.jsonl.gz"
+    killed.write_bytes(on_disk)
+    items = list(read_recording(str(killed)))
+    assert [type(i).__name__ for i in items] == ["Tick"] * 4
+    assert [i.frame.seq for i in items] == [1, 2, 3, 4]
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(on_disk[:-9])  # cut inside the last line: that line is named, the others kept
+    items = list(read_recording(str(cut)))
+    assert isinstance(items[-1], BadLine) and [i.frame.seq for i in items[:-1]] == [1, 2, 3]
