@@ -38,9 +38,14 @@ class Totals:
         self._last_t: dict[str, float] = {}
 
     def get(self, name: str, *labels: object) -> float | None:
-        """The total, or None for a series never seen."""
+        """The total, or None for a series never seen. Bytes are whole: the sum of rate x dt
+        carries float noise (4095.9999999999995 for 4096 read). The exact sum is kept and rounded
+        as it is read, and rounding never turns a larger sum into a smaller count, so the counter
+        still never goes down."""
         key = (name, tuple(_label(v) for v in labels))
-        return self.values[key] if key in self.values else None
+        if key not in self.values:
+            return None
+        return float(round(self.values[key])) if name.endswith("_bytes_total") else self.values[key]
 
     def add(self, f: Frame) -> None:
         if known(f.pcie):

@@ -295,3 +295,17 @@ def test_docs_and_dashboard_use_declared_names_only():
     current = re.sub(r"### Renamed from the first release.*?\n## ", "## ", doc, flags=re.S)  # old names, on purpose
     used = {n for n in re.findall(r"gpuwatch_[a-z0-9_]+", json.dumps(dashboard) + current) if not n.endswith("_")}
     assert used - set(METRICS) == set()
+
+
+def test_byte_counters_are_whole_bytes(exporter):
+    """rate x dt sums carry float noise ("4095.9999999999995"); a byte counter shows whole bytes,
+    rounded from the exact sum each time, so it still never goes down."""
+    f1 = full_gpu_frame(1, 1.0, pcie_t=1.0)
+    f2 = full_gpu_frame(2, 1.3, pcie_t=1.3)  # 1.3 - 1.0 is 0.30000000000000004
+    f2 = dataclasses.replace(f2, procs=dataclasses.replace(f2.procs, t=f1.procs.t + 0.3))
+    exporter(f1, None)
+    exporter(f2, None)
+    m = scrape(exporter.port)
+    assert val(m, "gpuwatch_read_bytes_total", role="worker", rank=1) == 150.0  # 500 B/s over 0.3 s
+    byte_counts = {k: v for k, v in m.items() if k[0].endswith("_bytes_total")}
+    assert byte_counts and all(float(v).is_integer() for v in byte_counts.values()), byte_counts
