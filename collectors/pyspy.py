@@ -360,6 +360,22 @@ def is_torn_read(error: str | None) -> bool:
     return any(m in low for m in TORN_READ_MARKERS)
 
 
+INTERPRETER_CHECK_MARKERS = ("failed to find a python interpreter",)
+"""py-spy 0.4.3's words when the interpreter it located did not pass its check: it takes an address
+only once it has read every thread's stack from there ("as a final sanity check, try getting the
+stack_traces", python_process_info.rs), and a --nonblocking read of that check can race the running
+target like any other, after which the fallback scan of the .data section finds nothing either.
+Seen once in CI, probing a pytest process busy on many threads, where the next dump read it. A
+Python build py-spy cannot read answers the same on every try."""
+
+
+def worth_retrying_probe(error: str | None) -> bool:
+    """True for an error that a second dump at the probe may not repeat: a torn read, or a failed
+    interpreter check (INTERPRETER_CHECK_MARKERS). The probe's answer holds for the whole watch."""
+    low = (error or "").lower()
+    return is_torn_read(error) or any(m in low for m in INTERPRETER_CHECK_MARKERS)
+
+
 OWN_ERRORS = ("py-spy did not answer", "py-spy was killed", "py-spy printed", "py-spy JSON", "unexpected py-spy",
               "cannot run", "stack sampling stopped", "py-spy failed without")
 """Errors :class:`Pyspy` words itself: already plain."""

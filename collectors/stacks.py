@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from gpuwatch.collectors.base import Collector
 from gpuwatch.collectors.pyspy import (
-    DUMP_TIMEOUT_S, DumpOutcome, Pyspy, explain_failure, find_pyspy, is_torn_read,
+    DUMP_TIMEOUT_S, DumpOutcome, Pyspy, explain_failure, find_pyspy, is_torn_read, worth_retrying_probe,
 )
 from gpuwatch.collectors.stack_labels import classify, thread_role
 from gpuwatch.collectors.target import Node, Target, TargetGone, Tree
@@ -63,8 +63,9 @@ MAX_DUMPS_PER_S = 4.0
 """Budget across all ranks (~4.5 % of a core at ~11 ms a dump). With several ranks the per-process
 rates are scaled down to fit; asking for a higher ``rate_hz`` raises the budget in proportion."""
 PROBE_RETRIES = 3
-"""Dumps the probe tries again after a torn read (a --nonblocking read that raced the target) before
-it gives up: its verdict disables stack sampling for the whole watch, and one race must not."""
+"""Dumps the probe tries again after a read that raced the target (a torn read, a failed interpreter
+check: pyspy.worth_retrying_probe) before it gives up: its verdict disables stack sampling for the
+whole watch, and one race must not."""
 MAX_FRAMES = 12
 """Frames kept per thread (leaf-first), as the model promises."""
 
@@ -117,8 +118,8 @@ class StackCollector(Collector):
             return Unsupported(f"stacks: {JOB_EXITED} ({e})")
         pid = mains[0].pid if mains else self.target.pid
         out = self._spy.dump(pid)
-        for _ in range(PROBE_RETRIES):  # a torn read says nothing about whether stacks can be read
-            if out.ok or not is_torn_read(out.error):
+        for _ in range(PROBE_RETRIES):  # a race with the running target says nothing about whether stacks can be read
+            if out.ok or not worth_retrying_probe(out.error):
                 break
             out = self._spy.dump(pid)
         if out.ok and out.threads:
