@@ -53,6 +53,14 @@ def observers(pid: int, interval: float, record_dir: str | None = None) -> list[
     ]
 
 
+def chosen(obs: list[observe.Observer], skip: str, only: str) -> list[observe.Observer]:
+    """The observers ``--skip`` (name prefixes) leaves and ``--only`` (words in the name) keeps."""
+    skipped = tuple(x.strip() for x in skip.split(",") if x.strip())
+    kept = tuple(x.strip().lower() for x in only.split(",") if x.strip())
+    return [o for o in obs if not (skipped and o.name.startswith(skipped))
+            and (not kept or any(w in o.name.lower() for w in kept))]
+
+
 def watch_one(o: observe.Observer, duration: float, reader: observe.StepReader,
               steady_after_s: float = STEADY_AFTER_S) -> dict:
     steady_after = min(steady_after_s, duration / 2)
@@ -196,15 +204,17 @@ def main(argv: list[str] | None = None) -> int:
                    "line a tick")
     p.add_argument("--skip", default="", help="observers to leave out, comma-separated name prefixes "
                    '(e.g. "nvidia-smi,py-spy" when they were measured in an earlier run)')
+    p.add_argument("--only", default="", help="observers to keep, comma-separated words any of which their name "
+                   'holds, case aside (e.g. "tui" for the TUI alone: a long watch, its charts\' window full, '
+                   "after --steady-after 440)")
     ns = p.parse_args(argv)
-    skip = tuple(x.strip() for x in ns.skip.split(",") if x.strip())
     if ns.record_dir:
         os.makedirs(ns.record_dir, exist_ok=True)
     warmup = observe.warmup_s(ns)
     reader, job = observe.launch_job(ns)
     try:
         observe.wait_warm(reader, job, warmup)
-        obs = [o for o in observers(job.pid, ns.interval, ns.record_dir) if not (skip and o.name.startswith(skip))]
+        obs = chosen(observers(job.pid, ns.interval, ns.record_dir), ns.skip, ns.only)
         print(f"steady job pid {job.pid} warm ({ns.workers} workers)", flush=True)
         rows = run_all(ns, reader, job, obs, log=lambda s: print(s, flush=True))
     finally:

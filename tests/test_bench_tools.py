@@ -231,3 +231,14 @@ def test_startup_trace_marks_the_stages_of_a_replay_start(tmp_path):
     md = startup_trace.report([start], {"gpuwatch.cli": (1500, 2000), "textual.app": (9000, 90000)})
     assert "| app mounted | " in md and "| collectors prestarted | - | - | 0 |" in md
     assert "| textual | 9.0 |" in md and "| CSS apply |" in md
+
+
+def test_self_keeps_the_observers_only_names_and_leaves_those_skip_names():
+    from bench import self as bench_self
+
+    names = [o.name for o in bench_self.observers(1, 1.0)]
+    assert [o.name for o in bench_self.chosen(bench_self.observers(1, 1.0), "", "tui")] == [names[0]]
+    assert names[0].startswith("gpuwatch TUI")
+    left = [o.name for o in bench_self.chosen(bench_self.observers(1, 1.0), "nvidia-smi,py-spy", "")]
+    assert left == [n for n in names if not n.startswith(("nvidia-smi", "py-spy"))] and len(left) == len(names) - 2
+    assert bench_self.chosen(bench_self.observers(1, 1.0), "", "") == bench_self.observers(1, 1.0)
