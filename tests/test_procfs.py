@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -255,7 +256,10 @@ def test_thread_lists_follow_the_thread_count_and_forget():
         tid = int(cue())
         with_thread = tids()
         assert tid in with_thread and tid not in before
-        cue()  # the thread has ended
+        cue()  # the thread has ended in Python: its task may still be leaving the kernel for a moment
+        deadline = time.monotonic() + 10.0
+        while read_stat(proc.pid).num_threads > 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
         assert tid not in tids()
         kept = tids()
         lists.forget(proc.pid)
