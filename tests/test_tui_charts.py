@@ -187,3 +187,23 @@ async def test_the_drill_down_plots_its_signals_and_evidence_as_charts():
         assert evidence.size.height == 3 * 3 + 1  # the three decode evidence items
         shown = screen_text(app)
         assert "CPU per worker" in shown and "workers busy" in shown and "cut" in shown
+
+
+def test_chart_columns_kept_as_the_window_slides_equal_the_plots_built_afresh():
+    import glob
+
+    from gpuwatch.replay import load_frames
+
+    frames = [f for p in sorted(glob.glob("tests/data/h200/*.jsonl.gz"))[:3] for f in load_frames(p)]
+    # readings are kept by frame in both (a frame's data-wait share looks back over the window it was
+    # first seen in), so the reference is a second series whose columns are dropped before each tick
+    kept, afresh = ChartSeries(), ChartSeries()
+    checked = 0
+    for width in (200, 80, 30):  # a resize changes the window's length
+        ends = [*range(1, len(frames) + 1), 40, len(frames) // 2, 5, len(frames)]  # seeks back and forth
+        for end in ends:
+            w = frames[max(0, end - 2 * width):end]
+            afresh._cols = {}
+            assert kept.plots(w) == afresh.plots(w), (width, end)
+            checked += 1
+    assert checked > 3

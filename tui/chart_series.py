@@ -84,11 +84,19 @@ def _worker_cpu(frame: Frame) -> float | None:
     return _mean([p.cpu_pct for p in frame.procs.processes if p.role == ROLE_WORKER])  # type: ignore[union-attr]
 
 
+_COLS = ("busy", "sm", "mem", "wait_share", "worker_cpu", "rx", "tx")
+
+
 class ChartSeries:
     """The charts' readings by frame, and the plots over a window of frames."""
 
     def __init__(self) -> None:
         self._rows: dict[int, Reading] = {}
+        self._ids: list[int] = []
+        self._cols: dict[str, tuple[float | None, ...]] = {}
+        self._last_ids: list[int] = []
+        self._before_ids: list[int] = []
+        """The ids of the last two readings() calls: kept columns hold only if the one before was theirs."""
 
     def readings(self, frames: Sequence[Frame]) -> list[Reading]:
         """A reading per frame, oldest first; frames not seen before are read now (in order: a
@@ -99,6 +107,7 @@ class ChartSeries:
         for i in [i for i, row in enumerate(out) if row is None]:
             out[i] = self._read(frames[i], frames, i, out)
         self._rows = dict(zip(ids, out))
+        self._before_ids, self._last_ids = self._last_ids, ids
         return out  # type: ignore[return-value] - every None was read
 
     def _read(self, f: Frame, frames: Sequence[Frame], i: int, rows: list[Reading | None]) -> Reading:
@@ -118,6 +127,28 @@ class ChartSeries:
         share = 100.0 * w / m if m else None
         return Reading(busy, sm, mem, rx, tx, n, stamp, wait, main, share, _worker_cpu(f))
 
+    def _columns(self, ids: list[int], rows: list[Reading]) -> dict[str, tuple[float | None, ...]]:
+        """The plotted columns of ``rows``. When the window only slid (frames left at the start, new
+        ones came at the end), the kept columns are cut and the new rows appended, instead of 7 columns
+        of up to 400 values built again; any other window (a seek, a jump) builds them afresh."""
+        old, cols = self._ids, self._cols
+        d = -1
+        if old and ids and cols and self._before_ids is old:
+            try:
+                d = old.index(ids[0])
+            except ValueError:
+                d = -1
+            kept = len(old) - d
+            if d >= 0 and not (kept <= len(ids) and old[d:] == ids[:kept]):
+                d = -1
+        if d >= 0:
+            new = rows[len(old) - d:]
+            cols = {name: cols[name][d:] + tuple(map(attrgetter(name), new)) for name in _COLS}
+        else:
+            cols = {name: tuple(map(attrgetter(name), rows)) for name in _COLS}
+        self._ids, self._cols = ids, cols
+        return cols
+
     def plots(self, frames: Sequence[Frame]) -> list[Plot]:
         """GPU (busy, SM, memory), input (data wait, worker CPU), PCIe (RX, TX), in that order of
         importance (a short terminal shows the first ones), those with readings first."""
@@ -125,8 +156,10 @@ class ChartSeries:
         last = rows[-1] if rows else None
         gpus = f" · mean of {last.gpus} GPUs" if last is not None and last.gpus > 1 else ""
 
+        cols = self._columns(self._last_ids, rows)
+
         def col(name: str) -> tuple[float | None, ...]:
-            return tuple(map(attrgetter(name), rows))  # not a generator: up to 400 rows, 7 columns a tick
+            return cols[name]
 
         def now_pct(name: str) -> str:
             return fmt.pct(getattr(last, name) if last is not None else None)
