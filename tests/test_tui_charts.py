@@ -7,7 +7,7 @@ import dataclasses
 import math
 
 from gpuwatch.model.stacks import StackSample
-from gpuwatch.model.verdict import DECODE, GPU_BOUND, IO
+from gpuwatch.model.verdict import CPU_BOUND, DECODE, GPU_BOUND, IO, STAGES, UNKNOWN
 from gpuwatch.tui.chart_draw import (
     OVERLAP, SERIES, Plot, Series, SpanCache, band_line, chart_lines, frames_span, plot_rows, span_text, ticks_span,
 )
@@ -106,6 +106,18 @@ def test_the_band_names_each_verdict_where_it_fits_and_marks_it_by_stage_number_
     parts = band_line(stages, width=24)
     assert text(parts) == "  11──── GPU-bound ─────"
     assert [c for _, c in parts] == [None, "time-chart--band-io", "time-chart--band-gpu_bound"]
+
+
+def test_every_verdict_has_its_own_band_mark_and_colour():
+    """A stage missing from the band's table would read "?", which the legend says is Unknown: a
+    CPU-bound job's band claimed the verdict was unknown while the line above it said CPU-bound."""
+    from gpuwatch.tui.chart_draw import BAND_MARK
+    from gpuwatch.tui.panels.chart import _BAND_COLOURS
+
+    assert set(BAND_MARK) == set(STAGES) == set(_BAND_COLOURS)
+    assert len(set(BAND_MARK.values())) == len(STAGES)
+    marks = text(band_line([UNKNOWN] * 2 + [CPU_BOUND] * 6, width=4))
+    assert marks == "?CCC"
 
 
 def test_a_short_chart_keeps_the_first_plots_and_the_band():

@@ -199,7 +199,7 @@ def test_help_shows_each_key_as_itself():
 def test_help_explains_the_charts_stage_band():
     """The band under every time chart ("?2222 CPU prep 222─") is in the legend: each mark and the
     stage numbers it stands for, which the pipeline line numbers too."""
-    from gpuwatch.model.verdict import GPU_BOUND, IDLE, UNKNOWN
+    from gpuwatch.model.verdict import CPU_BOUND, GPU_BOUND, IDLE, UNKNOWN
     from gpuwatch.tui.chart_draw import BAND_MARK
     from gpuwatch.tui.screens.help import help_text, key_lines
 
@@ -207,7 +207,7 @@ def test_help_explains_the_charts_stage_band():
     text = help_text(key_lines(app, [app]))
     assert "1 Disk → 2 CPU prep → 3 PCIe → 4 GPU memory → 5 Launch →\n6 Contention" in text  # a stage whole on its line
     band = next(line for line in text.split("\n\n") if "band" in line)
-    for stage, word in ((GPU_BOUND, "GPU-bound"), (IDLE, "Idle"), (UNKNOWN, "Unknown")):
+    for stage, word in ((GPU_BOUND, "GPU-bound"), (CPU_BOUND, "CPU-bound"), (IDLE, "Idle"), (UNKNOWN, "Unknown")):
         assert f"{BAND_MARK[stage]} {word}" in band
 
 

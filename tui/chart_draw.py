@@ -37,7 +37,7 @@ TITLE = "time-chart--title"
 MUTED = "time-chart--muted"
 
 BAND_MARK = {v.IO: "1", v.DECODE: "2", v.H2D: "3", v.GPU_MEMORY: "4", v.LAUNCH: "5", v.CONTENTION: "6",
-             v.GPU_BOUND: "─", v.IDLE: "·", v.UNKNOWN: "?"}
+             v.GPU_BOUND: "─", v.CPU_BOUND: "C", v.IDLE: "·", v.UNKNOWN: "?"}
 """The band's fill per verdict stage: the pipeline's stage numbers, so the band reads without colour
 too (NO_COLOR); a run wide enough carries the stage's name."""
 

@@ -15,6 +15,7 @@ from gpuwatch.tui.panels.parts_widget import Part, PartsWidget
 _BAND_COLOURS = {
     "io": "$warning", "decode": "$accent", "h2d": "$secondary", "gpu_memory": "$primary",
     "launch": "$error", "contention": "$foreground-darken-1", "gpu_bound": "$success",
+    "cpu_bound": "$success-darken-2",
     "idle": "$panel-lighten-2", "unknown": "$panel-lighten-1",
 }
 """Each verdict's colour on the band (under NO_COLOR the band's marks and names tell them apart)."""

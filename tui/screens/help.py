@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 
-from gpuwatch.model.verdict import GPU_BOUND, IDLE, PIPELINE, STAGE_TITLES, UNKNOWN
+from gpuwatch.model.verdict import CPU_BOUND, GPU_BOUND, IDLE, PIPELINE, STAGE_TITLES, UNKNOWN
 from gpuwatch.tui.chart_draw import BAND_MARK
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS
 from gpuwatch.tui.panels.footer import not_here
@@ -69,7 +69,7 @@ def help_text(lines: list[tuple[str, str]]) -> str:
     # keeps words joined by no-break spaces, which become spaces again once it has wrapped.
     stages = textwrap.fill(" → ".join(f"{n} {STAGE_TITLES[s]}".replace(" ", "\u00a0")
                                       for n, s in enumerate(PIPELINE, start=1)), TEXT_W).replace("\u00a0", " ")
-    others = ", ".join(f"{BAND_MARK[s]} {STAGE_TITLES[s]}" for s in (GPU_BOUND, IDLE, UNKNOWN))
+    others = ", ".join(f"{BAND_MARK[s]} {STAGE_TITLES[s]}" for s in (GPU_BOUND, CPU_BOUND, IDLE, UNKNOWN))
     levels = "   ".join(f"{LEVEL_GLYPHS[lv]} {LEVEL_WORDS[lv]}" for lv in LEVEL_GLYPHS)
     return (
         # The box covers the footer: it says itself how it closes.
