@@ -156,3 +156,15 @@ class Verdict:
         if self.confidence >= 0.5:
             return "medium"
         return "low"
+
+    @property
+    def headed(self) -> tuple[str, str]:
+        """(the title, the sentence after it) for a line that puts the title in front. The sentence
+        stands alone in JSON and reports, and some begin with their stage's title ("Healthy,
+        GPU-bound: the GPU has work..."): such a head replaces the bare title, so that the line does
+        not say it twice ("GPU-bound (medium confidence 0.67): Healthy, GPU-bound: the GPU...")."""
+        title = STAGE_TITLES.get(self.stage, self.stage)
+        head, sep, rest = self.sentence.partition(": ")
+        if sep and head.endswith(title) and len(head) <= len(title) + 12:
+            return head, rest
+        return title, self.sentence

@@ -44,7 +44,7 @@ class StageBox(LazyStatic):
 def verdict_text(v: Verdict) -> str:
     """The verdict as one paragraph, most important first (a short terminal cuts the end off):
     stage, confidence, what the fix could bring, then the sentence."""
-    title = STAGE_TITLES.get(v.stage, v.stage)
+    title, said = v.headed
     head = []
     if v.confidence > 0:
         head.append(f"{v.confidence_word} confidence {v.confidence:.2f}")
@@ -56,7 +56,7 @@ def verdict_text(v: Verdict) -> str:
     if best is not None:  # the ceiling above is the stage made free; this is what a proposed fix gives
         head.append(f"{FIX_WORDS[best.fix]}: about {best.factor:.1f}×")
     lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
-    text = f"{lead}: {escape(v.sentence)}"
+    text = f"{lead}: {escape(said)}"
     if v.secondary:
         text += " Also: " + escape(", ".join(STAGE_TITLES.get(s, s) for s in v.secondary)) + "."
     return text

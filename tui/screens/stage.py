@@ -109,7 +109,7 @@ class StageScreen(WatchScreen):
         if verdict.stage == stage:
             about = f"This is the verdict: {verdict.sentence} (confidence {verdict.confidence_word})"
         else:
-            about = f"Verdict: {STAGE_TITLES.get(verdict.stage, verdict.stage)} — {verdict.sentence}"
+            about = "Verdict: {} — {}".format(*verdict.headed)
         self.query_one("#stage-verdict", Plain).update(about)
         self._show_evidence(verdict)
         self._show_history(view)
