@@ -173,3 +173,33 @@ async def test_single_process_job_has_no_rank_key():
         assert app.rank_tick is None and "Rank" not in screen_text(app)
         await pilot.press("k")
         assert app.selected_rank is None
+
+
+async def test_rank_key_redraws_the_threads_panel_from_the_ranks_own_stack_samples():
+    # A rank's frames carry the job's stack sample cut down to its threads, with the job's sample
+    # time: the threads panel, which knows a sample by its time, kept the whole job's counts (rank 0
+    # "waiting for a batch" for rank 1's waits) until the samples left its window.
+    from gpuwatch.model.stacks import LABEL_WORDS, activity
+    from gpuwatch.tui.hot import stack_samples
+    from gpuwatch.tui.panels.activity import ActivityPanel
+    from gpuwatch.tui.roles import ROLES
+
+    app = make_app(ReplaySource(str(RECORDING), speed=0), analysis=Analysis())
+    async with app.run_test(size=(140, 42)) as pilot:
+        await settle(pilot, app)
+        panel = app.screen.query_one(ActivityPanel)
+        def labels() -> set[str]:
+            return {activity(t.role, t.label, t.detail) for s in stack_samples(app.view.frames) for t in s.threads}
+
+        whole = labels()
+        for rank in (0, 1):
+            await pilot.press("k")
+            await pilot.pause()
+            assert app.selected_rank == rank
+            mine = labels()
+            text = str(panel.render())
+            others = whole - mine
+            assert others, rank  # the ranks' threads do differ from the job's
+            shown = [LABEL_WORDS.get(label, label) for label in others if LABEL_WORDS.get(label, label) in text]
+            assert not shown, (rank, shown, text)
+            assert any(text.startswith(title) for _, title in ROLES), text

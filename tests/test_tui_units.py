@@ -253,3 +253,32 @@ def test_window_counts_kept_as_the_window_moves_equal_the_window_summed_again():
             assert {r: c for r, c in totals.items() if c} == summed
             assert all(n > 0 for c in totals.values() for n in c.values())
     assert len(all_samples(recorded)) > len(stack_samples(recorded))  # samples did leave the window
+
+
+def test_window_counts_count_again_a_rank_sample_that_shares_the_whole_jobs_time():
+    """A rank's frames (ranks.frame_for_rank) carry the job's stack sample cut down to that rank's
+    threads, with the job's sample time: after the rank key, the same times stand for other
+    samples, and each role's counts are those of the rank's own threads (a 2-rank DDP recording)."""
+    from collections import Counter
+
+    from gpuwatch.ranks import frame_for_rank
+    from gpuwatch.replay import load_frames
+    from gpuwatch.tui.hot import WindowCounts, role_label_counts
+
+    def summed(samples) -> dict[str, Counter[str]]:
+        out: dict[str, Counter[str]] = {}
+        for s in samples:
+            for role, counts in role_label_counts(s).items():
+                out.setdefault(role, Counter()).update(counts)
+        return {r: +c for r, c in out.items() if +c}
+
+    frames = load_frames("tests/data/ddp_cpu_slow_rank1.jsonl")
+    kept = WindowCounts()
+    views = [None, 0, 1, None]  # the rank key's cycle: all ranks, rank 0, rank 1, all again
+    seen = []
+    for rank in views:
+        samples = stack_samples([frame_for_rank(f, rank) for f in frames])
+        totals = {r: c for r, c in kept.update(samples).items() if c}
+        assert totals == summed(samples), rank
+        seen.append(totals)
+    assert seen[1] != seen[0] != seen[2]  # the ranks' threads do differ from the job's

@@ -72,21 +72,24 @@ class WindowCounts:
     off, rather than the whole window (~30 samples) summed again for each role each frame."""
 
     def __init__(self) -> None:
-        self._counted: dict[float, dict[str, Counter[str]]] = {}
-        """Each sample of the window counted per role, by its time (a sample is known by its time)."""
+        self._counted: dict[int, tuple[StackSample, dict[str, Counter[str]]]] = {}
+        """Each sample of the window counted per role, by the sample's identity, the sample held so
+        that its id names no other. Not by its time: a rank's frames carry the job's sample cut down
+        to that rank's threads at the job's time (ranks.frame_for_rank), so after the rank key the
+        same times stand for other samples."""
         self._totals: dict[str, Counter[str]] = {}
 
     def update(self, samples: Sequence[StackSample]) -> dict[str, Counter[str]]:
         """Per role, each label's thread-samples over ``samples`` (labels with a count above 0 only)."""
         before = self._counted
-        now = {s.t: c if (c := before.get(s.t)) is not None else role_label_counts(s) for s in samples}
+        now = {id(s): c if (c := before.get(id(s))) is not None else (s, role_label_counts(s)) for s in samples}
         totals = {role: Counter(mine) for role, mine in self._totals.items()}
-        for t, counts in before.items():
-            if t not in now:
+        for key, (_, counts) in before.items():
+            if key not in now:
                 for role, mine in counts.items():
                     totals[role].subtract(mine)
-        for t, counts in now.items():
-            if t not in before:
+        for key, (_, counts) in now.items():
+            if key not in before:
                 for role, mine in counts.items():
                     totals.setdefault(role, Counter()).update(mine)
         self._counted = now

@@ -41,13 +41,14 @@ class ActivityPanel(Plain):
     counting the window's ~30 samples again for each role was most of the panel's CPU a tick."""
 
     _drawn: tuple | None = None
-    """The stack samples (by time) and the reason drawn last: a frame without a new stack sample
-    (most frames, at the relaxed pace) changes nothing here."""
+    """The stack samples (by identity: a rank's samples carry the job's times) and the reason drawn
+    last: a frame without a new stack sample (most frames, at the relaxed pace) changes nothing
+    here. The samples drawn are held by ``_counts``, so their ids name no other sample."""
 
     def _draw(self, view: View) -> None:
         reason = fmt.reason(view.frame.stacks)
         samples = stack_samples(view.frames)
-        key = (reason, tuple(s.t for s in samples))
+        key = (reason, tuple(map(id, samples)))
         if key == self._drawn:
             return
         self._drawn = key
