@@ -18,6 +18,7 @@ import json
 import os
 import stat
 import sys
+import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -93,10 +94,14 @@ class Recorder:
 
     Never destroys data: an existing file is refused (FileExistsError) unless ``force``. A FIFO
     is written only when something reads it (else OSError, instead of blocking for good); a
-    character device (``/dev/null``, a terminal) is written as it is."""
+    character device (``/dev/null``, a terminal) is written as it is.
+
+    Writes and the close may come from two threads (the TUI writes on its recording thread and
+    closes on the main one when the watch ends): a line is written whole before the file closes."""
 
     def __init__(self, path: str, note: str = "", force: bool = False) -> None:
         self.path = path
+        self._lock = threading.Lock()
         raw = _open_for_recording(path, force)
         self._raw = raw
         self._f: IO[bytes] | None = _GzipStream(raw, "wb") if path.endswith(".gz") else raw
@@ -124,12 +129,13 @@ class Recorder:
 
     def write(self, frame: Frame, verdict: Verdict | None, ranks: RankTick | None = None) -> None:
         if self._f is not None:
-            self._write(tick_line(frame, verdict, ranks))
+            self.write_line(tick_line(frame, verdict, ranks))
 
     def write_line(self, line: str) -> None:
         """A tick's line as :func:`tick_line` wrote it (the --json stream writes it once for both)."""
-        if self._f is not None:
-            self._write(line)
+        with self._lock:
+            if self._f is not None:
+                self._write(line)
 
     def _write(self, line: str) -> None:
         assert self._f is not None
@@ -165,7 +171,8 @@ class Recorder:
             pass
 
     def close(self) -> None:
-        f, self._f = self._f, None
+        with self._lock:
+            f, self._f = self._f, None
         if f is not None:
             try:
                 f.close()

@@ -76,8 +76,11 @@ def test_bad_frame_content_names_the_field(tmp_path):
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_disk_full_stops_recording_with_a_message():
-    rec = Recorder.__new__(Recorder)
+    import threading
+
+    rec = Recorder.__new__(Recorder)  # the header would fail in __init__ already
     rec.path = "/dev/full"
+    rec._lock = threading.Lock()
     rec.lines = 0
     rec.error = None
     rec._f = rec._raw = open("/dev/full", "wb")
@@ -167,3 +170,62 @@ def test_a_gz_recording_killed_mid_watch_keeps_every_tick_written(tmp_path):
     cut.write_bytes(on_disk[:-9])  # cut inside the last line: that line is named, the others kept
     items = list(read_recording(str(cut)))
     assert isinstance(items[-1], BadLine) and [i.frame.seq for i in items[:-1]] == [1, 2, 3]
+
+
+def test_a_close_while_a_tick_is_being_written_waits_for_that_line(tmp_path, monkeypatch):
+    """The TUI writes each tick on its recording thread (gw-record) and closes the recording on the
+    main thread (q, the watch's end): a close in the middle of a line's write wrote the gzip trailer
+    before that line (CRC error, the line lost) or left the writer without its file."""
+    import threading
+    from dataclasses import replace
+
+    from gpuwatch import recording
+
+    entered, release = threading.Event(), threading.Event()
+    opened = recording._open_for_recording
+
+    class SlowFile:
+        """The recording's file, whose next write waits (a slow disk) once ``armed``."""
+
+        armed = False
+
+        def __init__(self, f) -> None:
+            self._f = f
+
+        def write(self, b: bytes) -> int:
+            if SlowFile.armed:
+                SlowFile.armed = False
+                entered.set()
+                release.wait(10)
+            return self._f.write(b)
+
+        def __getattr__(self, name: str):
+            return getattr(self._f, name)
+
+    monkeypatch.setattr(recording, "_open_for_recording", lambda path, force: SlowFile(opened(path, force)))
+    failed: list[BaseException] = []
+    for name in ("r.jsonl.gz", "r.jsonl"):
+        entered.clear()
+        release.clear()
+        p = tmp_path / name
+        rec = Recorder(str(p), note="test")
+        rec.write(replace(full_frame(), seq=1, t=10.0), None)
+        SlowFile.armed = True
+
+        def write_second(rec: Recorder = rec) -> None:
+            try:
+                rec.write(replace(full_frame(), seq=2, t=11.0), None)
+            except BaseException as e:  # noqa: BLE001 - the writer thread's failure is the finding
+                failed.append(e)
+
+        writer = threading.Thread(target=write_second)
+        writer.start()
+        assert entered.wait(10)
+        closer = threading.Thread(target=rec.close)
+        closer.start()
+        closer.join(0.3)  # time for the close to run while the line is on its way
+        release.set()
+        writer.join(10)
+        closer.join(10)
+        assert not failed, (name, failed)
+        assert [i.frame.seq for i in read_recording(str(p))] == [1, 2], name
