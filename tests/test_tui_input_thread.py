@@ -190,3 +190,28 @@ def test_a_stop_and_continue_resumes_the_input_loop():
         tui.type(b"q")
         tui.proc.wait(timeout=20)
         assert tui.proc.returncode == 0 and "Traceback" not in tui.text, tui.text[-1500:]
+
+
+CONT_AFTER_THE_APP = """
+import os, signal, sys
+import gpuwatch.tui.app as tui_app
+rearm = tui_app.rearm
+def rearm_then_continue():  # run_app's first step once the app has closed
+    rearm()
+    os.kill(os.getpid(), signal.SIGCONT)
+tui_app.rearm = rearm_then_continue
+from gpuwatch.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_sigcont_after_the_app_closed_restarts_nothing():
+    # Textual's SIGCONT handler outlives the app: a SIGCONT after it closed (kill -CONT, fg after a
+    # Ctrl+Z while gpuwatch was ending) restarted application mode with no event loop to run it,
+    # and gpuwatch ended with a RuntimeError traceback and exit code 1 instead of 0.
+    argv = [sys.executable, "-c", CONT_AFTER_THE_APP, "replay", str(RECORDING), "--speed", "0.5"]
+    with pty_session(argv) as tui:
+        _input_thread(tui.proc.pid, time.monotonic() + 60)
+        tui.type(b"q")
+        tui.proc.wait(timeout=20)
+        assert tui.proc.returncode == 0 and "Traceback" not in tui.text, tui.text[-1500:]

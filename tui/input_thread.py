@@ -14,6 +14,7 @@ that the loop watches, so quitting does not wait for a key.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import selectors
@@ -92,8 +93,14 @@ def sleeping_input(base: type) -> type:
             hung-up terminal sends SIGHUP and SIGCONT; ``kill -CONT``) finds this loop running:
             a restart would start a second loop beside it on the same exit pipe, and the loop a
             quit joins could sleep on after the other had drained the pipe (the app then hung,
-            deaf to SIGTERM). A real stop (SIGTSTP, Ctrl+Z) ended the loop first: that resumes."""
+            deaf to SIGTERM). A real stop (SIGTSTP, Ctrl+Z) ended the loop first: that resumes.
+            The handler outlives the app: once its event loop has ended there is nothing to resume
+            (Textual's restart asks for the running loop and raised, a traceback at exit)."""
             if self._key_thread is not None and self._key_thread.is_alive():
+                return
+            try:
+                asyncio.get_running_loop()  # signal handlers run on the main thread, the app's loop's
+            except RuntimeError:
                 return
             super()._sigcont_application(*args)
 
