@@ -257,6 +257,58 @@ def test_a_hysteresis_eased_cut_says_both_numbers():
         "GPU kernel-active time: 33 % (needs under 90 %; under 85 % to take the verdict over)"
 
 
+def test_a_reading_that_rounds_onto_its_cut_says_the_decimals_that_tell_them_apart():
+    """The reading is said in whole percent and the cut to a tenth: a reading just under or over its
+    cut could read on the wrong side of it. On the H200 replays "GPU utilization (NVML, copies
+    included): 2 % (needs under 2 %)" was marked met, "main thread waiting for a batch: 22 % (needs
+    under 22.2 %)" not met, and the drill-down's legend read "22 % ≮ 22.2 %"."""
+    c = Checks(v.IDLE)
+    c.check("util", 0.0196, 0.02, "<", "GPU utilization")
+    c.check("wait", 0.2226, 2 / 9, "<", "main thread waiting for a batch")
+    c.check("sm", 0.6999, 0.70, ">=", "SMs active")
+    c.check("cpu", 0.4996, 0.50, "<", "CPU per DataLoader worker", unit="cores")
+    c.check("busy", 0.90, 0.90, ">=", "GPU kernel-active time")  # equal: nothing to tell apart
+    c.check("tensor", 0.31, 0.20, "<=", "tensor pipes active")  # far from the cut: as before
+    assert [e.text for e in c.items] == [
+        "GPU utilization: 1.96 % (needs under 2 %)",
+        "main thread waiting for a batch: 22.3 % (needs under 22.2 %)",
+        "SMs active: 69.99 % (needs at least 70 %)",
+        "CPU per DataLoader worker: 0.4996 core (needs under 0.50 core)",
+        "GPU kernel-active time: 90 % (needs at least 90 %)",
+        "tensor pipes active: 31 % (needs at most 20 %)",
+    ]
+
+
+def test_every_reading_of_the_h200_replays_compares_with_its_cut_as_the_evidence_says():
+    """Over two H200 replays, each item's reading and cut, read back as numbers from its text, compare
+    as the item does (met or not); some of them needed the decimals (the check is not idle)."""
+    import operator
+    import re
+    from pathlib import Path
+
+    from gpuwatch.diagnosis.evidence import fmt
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report.gather import from_frames
+
+    ops = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+    # the reading, the cut, and the cut in force where hysteresis moved it ("; under 95 % while ...")
+    said_cut = re.compile(r": (-?[\d.]+)[^(]*\(needs [a-z ]+ (-?[\d.]+)[^;)]*(?:; [a-z ]+ (-?[\d.]+))?")
+    wrong, finer = [], 0
+    for name in ("run25_lightning_persistent", "field_checkpoint"):
+        path = Path(__file__).parent / "data" / "h200" / f"{name}.jsonl.gz"
+        for vd in from_frames(load_frames(str(path), lambda bad: None)).verdicts:
+            for e in vd.evidence:
+                if e.value is None or e.threshold is None or e.op not in ops or e.unit in ("B/s", ""):
+                    continue
+                m = said_cut.search(e.text)
+                assert m, e.text
+                if ops[e.op](float(m[1]), float(m[3] or m[2])) != e.supports:
+                    wrong.append((name, e.text, e.supports))
+                finer += fmt(e.value, e.unit) not in e.text
+    assert wrong == []
+    assert finer > 0
+
+
 def test_counts_are_plural_only_when_they_should_be():
     assert count(1, "sample") == "1 sample" and count(14, "sample") == "14 samples"
     assert count(1, "training process", "training processes") == "1 training process"

@@ -86,6 +86,11 @@ def test_evidence_value_against_threshold_fits_the_value_column():
     unmet = dataclasses.replace(item(0.99, "<", 0.90), supports=False)
     assert _against(unmet) == "99 % ≮ 90 %"
     assert _against(dataclasses.replace(item(0.0, ">=", 0.075), supports=False)) == "0 % ≱ 7.5 %"
+    # A reading that rounds onto the cut's other side keeps the decimals that place it: "22 % ≮ 22.2 %"
+    # (main thread waiting for a batch, H200 replays) read as a false statement.
+    assert _against(dataclasses.replace(item(0.0226, "<", 0.0225), supports=False)) == "2.3 % ≮ 2.2 %"
+    assert _against(dataclasses.replace(item(0.2226, "<", 2 / 9), supports=False)) == "22.3 %"  # too wide
+    assert _against(item(0.0196, "<", 0.02)) == "1.96 % < 2 %"
 
 
 def test_process_order_sorts_filters_and_draws_the_tree():

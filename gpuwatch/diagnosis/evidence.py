@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -40,6 +41,35 @@ UNITS = {
 
 def fmt(value: float | None, unit: str = "%") -> str:
     return "not measured" if value is None else UNITS.get(unit, lambda x: f"{x:.3g}")(value)
+
+
+FINER = {
+    "%": lambda x, d: f"{x * 100:.{d}f} %",
+    "cores": lambda x, d: f"{x:.{d + 2}f} core{'s' if x >= 1.005 else ''}",
+    "/s": lambda x, d: f"{x:.{d + 1}f}/s",
+    "x": lambda x, d: f"{x:.{d + 2}f}",
+    "threads": lambda x, d: f"{x:.{d + 2}f} thread{'' if abs(x - 1) < 0.005 else 's'}",
+}
+"""A reading in its unit with ``d`` more decimals than :data:`UNITS` gives it (units said as a plain number)."""
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def said(value: float, th: float, op: str, unit: str = "%") -> str:
+    """``value`` as the evidence says it beside its cut ``th``: as :func:`fmt` says it, or with up to
+    three more decimals where the rounded numbers would compare otherwise than the reading and the
+    cut do ("1.96 % (needs under 2 %)", not "2 % (needs under 2 %)" for a cut that is met; "22.3 %"
+    against a cut of "22.2 %", not "22 %" for one that is not)."""
+    text = fmt(value, unit)
+    finer, compare = FINER.get(unit), _OPS.get(op)
+    if finer is None or compare is None:
+        return text
+    holds = compare(value, th)
+    shown_cut = float(_NUMBER.search(cut(th, unit)).group())  # type: ignore[union-attr]
+    for d in (1, 2, 3):
+        if compare(float(_NUMBER.search(text).group()), shown_cut) == holds:  # type: ignore[union-attr]
+            return text
+        text = finer(value, d)
+    return text  # a reading between the cut and the cut as said: the closest it can be said
 
 
 def count(n: float, noun: str, plural: str | None = None) -> str:
@@ -110,7 +140,7 @@ def _item(stage: str, signal: str, value: float | None, th: float, op: str, what
                          f"{what}: not measured ({needs(th, op, unit, threshold, relax)})", what, unit)
     else:
         e = Evidence(stage, signal, float(value), th, op, _OPS[op](value, th),
-                     f"{what}: {fmt(value, unit)} ({needs(th, op, unit, threshold, relax)})", what, unit)
+                     f"{what}: {said(value, th, op, unit)} ({needs(th, op, unit, threshold, relax)})", what, unit)
     if len(_ITEMS) >= ITEMS_KEPT:
         _ITEMS.clear()
     _ITEMS[key] = e

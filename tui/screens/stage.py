@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.reactive import reactive
 
 from gpuwatch.model import verdict as v
-from gpuwatch.diagnosis.evidence import count, cut
+from gpuwatch.diagnosis.evidence import count, cut, said
 from gpuwatch.diagnosis.evidence import fmt as fmt_value
 from gpuwatch.diagnosis.thresholds import WINDOW_S
 from gpuwatch.model.stacks import LABEL_WORDS, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, ROLE_TITLES, ROLE_WORKER
@@ -205,9 +205,9 @@ def _against(e: Evidence) -> str:
     """``62 % ≥ 20 %`` in the item's unit, as the evidence list says it (``≱`` where it is not met);
     the reading alone where the pair would not fit the value column (the cut is drawn as the plot's
     second line)."""
-    value = fmt_value(e.value, e.unit)
     if e.threshold is None:
-        return value
+        return fmt_value(e.value, e.unit)
+    value = said(e.value, e.threshold, e.op, e.unit)
     sign = (OP_SIGNS if e.supports else NOT_SIGNS).get(e.op, e.op)
     both = f"{value} {sign} {cut(e.threshold, e.unit)}"
     return both if len(both) <= VALUE_W else value
