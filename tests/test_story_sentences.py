@@ -321,3 +321,23 @@ def test_the_report_workers_check_says_one_worker_in_the_singular():
     frames = build(replace(DECODE, workers=1, usable=2, cpu_count=2), 4)
     c = check_workers(frames, run(frames), Unsupported("not probed"))
     assert c.status in (PASS, WARN) and "1 DataLoader worker for 1 training process on 2 usable CPUs" in c.reason
+
+
+def test_no_stage_is_named_beside_collecting_evidence():
+    """field_tokenize's second tick, 1 main-thread stack sample: the line read "Unknown: Collecting
+    evidence: 1 stack sample of the main thread so far, 3 needed before a stage is named. Also: CPU
+    prep, PCIe." with both boxes at warning: the stages the sentence says it cannot name yet, named
+    on that one sample. A stage proved by the stacks waits for the samples as the verdict does."""
+    from pathlib import Path
+
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.replay import load_frames
+
+    analysis = Analysis()
+    path = Path(__file__).parent / "data" / "h200" / "field_tokenize.jsonl.gz"
+    collecting = [vd for vd in (analysis.update(f) for f in load_frames(str(path)))
+                  if "stack sample of the main thread so far" in vd.sentence]
+    assert collecting, "the recording starts with too few stack samples"
+    for vd in collecting:
+        assert vd.stage == v.UNKNOWN and vd.secondary == ()
+        assert dict(vd.levels) == dict.fromkeys(v.PIPELINE, v.LEVEL_OK)

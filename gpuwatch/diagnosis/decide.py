@@ -123,11 +123,17 @@ def too_few_samples(s: Signals) -> bool:
     return s.stacks.available and s.stacks.n_main < MIN_EVIDENCE_SAMPLES
 
 
+def unproven(s: Signals, stage: str, r: StageResult | None) -> bool:
+    """The stage rests on the main thread's stack shares and there are too few samples yet: it is
+    neither the verdict nor a warning beside it (the sentence says the evidence is being collected)."""
+    return too_few_samples(s) and (stage in STACK_PROVED or (stage == H2D and r is not None and r.sub not in GPU_SIDE))
+
+
 def _pick(s: Signals, r: Mapping[str, StageResult], sticky: str | None, hold: float | None = None) -> str:
     if r[IDLE].fires:
         return IDLE
     other = _pick_pipeline(s, r, sticky, hold)
-    if too_few_samples(s) and (other in STACK_PROVED or (other == H2D and r[H2D].sub not in GPU_SIDE)):
+    if unproven(s, other, r.get(other)):
         other = UNKNOWN  # no stage before its evidence exists: the sentence says it is collecting it
     if r[CONTENTION].fires and _contention_costs_more(s, r, other, sticky):
         return CONTENTION
