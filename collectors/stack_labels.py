@@ -30,7 +30,7 @@ from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.stacks import (
     BACKWARD, CHECKPOINT, COLLECTIVE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
-    PIN_IDLE, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, W_BUSY, W_IDLE, W_IO, W_WAIT,
+    PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, W_BUSY, W_IDLE, W_IO, W_WAIT,
 )
 from gpuwatch.model.stacks import ROLE_WORKER as ROLE_WORKER_THREAD
 
@@ -367,10 +367,10 @@ def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> t
 
 def _pin(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
     if any_match(frames, (PIN_WORK,)) is not None:
-        return PIN_BUSY, "pin_memory"
+        return PIN_BUSY, PIN_WORK_DETAIL
     j = any_match(frames, IPC)
-    if j is not None:
-        return PIN_BUSY, short_name(frames[j])
+    if j is not None:  # unpacking a batch on the CPU, or off it waiting for the worker to hand it over
+        return (PIN_BUSY if active else PIN_IDLE), short_name(frames[j])
     if _waiting(frames) or not active:
         return PIN_IDLE, short_name(frames[0])
     return PIN_BUSY, short_name(frames[0])

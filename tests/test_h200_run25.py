@@ -245,3 +245,28 @@ def test_the_pinned_memory_check_reads_the_ticks_of_the_copies():
     text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
     assert "Pin host memory: pin_memory=True" in text
     assert "the DataLoader pins its batches" not in text
+
+
+def test_a_pin_thread_waiting_on_its_workers_is_not_named_a_pcie_cause():
+    """run25_tokenize's pin thread uses 0.01 core; most of its samples are off the CPU in the IPC
+    that hands it a batch (``Connection._recv`` under ``DupFd.detach``: the busy workers have not
+    sent it), recorded as "pin_busy". Counted as pinning, they made "pin-memory thread samples in
+    pin_memory: 79 %", PCIe a warning and "Also: PCIe." beside the CPU prep verdict, and the
+    report's hottest stacks said "pinning" for them. A sample off the CPU there is idle."""
+    from gpuwatch.model.stacks import ROLE_PIN, activity
+    from gpuwatch.report.stacks import hot_stacks
+
+    verdicts = _verdicts("tokenize")
+    assert [v.stage for v in verdicts].count("decode") > 20
+    pin = [e for v in verdicts for e in v.evidence if e.stage == "h2d" and e.signal == "pin_cpu" and e.value is not None]
+    assert pin and max(e.value for e in pin) < 0.05  # the thread next to idle on the CPU
+    assert not [v.t for v in verdicts if "h2d" in v.secondary]
+    busy = [e.value for v in verdicts for e in v.evidence if e.signal == "pin_busy" and e.value is not None]
+    assert busy and max(busy) < 0.7
+    # The report's stacks say the same of the same samples.
+    frames = load_frames(_path("tokenize"))
+    pin_stacks = [h for h in hot_stacks(frames) if h.role == ROLE_PIN]
+    assert pin_stacks and not [h for h in pin_stacks if h.detail in ("Connection._recv", "DupFd.detach")
+                               and h.label == "pin_busy"]
+    assert activity(ROLE_PIN, "pin_busy", "DupFd.detach", active=False) == "pin_idle"
+    assert activity(ROLE_PIN, "pin_busy", "pin_memory", active=False) == "pin_busy"

@@ -279,7 +279,12 @@ PIN_TAIL = [fr("_pin_memory_loop", "torch/utils/data/_utils/pin_memory.py"), fr(
     ([fr("_PollLikeSelector.select", "selectors.py"), fr("Queue.get", "multiprocessing/queues.py"),
       fr("do_one_step", "torch/utils/data/_utils/pin_memory.py")] + PIN_TAIL, False, S.PIN_IDLE),
     ([fr("rebuild_storage_fd", "torch/multiprocessing/reductions.py"), fr("Queue.get", "multiprocessing/queues.py"),
-      fr("do_one_step", "torch/utils/data/_utils/pin_memory.py")] + PIN_TAIL, False, S.PIN_BUSY),
+      fr("do_one_step", "torch/utils/data/_utils/pin_memory.py")] + PIN_TAIL, True, S.PIN_BUSY),
+    # Off the CPU in the IPC that hands it a batch, it waits for the worker's side: pinning nothing.
+    ([fr("Connection._recv", "multiprocessing/connection.py"), fr("answer_challenge", "multiprocessing/connection.py"),
+      fr("DupFd.detach", "multiprocessing/resource_sharer.py"),
+      fr("rebuild_storage_fd", "torch/multiprocessing/reductions.py"), fr("Queue.get", "multiprocessing/queues.py"),
+      fr("do_one_step", "torch/utils/data/_utils/pin_memory.py")] + PIN_TAIL, False, S.PIN_IDLE),
 ])
 def test_pin_thread(frames, active, label):
     t = rec(*frames, active=active, tid=101, name="Thread-3 (_pin_memory_loop)")

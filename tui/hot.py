@@ -50,7 +50,7 @@ def hot_frames(stacks: Sequence[ThreadStack], limit: int = 10) -> list[HotFrame]
 def label_shares(stacks: Sequence[ThreadStack]) -> list[tuple[str, float]]:
     """Each activity label's share of the samples, largest first (read as the diagnosis reads them:
     an older recording's worker "io" sample in a sleep or a lock is a wait)."""
-    return shares(count(stacks, key=lambda t: activity(t.role, t.label, t.detail)))  # type: ignore[return-value]
+    return shares(count(stacks, key=lambda t: activity(t.role, t.label, t.detail, t.active)))  # type: ignore[return-value]
 
 
 def role_label_counts(sample: StackSample) -> dict[str, Counter[str]]:
@@ -62,7 +62,7 @@ def role_label_counts(sample: StackSample) -> dict[str, Counter[str]]:
     for t in sample.threads:
         if t.role == ROLE_OTHER_THREAD and not t.active:
             continue
-        counts.setdefault(t.role, Counter())[activity(t.role, t.label, t.detail)] += 1
+        counts.setdefault(t.role, Counter())[activity(t.role, t.label, t.detail, t.active)] += 1
     return counts
 
 

@@ -141,7 +141,8 @@ def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, 
     """One sample's counted threads of ``rank``, by role, in the sample's order: (label, detail,
     whether a main thread's frames name a layout op). Worked out once per sample (sample_memo.py):
     a sample is counted in every window of the next minute, four windows a tick."""
-    return {role: tuple((t.label, t.detail or "", role == lb.ROLE_MAIN_THREAD and _is_layout(t))
+    return {role: tuple((lb.pin_activity(t.label, t.detail, t.active) if role == lb.ROLE_PIN else t.label,
+                         t.detail or "", role == lb.ROLE_MAIN_THREAD and _is_layout(t))
                         for t in s.threads if t.role == role and _mine(t, rank))
             for role in (lb.ROLE_MAIN_THREAD, lb.ROLE_WORKER, lb.ROLE_PIN)}
 

@@ -26,6 +26,8 @@ W_WAIT = "wait"
 # The pin-memory thread:
 PIN_BUSY = "pin_busy"
 PIN_IDLE = "pin_idle"
+PIN_WORK_DETAIL = "pin_memory"
+"""The detail of a pin-thread sample inside ``pin_memory`` itself (the copy into page-locked memory)."""
 
 LABEL_WORDS = {
     DATA_WAIT: "waiting for a batch", DATA_IPC: "receiving a batch", INLINE_LOAD: "loading data itself",
@@ -45,12 +47,25 @@ a worker off the CPU in one of them reads; in anything else it may sleep or wait
 PIN_LABELS = (PIN_BUSY, PIN_IDLE)
 
 
-def activity(role: str, label: str, detail: str | None) -> str:
+def activity(role: str, label: str, detail: str | None, active: bool = True) -> str:
     """The label as a view or report should read it: a worker sample recorded as "io" before the
     "wait" label existed counts as a read only where its function is named for reading (READ_WORDS),
-    as the diagnosis counts it; a sleep or a lock in ``__getitem__`` is a wait."""
+    as the diagnosis counts it; a sleep or a lock in ``__getitem__`` is a wait. A pin-thread sample
+    is read by :func:`pin_activity`."""
     if role == ROLE_WORKER and label == W_IO and not any(w in (detail or "").lower() for w in READ_WORDS):
         return W_WAIT
+    if role == ROLE_PIN:
+        return pin_activity(label, detail, active)
+    return label
+
+
+def pin_activity(label: str, detail: str | None, active: bool) -> str:
+    """A pin-thread sample recorded as busy while off the CPU outside ``pin_memory`` is idle: it
+    waits in the IPC that hands it a batch (``Connection._recv``, ``DupFd.detach``: the worker's
+    side has not sent it yet), pinning nothing. Recordings made before the labeller told the two
+    apart carry it as busy."""
+    if label == PIN_BUSY and not active and detail != PIN_WORK_DETAIL:
+        return PIN_IDLE
     return label
 
 # Stack roles (which thread a share is about).

@@ -84,7 +84,7 @@ def hottest_by_pid(stacks: object) -> dict[int, str] | None:
 def thread_summary(t: ThreadStack) -> str:
     """``label: detail`` or the leaf frame when there is no detail."""
     where = t.detail or (t.frames[0] if t.frames else "")
-    said = activity(t.role, t.label, t.detail)
+    said = activity(t.role, t.label, t.detail, t.active)
     label = LABEL_WORDS.get(said, said)
     return f"{label}: {where}" if where else label
 
