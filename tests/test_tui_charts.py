@@ -219,3 +219,20 @@ def test_chart_columns_kept_as_the_window_slides_equal_the_plots_built_afresh():
             assert kept.plots(w) == afresh.plots(w), (width, end)
             checked += 1
     assert checked > 3
+
+
+def test_a_job_without_workers_says_so_on_the_worker_cpu_line_not_na():
+    """The CPU demo's first phase (num_workers=0) read "data wait ━ 0 %  worker CPU ━ N/A", and the
+    help says N/A is a value that could not be read, its reason shown next to it: here there is
+    simply no worker. Unread processes stay N/A."""
+    def main_only(f):  # noqa: ANN001, ANN202
+        return dataclasses.replace(f, procs=dataclasses.replace(
+            f.procs, processes=tuple(p for p in f.procs.processes if p.role != "worker")))
+
+    series = ChartSeries()
+    feed = series.plots([main_only(f) for f in synthetic_frames(5)])[1]
+    assert [(s.label, s.now) for s in feed.series][1] == ("worker CPU", "no workers")
+    unread = ChartSeries().plots(synthetic_frames(5, procs=False))[1]
+    assert [(s.label, s.now) for s in unread.series][1] == ("worker CPU", "N/A")
+    with_workers = ChartSeries().plots(synthetic_frames(5))[1]
+    assert with_workers.series[1].now == "98 %"

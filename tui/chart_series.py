@@ -46,6 +46,8 @@ class Reading:
     wait_share: float | None
     """Percent of the main thread's samples over the diagnosis window that wait for data."""
     worker_cpu: float | None
+    workers: int | None = None
+    """The job's DataLoader workers in the frame (None: its processes were not read)."""
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -78,10 +80,12 @@ def _read_stacks(frame: Frame, previous: Reading | None) -> tuple[float | None, 
     return s.t, sum(1 for t in main if t.label in WAIT_LABELS), len(main)
 
 
-def _worker_cpu(frame: Frame) -> float | None:
+def _worker_cpu(frame: Frame) -> tuple[float | None, int | None]:
+    """The workers' mean CPU percent, and how many there are."""
     if not known(frame.procs):
-        return None
-    return _mean([p.cpu_pct for p in frame.procs.processes if p.role == ROLE_WORKER])  # type: ignore[union-attr]
+        return None, None
+    cpu = [p.cpu_pct for p in frame.procs.processes if p.role == ROLE_WORKER]  # type: ignore[union-attr]
+    return _mean(cpu), len(cpu)
 
 
 _COLS = ("busy", "sm", "mem", "wait_share", "worker_cpu", "rx", "tx")
@@ -125,7 +129,7 @@ class ChartSeries:
             m += before.main
             j -= 1
         share = 100.0 * w / m if m else None
-        return Reading(busy, sm, mem, rx, tx, n, stamp, wait, main, share, _worker_cpu(f))
+        return Reading(busy, sm, mem, rx, tx, n, stamp, wait, main, share, *_worker_cpu(f))
 
     def _columns(self, ids: list[int], rows: list[Reading]) -> dict[str, tuple[float | None, ...]]:
         """The plotted columns of ``rows``. When the window only slid (frames left at the start, new
@@ -168,8 +172,12 @@ class ChartSeries:
                     Series("memory", col("mem"), now_pct("mem"))), 100.0, "0-100 %" + gpus)
         cpu = col("worker_cpu")
         cpu_top = max(100.0, nice(max((x for x in cpu if x is not None), default=0.0)))
+        # A job without DataLoader workers (num_workers=0) has no worker CPU to read: said so, not "N/A"
+        # (which the help explains as a value that could not be read).
+        no_workers = last is not None and last.worker_cpu is None and last.workers == 0
         feed = Plot((Series("data wait", col("wait_share"), now_pct("wait_share")),
-                     Series("worker CPU", cpu, now_pct("worker_cpu"))), cpu_top, f"0-{cpu_top:.0f} %")
+                     Series("worker CPU", cpu, "no workers" if no_workers else now_pct("worker_cpu"))),
+                    cpu_top, f"0-{cpu_top:.0f} %")
         rx, tx = col("rx"), col("tx")
         top = nice(max((x for x in (*rx, *tx) if x is not None), default=0.0), floor=1e6)
         link = Plot((Series("PCIe RX", rx, fmt.rate(last.rx if last else None)),
