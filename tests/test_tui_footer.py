@@ -69,3 +69,19 @@ async def test_keys_recomposed_under_a_drill_down_wait_for_their_screen_without_
         assert len(fits) < 10, fits[:20]
         await pilot.press("escape")
         assert await _until(pilot, lambda: app.screen is main and _fits(footer))
+
+
+async def test_a_drill_down_in_a_replay_at_80_columns_keeps_its_back_key(tmp_path):
+    # The playback keys came right after Help and Quit and pushed the screen's own Back off the
+    # footer at 80 columns ("? Help q Quit p Pause . Step [ ] Seek + - Speed ←→ Stage ^p palette"):
+    # a newcomer in a drill-down saw no way back.
+    path = write_recording(tmp_path / "r.jsonl", synthetic_frames(10))
+    app = make_app(ReplaySource(str(path), control=ReplayControl(1.0)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2", "enter")
+        assert await _until(pilot, lambda: isinstance(app.screen, StageScreen))
+        footer = app.screen.query_one(KeysFooter)
+        assert await _until(pilot, lambda: _fits(footer))
+        shown = [k for k in footer.query_children(FooterKey) if k.display and not k.has_class("-command-palette")]
+        assert [k.description for k in shown][:3] == ["Help", "Quit", "Back"]
+        assert "Pause" in [k.description for k in shown]  # a replay still looks like one

@@ -9,8 +9,9 @@ from textual.widgets._footer import FooterKey
 
 from gpuwatch.tui.panels.steady import SteadyLines
 
-FIRST = ("help", "quit")
-"""Actions whose keys lead the footer, in this order (the screen's own Back goes right after)."""
+FIRST = ("help", "quit", "pop_screen", "dismiss")
+"""Actions whose keys lead the footer, in this order: Help, Quit, then the screen's own Back (a
+drill-down's way out, kept at 80 columns ahead of a replay's playback keys)."""
 REPLAY = ("toggle_pause", "replay_step", "replay_seek", "replay_speed")
 """In a replay, the playback keys come next: a replay must look like one."""
 
