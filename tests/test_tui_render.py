@@ -338,3 +338,20 @@ async def test_a_long_stack_frame_ends_in_an_ellipsis_and_shows_whole_when_there
         await pilot.resize_terminal(120, 30)
         await pilot.pause()
         assert LONG_FRAME in screen_text(app)
+
+
+async def test_a_drill_down_says_whose_samples_its_frame_table_counts():
+    # field_checkpoint's Disk drill-down: "main thread (23 thread samples ...)" above a table whose
+    # rows went in steps of 1/28 and held "_PollLikeSelector.select 17.9" (the idle workers' 5
+    # samples): the table counts every role listed above it, and said nothing of it.
+    import re
+
+    app = make_app(ListSource(synthetic_frames(30)))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "enter")  # CPU prep: the workers and the main thread
+        await pilot.pause()
+        text = screen_text(app)
+        per_role = [int(n) for n in re.findall(r"\((\d+) thread samples? from the last", text)]
+        assert len(per_role) == 2
+        assert f"Hottest frames of these {sum(per_role)} thread samples together:" in text

@@ -183,6 +183,8 @@ class StageScreen(WatchScreen):
                                     for label, share in label_shares(mine)[:4])
                     by_role.append(f"{ROLE_TITLES.get(role, role)} ({count(len(mine), 'thread sample')} "
                                    f"from the last {STACK_WINDOW} frames): {top}")
+            if len(by_role) > 1:  # the table's shares are of them all, not of the first role's
+                by_role.append(f"Hottest frames of these {count(len(picked), 'thread sample')} together:")
             shares.update("\n".join(by_role))
         self.query_one("#stage-stacks", StackTable).show(picked)
 
