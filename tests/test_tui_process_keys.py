@@ -372,3 +372,29 @@ async def test_no_footer_key_is_cut_at_the_right_end(tmp_path, width):
             bar = app.screen.query_one(KeysFooter)
             palette = next(k for k in bar.children if k.has_class("-command-palette"))
             assert all(k.region.right <= palette.region.x for k in bar.children if k.display and k is not palette)
+
+
+async def test_a_process_s_idle_helper_threads_are_not_said_as_other_work():
+    """run25_imagefolder_persistent, a worker's process screen: "3 thread samples: other work 67%,
+    idle 33%" for a sleeping worker, the two "other work" being its queue feeder in Condition.wait
+    and its resource sharer in socket.accept. The stacks screen and the main panel leave idle helper
+    threads out; so does the process screen now."""
+    from gpuwatch.model.stacks import ThreadStack
+
+    def with_helpers(f):  # noqa: ANN001, ANN202 - two idle helper threads in the first worker
+        pid = WORKER_PIDS[0]
+        helpers = (ThreadStack(pid, pid + 100, "other", None, "QueueFeederThread", "other", "Condition.wait", False,
+                               False, ("Condition.wait (threading.py:355)", "Queue._feed (multiprocessing/queues.py:251)")),
+                   ThreadStack(pid, pid + 101, "other", None, "Thread-1 (_serve)", "other", "socket.accept", False,
+                               False, ("socket.accept (socket.py:295)",)))
+        return dataclasses.replace(f, stacks=dataclasses.replace(f.stacks, threads=(*f.stacks.threads, *helpers)))
+
+    app = make_app(ListSource([with_helpers(f) for f in synthetic_frames(5)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen) and app.screen.pid == WORKER_PIDS[0]
+        shares = str(app.screen.query_one("#proc-shares").render())
+        assert "other work" not in shares and "computing 100%" in shares
+        assert "socket.accept" not in screen_text(app)

@@ -11,8 +11,8 @@ from gpuwatch.diagnosis.stack_counts import stack_samples as counted_samples
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.stacks import ROLE_OTHER_THREAD, StackSample, ThreadStack, activity
 
-__all__ = ["STACK_WINDOW", "HotFrame", "WindowCounts", "hot_frames", "label_shares", "role_label_counts", "stack_samples",
-           "threads"]
+__all__ = ["STACK_WINDOW", "HotFrame", "WindowCounts", "hot_frames", "label_shares", "role_label_counts", "said",
+           "stack_samples", "threads"]
 
 STACK_WINDOW = 30
 """Frames whose stack samples the stacks views count: 30 s at the default 1 s tick, long enough
@@ -26,6 +26,12 @@ class HotFrame:
     """Samples with this frame at the leaf."""
     total: int
     """Samples with this frame anywhere in the stack."""
+
+
+def said(t: ThreadStack) -> bool:
+    """Whether a view counts this thread sample: a helper thread (queue feeder, resource sharer,
+    role "other") only while active; idle, it says nothing of what the process does."""
+    return t.active or t.role != ROLE_OTHER_THREAD
 
 
 def stack_samples(frames: Sequence[Frame], window: int = STACK_WINDOW) -> list[StackSample]:
@@ -60,7 +66,7 @@ def role_label_counts(sample: StackSample) -> dict[str, Counter[str]]:
     each sample once rather than the whole window again for every role."""
     counts: dict[str, Counter[str]] = {}
     for t in sample.threads:
-        if t.role == ROLE_OTHER_THREAD and not t.active:
+        if not said(t):
             continue
         counts.setdefault(t.role, Counter())[activity(t.role, t.label, t.detail, t.active)] += 1
     return counts

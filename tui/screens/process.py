@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.model.values import known
 from gpuwatch.tui import format as fmt
-from gpuwatch.tui.hot import label_shares, stack_samples, threads
+from gpuwatch.tui.hot import label_shares, said, stack_samples, threads
 from gpuwatch.tui.panels.footer import KeysFooter
 from gpuwatch.tui.panels.header import HeaderBar
 from gpuwatch.tui.chart_draw import Plot, Series, ticks_span
@@ -140,7 +140,7 @@ class ProcessScreen(WatchScreen):
         self._section("gpu", "\n".join(lines))
 
     def _show_stacks(self, view: View) -> None:
-        mine = threads(stack_samples(view.frames), lambda t: t.pid == self.pid)
+        mine = threads(stack_samples(view.frames), lambda t: t.pid == self.pid and said(t))
         shares = self.query_one("#proc-shares", Plain)
         reason = fmt.reason(view.frame.stacks)
         if mine:
