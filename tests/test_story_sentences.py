@@ -341,3 +341,27 @@ def test_no_stage_is_named_beside_collecting_evidence():
     for vd in collecting:
         assert vd.stage == v.UNKNOWN and vd.secondary == ()
         assert dict(vd.levels) == dict.fromkeys(v.PIPELINE, v.LEVEL_OK)
+
+
+def test_a_share_s_eased_cut_is_never_below_zero():
+    """field_checkpoint's first saves, Disk drill-down: "main thread saving checkpoints: 33 % (needs
+    at least 20 %; at least -12.7 % while this stage holds the verdict)". The checkpoint share's
+    hold band is two standard errors over few samples, wider than the cut; a share is never
+    negative, so the eased cut is 0 (the same verdicts: any share met it already)."""
+    from pathlib import Path
+
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.diagnosis.evidence import REQ
+    from gpuwatch.replay import load_frames
+
+    c = Checks(v.IO, relax=1.0)
+    assert c.check("checkpoint", 0.33, 0.20, ">=", "main thread saving checkpoints", kind=REQ, band=0.33) is True
+    assert c.items[0].threshold == 0.0
+    assert c.items[0].text == \
+        "main thread saving checkpoints: 33 % (needs at least 20 %; at least 0 % while this stage holds the verdict)"
+    analysis = Analysis()
+    path = Path(__file__).parent / "data" / "h200" / "field_checkpoint.jsonl.gz"
+    shares = [e for f in load_frames(str(path)) for e in analysis.update(f).evidence
+              if e.unit == "%" and e.threshold is not None]
+    assert [e for e in shares if e.signal == "checkpoint"]
+    assert not [e.text for e in shares if e.threshold < 0 or "-" in e.text.split("(needs", 1)[-1]]

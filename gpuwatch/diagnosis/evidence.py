@@ -181,6 +181,8 @@ class Checks:
         th = adjusted(threshold, op, self.relax, unit) if kind == REQ else threshold
         if kind == REQ and band is not None and self.relax > 0:  # the stage in force holds to its wider band
             th = threshold - self.relax * band if op in (">=", ">") else threshold + self.relax * band
+            if unit == "%" and op == ">=":  # a band wider than the cut: any share holds, said as 0 %, not -12.7 %
+                th = max(th, 0.0)
         words = self._words
         if value is None:
             if self._first(signal) and words:
