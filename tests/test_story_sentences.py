@@ -365,3 +365,26 @@ def test_a_share_s_eased_cut_is_never_below_zero():
               if e.unit == "%" and e.threshold is not None]
     assert [e for e in shares if e.signal == "checkpoint"]
     assert not [e.text for e in shares if e.threshold < 0 or "-" in e.text.split("(needs", 1)[-1]]
+
+
+def test_a_stage_that_fires_while_another_holds_the_verdict_is_a_warning_not_ok():
+    """field_checkpoint at 00:08: the verdict stays Mostly GPU-bound (a new stage must hold for
+    a while), and the Disk drill-down showed every item met ("GPU kernel-active time: 81 % (needs
+    under 90 %)", "main thread saving checkpoints: 25 % (needs at least 20 %)", the saves) under
+    "1 · Disk — ✓ ok", with no "Also: Disk": the stage the evidence picks was left out of the
+    warnings because it was the evidence's pick, not the verdict's."""
+    from pathlib import Path
+
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.replay import load_frames
+
+    analysis = Analysis()
+    path = Path(__file__).parent / "data" / "h200" / "field_checkpoint.jsonl.gz"
+    hidden = []
+    for f in load_frames(str(path)):
+        vd = analysis.update(f)
+        disk = [e for e in vd.evidence if e.stage == v.IO]
+        if vd.stage not in (v.IO, v.IDLE) and len(disk) >= 3 and all(status(e) == MET for e in disk):
+            hidden.append((f.seq, vd.stage, dict(vd.levels)[v.IO], vd.secondary))
+    assert hidden, "the recording has a tick where Disk's evidence is all met under another verdict"
+    assert all(level == v.LEVEL_WARNING and v.IO in sec for _, _, level, sec in hidden), hidden

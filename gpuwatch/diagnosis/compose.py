@@ -93,8 +93,8 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
     shown = stage if stage in STAGES else UNKNOWN
     # Nothing holds back a job that is not training: no secondary stages then; nor one whose proof
     # is the stacks before they hold enough samples to name a stage.
-    secondary = () if shown == IDLE else tuple(x for x in d.secondary()
-                                               if x != shown and not unproven(s, x, d.results.get(x)))
+    secondary = () if shown == IDLE else tuple(x for x in d.secondary(shown)
+                                               if not unproven(s, x, d.results.get(x)))
     levels = tuple((p, LEVEL_BOTTLENECK if p == shown else LEVEL_WARNING if p in secondary else LEVEL_OK)
                    for p in PIPELINE)
     evidence = tuple(e for res in d.results.values() for e in res.evidence) + phase_evidence(s)

@@ -68,9 +68,12 @@ class Decision:
     """A verdict stage, or CPU_COMPUTE / OFF_PIPELINE (shown as unknown with their own sentence)."""
     results: Mapping[str, StageResult]
 
-    def secondary(self) -> tuple[str, ...]:
-        """Other pipeline stages that fire or warn, strongest first."""
-        others = [r for s, r in self.results.items() if s in PIPELINE and s != self.stage and r.warn]
+    def secondary(self, shown: str | None = None) -> tuple[str, ...]:
+        """Other pipeline stages than ``shown`` (default: this decision's) that warn, strongest first.
+        The verdict can show another stage than the decision picked (the stability rule holds the
+        stage in force a while): the pick then warns beside it like any other."""
+        shown = self.stage if shown is None else shown
+        others = [r for s, r in self.results.items() if s in PIPELINE and s != shown and r.warn]
         others.sort(key=lambda r: (r.fires, r.weight, r.strength), reverse=True)
         return tuple(r.stage for r in others)
 
