@@ -192,3 +192,17 @@ def test_torch_compile_is_not_a_validation_pass():
     assert any(fr.startswith("valid_vec_isa_list") for fr in mains)  # the trap is in the recording
     for x in verdicts:
         assert v.VALIDATION not in {p.kind for p in x.phases}, x.phases
+
+
+def test_an_inline_loader_s_cpu_prep_warning_needs_the_main_thread_s_cpu():
+    """disk_inline_hog: "Also: Disk, CPU prep." for 74 ticks, CPU prep's own drill-down saying
+    "○ main thread CPU: 0.06 core (needs at least 0.50 core)": a thread that loads data on 0.06 of
+    a core is not decoding on the CPU. The Disk warning (reads of 45 MB/s) stays."""
+    from gpuwatch.diagnosis.evidence import NOT_MET, status
+
+    frames, verdicts = _replay("disk_inline_hog_cpu.jsonl.gz")
+    idle_cpu = [x for x in verdicts
+                if any(e.stage == v.DECODE and e.signal == "main_cpu" and status(e) == NOT_MET for e in x.evidence)]
+    assert len(idle_cpu) > 50
+    assert not [x.t for x in idle_cpu if v.DECODE in x.secondary or dict(x.levels).get(v.DECODE) != v.LEVEL_OK]
+    assert sum(1 for x in verdicts if v.IO in x.secondary) > 50

@@ -236,8 +236,9 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
                        "main thread loading data itself (num_workers=0)", kind=REQ)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores", kind=REQ)
         fires = gate and yes(load) and cpu is not False
-        return result(c, fires, (st.share(lb.INLINE_LOAD) or 0) >= st.moderate, st.share(lb.INLINE_LOAD),
-                      "inline", **_facts(s))
+        # A warning too needs the CPU: a main thread loading on 0.06 core decodes nothing on it.
+        warn = (st.share(lb.INLINE_LOAD) or 0) >= st.moderate and cpu is not False
+        return result(c, fires, warn, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
     wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", _wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
