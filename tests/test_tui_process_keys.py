@@ -4,6 +4,7 @@ behaviour only; tests/test_tui_fixtures.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import pytest
@@ -374,6 +375,18 @@ async def test_no_footer_key_is_cut_at_the_right_end(tmp_path, width):
             assert all(k.region.right <= palette.region.x for k in bar.children if k.display and k is not palette)
 
 
+@contextlib.asynccontextmanager
+async def _first_worker_screen(frames):  # noqa: ANN001, ANN202
+    """The app on ``frames``, the first worker's process screen open."""
+    app = make_app(ListSource(frames))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessScreen) and app.screen.pid == WORKER_PIDS[0]
+        yield app
+
+
 async def test_a_process_s_idle_helper_threads_are_not_said_as_other_work():
     """run25_imagefolder_persistent, a worker's process screen: "3 thread samples: other work 67%,
     idle 33%" for a sleeping worker, the two "other work" being its queue feeder in Condition.wait
@@ -389,12 +402,15 @@ async def test_a_process_s_idle_helper_threads_are_not_said_as_other_work():
                                False, ("socket.accept (socket.py:295)",)))
         return dataclasses.replace(f, stacks=dataclasses.replace(f.stacks, threads=(*f.stacks.threads, *helpers)))
 
-    app = make_app(ListSource([with_helpers(f) for f in synthetic_frames(5)]))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, app)
-        await pilot.press("down", "enter")
-        await pilot.pause()
-        assert isinstance(app.screen, ProcessScreen) and app.screen.pid == WORKER_PIDS[0]
+    async with _first_worker_screen([with_helpers(f) for f in synthetic_frames(5)]) as app:
         shares = str(app.screen.query_one("#proc-shares").render())
         assert "other work" not in shares and "computing 100%" in shares
         assert "socket.accept" not in screen_text(app)
+
+
+async def test_one_thread_sample_is_said_in_the_singular():
+    """run25_imagefolder_epochs, an exited worker's screen after a seek: "1 thread samples: computing
+    100%"; its state line would say "over 1 ticks" the same way."""
+    async with _first_worker_screen(synthetic_frames(1)) as app:
+        assert str(app.screen.query_one("#proc-shares").render()) == "1 thread sample: computing 100%"
+        assert "over 1 tick: R 100 % running" in screen_text(app)

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 
+from gpuwatch.diagnosis.evidence import count
 from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.model.values import known
 from gpuwatch.tui import format as fmt
@@ -94,7 +95,7 @@ class ProcessScreen(WatchScreen):
         delay = f" · on average {last.run_delay_frac:.2f} threads wait for a CPU" \
             if known(last.run_delay_frac) else ""
         self.query_one("#proc-states", Plain).update(
-            f"State {'now' if p is not None else 'when last seen'}: {last.state or '?'} · over {len([s for s in seen if s])} ticks: {state_shares(seen)}{delay}\n"
+            f"State {'now' if p is not None else 'when last seen'}: {last.state or '?'} · over {count(len([s for s in seen if s]), 'tick')}: {state_shares(seen)}{delay}\n"
             f"{state_line(seen, max(10, width - 4))}")
         threads_text = "\n".join(f"{t.tid:>8}  {t.name:<18} {t.cpu_pct:5.0f} %  {t.state}" for t in last.threads)
         self._section("threads", threads_text or "")
@@ -146,7 +147,7 @@ class ProcessScreen(WatchScreen):
         if mine:
             # In words, as the stacks screen and the report say them ("waiting for a batch", not "data_wait").
             top = ", ".join(f"{LABEL_WORDS.get(label, label)} {share:.0%}" for label, share in label_shares(mine)[:6])
-            shares.update(f"{len(mine)} thread samples: {top}")
+            shares.update(f"{count(len(mine), 'thread sample')}: {top}")
         elif reason is not None:
             shares.update(f"Stacks N/A: {reason}")
         else:
