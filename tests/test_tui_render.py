@@ -355,3 +355,27 @@ async def test_a_drill_down_says_whose_samples_its_frame_table_counts():
         per_role = [int(n) for n in re.findall(r"\((\d+) thread samples? from the last", text)]
         assert len(per_role) == 2
         assert f"Hottest frames of these {sum(per_role)} thread samples together:" in text
+
+
+async def test_the_stacks_screen_counts_the_samples_its_sections_show():
+    """run25_tokenize's stacks screen: "9 stack collections (107 thread samples)" above sections of
+    19 + 4 + 19 + 3 samples: the 62 others were idle helper threads, which no section counts."""
+    import re
+
+    from gpuwatch.model.stacks import ThreadStack
+    from tests import test_tui_fixtures as fixtures
+
+    def with_helper(f):  # noqa: ANN001, ANN202 - an idle queue feeder in the main process
+        helper = ThreadStack(fixtures.MAIN_PID, fixtures.MAIN_PID + 9, "other", None, "QueueFeederThread", "other", "Condition.wait",
+                             False, False, ("Condition.wait (threading.py:355)",))
+        return dataclasses.replace(f, stacks=dataclasses.replace(f.stacks, threads=(*f.stacks.threads, helper)))
+
+    app = make_app(ListSource([with_helper(f) for f in synthetic_frames(5)]))
+    async with app.run_test(size=(120, 60)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("s")
+        await pilot.pause()
+        text = screen_text(app)
+        (total,) = re.findall(r"stack collections \((\d+) thread samples", text)
+        sections = re.findall(r"^ ?(\d+) thread samples?:", text, re.M)
+        assert len(sections) >= 3 and int(total) == sum(map(int, sections)), (total, sections)

@@ -42,7 +42,8 @@ class StacksScreen(WatchScreen):
         if isinstance(view.frame.stacks, Unsupported):
             status.update(f"Stacks N/A: {view.frame.stacks.reason}")
         else:
-            n_threads = sum(len(s.threads) for s in samples)
+            # The samples the sections below count: idle helper threads are in none of them.
+            n_threads = sum(1 for s in samples for t in s.threads if said(t))
             status.update(f"{count(len(samples), 'stack collection')} ({count(n_threads, 'thread sample')}) "
                           f"from the last {STACK_WINDOW} frames.")
         for role, _ in ROLES:
