@@ -34,6 +34,10 @@ def said(t: ThreadStack) -> bool:
     return t.active or t.role != ROLE_OTHER_THREAD
 
 
+def _activity(t: ThreadStack) -> str:
+    return activity(t.role, t.label, t.detail, t.active)
+
+
 def stack_samples(frames: Sequence[Frame], window: int = STACK_WINDOW) -> list[StackSample]:
     """The distinct stack samples of the last ``window`` frames (a stalled collector repeats one)."""
     return counted_samples(frames[-window:])
@@ -56,7 +60,7 @@ def hot_frames(stacks: Sequence[ThreadStack], limit: int = 10) -> list[HotFrame]
 def label_shares(stacks: Sequence[ThreadStack]) -> list[tuple[str, float]]:
     """Each activity label's share of the samples, largest first (read as the diagnosis reads them:
     an older recording's worker "io" sample in a sleep or a lock is a wait)."""
-    return shares(count(stacks, key=lambda t: activity(t.role, t.label, t.detail, t.active)))  # type: ignore[return-value]
+    return shares(count(stacks, key=_activity))  # type: ignore[return-value]
 
 
 def role_label_counts(sample: StackSample) -> dict[str, Counter[str]]:
@@ -68,7 +72,7 @@ def role_label_counts(sample: StackSample) -> dict[str, Counter[str]]:
     for t in sample.threads:
         if not said(t):
             continue
-        counts.setdefault(t.role, Counter())[activity(t.role, t.label, t.detail, t.active)] += 1
+        counts.setdefault(t.role, Counter())[_activity(t)] += 1
     return counts
 
 

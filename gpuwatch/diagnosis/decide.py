@@ -129,7 +129,8 @@ def too_few_samples(s: Signals) -> bool:
 def unproven(s: Signals, stage: str, r: StageResult | None) -> bool:
     """The stage rests on the main thread's stack shares and there are too few samples yet: it is
     neither the verdict nor a warning beside it (the sentence says the evidence is being collected)."""
-    return too_few_samples(s) and (stage in STACK_PROVED or (stage == H2D and r is not None and r.sub not in GPU_SIDE))
+    host_copy = stage == H2D and r is not None and r.sub not in GPU_SIDE
+    return too_few_samples(s) and (stage in STACK_PROVED or host_copy)
 
 
 def _pick(s: Signals, r: Mapping[str, StageResult], sticky: str | None, hold: float | None = None) -> str:

@@ -127,8 +127,8 @@ def _evidence(r: Report) -> list[str]:
                 out.append("")
             stage = e.stage
             out += [f"**{_title(stage)}**", ""]
-        # A fact without a cut counts where it pointed to the stage (its mark's meaning): "seen in 0 %"
-        # beside "pin_memory is on" read as never seen, while it held all along.
+        # A fact without a cut counts the ticks it pointed to the stage (its mark's meaning), not the
+        # ticks it was seen: "pin_memory is on" holds all along and may point away from PCIe.
         held = "met" if e.threshold is not None else f"pointed to {_title(stage)}"
         mid = " (the middle reading is shown)" if e.value_median is not None else ""
         out.append(f"- {EVIDENCE_MARKS.get(e.status, '')} {_job(e.text)}: {held} in {e.supports_share:.0%} of the "

@@ -23,7 +23,8 @@ def hot_stacks(frames: Sequence[Frame], depth: int = STACK_DEPTH, top: int = TOP
     queue feeders are left out, as in the live shares). A stack sample repeated in several frames
     (the stack collector ran slower than the tick) is counted once."""
     def key(th: ThreadStack) -> tuple:
-        return activity(th.role, th.label, th.detail, th.active), th.detail, tuple(_LINE.sub("", x) for x in th.frames[:depth])
+        said = activity(th.role, th.label, th.detail, th.active)
+        return said, th.detail, tuple(_LINE.sub("", x) for x in th.frames[:depth])
 
     samples = stack_samples(frames)
     shown: dict[tuple, tuple[str, ...]] = {}

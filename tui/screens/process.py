@@ -95,7 +95,8 @@ class ProcessScreen(WatchScreen):
         delay = f" · on average {last.run_delay_frac:.2f} threads wait for a CPU" \
             if known(last.run_delay_frac) else ""
         self.query_one("#proc-states", Plain).update(
-            f"State {'now' if p is not None else 'when last seen'}: {last.state or '?'} · over {count(len([s for s in seen if s]), 'tick')}: {state_shares(seen)}{delay}\n"
+            f"State {'now' if p is not None else 'when last seen'}: {last.state or '?'} · "
+            f"over {count(len([s for s in seen if s]), 'tick')}: {state_shares(seen)}{delay}\n"
             f"{state_line(seen, max(10, width - 4))}")
         threads_text = "\n".join(f"{t.tid:>8}  {t.name:<18} {t.cpu_pct:5.0f} %  {t.state}" for t in last.threads)
         self._section("threads", threads_text or "")
