@@ -151,7 +151,11 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
                    f"{'is' if free == 1 else 'are'} free beside the training process, and each worker builds "
                    "batches on one core")
     elif usable:
-        out.append(f"The {count(workers, 'worker')} already fill the {count(usable, 'usable CPU')}: make each "
+        # Fewer workers than CPUs fill them only with the training process beside them (worker_target
+        # keeps one CPU for it): "the 1 worker already fill the 2 usable CPUs" said what is not so.
+        who = (count(workers, 'worker') if workers >= usable
+               else f"{count(workers, 'worker')} and the training process")
+        out.append(f"The {who} already fill the {count(usable, 'usable CPU')}: make each "
                    "sample cheaper rather than adding workers (more workers than cores only queue for CPU)")
     out += _cheaper_items(f, sub, s)
     if f.get("cpu_short") or (s.job.worker_run_delay or 0.0) >= RUN_DELAY:
