@@ -122,6 +122,21 @@ def test_starved_gpu_with_main_thread_outside_pytorch_is_not_blamed_on_a_stage()
     assert "sleep (train.py:40)" in verdict.sentence
 
 
+def test_cpu_only_job_whose_main_thread_sleeps_in_its_own_code_says_so():
+    """No GPU, two idle workers ahead, the loop sleeps after each step (bench/field_cpu/sleepy_loop.py:
+    main thread 69 % outside every training frame, in main (sleepy_loop.py:56)). It read "Not enough
+    evidence: no stage's signals are conclusive" while the stacks showed where the time goes."""
+    sleepy = replace(HEALTHY, gpu=None, cpu_count=2, usable=2, workers=2, main_cpu=0.12,
+                     main_labels={lb.OTHER: 0.8, lb.BACKWARD: 0.1, lb.OPTIMIZER: 0.1},
+                     main_detail={lb.OTHER: "main (train.py:56)"})
+    verdict = last(sleepy, 20)
+    assert verdict.stage == v.UNKNOWN and verdict.speedup is None
+    assert "outside every training frame" in verdict.sentence and "main (train.py:56)" in verdict.sentence
+    assert "there is no GPU" in verdict.sentence and "not conclusive" not in verdict.sentence
+    # the step itself computing keeps the CPU-bound verdict
+    assert last(replace(sleepy, main_cpu=1.0, main_labels={lb.BACKWARD: 0.6, lb.OPTIMIZER: 0.4})).stage == v.CPU_BOUND
+
+
 # -- fallbacks -------------------------------------------------------------------------------------
 def test_without_gpm_healthy_is_said_with_less_confidence_and_layout_cannot_be_seen():
     full, blind = last(HEALTHY), last(replace(HEALTHY, gpm=False))

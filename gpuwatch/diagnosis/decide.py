@@ -8,7 +8,7 @@ Order:
    each (ranked by the main thread's time shares), the GPU's kernel shape breaking a
    launch-vs-input tie;
 5. a GPU 70-90 % busy with no host-side cause: memory-bound or (mostly) GPU-bound;
-6. a job without a GPU computing by itself; the main thread outside PyTorch; else unknown.
+6. a job without a GPU computing by itself; the main thread outside PyTorch (GPU or not); else unknown.
 
 Hysteresis: the stage in force has its gate thresholds eased by one band (thresholds.RELAX) and
 reads its stack shares over twice the samples; challengers have theirs tightened by one band, so
@@ -197,7 +197,10 @@ def _pick_pipeline(s: Signals, r: Mapping[str, StageResult], sticky: str | None,
             return stage
     if r[CPU_COMPUTE].fires:
         return CPU_COMPUTE
-    if s.gpu.present and (s.stacks.share(lb.OTHER) or 0.0) >= OUTSIDE_SHARE:
+    if (s.stacks.share(lb.OTHER) or 0.0) >= OUTSIDE_SHARE:
+        # With or without a GPU: a main thread outside every training frame half the time or more
+        # (not computing the step, or CPU_COMPUTE had fired) is paced by the job's own code, which
+        # the stacks show; "no stage's signals are conclusive" would hide what they show.
         return OFF_PIPELINE
     return UNKNOWN
 

@@ -304,6 +304,11 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
 
 def _off_pipeline(f: dict, sub: str, s: Signals) -> str:
     detail = s.stacks.top(lb.ROLE_MAIN_THREAD, lb.OTHER)
+    if not s.gpu.present:
+        held = "the job holds no GPU" if s.gpu.has_gpus else "there is no GPU"
+        return (f"The main thread is outside every training frame {fmt(s.stacks.share(lb.OTHER))} of the time"
+                f"{_in(detail)}: the job's own code, not a pipeline stage or the model's compute, sets the pace "
+                f"({held}).")
     return (f"The GPU has work only {_busy(s)} of the time, but the main thread is outside every training "
             f"frame {fmt(s.stacks.share(lb.OTHER))} of the time{_in(detail)}: the job's own code, not a "
             "pipeline stage, holds the GPU back.")

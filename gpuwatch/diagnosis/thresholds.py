@@ -280,8 +280,9 @@ it: about one standard error of a share over a window of a dozen stack samples. 
 read over the challenger's samples (the stage in force counts the larger of that and its own
 longer window's): over different windows a fresher share of the same data wait took over."""
 OUTSIDE_SHARE = 0.50
-"""Main thread outside every training frame for half the samples: the GPU starves for a reason
-no pipeline stage names (the job's own code)."""
+"""Main thread outside every training frame for half the samples: the job's own code, which no
+pipeline stage names, sets its pace (the GPU starves for it; a job without a GPU is paced by it
+when it is not computing the step)."""
 IDLE_WORKERS = 0.70
 """Worker samples waiting for an index >= 70 %: the workers are ahead, not reading (the same 70 %
 as their "busy" share)."""
