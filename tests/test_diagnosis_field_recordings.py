@@ -206,3 +206,38 @@ def test_an_inline_loader_s_cpu_prep_warning_needs_the_main_thread_s_cpu():
     assert len(idle_cpu) > 50
     assert not [x.t for x in idle_cpu if v.DECODE in x.secondary or dict(x.levels).get(v.DECODE) != v.LEVEL_OK]
     assert sum(1 for x in verdicts if v.IO in x.secondary) > 50
+
+
+def _job_cpu(frames) -> float:
+    from statistics import median
+
+    return median(sum(p.cpu_pct for p in f.procs.processes) / 100 for f in frames if known(f.procs))
+
+
+def test_contention_never_promises_more_than_every_cpu_would_give():
+    """bench/field_cpu/lightning_val_ckpt.py beside other helpers' runs: a 3-thread training process
+    using 0.47 core of the 2 CPUs, 1.54 of its threads queued. Handing it both CPUs gives it at most
+    2 / 0.47 = 4.3x the CPU; the queued-thread count, capped at 1, read as "all of its time" and
+    promised "16.00x or more" (20x, the cap, while contention held)."""
+    frames, verdicts = _replay("lightning_val_ckpt_cpu.jsonl.gz")
+    ceiling = 2 / _job_cpu(frames)
+    named = [x for x in verdicts if x.stage == v.CONTENTION]
+    assert len(named) >= len(verdicts) // 2  # the neighbours were real: contention is still named
+    assert all(x.speedup is None or x.speedup <= ceiling * 1.1 for x in named), \
+        (ceiling, sorted({x.speedup for x in named}))
+
+
+def test_contention_gives_back_no_time_the_loop_spends_asleep():
+    """bench/field_cpu/sleepy_loop.py: the loop sleeps 62 % of its time by its own clock
+    (time.sleep after each step; the step 36 %, batches 1 %), on a host that other runs filled.
+    No free CPU shortens the sleep, so no fix of contention makes it more than 1 / 0.62 = 1.6x
+    faster; it read "up to 1.97x" (4.4x at some ticks). py-spy reads the sleeping main thread idle
+    outside every training frame, and that share bounds the estimate. A tick's window holds ~14
+    main-thread samples (the share swings by +-0.13 around 0.62), so the bound holds for the run's
+    median and each tick stays near it."""
+    from statistics import median
+
+    frames, verdicts = _replay("sleepy_loop_cpu.jsonl.gz")
+    named = [x.speedup or 1.0 for x in verdicts if x.stage == v.CONTENTION]
+    assert named
+    assert median(named) <= 1 / 0.62 and max(named) <= 2.5, sorted(named)

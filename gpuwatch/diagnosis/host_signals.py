@@ -91,6 +91,22 @@ def queued_threads(job: JobSignals) -> float | None:
     return max((x for x in (job.main_run_delay, job.worker_run_delay) if x is not None), default=None)
 
 
+def queued_share(job: JobSignals) -> float | None:
+    """The largest share of its time a process of the job lost in the run queue, for the main
+    process and for the most-queued worker (against the workers' mean CPU). A process's run delay
+    ``d`` is the mean count of its threads queued for a CPU and ``c`` the cores it used: its
+    threads got ``c`` of the ``c + d`` they asked for, so the thread that paces it lost at most
+    ``d / (c + d)`` of its runnable time, and at most ``min(d, 1)`` of the wall time (a thread that
+    blocks on a read or a queue is not runnable then). The smaller of the two bounds the cost: a
+    3-thread training process on a full 2-core host queued 1.54 threads while using 0.5 core,
+    which the count alone capped at 1 read as "all of its time" (20x; it got a quarter of what it
+    asked for: at most 4x back)."""
+    worker_cpu = job.worker_cpu_mean if job.worker_cpu_mean is not None else job.worker_cpu
+    pairs = ((job.main_run_delay, job.main_cpu), (job.worker_run_delay, worker_cpu))
+    shares = [min(d, 1.0, d / (d + c)) for d, c in pairs if d is not None and c is not None and d + c > 0]
+    return max(shares, default=None)
+
+
 def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
     ticks: list[ProcsSample] = unique_samples(frames, "procs")  # type: ignore[assignment]
     if not ticks:

@@ -10,7 +10,12 @@
   speed, so its busy time is what the copy would take pinned; a pageable copy, staged through a
   bounce buffer by the CPU, blocks the job about 8.6x as long). The larger of the two counts.
 - Contention: the share taken by the outside cause (another tenant's SM time, throttled time,
-  cgroup throttling, run-queue delay, steal) comes back: 1 / (1 - share).
+  cgroup throttling, steal; for neighbours, the share of a process's CPU demand that waited in the
+  run queue, host_signals.queued_share) comes back: 1 / (1 - share). The share is at most the
+  main thread's time not blocked in the job's own code (py-spy reads it idle outside every training
+  frame: a sleep, a lock, a socket): no freed CPU or GPU shortens that. A loop sleeping 62 % of its
+  time by its own clock (bench/field_cpu/sleepy_loop.py) beside neighbours that queued 0.5 of its
+  threads read "up to 1.97x"; the most any speed-up of the rest could give was 1 / 0.62 = 1.6x.
 - GPU-bound, memory-bound (may be inherent), idle, unknown: no pipeline gain to promise (None).
 - Input slow for a reason not measured (shown as unknown): None too. The wait share is measured
   and the sentence states it, but no cause is named, so no fix is either, and an estimate beside
@@ -68,8 +73,11 @@ def speedup(stage: str, r: StageResult | None, s: Signals) -> float | None:
     elif stage == LAUNCH:
         x = _inverse(f.get("busy"))  # type: ignore[arg-type]
     elif stage == CONTENTION:
-        values = [v for v in dict(f.get("values") or {}).values() if v is not None]
-        x = _amdahl(max(values)) if values else None
+        causes = dict(f.get("values") or {})
+        if causes.get("neighbours") is not None and f.get("queued_share") is not None:
+            causes["neighbours"] = f["queued_share"]  # the queue's cost, not the queued-thread count
+        values = [v for v in causes.values() if v is not None]
+        x = _amdahl(min(max(values), 1.0 - (s.stacks.blocked_outside_share or 0.0))) if values else None
     if x is None or x < MIN_GAIN:
         return None
     return round(min(x, MAX_SPEEDUP), 1)

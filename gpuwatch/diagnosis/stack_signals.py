@@ -43,6 +43,9 @@ class StackSignals:
     """(role, label) -> Counter of details (the hot function or user line)."""
     layout: int = 0
     """Main-thread samples whose frames name a layout/copy op."""
+    blocked_outside: int = 0
+    """Main-thread samples outside every training frame (OTHER) that py-spy read as idle: the thread
+    was blocked (a sleep, a lock, a socket), not running nor ready to run."""
     span_s: float = 0.0
     n_main: int = field(init=False, compare=False, repr=False)
     """Main-thread samples counted (``main``'s total), as are ``n_worker`` and ``n_pin``: worked
@@ -81,6 +84,12 @@ class StackSignals:
     def active(self) -> float | None:
         return self.share(*ACTIVE_LABELS)
 
+    @property
+    def blocked_outside_share(self) -> float | None:
+        """Share of the main thread's samples blocked in the job's own code, outside the step and
+        the data wait: time no free CPU or GPU would give back (it bounds contention's gain)."""
+        return self.blocked_outside / self.n_main if self.n_main else None
+
     def top(self, role: str, *labels: str) -> str | None:
         """The most frequent detail behind ``labels`` for ``role`` (e.g. the worker's hot function)."""
         c: Counter = Counter()
@@ -112,16 +121,17 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
     got = dict.fromkeys(need, 0)
     counts = {role: Counter() for role in need}
     details: dict[tuple[str, str], Counter] = {}
-    layout = 0
+    layout = blocked = 0
     for ft, s in samples:  # newest first
         parts = _PARTS.get(s, (id(s), rank), lambda s=s: _parts(s, rank))
         for role in need:
             if now - ft >= short_s and got[role] >= need[role]:
                 continue  # this role has enough recent samples: older ones would only add lag
             labels = counts[role]
-            for label, detail, in_layout in parts[role]:
+            for label, detail, in_layout, asleep in parts[role]:
                 labels[label] += 1
                 layout += in_layout
+                blocked += asleep
                 key = (role, label)
                 d = details.get(key)
                 if d is None:
@@ -134,20 +144,23 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
         reason = _dump_errors(samples) or "no main-thread stack in the samples"
         return StackSignals(available=False, reason=reason, worker=worker, pin=pin, details=details, span_s=span)
     return StackSignals(available=True, main=main, worker=worker, pin=pin, details=details, layout=layout,
-                        span_s=span)
+                        blocked_outside=blocked, span_s=span)
 
 
-def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, bool], ...]]:
+def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, bool, bool], ...]]:
     """One sample's counted threads of ``rank``, by role, in the sample's order: (label, detail,
-    whether a main thread's frames name a layout op). Worked out once per sample (sample_memo.py):
-    a sample is counted in every window of the next minute, four windows a tick."""
+    whether a main thread's frames name a layout op, whether a main thread is blocked outside every
+    training frame). Worked out once per sample (sample_memo.py): a sample is counted in every
+    window of the next minute, four windows a tick."""
+    main = lb.ROLE_MAIN_THREAD
     return {role: tuple((lb.pin_activity(t.label, t.detail, t.active) if role == lb.ROLE_PIN else t.label,
-                         t.detail or "", role == lb.ROLE_MAIN_THREAD and _is_layout(t))
+                         t.detail or "", role == main and _is_layout(t),
+                         role == main and t.label == lb.OTHER and not t.active)
                         for t in s.threads if t.role == role and _mine(t, rank))
             for role in (lb.ROLE_MAIN_THREAD, lb.ROLE_WORKER, lb.ROLE_PIN)}
 
 
-_PARTS: SampleMemo[dict[str, tuple[tuple[str, str, bool], ...]]] = SampleMemo(512)
+_PARTS: SampleMemo[dict[str, tuple[tuple[str, str, bool, bool], ...]]] = SampleMemo(512)
 """Each stack sample's threads by role, by sample and rank. Only the stack windows (up to WINDOW_S)
 read them: 512 entries are minutes of a job's ticks (an 8-rank job's: a minute), and no sample is
 held long after the history lets its frame go."""
