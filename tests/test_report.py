@@ -316,6 +316,16 @@ def test_stage_remedies_keep_the_latest_wording_and_frequent_ones_only():
             "   - other processes use 1.3 cores: pytest (pid 103)\n   - pin the job to its cores\n") in md
 
 
+def test_one_remedy_worded_in_the_singular_and_the_plural_is_listed_once():
+    """bench/field_cpu/respawn_workers.py's report listed "Processes outside the job use 0.51 core of
+    2 CPUs: ..." and, from other ticks, "... use 1.08 cores of 2 CPUs: ...": one fix, twice."""
+    frames = [make_frame(i) for i in range(4)]
+    verdicts = [verdict(f.t, "contention", 0.7, 1.2, (f"other processes use {n} of 2 CPUs: pytest (pid 7)",))
+                for f, n in zip(frames, ("1.08 cores", "1.08 cores", "1.08 cores", "0.51 core"))]
+    r = build_report(collected(frames, verdicts), make_env(), "live", pid=1)
+    assert [x.text for x in r.remedies if x.stage] == ["other processes use 0.51 core of 2 CPUs: pytest (pid 7)"]
+
+
 def test_evidence_renders_per_stage_with_median_and_share():
     frames, verdicts = decode_then_gpu_bound()
     md = render_markdown(build_report(collected(frames, verdicts), make_env(), "live", pid=1))

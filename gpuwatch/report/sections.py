@@ -26,6 +26,8 @@ NO_REMEDY = (IDLE,)
 FREQUENT_REMEDY = 0.5
 """A remedy missing from the latest verdict is still listed when it came with half the stage's ticks."""
 _NUMBERS = re.compile(r"\d+(\.\d+)?")
+_PLURAL = re.compile(r"\b(N \w+?)s\b")
+"""A noun's plural after a number ("N cores", "N CPUs"), for _key."""
 CHECK_TOPICS = {"workers_vs_cores": "num_workers", "pageable_h2d": "pin", "other_gpu_processes": "GPU tenant",
                 "pcie_link": "PCIe link", "cpu_quota": "CPU quota"}
 """A check's fix is left out of the remedies when a stage remedy already says it (same topic)."""
@@ -188,9 +190,12 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
 
 
 def _key(text: str) -> str:
-    """What a remedy is about: its words up to the first colon or comma, numbers left out (the same
-    fix worded with other live numbers, or with a different reason after the colon, is one fix)."""
-    return _NUMBERS.sub("N", re.split(r"[:,;(]", text, maxsplit=1)[0]).strip().lower()
+    """What a remedy is about: its words up to the first colon or comma, numbers left out, and the
+    noun after a number taken in the singular (the same fix worded with other live numbers, or with a
+    different reason after the colon, is one fix: "use 0.51 core of 2 CPUs" and "use 1.08 cores of 2
+    CPUs" were listed as two)."""
+    head = _NUMBERS.sub("N", re.split(r"[:,;(]", text, maxsplit=1)[0]).strip()
+    return _PLURAL.sub(r"\1", head).lower()
 
 
 def _stage_remedies(mine: Sequence[Verdict]) -> list[str]:
