@@ -27,7 +27,7 @@ NUMA = ("Keep the trainer and its workers on the CPU socket the GPU hangs off (n
 
 
 HEADS = {PERSISTENT_WORKERS: ("persistent_workers=True",),
-         MORE_WORKERS: ("Raise num_workers", "Decode in DataLoader workers", "Load in DataLoader workers",
+         MORE_WORKERS: ("Raise num_workers", "Prepare batches in DataLoader workers", "Load in DataLoader workers",
                         "More DataLoader workers"),
          CHEAPER_TRANSFORM: ("Use a faster decoder", "If the workers decode images"), PINNED_MEMORY: ("Pin host memory",)}
 """How the remedy of each fix whose gain is estimated (fix_gains.py) begins: its estimate goes at its end."""
@@ -137,8 +137,11 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     target = worker_target(usable)
     out = []
     if sub == "inline":
-        out.append(f"Decode in DataLoader workers: num_workers={target or 2}, persistent_workers=True, "
-                   "pin_memory=True (num_workers=0 decodes on the main thread, between training steps)")
+        # "prepare", not "decode": the main thread's own per-item work may be tokenising or parsing
+        # (bench/field_cpu/tokenize_inline.py: regexes and BPE in Docs.__getitem__), not images
+        out.append(f"Prepare batches in DataLoader workers: num_workers={target or 2}, persistent_workers=True, "
+                   "pin_memory=True (num_workers=0 prepares each batch on the main thread, between training "
+                   "steps)")
     elif sub == "starting":
         out.append("persistent_workers=True keeps the workers (and their warm state) from one pass over the loader "
                    "to the next, so no epoch or validation pass starts or stops a set of workers")
