@@ -11,7 +11,7 @@ from gpuwatch.diagnosis.stack_counts import stack_samples as counted_samples
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.stacks import ROLE_OTHER_THREAD, StackSample, ThreadStack, activity
 
-__all__ = ["STACK_WINDOW", "HotFrame", "WindowCounts", "hot_frames", "label_shares", "role_label_counts", "said",
+__all__ = ["STACK_WINDOW", "HotFrame", "WindowCounts", "hot_frames", "label_shares", "role_label_counts", "counted",
            "stack_samples", "threads"]
 
 STACK_WINDOW = 30
@@ -28,7 +28,7 @@ class HotFrame:
     """Samples with this frame anywhere in the stack."""
 
 
-def said(t: ThreadStack) -> bool:
+def counted(t: ThreadStack) -> bool:
     """Whether a view counts this thread sample: a helper thread (queue feeder, resource sharer,
     role "other") only while active; idle, it says nothing of what the process does."""
     return t.active or t.role != ROLE_OTHER_THREAD
@@ -70,7 +70,7 @@ def role_label_counts(sample: StackSample) -> dict[str, Counter[str]]:
     each sample once rather than the whole window again for every role."""
     counts: dict[str, Counter[str]] = {}
     for t in sample.threads:
-        if not said(t):
+        if not counted(t):
             continue
         counts.setdefault(t.role, Counter())[_activity(t)] += 1
     return counts

@@ -11,7 +11,7 @@ from gpuwatch.diagnosis.evidence import count
 from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.model.values import known
 from gpuwatch.tui import format as fmt
-from gpuwatch.tui.hot import label_shares, said, stack_samples, threads
+from gpuwatch.tui.hot import counted, label_shares, stack_samples, threads
 from gpuwatch.tui.panels.footer import KeysFooter
 from gpuwatch.tui.panels.header import HeaderBar
 from gpuwatch.tui.chart_draw import Plot, Series, ticks_span
@@ -142,7 +142,7 @@ class ProcessScreen(WatchScreen):
         self._section("gpu", "\n".join(lines))
 
     def _show_stacks(self, view: View) -> None:
-        mine = threads(stack_samples(view.frames), lambda t: t.pid == self.pid and said(t))
+        mine = threads(stack_samples(view.frames), lambda t: t.pid == self.pid and counted(t))
         shares = self.query_one("#proc-shares", Plain)
         reason = fmt.reason(view.frame.stacks)
         if mine:

@@ -9,7 +9,7 @@ from textual.containers import VerticalScroll
 from gpuwatch.diagnosis.evidence import count
 from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.model.values import Unsupported
-from gpuwatch.tui.hot import STACK_WINDOW, label_shares, said, stack_samples, threads
+from gpuwatch.tui.hot import STACK_WINDOW, counted, label_shares, stack_samples, threads
 from gpuwatch.tui.panels.footer import KeysFooter
 from gpuwatch.tui.panels.header import HeaderBar
 from gpuwatch.tui.panels.plain import Plain
@@ -43,11 +43,11 @@ class StacksScreen(WatchScreen):
             status.update(f"Stacks N/A: {view.frame.stacks.reason}")
         else:
             # The samples the sections below count: idle helper threads are in none of them.
-            n_threads = sum(1 for s in samples for t in s.threads if said(t))
+            n_threads = sum(1 for s in samples for t in s.threads if counted(t))
             status.update(f"{count(len(samples), 'stack collection')} ({count(n_threads, 'thread sample')}) "
                           f"from the last {STACK_WINDOW} frames.")
         for role, _ in ROLES:
-            keep = (lambda t, r=role: t.role == r and said(t))
+            keep = (lambda t, r=role: t.role == r and counted(t))
             mine = threads(samples, keep)
             shares = ", ".join(f"{LABEL_WORDS.get(label, label)} {share:.0%}" for label, share in label_shares(mine)[:6])
             self.query_one(f"#shares-{role}", Plain).update(

@@ -15,7 +15,7 @@ from gpuwatch.model.stacks import LABEL_WORDS, ROLE_MAIN_THREAD, ROLE_OTHER_THRE
 from gpuwatch.model.values import known
 from gpuwatch.model.verdict import PIPELINE, STAGE_TITLES, Evidence, Verdict
 from gpuwatch.tui import format as fmt
-from gpuwatch.tui.hot import STACK_WINDOW, label_shares, said as shown_thread, stack_samples, threads
+from gpuwatch.tui.hot import STACK_WINDOW, counted, label_shares, stack_samples, threads
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.evidence import EvidenceList
 from gpuwatch.tui.panels.footer import KeysFooter
@@ -167,7 +167,7 @@ class StageScreen(WatchScreen):
 
     def _show_stacks(self, view: View) -> None:
         roles = STACK_ROLES[self.stage]
-        picked = threads(stack_samples(view.frames), lambda t: t.role in roles and shown_thread(t))
+        picked = threads(stack_samples(view.frames), lambda t: t.role in roles and counted(t))
         shares = self.query_one("#shares", Plain)
         reason = fmt.reason(view.frame.stacks)
         if reason is not None and not picked:
