@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.analysis import Analysis
+from gpuwatch.model import verdict as v
 from gpuwatch.replay import load_frames
 from gpuwatch.report import NOT_RECORDED
 from gpuwatch.report.build import build_report
@@ -270,3 +271,16 @@ def test_a_pin_thread_waiting_on_its_workers_is_not_named_a_pcie_cause():
                                and h.label == "pin_busy"]
     assert activity(ROLE_PIN, "pin_busy", "DupFd.detach", active=False) == "pin_idle"
     assert activity(ROLE_PIN, "pin_busy", "pin_memory", active=False) == "pin_busy"
+
+
+def test_an_idle_gpu_is_not_said_to_run_tiny_kernels():
+    """run25_imagefolder_persistent, starved by its loader: the GR engine active ~0.006 % with SM 0
+    read as SM/GR 0.00, "tiny kernels", and Launch warned beside the data-loading verdict on five
+    ticks while the main thread waited for batches all the time. No kernels ran: no kernel shape."""
+    idle = 0
+    for x in _verdicts("imagefolder_persistent"):
+        shape = [e for e in x.evidence if e.stage == v.LAUNCH and e.signal == "sm_per_gr"]
+        if shape and not shape[0].applies:
+            idle += 1
+            assert "no kernels ran" in shape[0].text and v.LAUNCH not in x.secondary, (x.t, x.secondary)
+    assert idle >= 5  # the ticks that warned before

@@ -11,6 +11,7 @@ from gpuwatch.diagnosis.evidence import INFO, REQ, SUP, Checks, yes
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import StageResult, result
 from gpuwatch.diagnosis.thresholds import (
+    BUSY_IDLE,
     BUSY_SATURATED,
     BUSY_STARVED,
     DRAM_BOUND,
@@ -54,10 +55,18 @@ def while_active(s: Signals, value: float | None) -> float | None:
 
 
 def sm_per_gr(s: Signals) -> float | None:
+    """SM active over GR engine active: the shape of the kernels that ran (tiny kernels keep the
+    engine busy with few SMs). None where no kernels ran to have a shape: with the engine active
+    under BUSY_IDLE (an idle H200 reads ~0.006 %, SM 0) the ratio is 0 over nothing, and would call
+    an idle GPU "tiny kernels" (run 25's persistent-workers job, starved by its loader)."""
     g = s.gpu
-    if g.sm is None or not g.gr:
+    if g.sm is None or g.gr is None or g.gr < BUSY_IDLE:
         return None
     return g.sm / g.gr
+
+
+NO_KERNELS = f"no kernels ran: the GR engine was active under {BUSY_IDLE * 100:.0f} % of the time"
+"""Why the kernel shape does not apply to a tick (the cut is BUSY_IDLE)."""
 
 
 def gpu_memory(s: Signals, relax: float = 0.0) -> StageResult:
@@ -105,8 +114,9 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
     busy = yes(busy) and util is not False
     ratio = sm_per_gr(s)
     # With stacks the kernel shape corroborates; without, it is the only GPU-side proof: a gate.
+    idle = g.gr is not None and g.gr < BUSY_IDLE
     tiny = c.check("sm_per_gr", ratio, TINY_KERNEL_RATIO, "<=", "SM active / GR engine active (tiny kernels)",
-                   unit="x", kind=SUP if st.available else REQ)
+                   unit="x", kind=SUP if st.available else REQ, na=NO_KERNELS if idle else "")
     # The launching threads run flat out, dispatching or spin-waiting in a sync (a spin-waiting CUDA sync burns a core). An unknown
     # CPU (no process sample) does not block.
     cpu = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main + autograd thread CPU",

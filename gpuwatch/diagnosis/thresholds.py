@@ -114,7 +114,8 @@ SM_INEFFECTIVE = 0.50
 """DCGM: SM_ACTIVE < 0.5 "likely indicates ineffective GPU usage"."""
 TINY_KERNEL_RATIO = 0.25
 """SM active / GR engine active. H200: launch-bound 0.03/25.8 and sync-bound 0.04/18.4 (~0.002),
-loader-starved real work 7.2/9.1 (0.79), healthy 96.6/100. 0.25 is far from both groups."""
+loader-starved real work 7.2/9.1 (0.79), healthy 96.6/100. 0.25 is far from both groups.
+Read only while the GR engine is active at least BUSY_IDLE: with no kernels there is no shape."""
 TENSOR_LOW = 0.20
 """Tensor cores active <= 20 % while the SMs are busy: not matrix math (H200: layout copy 0.9 %,
 healthy bf16 93.8 %)."""
