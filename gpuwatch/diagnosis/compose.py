@@ -114,4 +114,14 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         candidate=candidate if candidate in STAGES else UNKNOWN,
         phases=s.phases,
         gains=fixes,
+        warned=tuple((x, _why(d.results[x])) for x in secondary),
     )
+
+
+MET_AS_WELL = "its cuts are met too, but the verdict's stage ranks first"
+"""Why a stage that fires warns beside the verdict (the stage precedence or the stability rule put
+another first)."""
+
+
+def _why(r: StageResult) -> str:
+    return MET_AS_WELL if r.fires else r.why

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpuwatch.diagnosis.evidence import Checks
+from gpuwatch.diagnosis.evidence import Checks, cut, said
 from gpuwatch.model.verdict import CPU_BOUND, Evidence
 
 CPU_COMPUTE = CPU_BOUND
@@ -37,11 +37,27 @@ class StageResult:
     sub: str = ""
     """Which variant fired (e.g. "pageable", "inline", "sync", "tenant")."""
     facts: Mapping[str, object] = field(default_factory=dict)
+    why: str = ""
+    """Why the stage warns without firing, in words: the reading that crossed its warning cut, which
+    is lower than the verdict's (the drill-down's evidence lists the verdict's cuts only)."""
 
 
-def result(c: Checks, fires: bool, warn: bool, weight: float | None, sub: str = "",
+def result(c: Checks, fires: bool, warn: bool, weight: float | None, sub: str = "", why: str = "",
            **facts: object) -> StageResult:
     return StageResult(
         stage=c.stage, fires=fires, warn=warn or fires, strength=c.strength,
         weight=weight or 0.0, evidence=tuple(c.items), sub=sub, facts=facts,
+        why="" if fires or not warn else why,
     )
+
+
+WARN_WORDS = {">=": "from", ">": "above", "<=": "at or under", "<": "under"}
+"""A warning cut's comparison in words ("warns from 8 %")."""
+
+
+def warned_by(value: float | None, th: float, op: str, what: str, unit: str = "%") -> str:
+    """``main thread in host-to-device copies 14 %, warns from 8 %``: the reading behind a warning,
+    against the warning's own cut; empty when the reading is unknown."""
+    if value is None:
+        return ""
+    return f"{what} {said(value, th, op, unit)}, warns {WARN_WORDS[op]} {cut(th, unit)}"

@@ -46,6 +46,9 @@ from gpuwatch.model.verdict import CONTENTION, IDLE, UNKNOWN
 
 CAUSE_ORDER = ("tenant", "throttle", "cgroup", "neighbours", "steal", "memory", "link")
 """The order causes are named in when several hold: the GPU-side ones cost the GPU directly."""
+HOST_CAUSE_WORDS = {"cgroup": "the CPU quota throttles the job", "neighbours": "other processes take CPUs the job "
+                    "waits for", "steal": "the hypervisor steals CPU time", "memory": "the host is short of memory"}
+"""The CPU-side causes in words, for a warning: they warn without firing while the GPU stays saturated."""
 
 
 def contention(s: Signals, relax: float = 0.0) -> StageResult:
@@ -112,7 +115,8 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
     c.support.extend([True] * len(causes))
     ordered = sorted(causes, key=CAUSE_ORDER.index)
     weight = max((x for x in causes.values() if x is not None), default=0.0)
-    return result(c, fires, bool(causes), weight, ordered[0] if ordered else "",
+    why = ", ".join(HOST_CAUSE_WORDS.get(x, x) for x in ordered) + ", but the GPU stays saturated, so it costs little now"
+    return result(c, fires, bool(causes), weight, ordered[0] if ordered else "", why,
                   causes=tuple(ordered), values=dict(causes), tenants=g.tenants, throttles=g.throttle_reasons,
                   quota=h.cg_quota, others=h.others_top, others_cpu=h.others_cpu, usable=usable, delay=delay,
                   queued_threads=queued_threads, queued_share=_neighbours_cost(job, usable),

@@ -145,6 +145,13 @@ class Verdict:
     validation passes, checkpoint saves); empty when none was seen."""
     gains: tuple[FixGain, ...] = ()
     """Each proposed fix's own expected speed-up (``speedup`` is the ceiling: the stage made free)."""
+    warned: tuple[tuple[str, str], ...] = ()
+    """(stage, why in words) for each stage in ``secondary``: the reading that crossed its warning cut,
+    which is lower than the verdict's cuts ("main thread in host-to-device copies 14 %, warns from
+    8 %"), or that its cuts are met as well (another stage ranks ahead of it)."""
+
+    def why_warned(self, stage: str) -> str:
+        return dict(self.warned).get(stage, "")
 
     def level(self, stage: str) -> str:
         return dict(self.levels).get(stage, LEVEL_OK)

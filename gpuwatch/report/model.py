@@ -49,6 +49,8 @@ class StageShare:
     title: str
     share: float
     """Share of the run's ticks."""
+    why: str = ""
+    """For a warning: the latest reading that crossed its warning cut, in words (Verdict.warned)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,7 +102,9 @@ def _warnings(verdicts: Sequence[Verdict], headline: str) -> tuple[StageShare, .
     for stage in PIPELINE:
         n = sum(1 for v in verdicts if v.level(stage) == LEVEL_WARNING)
         if stage != headline and n / len(verdicts) >= RUN_WARNING_SHARE:
-            out.append(StageShare(stage, _title(stage), n / len(verdicts)))
+            why = next((w for v in reversed(verdicts) if v.level(stage) == LEVEL_WARNING
+                        for w in (v.why_warned(stage),) if w), "")
+            out.append(StageShare(stage, _title(stage), n / len(verdicts), why))
     return tuple(sorted(out, key=lambda w: -w.share))
 
 

@@ -34,7 +34,8 @@ def headline(m: Summary) -> tuple[str, str]:
     if m.most_held is not None:
         text += f" Most of the time ({m.most_held.share:.0%}) the verdict was {m.most_held.title}, which cost the run less."
     if m.warnings:
-        near = ", ".join(f"{w.title} {w.share:.0%} of the time" for w in m.warnings)
+        near = "; ".join(f"{w.title} {w.share:.0%} of the time" + (f" (last: {w.why})" if w.why else "")
+                         for w in m.warnings)
         text += f" Close to their cuts (warning level): {near}."
     lag = m.straggler
     if lag is not None and lag.leads:

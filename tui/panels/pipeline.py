@@ -57,9 +57,16 @@ def verdict_text(v: Verdict) -> str:
         head.append(f"{FIX_WORDS[best.fix]}: about {best.factor:.1f}×")
     lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
     text = f"{lead}: {escape(said)}"
-    if v.secondary:
-        text += " Also: " + escape(", ".join(STAGE_TITLES.get(s, s) for s in v.secondary)) + "."
+    if v.secondary:  # each warning with its reason: its cut is lower than the verdict's, so it is said here
+        text += " Also: " + escape("; ".join(also(v, s) for s in v.secondary)) + "."
     return text
+
+
+def also(v: Verdict, stage: str) -> str:
+    """A stage at warning level beside the verdict, with why: ``PCIe (main thread in host-to-device
+    copies 14 %, warns from 8 %)``."""
+    why = v.why_warned(stage)
+    return f"{STAGE_TITLES.get(stage, stage)} ({why})" if why else STAGE_TITLES.get(stage, stage)
 
 
 class PipelinePanel(SteadyLines, Vertical):

@@ -110,6 +110,9 @@ class StageScreen(WatchScreen):
             about = f"This is the verdict: {verdict.sentence} (confidence {verdict.confidence_word})"
         else:
             about = "Verdict: {} — {}".format(*verdict.headed)
+            why = verdict.why_warned(stage)
+            if why:  # the warning's own cut is lower than those listed below: say which reading crossed it
+                about = f"Warning: {why}.\n{about}"
         self.query_one("#stage-verdict", Plain).update(about)
         self._show_evidence(verdict)
         self._show_history(view)
