@@ -107,7 +107,9 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "gpuwatch_verdict": (_G, "1 for the stage the verdict names, 0 for the others", ("stage",)),
     "gpuwatch_verdict_confidence_ratio": (_G, "Confidence of the verdict, 0-1", ()),
     "gpuwatch_verdict_speedup_factor": (_G, "The most the job could speed up if the stage were fixed (x times)", ()),
-    "gpuwatch_verdict_fix_speedup_factor": (_G, "What each proposed fix is expected to speed the job up by (x times)",
+    "gpuwatch_verdict_fix_speedup_factor": (_G, "What each proposed fix is expected to speed the job up by (x times; for "
+                                            "persistent workers while the job waits for data, the measured part: "
+                                            "a new worker's warm-up shows in no signal)",
                                             ("fix",)),
     "gpuwatch_stage_level": (_G, "Per pipeline stage: 1 for its level now (ok, warning, bottleneck), 0 for the others",
                              ("stage", "level")),

@@ -80,8 +80,9 @@ def test_the_fix_text_carries_its_own_estimate():
     text = next(r for r in v.remedies if r.startswith("persistent_workers=True"))
     gain = next(g for g in v.gains if g.fix == "persistent_workers")
     assert 1.2 <= gain.factor <= 1.6, gain
-    assert f"expected: about {gain.factor:.2f}x faster" in text
-    assert "starting and stopping DataLoader workers" in text
+    # The job waits for data (31 %): the figure is the measured part, with the warm-up it cannot see named.
+    assert gain.partial and f"expected: about {gain.factor:.2f}x from what was measured" in text
+    assert "starting and stopping DataLoader workers" in text and "warms up on its first items" in text
 
 
 def test_pageable_copies_get_an_estimate_from_the_copy_engine_share(rows):

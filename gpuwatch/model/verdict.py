@@ -119,6 +119,12 @@ class FixGain:
     """The job's expected speed-up with the fix (x times); None where the evidence is too thin."""
     basis: str
     """What the figure rests on, in words (or why there is none)."""
+    partial: bool = False
+    """The figure covers only the part of the fix's gain that was measured: the fix may also remove a
+    cost no signal shows (persistent workers: a new worker's warm-up on its first items). Said as
+    "about 1.3x from what was measured, more where ...", never as "little or no gain"."""
+    more: str = ""
+    """For a partial figure: where the gain may be larger, in words."""
 
 
 @dataclass(frozen=True, slots=True)

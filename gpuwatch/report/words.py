@@ -29,8 +29,9 @@ def headline(m: Summary) -> tuple[str, str]:
     text = f"{lead} (mean confidence {m.confidence:.2f}). {m.sentence}".rstrip()
     if m.best_fix is not None and m.best_fix.factor is not None:
         # The ceiling above is the stage's whole cost gone; a fix removes its own part of it.
+        part = " from what was measured, maybe more" if m.best_fix.partial else ""  # a part no signal shows
         text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: about "
-                 f"{speedup(m.best_fix.factor)} while the stage holds (each fix's own figure is under Remedies).")
+                 f"{speedup(m.best_fix.factor)} while the stage holds{part} (each fix's own figure is under Remedies).")
     if m.most_held is not None:
         text += f" Most of the time ({m.most_held.share:.0%}) the verdict was {m.most_held.title}, which cost the run less."
     if m.warnings:

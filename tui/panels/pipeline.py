@@ -54,7 +54,7 @@ def verdict_text(v: Verdict) -> str:
         head.append(f"fixing it: up to {v.speedup:.1f}× faster while it holds")
     best = max((g for g in v.gains if g.factor is not None), key=lambda g: g.factor or 0.0, default=None)
     if best is not None:  # the ceiling above is the stage made free; this is what a proposed fix gives
-        head.append(f"{FIX_WORDS[best.fix]}: about {best.factor:.1f}×")
+        head.append(f"{FIX_WORDS[best.fix]}: about {best.factor:.1f}×{', maybe more' if best.partial else ''}")
     lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
     text = f"{lead}: {escape(said)}"
     if v.secondary:  # each warning with its reason: its cut is lower than the verdict's, so it is said here
