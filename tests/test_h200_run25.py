@@ -285,3 +285,16 @@ def test_an_idle_gpu_is_not_said_to_run_tiny_kernels():
             idle += 1
             assert "no kernels ran" in shape[0].text and v.LAUNCH not in x.secondary, (x.t, x.secondary)
     assert idle >= 5  # the ticks that warned before
+
+
+def test_the_epoch_rows_of_the_evidence_quote_the_latest_count_not_an_early_one():
+    """The epoch structure is counted over the last minute, so its counts grow through a run: the
+    Evidence section showed the middle tick's ("re-created at least 15 times in 16 s") beside the
+    remedy's and the epoch section's 24 times. Its rows now show the stage's latest reading."""
+    text = render_markdown(_report("lightning"))
+    evidence = text.split("## Evidence", 1)[1].split("\n## ", 1)[0]
+    remedies = text.split("## Remedies", 1)[1].split("\n## ", 1)[0]
+    said = re.search(r"at least (\d+) times in (\d+) s, as gpuwatch sees", evidence)
+    assert said and "(the latest reading is shown)" in evidence.split(said.group(0), 1)[1].split("\n", 1)[0]
+    assert f"re-created at least {said.group(1)} times in {said.group(2)} s" in remedies
+    assert "(the middle reading is shown)" in evidence  # the other signals keep their middle reading

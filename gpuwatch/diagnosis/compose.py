@@ -23,6 +23,7 @@ from gpuwatch.model.verdict import (
     LEVEL_BOTTLENECK,
     LEVEL_OK,
     LEVEL_WARNING,
+    PHASE_SIGNAL,
     PIPELINE,
     STAGES,
     UNKNOWN,
@@ -83,7 +84,7 @@ def phase_evidence(s: Signals) -> tuple[Evidence, ...]:
         text = epochs((p,)).removeprefix(" Epochs: ").rstrip(".")
         value = p.share if p.share is not None else float(p.count)
         for stage in ((IO,) if p.kind == CHECKPOINT else (IO, DECODE)):
-            out.append(Evidence(stage, f"epoch_{p.kind}", value, None, "", True, text))
+            out.append(Evidence(stage, f"{PHASE_SIGNAL}{p.kind}", value, None, "", True, text))
     return tuple(out)
 
 

@@ -76,6 +76,8 @@ EPOCH_START = "epoch_start"
 VALIDATION = "validation"
 CHECKPOINT = "checkpoint"
 PHASE_KINDS = (RESPAWN, EPOCH_START, VALIDATION, CHECKPOINT)
+PHASE_SIGNAL = "epoch_"
+"""The evidence rows of the epoch structure are signals ``epoch_<kind>`` (facts, no threshold)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -124,6 +124,10 @@ class EvidenceLine:
     """The wording of the middle reading (its value and its cut)."""
     status: str = ""
     """That reading against its cut: met, not met, not measured or does not apply."""
+    latest: bool = False
+    """The text is the latest reading, not the middle one: the epoch structure (re-created workers,
+    first-batch waits, validation passes, saves) is read over the last minute, so its latest reading
+    covers the most, and is the one the remedies and the epoch section quote."""
 
 
 @dataclass(frozen=True, slots=True)

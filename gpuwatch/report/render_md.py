@@ -130,7 +130,8 @@ def _evidence(r: Report) -> list[str]:
         # A fact without a cut counts the ticks it pointed to the stage (its mark's meaning), not the
         # ticks it was seen: "pin_memory is on" holds all along and may point away from PCIe.
         held = "met" if e.threshold is not None else f"pointed to {_title(stage)}"
-        mid = " (the middle reading is shown)" if e.value_median is not None else ""
+        mid = ("" if e.value_median is None else " (the latest reading is shown)" if e.latest
+               else " (the middle reading is shown)")
         out.append(f"- {EVIDENCE_MARKS.get(e.status, '')} {_job(e.text)}: {held} in {e.supports_share:.0%} of the "
                    f"ticks {_title(stage)} held{mid}")
     return out

@@ -14,7 +14,16 @@ from statistics import median
 from gpuwatch.diagnosis.evidence import status as evidence_status
 from gpuwatch.diagnosis.sentence import HOLDING
 from gpuwatch.diagnosis.thresholds import RUN_WARNING_SHARE, STRAGGLER_HEADLINE_SHARE
-from gpuwatch.model.verdict import IDLE, LEVEL_WARNING, PIPELINE, STAGE_TITLES, UNKNOWN, FixGain, Verdict
+from gpuwatch.model.verdict import (
+    IDLE,
+    LEVEL_WARNING,
+    PHASE_SIGNAL,
+    PIPELINE,
+    STAGE_TITLES,
+    UNKNOWN,
+    FixGain,
+    Verdict,
+)
 from gpuwatch.report.model import (
     FAIL, WARN, CheckResult, EvidenceLine, Remedy, Segment, StageShare, StallSummary, Summary, StragglerSeen,
 )
@@ -137,11 +146,12 @@ def evidence(verdicts: Sequence[Verdict]) -> tuple[EvidenceLine, ...]:
     out = []
     for (stage, signal), items in groups.items():
         values = [e.value for e in items if e.value is not None]
-        mid = _middle(items)
+        latest = signal.startswith(PHASE_SIGNAL)  # counts over the last minute: a middle one is an early, short count
+        mid = items[-1] if latest else _middle(items)
         out.append(EvidenceLine(
             stage=stage, signal=signal, supports_share=sum(1 for e in items if e.supports) / len(items),
-            value_median=median(values) if values else None, threshold=mid.threshold, op=mid.op, text=mid.text,
-            status=evidence_status(mid),
+            value_median=(mid.value if latest else median(values)) if values else None, threshold=mid.threshold,
+            op=mid.op, text=mid.text, status=evidence_status(mid), latest=latest,
         ))
     order = {s: i for i, s in enumerate(Counter(v.stage for v in verdicts))}
     out.sort(key=lambda e: (order.get(e.stage, 99), -e.supports_share, e.signal))
