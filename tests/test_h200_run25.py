@@ -298,3 +298,14 @@ def test_the_epoch_rows_of_the_evidence_quote_the_latest_count_not_an_early_one(
     assert said and "(the latest reading is shown)" in evidence.split(said.group(0), 1)[1].split("\n", 1)[0]
     assert f"re-created at least {said.group(1)} times in {said.group(2)} s" in remedies
     assert "(the middle reading is shown)" in evidence  # the other signals keep their middle reading
+
+
+def test_the_headline_says_a_partial_figure_beside_the_figure():
+    """Keeping the workers of a job that waits for data: the figure is the measured part. The
+    headline said "about 1.22x while the stage holds from what was measured", which reads as the
+    stage holding from it; the part is said beside the figure, as on the remedy's line."""
+    text = render_markdown(_report("lightning"))
+    head = re.search(r"persistent workers is expected to gain most: about (\d+\.\d+)x from what was measured, "
+                     r"maybe more, while the stage holds \(", text)
+    assert head, text[:1500]
+    assert f"expected: about {head.group(1)}x from what was measured" in text.split("## Remedies", 1)[1]

@@ -115,14 +115,22 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         candidate=candidate if candidate in STAGES else UNKNOWN,
         phases=s.phases,
         gains=fixes,
-        warned=tuple((x, _why(d.results[x])) for x in secondary),
+        warned=tuple((x, _why(d.results[x], d.stage == stage)) for x in secondary),
     )
 
 
 MET_AS_WELL = "its cuts are met too, but the verdict's stage ranks first"
-"""Why a stage that fires warns beside the verdict (the stage precedence or the stability rule put
-another first)."""
+"""Why a stage that fires warns beside the verdict, where the verdict's window ranks the verdict's
+stage first (the stage precedence, or contention's cost against the other stage's)."""
+MET_NOT_STEADY = "its cuts are met, but not steadily enough to change the verdict"
+"""Why a stage that fires warns beside a verdict the stability rule holds (stability.py): over the
+verdict's window another stage ranks first, often the warning's own, but the last seconds do not
+name it. "The verdict's stage ranks first" was false there: "Unknown: not enough evidence to name
+a stage" beside CPU prep's (run25_lightning), GPU-bound held beside a firing CPU prep (field_lightning)."""
 
 
-def _why(r: StageResult) -> str:
-    return MET_AS_WELL if r.fires else r.why
+def _why(r: StageResult, ranked: bool) -> str:
+    """``ranked``: the decision over the verdict's window picks the verdict's stage itself."""
+    if not r.fires:
+        return r.why
+    return MET_AS_WELL if ranked else MET_NOT_STEADY

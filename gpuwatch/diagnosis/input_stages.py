@@ -245,8 +245,12 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
     starting = workers_starting(s) and not storage_bound(s)
     computing = workers_computing(s) or ipc or starting
+    # A job with no DataLoader workers all minute (a thread of its own prefetches) reads as "no worker
+    # alive" in every wait, as a loader between two sets of workers does: it has no workers to start.
+    none = job.workers <= 0 and largest_set(s.epoch_ticks) == 0
+    while_starting = "with no DataLoader workers" if none else "while the DataLoader starts or stops its workers"
     c.note("workers_computing", "the workers are computing" if computing and not starting
-           else "the main thread waits while the DataLoader starts or stops its workers" if starting
+           else f"the main thread waits {while_starting}" if starting
            else "the workers are not computing", computing, kind=INFO)
     fires = gate and yes(wait) and job.workers > 0 and computing
     sub = "ipc" if ipc and not workers_computing(s) else "starting" if starting and not workers_computing(s) \
@@ -254,7 +258,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     warn = (s.input_wait or 0.0) >= st.moderate and computing
     why = warned_by(s.input_wait, st.moderate, ">=", _wait_words(s)) + (
         ", while the workers compute" if workers_computing(s)
-        else ", while the DataLoader starts or stops its workers" if starting
+        else f", {while_starting}" if starting
         else ", while the main thread receives batches from the workers (shared-memory IPC and unpickling)")
     return result(c, fires, warn, s.input_wait, sub, why, **_facts(s))
 

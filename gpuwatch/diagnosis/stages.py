@@ -39,7 +39,8 @@ class StageResult:
     facts: Mapping[str, object] = field(default_factory=dict)
     why: str = ""
     """Why the stage warns without firing, in words: the reading that crossed its warning cut, which
-    is lower than the verdict's (the drill-down's evidence lists the verdict's cuts only)."""
+    is lower than the verdict's (the drill-down's evidence lists the verdict's cuts only), except
+    where a share of few main-thread samples needs two samples' worth (thresholds.moderate_cut)."""
 
 
 def result(c: Checks, fires: bool, warn: bool, weight: float | None, sub: str = "", why: str = "",

@@ -156,7 +156,8 @@ class Verdict:
     warned: tuple[tuple[str, str], ...] = ()
     """(stage, why in words) for each stage in ``secondary``: the reading that crossed its warning cut,
     which is lower than the verdict's cuts ("main thread in host-to-device copies 14 %, warns from
-    8 %"), or that its cuts are met as well (another stage ranks ahead of it)."""
+    8 %"; two samples' worth where the window holds few, which can be above them), or that its cuts
+    are met as well (another stage ranks ahead of it, or the stability rule holds the verdict)."""
 
     def why_warned(self, stage: str) -> str:
         return dict(self.warned).get(stage, "")

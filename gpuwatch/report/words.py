@@ -29,15 +29,17 @@ def headline(m: Summary) -> tuple[str, str]:
     text = f"{lead} (mean confidence {m.confidence:.2f}). {m.sentence}".rstrip()
     if m.best_fix is not None and m.best_fix.factor is not None:
         # The ceiling above is the stage's whole cost gone; a fix removes its own part of it.
-        part = " from what was measured, maybe more" if m.best_fix.partial else ""  # a part no signal shows
+        # A part no signal shows, said beside the figure ("1.40x while the stage holds from what was
+        # measured" read as the stage holding from it).
+        part = " from what was measured, maybe more," if m.best_fix.partial else ""
         text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: about "
-                 f"{speedup(m.best_fix.factor)} while the stage holds{part} (each fix's own figure is under Remedies).")
+                 f"{speedup(m.best_fix.factor)}{part} while the stage holds (each fix's own figure is under Remedies).")
     if m.most_held is not None:
         text += f" Most of the time ({m.most_held.share:.0%}) the verdict was {m.most_held.title}, which cost the run less."
     if m.warnings:
         near = "; ".join(f"{w.title} {w.share:.0%} of the time" + (f" (last: {w.why})" if w.why else "")
                          for w in m.warnings)
-        text += f" Close to their cuts (warning level): {near}."
+        text += f" At warning level beside the verdict: {near}."
     lag = m.straggler
     if lag is not None and lag.leads:
         # In lock-step training the others wait for this rank: that, not one process's stage, holds the job.
