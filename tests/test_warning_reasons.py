@@ -26,8 +26,19 @@ from tests.test_diagnosis_frames import Knobs, build, last, run
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(p for p in DATA.rglob("*.jsonl*"))
-# "main thread in host-to-device copies 25 %, warns from 12.5 %": a reading and the warning's cut.
-READING = re.compile(r"(\d+(?:\.\d+)?) %, warns (from|above|at or under|under) (\d+(?:\.\d+)?) %")
+# "main thread in host-to-device copies 25 %, warns from 8 %", or "... 25 %, warns from 2 of 16 samples"
+# where the cut is two main-thread samples' worth: a reading and the warning's cut.
+READING = re.compile(r"(\d+(?:\.\d+)?) %, warns (from|above|at or under|under) "
+                     r"(?:(\d+(?:\.\d+)?) %|(\d+) of (\d+) samples)")
+
+
+def _reading(why: str) -> tuple[float, str, float] | None:
+    """(the reading in %, the comparison, the cut in %) a reason quotes, or None."""
+    m = READING.search(why)
+    if m is None:
+        return None
+    reading, op, pct, k, n = m.groups()
+    return float(reading), op, float(pct) if pct is not None else 100.0 * int(k) / int(n)
 
 # A GPU-bound job (the GPU saturated) whose main thread also copies to the GPU a share of the time:
 # PCIe warns (copies do not starve a saturated GPU, so the stage does not fire).
@@ -40,11 +51,11 @@ def test_a_warning_says_which_reading_crossed_which_cut():
     assert verdict.level(v.H2D) == v.LEVEL_WARNING
     why = verdict.why_warned(v.H2D)
     item = next(e for e in verdict.evidence if e.stage == v.H2D and e.signal == "main_h2d")
-    reading, op, cut = READING.search(why).groups()
+    reading, op, cut = _reading(why)
     assert why.startswith("main thread in host-to-device copies ")
-    assert f"{reading} %" in item.text, "the reason quotes the reading the evidence shows"
-    assert op == "from" and float(cut) <= float(reading)
-    assert float(cut) < item.threshold * 100, "the warning's cut is lower than the verdict's"
+    assert f"{reading:g} %" in item.text, "the reason quotes the reading the evidence shows"
+    assert op == "from" and cut <= reading
+    assert cut < item.threshold * 100, "the warning's cut is lower than the verdict's"
 
 
 def test_every_surface_says_the_same_reason():
@@ -80,31 +91,34 @@ def test_each_warning_in_the_recordings_has_a_true_reason():
             assert [s for s, _ in verdict.warned] == list(verdict.secondary)
             for stage, why in verdict.warned:
                 assert why, (path.name, stage)
-                m = READING.search(why)
-                if m:
+                got = _reading(why)
+                if got:
                     quoted += 1
-                    reading, op, cut = float(m.group(1)), m.group(2), float(m.group(3))
-                    assert reading >= cut if op in ("from", "above") else reading <= cut, why
+                    reading, op, cut = got
+                    assert reading >= cut - 0.05 if op in ("from", "above") else reading <= cut + 0.05, why
                 if why == MET_AS_WELL:
                     met += 1
                     assert any(e.supports for e in verdict.evidence if e.stage == stage and e.threshold is not None)
-    # The recordings hold both kinds (about 40 quoted readings and 300 stages meeting their cuts).
-    assert quoted >= 10 and met >= 100, (quoted, met)
+    # The recordings hold both kinds (6 quoted readings and about 350 stages meeting their cuts).
+    assert quoted >= 5 and met >= 100, (quoted, met)
 
 
-def test_workers_said_to_compute_only_where_there_are_workers():
-    """A job that prefetches in a thread (no worker processes) waits for batches: CPU prep's warning
-    says it has no DataLoader workers, as its evidence does ("does not apply (no DataLoader workers:
-    num_workers=0)"), never that workers compute nor that the DataLoader starts or stops them."""
+def test_a_job_without_workers_gets_no_cpu_prep_warning_from_its_wait():
+    """A job that prefetches in a thread (no DataLoader workers) waits for batches, which read as "no
+    worker alive", as between two sets of workers. With no workers at all there is no sign of CPU
+    prep: CPU prep warned "main thread waiting for a batch 100 %, while the DataLoader starts or stops
+    its workers" beside its own evidence's "does not apply (no DataLoader workers: num_workers=0)".
+    Now it neither warns nor fires there, and its evidence says there are no workers."""
     path = next(p for p in RECORDINGS if p.name.startswith("thread_prefetch_cpu"))
     a = Analysis()
-    said = [(why, verdict) for f in load_frames(str(path)) for verdict in (a.update(f),) if verdict is not None
-            for stage, why in verdict.warned if stage == v.DECODE]
-    assert said, "the recording shows CPU prep at warning level"
-    for why, verdict in said:
-        assert why.endswith(", with no DataLoader workers"), why
+    verdicts = [verdict for f in load_frames(str(path)) for verdict in (a.update(f),) if verdict is not None]
+    waiting = [x for x in verdicts if any(e.signal == "data_wait" and e.stage == v.DECODE and e.supports
+                                          for e in x.evidence)]
+    assert len(waiting) >= 10, "the job waits for its batches most of the time"
+    for verdict in waiting:
+        assert verdict.level(v.DECODE) == v.LEVEL_OK and verdict.stage != v.DECODE, verdict.warned
         notes = [e.text for e in verdict.evidence if e.stage == v.DECODE and e.signal == "workers_computing"]
-        assert notes == ["the main thread waits with no DataLoader workers"], notes
+        assert notes == ["there are no DataLoader workers (num_workers=0)"], notes
 
 
 def test_a_stage_held_by_the_stability_rule_is_not_said_to_rank_first():
@@ -142,3 +156,16 @@ async def test_the_drill_down_of_a_warning_stage_says_why_it_warns():
         text = " ".join(screen_text(app).split())
         assert "PCIe" in text and "WARNING" in text.upper()
         assert f"Warning: {why}." in text
+
+
+def test_a_cut_of_two_samples_is_said_in_samples():
+    """Over few main-thread samples the warning cut is two samples' worth, which can be above the
+    verdict's 20 %: "warns from 33.3 %" beside "needs at least 20 %" read as a contradiction."""
+    from gpuwatch.diagnosis.stages import warned_by
+    from gpuwatch.diagnosis.thresholds import moderate_cut
+
+    assert warned_by(1 / 3, moderate_cut(6), ">=", "main thread saving checkpoints", samples=6) == \
+        "main thread saving checkpoints 33.3 %, warns from 2 of 6 samples"
+    assert warned_by(0.14, moderate_cut(100), ">=", "main thread in host-to-device copies", samples=100) == \
+        "main thread in host-to-device copies 14 %, warns from 5 %"
+    assert warned_by(None, 0.05, ">=", "anything") == ""

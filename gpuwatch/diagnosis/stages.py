@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gpuwatch.diagnosis.evidence import Checks, cut, said
+from gpuwatch.diagnosis.thresholds import MODERATE_MIN_SAMPLES, WAIT_MODERATE
 from gpuwatch.model.verdict import CPU_BOUND, Evidence
 
 CPU_COMPUTE = CPU_BOUND
@@ -56,9 +57,14 @@ WARN_WORDS = {">=": "from", ">": "above", "<=": "at or under", "<": "under"}
 """A warning cut's comparison in words ("warns from 8 %")."""
 
 
-def warned_by(value: float | None, th: float, op: str, what: str, unit: str = "%") -> str:
+def warned_by(value: float | None, th: float, op: str, what: str, unit: str = "%", samples: int = 0) -> str:
     """``main thread in host-to-device copies 14 %, warns from 8 %``: the reading behind a warning,
-    against the warning's own cut; empty when the reading is unknown."""
+    against the warning's own cut; empty when the reading is unknown. ``samples``: the main-thread
+    samples a moderate share is read over; where the cut is their two samples' worth rather than
+    WAIT_MODERATE (thresholds.moderate_cut), the cut is said so ("warns from 2 of 6 samples"): a
+    bare "warns from 33.3 %" read as a cut above the verdict's "needs at least 20 %"."""
     if value is None:
         return ""
-    return f"{what} {said(value, th, op, unit)}, warns {WARN_WORDS[op]} {cut(th, unit)}"
+    floor = samples > 0 and th > WAIT_MODERATE and abs(th - MODERATE_MIN_SAMPLES / samples) < 1e-9
+    words = f"{MODERATE_MIN_SAMPLES} of {samples} samples" if floor else cut(th, unit)
+    return f"{what} {said(value, th, op, unit)}, warns {WARN_WORDS[op]} {words}"

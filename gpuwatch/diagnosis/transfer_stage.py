@@ -87,7 +87,8 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
     # link, or the link half full (half RX_SATURATED): worth watching before it is the limit.
     warn = (st.share(lb.H2D) or 0.0) >= st.moderate or bool(gpu.link) or (gpu.rx_frac or 0.0) >= RX_SATURATED / 2
     why = "; ".join(x for x in (
-        warned_by(st.share(lb.H2D), st.moderate, ">=", "main thread in host-to-device copies")
+        warned_by(st.share(lb.H2D), st.moderate, ">=", "main thread in host-to-device copies",
+                  samples=st.n_main)
         if (st.share(lb.H2D) or 0.0) >= st.moderate else "",
         f"the PCIe link runs at {gpu.link} under load" if gpu.link else "",
         warned_by(gpu.rx_frac, RX_SATURATED / 2, ">=", "PCIe RX of the link")
