@@ -309,3 +309,16 @@ def test_the_headline_says_a_partial_figure_beside_the_figure():
                      r"maybe more, while the stage holds \(", text)
     assert head, text[:1500]
     assert f"expected: about {head.group(1)}x from what was measured" in text.split("## Remedies", 1)[1]
+
+
+def test_the_headline_and_the_epoch_section_count_the_same_re_creations():
+    """bench/field_cpu/respawn_workers.py (CPU VM, 2026-12-05): the headline quoted its stage's latest
+    sentence, whose epoch clause was counted at that tick ("every ~3.0 s (15 times in 59 s)"), above
+    the epoch section's run-end count ("every ~2.0 s (18 times in 59 s)"). Both now say the run's last."""
+    path = Path(__file__).parent.parent / "bench/results/2026-12-05-cpu-field/respawn_workers.jsonl.gz"
+    text = render_markdown(build_report(from_frames(load_frames(str(path))), NOT_RECORDED, "replay", path=str(path)))
+    verdict = text.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    epochs = text.split("## Epoch structure", 1)[1].split("\n## ", 1)[0]
+    said = re.compile(r"re-created every \\?~(\d+\.\d) s \((\d+) times in (\d+) s")
+    head, tail = said.findall(verdict), said.findall(epochs)
+    assert head and tail and head == tail, (head, tail)
