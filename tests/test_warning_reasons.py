@@ -169,3 +169,21 @@ def test_a_cut_of_two_samples_is_said_in_samples():
     assert warned_by(0.14, moderate_cut(100), ">=", "main thread in host-to-device copies", samples=100) == \
         "main thread in host-to-device copies 14 %, warns from 5 %"
     assert warned_by(None, 0.05, ">=", "anything") == ""
+
+
+def test_a_thin_wait_is_said_with_the_sample_count_it_was_read_over():
+    """The GPU-bound sentence's "the data wait reads 14 % on only 6 main-thread samples" took the
+    wait from the window the stage in force holds and the count from the latest window: 14 % is no
+    share of 6 samples. Replayed over every recording, each such share is a whole number of samples."""
+    said = re.compile(r"the data wait reads (\d+(?:\.\d+)?) % on only (\d+) main-thread samples")
+    seen = 0
+    for path in RECORDINGS:
+        a = Analysis()
+        for frame in load_frames(str(path)):
+            verdict = a.update(frame)
+            m = said.search(verdict.sentence) if verdict is not None else None
+            if m:
+                seen += 1
+                share, n = float(m.group(1)), int(m.group(2))
+                assert abs(share / 100 * n - round(share / 100 * n)) * 100 / n <= 0.5, verdict.sentence
+    assert seen >= 5, seen

@@ -170,4 +170,6 @@ def gpu_bound(s: Signals, relax: float = 0.0) -> StageResult:
     c.check("tensor", g.tensor, TENSOR_LOW, ">", "tensor pipes active", kind=INFO)
     fires = busy and useful is not False
     return result(c, fires, False, g.compute_busy, "" if saturated else "mostly", busy=g.compute_busy, sm=g.sm,
-                  tensor=g.tensor, wait=st.wait, gpm=g.gpm, saturated=saturated, sm_work=sm)
+                  tensor=g.tensor, wait=st.wait, gpm=g.gpm, saturated=saturated, sm_work=sm,
+                  # the window the wait was read over (the held one while GPU-bound is in force), for the sentence
+                  n_main=st.n_main, moderate=st.moderate)

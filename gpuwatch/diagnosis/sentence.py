@@ -254,14 +254,17 @@ def _contention(f: dict, sub: str, s: Signals) -> str:
 
 
 def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
+    # The wait, its sample count and its cut from one window: the stage in force reads the held
+    # window, and "25 % on only 7 samples" mixed it with the latest window's count.
     w = f.get("wait")
-    if w is not None and w >= s.stacks.moderate:
+    n_main, moderate = f.get("n_main", s.stacks.n_main), f.get("moderate", s.stacks.moderate)
+    if w is not None and w >= moderate:
         keeps = (f"the main thread still waits for data {fmt(w)} of the time, but the GPU stays busy on the "
                  "work queued ahead")
     elif w is not None and w >= WAIT_MODERATE:
         # Under the window's moderate cut only for want of samples (thresholds.moderate_cut): a share
         # this size is not "keeping up" in words, it is too thin to count.
-        keeps = (f"the data wait reads {fmt(w)} on only {count(s.stacks.n_main, 'main-thread sample')}, too few "
+        keeps = (f"the data wait reads {fmt(w)} on only {count(n_main, 'main-thread sample')}, too few "
                  "to count as a wait")
     else:
         keeps = "the input keeps up" + (f" (data wait {fmt(w)})" if w is not None else "")
