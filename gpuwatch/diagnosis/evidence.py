@@ -207,6 +207,11 @@ class Checks:
             if kind == SUP:
                 self.support.append(supports)
 
+    @property
+    def words(self) -> bool:
+        """Whether this decision's words are kept (evidence.WORDS, read as the scorer started)."""
+        return self._words
+
     def _first(self, signal: str) -> bool:
         """Whether ``signal`` is new to this stage (one row per signal and stage); marks it seen."""
         if signal in self._signals:

@@ -88,14 +88,14 @@ def gpu_memory(s: Signals, relax: float = 0.0) -> StageResult:
         c.support.extend(x for x in (dram, occ) if x is not None)  # both signs of memory-bound kernels
         fires = busy and yes(sm) and yes(tensor) and (yes(dram) or yes(occ))
         warn = fires or ((g.dram or 0.0) >= DRAM_BOUND and busy)
-        why = warned_by(g.dram, DRAM_BOUND, ">=", "DRAM bandwidth used") + ", while the GPU is busy"
     else:
         c.note("gpm", f"no GPM ({g.gpm_reason}): DRAM and tensor activity unknown", False, kind=INFO)
         layout = c.check("layout_ops", layout_share, LAYOUT_SHARE, ">=", "main-thread samples in layout ops", kind=REQ)
         c.check("util_mem", g.util_mem, DRAM_BOUND, ">=", "NVML memory util (time-active, weak)")
         fires = busy and yes(layout)
-        warn, why = fires, ""
-    return result(c, fires, warn, layout_share, "gpm" if g.gpm else "stacks", why,
+        warn = fires  # without GPM only the verdict's own cuts: no warning of its own to word
+    return result(c, fires, warn, layout_share, "gpm" if g.gpm else "stacks",
+                  lambda: warned_by(g.dram, DRAM_BOUND, ">=", "DRAM bandwidth used") + ", while the GPU is busy",
                   sm=g.sm, tensor=g.tensor, dram=g.dram, occ=g.occ, busy=g.compute_busy, saturated=saturated,
                   layout_detail=_layout_detail(s), layout_share=layout_share)
 
@@ -145,8 +145,9 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
         sub = ""
         weight = 1.0 - (g.compute_busy or 0.0)
     warn = fires or (yes(busy) and yes(tiny))
-    why = (warned_by(ratio, TINY_KERNEL_RATIO, "<=", "tiny kernels: SM active / GR engine active", "x")
-           + f", while the GPU is kernel-active {fmt(g.compute_busy)}")
+    def why() -> str:
+        return (warned_by(ratio, TINY_KERNEL_RATIO, "<=", "tiny kernels: SM active / GR engine active", "x")
+                + f", while the GPU is kernel-active {fmt(g.compute_busy)}")
     return result(c, fires, warn, weight, sub, why, busy=g.compute_busy, sm=g.sm, gr=g.gr, ratio=ratio,
                   # The step's ops as the sub-stage reads them (forward dispatch, backward, optimizer):
                   # run 25's switch job read "0 % of samples in ops" with every sample in backward/optimizer.

@@ -238,9 +238,9 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         fires = gate and yes(load) and cpu is not False
         # A warning too needs the CPU: a main thread loading on 0.06 core decodes nothing on it.
         warn = (st.share(lb.INLINE_LOAD) or 0) >= st.moderate and cpu is not False
-        why = warned_by(st.share(lb.INLINE_LOAD), st.moderate, ">=", "main thread loading data itself",
-                        samples=st.n_main)
-        return result(c, fires, warn, st.share(lb.INLINE_LOAD), "inline", why, **_facts(s))
+        return result(c, fires, warn, st.share(lb.INLINE_LOAD), "inline",
+                      lambda: warned_by(st.share(lb.INLINE_LOAD), st.moderate, ">=", "main thread loading data itself",
+                                        samples=st.n_main), **_facts(s))
     wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", _wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
@@ -258,10 +258,11 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     sub = "ipc" if ipc and not workers_computing(s) else "starting" if starting and not workers_computing(s) \
         else "workers"
     warn = (s.input_wait or 0.0) >= st.moderate and computing
-    why = warned_by(s.input_wait, st.moderate, ">=", _wait_words(s), samples=st.n_main) + (
-        ", while the workers compute" if workers_computing(s)
-        else ", while the DataLoader starts or stops its workers" if starting
-        else ", while the main thread receives batches from the workers (shared-memory IPC and unpickling)")
+    def why() -> str:
+        return warned_by(s.input_wait, st.moderate, ">=", _wait_words(s), samples=st.n_main) + (
+            ", while the workers compute" if workers_computing(s)
+            else ", while the DataLoader starts or stops its workers" if starting
+            else ", while the main thread receives batches from the workers (shared-memory IPC and unpickling)")
     return result(c, fires, warn, s.input_wait, sub, why, **_facts(s))
 
 
@@ -280,7 +281,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                      band=share_band(CHECKPOINT_SHARE, s.epoch_samples if recurring else st.n_main))
         # Recurring saves are judged over the minute, the GPU's idle time during them included.
         return result(c, (gate or recurring) and yes(ck), (share or 0) >= st.moderate, share, "checkpoint",
-                      warned_by(share, st.moderate, ">=", "main thread saving checkpoints", samples=st.n_main),
+                      lambda: warned_by(share, st.moderate, ">=", "main thread saving checkpoints", samples=st.n_main),
                       **{**_facts(s), "checkpoint": share, "recurring": recurring})
     if m == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
@@ -302,9 +303,9 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
            else "the workers compute, so storage is not what they wait on", waiting, kind=REQ)
     fires = gate and yes(wait) and waiting
     warn = (s.input_wait or 0.0) >= st.moderate and waiting
-    why = (warned_by(s.input_wait, st.moderate, ">=", _wait_words(s), samples=st.n_main)
-           + ", while the workers wait on storage")
-    return result(c, fires, warn, s.input_wait, "workers", why, **_facts(s))
+    return result(c, fires, warn, s.input_wait, "workers",
+                  lambda: warned_by(s.input_wait, st.moderate, ">=", _wait_words(s), samples=st.n_main)
+                  + ", while the workers wait on storage", **_facts(s))
 
 
 def _without_stacks(c: Checks, s: Signals, computing: bool) -> StageResult:

@@ -56,13 +56,14 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         times = count(p.count, "time")  # type: ignore[union-attr]
         if p.period_s is None and p.count >= 2:  # type: ignore[union-attr]
             times = f"at least {times}"  # about every tick: at most one a tick is seen (phases.py)
-        fix = (f"persistent_workers=True: the DataLoader's workers were re-created {times} in "
-               f"{p.span_s:.0f} s, and each new set builds its first batches from scratch")  # type: ignore[union-attr]
         # One replacement is a new loader (a validation loader, the next phase of a job) or one epoch:
         # not yet a pattern of epochs, so the advice is a condition (the switch job read "re-created 1 time").
         if p.count < 2:  # type: ignore[union-attr]
             fix = ("persistent_workers=True, if the job's epochs re-create its workers (one set replaced another "
                    f"once in {p.span_s:.0f} s: a new DataLoader or a new epoch, not yet a pattern)")  # type: ignore[union-attr]
+        else:
+            fix = (f"persistent_workers=True: the DataLoader's workers were re-created {times} in "
+                   f"{p.span_s:.0f} s, and each new set builds its first batches from scratch")  # type: ignore[union-attr]
         # When the waits are the workers' start-up itself (the "starting workers" form), keeping the
         # workers is the fix for what was seen, so it leads; otherwise it follows the stage's own.
         out = [fix, *out] if sub == "starting" else [*out, fix]

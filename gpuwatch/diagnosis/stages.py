@@ -7,7 +7,7 @@ of the main thread's time backs it (used to rank host-side stages, as the stage 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from gpuwatch.diagnosis.evidence import Checks, cut, said
@@ -44,12 +44,15 @@ class StageResult:
     where a share of few main-thread samples needs two samples' worth (thresholds.moderate_cut)."""
 
 
-def result(c: Checks, fires: bool, warn: bool, weight: float | None, sub: str = "", why: str = "",
-           **facts: object) -> StageResult:
+def result(c: Checks, fires: bool, warn: bool, weight: float | None, sub: str = "",
+           why: Callable[[], str] | None = None, **facts: object) -> StageResult:
+    """``why`` words the warning; it is called only where the stage warns without firing and the
+    decision's words are kept (evidence.WORDS): every stage is scored several times a tick, and
+    nearly always nothing warns."""
+    said_why = why() if why is not None and warn and not fires and c.words else ""
     return StageResult(
         stage=c.stage, fires=fires, warn=warn or fires, strength=c.strength,
-        weight=weight or 0.0, evidence=tuple(c.items), sub=sub, facts=facts,
-        why="" if fires or not warn else why,
+        weight=weight or 0.0, evidence=tuple(c.items), sub=sub, facts=facts, why=said_why,
     )
 
 

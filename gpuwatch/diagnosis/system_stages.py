@@ -115,8 +115,9 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
     c.support.extend([True] * len(causes))
     ordered = sorted(causes, key=CAUSE_ORDER.index)
     weight = max((x for x in causes.values() if x is not None), default=0.0)
-    why = ", ".join(HOST_CAUSE_WORDS.get(x, x) for x in ordered) + ", but the GPU stays saturated, so it costs little now"
-    return result(c, fires, bool(causes), weight, ordered[0] if ordered else "", why,
+    return result(c, fires, bool(causes), weight, ordered[0] if ordered else "",
+                  lambda: ", ".join(HOST_CAUSE_WORDS.get(x, x) for x in ordered)
+                  + ", but the GPU stays saturated, so it costs little now",
                   causes=tuple(ordered), values=dict(causes), tenants=g.tenants, throttles=g.throttle_reasons,
                   quota=h.cg_quota, others=h.others_top, others_cpu=h.others_cpu, usable=usable, delay=delay,
                   queued_threads=queued_threads, queued_share=_neighbours_cost(job, usable),

@@ -86,13 +86,14 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
     # Warn from a "moderate" share of copies on the main thread (WAIT_MODERATE), a downtrained
     # link, or the link half full (half RX_SATURATED): worth watching before it is the limit.
     warn = (st.share(lb.H2D) or 0.0) >= st.moderate or bool(gpu.link) or (gpu.rx_frac or 0.0) >= RX_SATURATED / 2
-    why = "; ".join(x for x in (
-        warned_by(st.share(lb.H2D), st.moderate, ">=", "main thread in host-to-device copies",
-                  samples=st.n_main)
-        if (st.share(lb.H2D) or 0.0) >= st.moderate else "",
-        f"the PCIe link runs at {gpu.link} under load" if gpu.link else "",
-        warned_by(gpu.rx_frac, RX_SATURATED / 2, ">=", "PCIe RX of the link")
-        if (gpu.rx_frac or 0.0) >= RX_SATURATED / 2 else "") if x)
+
+    def why() -> str:  # each of the three warning signs that holds
+        return "; ".join(x for x in (
+            warned_by(st.share(lb.H2D), st.moderate, ">=", "main thread in host-to-device copies", samples=st.n_main)
+            if (st.share(lb.H2D) or 0.0) >= st.moderate else "",
+            f"the PCIe link runs at {gpu.link} under load" if gpu.link else "",
+            warned_by(gpu.rx_frac, RX_SATURATED / 2, ">=", "PCIe RX of the link")
+            if (gpu.rx_frac or 0.0) >= RX_SATURATED / 2 else "") if x)
     facts = dict(
         rx_bps=gpu.rx_bps, rx_frac=gpu.rx_frac, capacity_bps=gpu.capacity_bps, copy_frac=gpu.copy_frac,
         busy=gpu.busy, sm=gpu.sm, h2d_share=st.share(lb.H2D), pin_seen=job.pin_seen, pin_cpu=job.pin_cpu,

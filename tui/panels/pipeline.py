@@ -57,7 +57,7 @@ def verdict_text(v: Verdict) -> str:
         head.append(f"{FIX_WORDS[best.fix]}: about {best.factor:.1f}×{', maybe more' if best.partial else ''}")
     lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
     text = f"{lead}: {escape(said)}"
-    if v.secondary:  # each warning with its reason: its cut is lower than the verdict's, so it is said here
+    if v.secondary:  # each warning with its reason: its cut is not among the verdict's, so it is said here
         text += " Also: " + escape("; ".join(also(v, s) for s in v.secondary)) + "."
     return text
 

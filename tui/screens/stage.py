@@ -111,7 +111,7 @@ class StageScreen(WatchScreen):
         else:
             about = "Verdict: {} — {}".format(*verdict.headed)
             why = verdict.why_warned(stage)
-            if why:  # the warning's own cut is lower than those listed below: say which reading crossed it
+            if why:  # the warning's own cut is not among those listed below: say which reading crossed it
                 about = f"Warning: {why}.\n{about}"
         self.query_one("#stage-verdict", Plain).update(about)
         self._show_evidence(verdict)
