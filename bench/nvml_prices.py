@@ -56,7 +56,42 @@ def candidates(nv: Any, h: Any) -> dict[str, Callable[[], Any]]:
         finally:
             nv.nvmlGpmSampleFree(s)
 
+    gpm_state: dict[str, list[Any]] = {}
+
+    def gpm_metrics(key: str, ids: tuple[int, ...]) -> Callable[[], None]:
+        """A GPM sample into one of two kept buffers, then nvmlGpmMetricsGet of ``ids`` over the
+        window since this candidate's previous sample (as collectors/gpm.py reads them). The price
+        of nvmlGpmSampleGet alone is its own row; this row's less that is the metrics' price."""
+        def call() -> None:
+            st = gpm_state.setdefault(key, [nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc(), None])
+            cur = 0 if st[2] is None else 1 - st[2]
+            nv.nvmlGpmSampleGet(h, st[cur])
+            prev, st[2] = st[2], cur
+            if prev is None:
+                return
+            mg = nv.c_nvmlGpmMetricsGet_t()
+            mg.version = nv.NVML_GPM_METRICS_GET_VERSION
+            mg.numMetrics = len(ids)
+            mg.sample1, mg.sample2 = st[prev], st[cur]
+            for k, mid in enumerate(ids):
+                mg.metrics[k].metricId = mid
+            nv.nvmlGpmMetricsGet(mg)
+        return call
+
+    def gpm_sample_kept() -> None:
+        st = gpm_state.setdefault("sample", [nv.nvmlGpmSampleAlloc()])
+        nv.nvmlGpmSampleGet(h, st[0])
+
     out: dict[str, Callable[[], Any]] = {
+        # GPM metric sets: gpuwatch's seven (collectors/gpm.py METRICS), then fewer, to see whether
+        # nvmlGpmMetricsGet's price follows the number of metrics or the call.
+        "GPM sample + metrics: 7 (gpuwatch's)": gpm_metrics("m7", (1, 2, 3, 5, 10, 20, 21)),
+        "GPM sample + metrics: 4 (SM active, occupancy, tensor, DRAM)": gpm_metrics("m4", (2, 3, 5, 10)),
+        "GPM sample + metrics: 2 (SM active, tensor)": gpm_metrics("m2", (2, 5)),
+        "GPM sample + metrics: 1 (SM active)": gpm_metrics("m1", (2,)),
+        "GPM sample + metrics: 2 (PCIe TX, RX)": gpm_metrics("pcie", (20, 21)),
+        "GPM sample + metrics: 1 (graphics engine)": gpm_metrics("gr", (1,)),
+        "nvmlGpmSampleGet (kept buffer)": gpm_sample_kept,
         "nvmlDeviceGetUtilizationRates": lambda: nv.nvmlDeviceGetUtilizationRates(h),
         "nvmlDeviceGetSamples GPU, cursor kept, 128 entries": lambda: samples(nv.NVML_GPU_UTILIZATION_SAMPLES, 128, "g"),
         "nvmlDeviceGetSamples GPU, cursor kept, 16 entries": lambda: samples(nv.NVML_GPU_UTILIZATION_SAMPLES, 16, "g16"),
