@@ -18,6 +18,7 @@ GPU utilization every tick, or every second tick while relaxed (see ``_util_gpu`
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
@@ -32,9 +33,10 @@ from gpuwatch.collectors.nvml_session import (
     counter_delta,
     describe,
 )
-from gpuwatch.diagnosis.thresholds import BAD_REASON_BITS
+from gpuwatch.diagnosis.thresholds import BAD_REASON_BITS, BUSY_SATURATED
 from gpuwatch.model.gpu import GpmMetrics, GpuProcess, GpuSample
 from gpuwatch.model.values import Unsupported
+from gpuwatch.pace import RELAX_AFTER, STEADY_DROP
 from gpuwatch.untrusted import clean
 
 THROTTLE_FIELDS = (
@@ -73,7 +75,16 @@ no stage, confidence or stall changed, and every switch went back to full pace o
 Two kinds of tick differ in the pace alone: a 200 ms dip deeper than its tick's mean sent it to
 full for a tick (twice in 79 relaxed ticks of the benchmark job), and a one-tick dip on a skipped
 tick kept it relaxed through it (once, the tokenize job). Every third tick held two ticks' samples
-back, and the tokenize job's stall, seen on its last busy tick, went unseen."""
+back, and the tokenize job's stall, seen on its last busy tick, went unseen.
+
+A latest period that looks like busy falling is checked against the buffer on the same tick
+(``_util_gpu``, ``looks_like_a_fall``): the pace goes back to full on the tick's mean, as it would
+with the buffer read every tick, not on one period's reading."""
+
+CONFIRM_TICKS = RELAX_AFTER
+"""How many of a GPU's latest busy readings (the ticks' means and the periods that did not look like
+a fall) a skipped tick's period is compared with: the ticks the pace's own check looks back over
+(gpuwatch/pace.py, stack_pace)."""
 
 RELAXED_GPM_EVERY = 2
 """While the stack pace is relaxed, a GPM sample is taken every this many ticks, and the ticks
@@ -127,6 +138,20 @@ RATES_MISSING = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound")
 
 
 
+def looks_like_a_fall(latest: float, recent: deque[float] | list[float]) -> bool:
+    """Whether one period's busy reading (%) would send the pace back to full on its own: under
+    saturation and more than STEADY_DROP under the lowest of the recent readings, the rule
+    gpuwatch/pace.py applies to the frame. One period is 1/6 s to 1 s (nvml.h), and a period that
+    catches the gap between two steps of a busy job reads far under the tick's mean: on an H100
+    (bench/results/2026-12-05-h100/run39), periods of 37-66 % stood on ticks whose 200 ms samples
+    averaged 84-90 %, six times in 110 relaxed ticks, each sending the pace to full for a tick (two
+    to four py-spy dumps instead of one every three ticks). Such a tick reads the buffer instead,
+    and its mean decides."""
+    if latest >= BUSY_SATURATED * 100 or not recent:
+        return False
+    return latest < min(recent) - STEADY_DROP * 100
+
+
 @dataclass
 class _GpuState:
     """What one GPU's reads carry from tick to tick."""
@@ -143,6 +168,8 @@ class _GpuState:
     """Ticks since the last GPU-utilization buffer read (they took nvmlDeviceGetUtilizationRates)."""
     rates_work: bool = True
     """nvmlDeviceGetUtilizationRates answered (False: the buffer every tick)."""
+    recent: deque[float] = dc_field(default_factory=lambda: deque(maxlen=CONFIRM_TICKS))
+    """The latest busy readings (%) this collector gave, for ``looks_like_a_fall``."""
     proc_cursor: int = 0
     proc_seen: bool = False
     proc_util: tuple[float, dict[int, float] | Unsupported] | None = None
@@ -291,10 +318,18 @@ class GpuCollector(NvmlCollector):
                 if type(e).__name__ in RATES_MISSING or isinstance(e, AttributeError):
                     st.rates_work = False
             else:
+                if not looks_like_a_fall(latest, st.recent):
+                    st.buffer_skipped += 1
+                    st.recent.append(latest)
+                    return latest, ()
+                # The buffer says whether the tick's mean fell too; read as after a skipped tick
+                # (spanned), its mean is over this tick's own samples.
                 st.buffer_skipped += 1
-                return latest, ()
         spanned, st.buffer_skipped = st.buffer_skipped > 0, 0
-        return self._util(i, st, kind, "GPU utilization", spanned)
+        util, trace = self._util(i, st, kind, "GPU utilization", spanned)
+        if isinstance(util, float):
+            st.recent.append(util)
+        return util, trace
 
     def _util(self, i: int, st: _GpuState, kind: int, what: str,
               spanned: bool = False) -> tuple[Any, tuple[tuple[float, float], ...]]:

@@ -362,7 +362,8 @@ class FakeNvml:
     def nvmlDeviceGetUtilizationRates(self, h: _Handle) -> Any:
         """Not in the capture: the newest sample of each buffer, i.e. the driver's latest 200 ms
         period (nvml.h allows a period of 1/6 to 1 s; the H200's is not measured yet). A test can
-        make it fail through the key "utilization_rates" (``not_supported``, ``set(err=...)``)."""
+        make it fail through the key "utilization_rates" (``not_supported``, ``set(err=...)``), or
+        give a synthetic period (``set("utilization_rates", {"gpu": 50})``)."""
         g = self._enter("nvmlDeviceGetUtilizationRates", h)
         r = self._raw(g, "utilization_rates", self.tick)
         if r is not None and "err" in r:
@@ -371,6 +372,9 @@ class FakeNvml:
         for key, attr in (("samples_gpu", "gpu"), ("samples_mem", "memory")):
             buf = self._buffered(g, key, lambda v: [(ts, val, v["type"]) for ts, val in v["s"]])
             setattr(out, attr, int(max(buf)[1]) if buf else 0)
+        if r is not None and isinstance(r.get("v"), dict):
+            for attr, value in r["v"].items():
+                setattr(out, attr, value)
         return out
 
     def nvmlDeviceGetProcessUtilization(self, h: _Handle, last_seen: int) -> list:

@@ -277,6 +277,25 @@ def test_relaxed_pace_reads_the_gpu_buffer_every_second_tick(fake, session, cloc
     assert relaxed[2].util_trace == () and relaxed[3].util_trace
 
 
+def test_relaxed_a_period_that_looks_like_a_fall_reads_the_buffer_on_the_same_tick(fake, session, clock):
+    # The matmul keeps the GPU 99 % busy; one period reading 50 % (synthetic: the capture has no
+    # period readings; on the H100 such periods read 37-66 % between two steps of a busy job) is
+    # checked against the buffer, whose mean over the tick says 99 % and keeps the pace relaxed.
+    fake.goto("matmul_bf16", 1)
+    c = collector(session, clock)
+    c.sample()
+    c.set_pace(*RELAXED)
+    first, calls = per_tick_calls(fake, c, clock, 2)  # a skipped tick, then a buffer read
+    assert calls["nvmlDeviceGetSamples"] == 1 and first[0].util_trace == ()
+    fake.set("utilization_rates", {"gpu": 50})
+    got, calls = per_tick_calls(fake, c, clock, 1)
+    assert calls["nvmlDeviceGetSamples"] == 1 and calls["nvmlDeviceGetUtilizationRates"] == 1
+    assert got[0].util_gpu == 99.0 and got[0].util_trace
+    fake.set("utilization_rates", {"gpu": 97})  # within the pace's 5 points: no check needed
+    got, calls = per_tick_calls(fake, c, clock, 2)
+    assert calls["nvmlDeviceGetSamples"] == 1 and got[0].util_trace == () and got[0].util_gpu == 97.0
+
+
 def test_back_at_full_pace_the_next_tick_reads_the_buffer(fake, session, clock):
     fake.goto("matmul_bf16", 1)
     c = collector(session, clock)
