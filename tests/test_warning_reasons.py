@@ -26,10 +26,11 @@ from tests.test_diagnosis_frames import Knobs, build, last, run
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(p for p in DATA.rglob("*.jsonl*"))
-# "main thread in host-to-device copies 25 %, warns from 8 %", or "... 25 %, warns from 2 of 16 samples"
+# "PCIe RX of the link 41 %, warns from 35 %", "main thread in host-to-device copies 25 % of the
+# latest 16 samples, warns from 5 %", or "... 33.3 % of the latest 6 samples, warns from 2 of them"
 # where the cut is two main-thread samples' worth: a reading and the warning's cut.
-READING = re.compile(r"(\d+(?:\.\d+)?) %, warns (from|above|at or under|under) "
-                     r"(?:(\d+(?:\.\d+)?) %|(\d+) of (\d+) samples)")
+READING = re.compile(r"(\d+(?:\.\d+)?) %(?: of the latest (\d+) samples)?, warns (from|above|at or under|under) "
+                     r"(?:(\d+(?:\.\d+)?) %|(\d+) of them)")
 
 
 def _reading(why: str) -> tuple[float, str, float] | None:
@@ -37,7 +38,7 @@ def _reading(why: str) -> tuple[float, str, float] | None:
     m = READING.search(why)
     if m is None:
         return None
-    reading, op, pct, k, n = m.groups()
+    reading, n, op, pct, k = m.groups()
     return float(reading), op, float(pct) if pct is not None else 100.0 * int(k) / int(n)
 
 # A GPU-bound job (the GPU saturated) whose main thread also copies to the GPU a share of the time:
@@ -165,9 +166,9 @@ def test_a_cut_of_two_samples_is_said_in_samples():
     from gpuwatch.diagnosis.thresholds import moderate_cut
 
     assert warned_by(1 / 3, moderate_cut(6), ">=", "main thread saving checkpoints", samples=6) == \
-        "main thread saving checkpoints 33.3 %, warns from 2 of 6 samples"
+        "main thread saving checkpoints 33.3 % of the latest 6 samples, warns from 2 of them"
     assert warned_by(0.14, moderate_cut(100), ">=", "main thread in host-to-device copies", samples=100) == \
-        "main thread in host-to-device copies 14 %, warns from 5 %"
+        "main thread in host-to-device copies 14 % of the latest 100 samples, warns from 5 %"
     assert warned_by(None, 0.05, ">=", "anything") == ""
 
 
@@ -187,3 +188,27 @@ def test_a_thin_wait_is_said_with_the_sample_count_it_was_read_over():
                 share, n = float(m.group(1)), int(m.group(2))
                 assert abs(share / 100 * n - round(share / 100 * n)) * 100 / n <= 0.5, verdict.sentence
     assert seen >= 5, seen
+
+
+def test_two_windows_of_one_wait_each_say_their_samples():
+    """The verdict's own stage reads its stack shares over twice the samples a warning reads
+    (thresholds.STICKY_STACK_FACTOR), so one line could say "the main thread still waits for data
+    25 % of the time" and "Also: CPU prep (main thread waiting for a batch 29 % ...)" of the same
+    wait (field_lightning_persistent). Each now says the samples it is of, and each share is a whole
+    number of them: replayed over every recording."""
+    waits = re.compile(r"still waits for data (\d+(?:\.\d+)?) % of the time \(its last (\d+) samples?\)")
+    latest = re.compile(r"(\d+(?:\.\d+)?) % of the latest (\d+) samples")
+    both = 0
+    for path in RECORDINGS:
+        a = Analysis()
+        for frame in load_frames(str(path)):
+            verdict = a.update(frame)
+            said = [m for m in waits.finditer(verdict.sentence)]
+            said += [m for _, why in verdict.warned for m in latest.finditer(why)]
+            for m in said:
+                share, n = float(m.group(1)), int(m.group(2))
+                # a share is said to the nearest per cent: 3 of 8 samples reads "38 %"
+                assert abs(share / 100 * n - round(share / 100 * n)) * 100 / n <= 0.5 + 1e-9, (path.name, m.group(0))
+            if waits.search(verdict.sentence) and any(latest.search(why) for _, why in verdict.warned):
+                both += 1
+    assert both >= 1, "a recording where the two windows stand on one line (field_lightning_persistent)"
