@@ -172,21 +172,30 @@ def test_a_cut_of_two_samples_is_said_in_samples():
     assert warned_by(None, 0.05, ">=", "anything") == ""
 
 
+def _replayed():
+    """(recording's name, verdict) for every tick of every recording under tests/data."""
+    for path in RECORDINGS:
+        a = Analysis()
+        for frame in load_frames(str(path)):
+            yield path.name, a.update(frame)
+
+
+def _whole_samples(share: float, n: int) -> bool:
+    """A share said to the nearest per cent (3 of 8 samples reads "38 %") is a whole number of ``n``."""
+    return abs(share / 100 * n - round(share / 100 * n)) * 100 / n <= 0.5 + 1e-9
+
+
 def test_a_thin_wait_is_said_with_the_sample_count_it_was_read_over():
     """The GPU-bound sentence's "the data wait reads 14 % on only 6 main-thread samples" took the
     wait from the window the stage in force holds and the count from the latest window: 14 % is no
     share of 6 samples. Replayed over every recording, each such share is a whole number of samples."""
     said = re.compile(r"the data wait reads (\d+(?:\.\d+)?) % on only (\d+) main-thread samples")
     seen = 0
-    for path in RECORDINGS:
-        a = Analysis()
-        for frame in load_frames(str(path)):
-            verdict = a.update(frame)
-            m = said.search(verdict.sentence) if verdict is not None else None
-            if m:
-                seen += 1
-                share, n = float(m.group(1)), int(m.group(2))
-                assert abs(share / 100 * n - round(share / 100 * n)) * 100 / n <= 0.5, verdict.sentence
+    for _, verdict in _replayed():
+        m = said.search(verdict.sentence)
+        if m:
+            seen += 1
+            assert _whole_samples(float(m.group(1)), int(m.group(2))), verdict.sentence
     assert seen >= 5, seen
 
 
@@ -199,16 +208,10 @@ def test_two_windows_of_one_wait_each_say_their_samples():
     waits = re.compile(r"still waits for data (\d+(?:\.\d+)?) % of the time \(its last (\d+) samples?\)")
     latest = re.compile(r"(\d+(?:\.\d+)?) % of the latest (\d+) samples")
     both = 0
-    for path in RECORDINGS:
-        a = Analysis()
-        for frame in load_frames(str(path)):
-            verdict = a.update(frame)
-            said = [m for m in waits.finditer(verdict.sentence)]
-            said += [m for _, why in verdict.warned for m in latest.finditer(why)]
-            for m in said:
-                share, n = float(m.group(1)), int(m.group(2))
-                # a share is said to the nearest per cent: 3 of 8 samples reads "38 %"
-                assert abs(share / 100 * n - round(share / 100 * n)) * 100 / n <= 0.5 + 1e-9, (path.name, m.group(0))
-            if waits.search(verdict.sentence) and any(latest.search(why) for _, why in verdict.warned):
-                both += 1
+    for name, verdict in _replayed():
+        said = list(waits.finditer(verdict.sentence)) + [m for _, why in verdict.warned for m in latest.finditer(why)]
+        for m in said:
+            assert _whole_samples(float(m.group(1)), int(m.group(2))), (name, m.group(0))
+        if waits.search(verdict.sentence) and any(latest.search(why) for _, why in verdict.warned):
+            both += 1
     assert both >= 1, "a recording where the two windows stand on one line (field_lightning_persistent)"
