@@ -33,7 +33,7 @@ from gpuwatch.collectors.nvml_session import (
     counter_delta,
     describe,
 )
-from gpuwatch.diagnosis.thresholds import BAD_REASON_BITS, BUSY_SATURATED
+from gpuwatch.diagnosis.thresholds import BAD_REASON_BITS, BUSY_SATURATED, BUSY_STARVED
 from gpuwatch.model.gpu import GpmMetrics, GpuProcess, GpuSample
 from gpuwatch.model.values import Unsupported
 from gpuwatch.pace import RELAX_AFTER, STEADY_DROP
@@ -139,17 +139,17 @@ RATES_MISSING = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound")
 
 
 def looks_like_a_fall(latest: float, recent: deque[float] | list[float]) -> bool:
-    """Whether one period's busy reading (%) would send the pace back to full on its own: under
-    saturation and more than STEADY_DROP under the lowest of the recent readings, the rule
-    gpuwatch/pace.py applies to the frame. One period is 1/6 s to 1 s (nvml.h), and a period that
+    """Whether one period's busy reading (%) would send the pace back to full on its own, by the
+    rule gpuwatch/pace.py applies to the frame: under saturation, and under BUSY_STARVED or more
+    than STEADY_DROP under the lowest of the recent readings. One period is 1/6 s to 1 s (nvml.h), and a period that
     catches the gap between two steps of a busy job reads far under the tick's mean: on an H100
     (bench/results/2026-12-05-h100/run39), periods of 37-66 % stood on ticks whose 200 ms samples
     averaged 84-90 %, six times in 110 relaxed ticks, each sending the pace to full for a tick (two
     to four py-spy dumps instead of one every three ticks). Such a tick reads the buffer instead,
     and its mean decides."""
-    if latest >= BUSY_SATURATED * 100 or not recent:
+    if latest >= BUSY_SATURATED * 100:
         return False
-    return latest < min(recent) - STEADY_DROP * 100
+    return latest < BUSY_STARVED * 100 or (bool(recent) and latest < min(recent) - STEADY_DROP * 100)
 
 
 @dataclass
@@ -192,6 +192,8 @@ class GpuCollector(NvmlCollector):
         self._temp_v = True
         self._bufs: NvmlBuffers | None = None
         self._relaxed = False
+        self._pace_reads_all = True
+        """No GPU is the job's this tick: the pace reads them all (gpuwatch/pace.py, _busy)."""
 
     def set_pace(self, main: float, workers: float | None = None) -> None:
         """The stack pace (gpuwatch/pace.py), set after every verdict: below full, the job has been
@@ -215,6 +217,7 @@ class GpuCollector(NvmlCollector):
         pids, sel = got
         t = self.clock()
         ours = set(pids)
+        self._pace_reads_all = not any(used for _, used in sel)  # as pace._busy picks the GPUs it reads
         return tuple(self._one(i, used, t, ours) for i, used in sel)
 
     def _one(self, i: int, used: bool, t: float, ours: set[int]) -> GpuSample:
@@ -244,7 +247,7 @@ class GpuCollector(NvmlCollector):
         ):
             if key not in st.static:  # constant for the GPU's life: read once
                 st.static[key] = self._get(i, what, fn, *args)
-        util_gpu, trace = self._util_gpu(i, st)
+        util_gpu, trace = self._util_gpu(i, st, paced=used or self._pace_reads_all)
         util_mem = self._util_mem(i, st, gpm_works=self._gpm.supported(i) is True)
         mem = self._memory(i)
         reasons = self._get(i, "clock-event reasons", "nvmlDeviceGetCurrentClocksEventReasons")
@@ -302,11 +305,12 @@ class GpuCollector(NvmlCollector):
                 return Unsupported(describe(e, "temperature"))
         return _scale(self._get(i, "temperature", "nvmlDeviceGetTemperature", nv.NVML_TEMPERATURE_GPU), 1)
 
-    def _util_gpu(self, i: int, st: _GpuState) -> tuple[Any, tuple[tuple[float, float], ...]]:
+    def _util_gpu(self, i: int, st: _GpuState, paced: bool = True) -> tuple[Any, tuple[tuple[float, float], ...]]:
         """GPU utilization and its samples from the buffer; while the pace is relaxed, on every
         tick but one in RELAXED_BUFFER_EVERY, the driver's latest period and no samples (they come
-        with the next buffer read). Only once the buffer has given samples: before that, its
-        answers say whether the GPU ran anything at all."""
+        with the next buffer read), unless the period looks like a fall on a GPU the pace reads
+        (``paced``: the job's GPUs, or every GPU where the job holds none). Only once the buffer has
+        given samples: before that, its answers say whether the GPU ran anything at all."""
         nv = self.session.nvml
         kind = nv.NVML_GPU_UTILIZATION_SAMPLES
         if self._relaxed and st.rates_work and kind in st.cursors and st.buffer_skipped < RELAXED_BUFFER_EVERY - 1:
@@ -318,7 +322,7 @@ class GpuCollector(NvmlCollector):
                 if type(e).__name__ in RATES_MISSING or isinstance(e, AttributeError):
                     st.rates_work = False
             else:
-                if not looks_like_a_fall(latest, st.recent):
+                if not (paced and looks_like_a_fall(latest, st.recent)):
                     st.buffer_skipped += 1
                     st.recent.append(latest)
                     return latest, ()

@@ -66,4 +66,7 @@ def test_the_rule_is_the_paces():
     assert looks_like_a_fall(58.0, recent)
     assert not looks_like_a_fall(80.0, recent)  # within STEADY_DROP (5 points) of the lowest, 84
     assert not looks_like_a_fall(90.0, deque([99.0], maxlen=CONFIRM_TICKS))  # saturated: the pace stays relaxed
-    assert not looks_like_a_fall(10.0, deque(maxlen=CONFIRM_TICKS))  # nothing to compare with yet
+    # Under BUSY_STARVED (70 %) the pace goes full whatever came before: checked.
+    assert looks_like_a_fall(68.0, deque([72.0, 74.0, 73.0], maxlen=CONFIRM_TICKS))
+    assert looks_like_a_fall(10.0, deque(maxlen=CONFIRM_TICKS))
+    assert not looks_like_a_fall(75.0, deque(maxlen=CONFIRM_TICKS))  # nothing to compare with yet
