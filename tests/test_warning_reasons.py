@@ -26,8 +26,8 @@ from tests.test_diagnosis_frames import Knobs, build, last, run
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(p for p in DATA.rglob("*.jsonl*"))
-# "PCIe RX of the link 41 %, warns from 35 %", "main thread in host-to-device copies 25 % of the
-# latest 16 samples, warns from 5 %", or "... 33.3 % of the latest 6 samples, warns from 2 of them"
+# "PCIe RX of the link 41 %, warns from 35 %", "main thread in host-to-device copies 15 % of the
+# latest 40 samples, warns from 5 %", or "... 33.3 % of the latest 6 samples, warns from 2 of them"
 # where the cut is two main-thread samples' worth: a reading and the warning's cut.
 READING = re.compile(r"(\d+(?:\.\d+)?) %(?: of the latest (\d+) samples)?, warns (from|above|at or under|under) "
                      r"(?:(\d+(?:\.\d+)?) %|(\d+) of them)")
@@ -200,18 +200,45 @@ def test_a_thin_wait_is_said_with_the_sample_count_it_was_read_over():
 
 
 def test_two_windows_of_one_wait_each_say_their_samples():
-    """The verdict's own stage reads its stack shares over twice the samples a warning reads
+    """The verdict's own stage reads its stack shares over up to twice the samples a warning reads
     (thresholds.STICKY_STACK_FACTOR), so one line could say "the main thread still waits for data
     25 % of the time" and "Also: CPU prep (main thread waiting for a batch 29 % ...)" of the same
     wait (field_lightning_persistent). Each now says the samples it is of, and each share is a whole
     number of them: replayed over every recording."""
-    waits = re.compile(r"still waits for data (\d+(?:\.\d+)?) % of the time \(its last (\d+) samples?\)")
+    waits = re.compile(r"still waits for data (\d+(?:\.\d+)?) % of the time \((\d+) of its last (\d+) samples?\)")
     latest = re.compile(r"(\d+(?:\.\d+)?) % of the latest (\d+) samples")
     both = 0
     for name, verdict in _replayed():
-        said = list(waits.finditer(verdict.sentence)) + [m for _, why in verdict.warned for m in latest.finditer(why)]
-        for m in said:
+        for m in waits.finditer(verdict.sentence):
+            share, k, n = float(m.group(1)), int(m.group(2)), int(m.group(3))
+            assert _whole_samples(share, n) and k == round(share / 100 * n), (name, m.group(0))
+        for m in (m for _, why in verdict.warned for m in latest.finditer(why)):
             assert _whole_samples(float(m.group(1)), int(m.group(2))), (name, m.group(0))
         if waits.search(verdict.sentence) and any(latest.search(why) for _, why in verdict.warned):
             both += 1
     assert both >= 1, "a recording where the two windows stand on one line (field_lightning_persistent)"
+
+
+def test_a_wait_read_over_the_minute_is_said_and_cut_over_the_minutes_samples():
+    """A job whose waits recur with its epochs is judged on the minute's wait (Signals.input_wait):
+    its warning would say "10 % of the latest 8 samples" of a share read over 120, cut at the
+    window's two-sample floor. Synthetic signals (the H200 signature table), the recurring wait set
+    as signals.extract sets it for such a job."""
+    import dataclasses
+
+    from gpuwatch.diagnosis.input_stages import decode
+    from gpuwatch.diagnosis.signals import extract
+    from gpuwatch.diagnosis.thresholds import moderate_cut
+
+    busy_workers = Knobs(gpu="healthy", main_labels={lb.DATA_WAIT: 0.3, lb.DISPATCH: 0.7}, workers=4,
+                         worker_cpu=0.9, worker_labels={lb.W_BUSY: 1.0})
+    frames = build(busy_workers, 8)
+    s = extract(frames, frames, None)
+    # 12 of the minute's 120 samples: over the high cut's 20 % it would fire; at 10 % it warns.
+    minute = dataclasses.replace(s, recurring_wait=0.1, epoch_samples=120)
+    assert minute.wait_samples == 120 and minute.stacks.n_main < 40
+    r = decode(minute)
+    assert r.warn and not r.fires and minute.wait_moderate == moderate_cut(120) < minute.stacks.moderate
+    assert "10 % of the latest 120 samples, warns from 5 %" in r.why, r.why
+    # Cut at the window's samples (two of them, 2 / n_main > 10 %) it did not warn at all.
+    assert minute.stacks.moderate > 0.1

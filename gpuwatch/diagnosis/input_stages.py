@@ -16,8 +16,8 @@ from gpuwatch.diagnosis.thresholds import (
     CHECKPOINT_SHARE,
     CPU_SATURATED,
     DISK_BUSY,
-    IDLE_WORKERS,
     HYSTERESIS_ABS,
+    IDLE_WORKERS,
     IOWAIT,
     MIN_WORKER_SAMPLES,
     PSI_IO,
@@ -31,6 +31,7 @@ from gpuwatch.diagnosis.thresholds import (
     WORKER_D_SHARE,
     WORKER_IO_SHARE,
     high_cut,
+    moderate_cut,
 )
 from gpuwatch.model import stacks as lb
 from gpuwatch.diagnosis.phases import find, largest_set, periodic, worker_sets
@@ -257,9 +258,9 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     fires = gate and yes(wait) and job.workers > 0 and computing
     sub = "ipc" if ipc and not workers_computing(s) else "starting" if starting and not workers_computing(s) \
         else "workers"
-    warn = (s.input_wait or 0.0) >= st.moderate and computing
+    warn = (s.input_wait or 0.0) >= s.wait_moderate and computing
     def why() -> str:
-        return warned_by(s.input_wait, st.moderate, ">=", _wait_words(s), samples=st.n_main) + (
+        return warned_by(s.input_wait, s.wait_moderate, ">=", _wait_words(s), samples=s.wait_samples) + (
             ", while the workers compute" if workers_computing(s)
             else ", while the DataLoader starts or stops its workers" if starting
             else ", while the main thread receives batches from the workers (shared-memory IPC and unpickling)")
@@ -280,8 +281,10 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                      "main thread saving checkpoints" + (" (over the last minute)" if recurring else ""), kind=REQ,
                      band=share_band(CHECKPOINT_SHARE, s.epoch_samples if recurring else st.n_main))
         # Recurring saves are judged over the minute, the GPU's idle time during them included.
-        return result(c, (gate or recurring) and yes(ck), (share or 0) >= st.moderate, share, "checkpoint",
-                      lambda: warned_by(share, st.moderate, ">=", "main thread saving checkpoints", samples=st.n_main),
+        # A share over the minute is said, and cut, over the minute's samples.
+        n = s.epoch_samples if recurring else st.n_main
+        return result(c, (gate or recurring) and yes(ck), (share or 0) >= moderate_cut(n), share, "checkpoint",
+                      lambda: warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints", samples=n),
                       **{**_facts(s), "checkpoint": share, "recurring": recurring})
     if m == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
@@ -302,9 +305,9 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
            else "no storage sign (no reads, D state, I/O pressure or iowait)" if not seen
            else "the workers compute, so storage is not what they wait on", waiting, kind=REQ)
     fires = gate and yes(wait) and waiting
-    warn = (s.input_wait or 0.0) >= st.moderate and waiting
+    warn = (s.input_wait or 0.0) >= s.wait_moderate and waiting
     return result(c, fires, warn, s.input_wait, "workers",
-                  lambda: warned_by(s.input_wait, st.moderate, ">=", _wait_words(s), samples=st.n_main)
+                  lambda: warned_by(s.input_wait, s.wait_moderate, ">=", _wait_words(s), samples=s.wait_samples)
                   + ", while the workers wait on storage", **_facts(s))
 
 

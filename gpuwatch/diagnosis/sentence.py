@@ -259,7 +259,7 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
     w = f.get("wait")
     n_main, moderate = f.get("n_main", s.stacks.n_main), f.get("moderate", s.stacks.moderate)
     if w is not None and w >= moderate:
-        keeps = (f"the main thread still waits for data {fmt(w)} of the time (its last "
+        keeps = (f"the main thread still waits for data {fmt(w)} of the time ({round(w * n_main)} of its last "
                  f"{count(n_main, 'sample')}), but the GPU stays busy on the work queued ahead")
     elif w is not None and w >= WAIT_MODERATE:
         # Under the window's moderate cut only for want of samples (thresholds.moderate_cut): a share

@@ -25,6 +25,7 @@ from gpuwatch.diagnosis.thresholds import (
     MIN_WORKER_SAMPLES,
     STICKY_STACK_FACTOR,
     high_cut,
+    moderate_cut,
 )
 from gpuwatch.diagnosis.timeline import Tick, timeline
 from gpuwatch.model.frame import Frame
@@ -92,11 +93,21 @@ class Signals:
         return not self.gpu.present or (busy is not None and busy < BUSY_STARVED)
 
     @property
+    def wait_samples(self) -> int:
+        """The main-thread samples input_wait is read from: the minute's for waits that recur with
+        the epochs, else the window's."""
+        return self.epoch_samples if self.recurring_wait is not None else self.stacks.n_main
+
+    @property
     def wait_high(self) -> float:
-        """The cut at which input_wait is high, over the main-thread samples it is read from: the
-        minute's for waits that recur with the epochs, else the window's (thresholds.high_cut)."""
-        n = self.epoch_samples if self.recurring_wait is not None else self.stacks.n_main
-        return high_cut(n, self.gpu_starved)
+        """The cut at which input_wait is high, over the main-thread samples it is read from
+        (thresholds.high_cut)."""
+        return high_cut(self.wait_samples, self.gpu_starved)
+
+    @property
+    def wait_moderate(self) -> float:
+        """The cut at which input_wait is moderate, over the samples it is read from (moderate_cut)."""
+        return moderate_cut(self.wait_samples)
 
     @property
     def wait(self) -> float | None:

@@ -63,7 +63,7 @@ WARN_WORDS = {">=": "from", ">": "above", "<=": "at or under", "<": "under"}
 def warned_by(value: float | None, th: float, op: str, what: str, unit: str = "%", samples: int = 0) -> str:
     """``PCIe RX of the link 41 %, warns from 35 %``: the reading behind a warning, against the
     warning's own cut; empty when the reading is unknown. ``samples``: the main-thread samples a
-    share is read over, said with it ("main thread in host-to-device copies 14 % of the latest 16
+    share is read over, said with it ("main thread in host-to-device copies 15 % of the latest 40
     samples, warns from 5 %"); where the cut is their two samples' worth rather than WAIT_MODERATE
     (thresholds.moderate_cut), the cut is said so ("..., warns from 2 of them"): a bare "warns from
     33.3 %" read as a cut above the verdict's "needs at least 20 %"."""
@@ -72,7 +72,7 @@ def warned_by(value: float | None, th: float, op: str, what: str, unit: str = "%
     if samples <= 0:
         return f"{what} {said(value, th, op, unit)}, warns {WARN_WORDS[op]} {cut(th, unit)}"
     # A share says the samples it is of: a warning reads the latest samples, while the verdict's own
-    # stage reads twice as many (STICKY_STACK_FACTOR), so "the main thread still waits for data 25 %"
+    # stage reads up to twice as many (STICKY_STACK_FACTOR), so "the main thread still waits for data 25 %"
     # in the verdict's sentence and "waiting for a batch 29 %" here are two windows, said as such.
     floor = th > WAIT_MODERATE and abs(th - MODERATE_MIN_SAMPLES / samples) < 1e-9
     words = f"{MODERATE_MIN_SAMPLES} of them" if floor else cut(th, unit)

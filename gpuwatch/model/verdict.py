@@ -155,8 +155,8 @@ class Verdict:
     """Each proposed fix's own expected speed-up (``speedup`` is the ceiling: the stage made free)."""
     warned: tuple[tuple[str, str], ...] = ()
     """(stage, why in words) for each stage in ``secondary``: the reading that crossed its warning cut,
-    which is lower than the verdict's cuts ("main thread in host-to-device copies 14 % of the latest
-    16 samples, warns from 5 %"; two samples' worth where the window holds few, which can be above
+    which is lower than the verdict's cuts ("main thread in host-to-device copies 15 % of the latest
+    40 samples, warns from 5 %"; two samples' worth where the window holds few, which can be above
     them: "..., warns from 2 of them"), or that its cuts
     are met as well (another stage ranks ahead of it, or the stability rule holds the verdict)."""
 

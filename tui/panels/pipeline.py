@@ -64,7 +64,7 @@ def verdict_text(v: Verdict) -> str:
 
 def also(v: Verdict, stage: str) -> str:
     """A stage at warning level beside the verdict, with why: ``PCIe (main thread in host-to-device
-    copies 14 % of the latest 16 samples, warns from 5 %)``."""
+    copies 15 % of the latest 40 samples, warns from 5 %)``."""
     why = v.why_warned(stage)
     return f"{STAGE_TITLES.get(stage, stage)} ({why})" if why else STAGE_TITLES.get(stage, stage)
 
