@@ -141,12 +141,12 @@ RATES_MISSING = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound")
 def looks_like_a_fall(latest: float, recent: deque[float] | list[float]) -> bool:
     """Whether one period's busy reading (%) would send the pace back to full on its own, by the
     rule gpuwatch/pace.py applies to the frame: under saturation, and under BUSY_STARVED or more
-    than STEADY_DROP under the lowest of the recent readings. One period is 1/6 s to 1 s (nvml.h), and a period that
-    catches the gap between two steps of a busy job reads far under the tick's mean: on an H100
-    (bench/results/2026-12-05-h100/run39), periods of 37-66 % stood on ticks whose 200 ms samples
-    averaged 84-90 %, six times in 110 relaxed ticks, each sending the pace to full for a tick (two
-    to four py-spy dumps instead of one every three ticks). Such a tick reads the buffer instead,
-    and its mean decides."""
+    than STEADY_DROP under the lowest of the recent readings. One period is 1/6 s to 1 s (nvml.h),
+    and a period that catches the gap between two steps of a busy job reads far under the tick's
+    mean: on an H100 (bench/results/2026-12-05-h100/run39), periods of 37-66 % stood on ticks whose
+    200 ms samples averaged 84-90 %, six times in 110 relaxed ticks, each sending the pace to full
+    for a tick (two to four py-spy dumps instead of one every three ticks). Such a tick reads the
+    buffer instead, and its mean decides."""
     if latest >= BUSY_SATURATED * 100:
         return False
     return latest < BUSY_STARVED * 100 or (bool(recent) and latest < min(recent) - STEADY_DROP * 100)
