@@ -10,7 +10,9 @@ sets beside the measured gain the speed-up gpuwatch estimated while watching "be
   whatever stage they name, with the stage most of them named and how many of the scored ticks
   named the scenario's true stage (refreshable after a change of the diagnosis, no GPU run);
 - ``ceiling (now)``: the same median of the verdict's ``speedup``, "the most the job could gain with
-  the stage's whole cost gone", the upper bound of every fix;
+  the stage's whole cost gone", the upper bound of every fix; where a verdict's wait was nearly all
+  of a few samples, its figure is the floor they bound instead (``speedup_floor``), so the median
+  reads lower than the ceiling;
 - ``then``: the fix's own estimate and the ceiling, medians over the verdicts gpuwatch printed
   during the run (recordings made before the per-fix estimates existed carry only the ceiling).
 

@@ -251,6 +251,8 @@ def _verdict(out: _Families, v: Verdict) -> None:
         out.put("gpuwatch_verdict", 1 if stage == v.stage else 0, stage=stage)
     out.put("gpuwatch_verdict_confidence_ratio", v.confidence)
     out.put("gpuwatch_verdict_speedup_factor", v.speedup)
+    if v.speedup is not None:
+        out.put("gpuwatch_verdict_speedup_floor", 1 if v.speedup_floor else 0)
     for g in v.gains:  # each fix's own estimate (the one above is the ceiling); none where not estimated
         out.put("gpuwatch_verdict_fix_speedup_factor", g.factor, fix=g.fix)
     for stage, level in v.levels:

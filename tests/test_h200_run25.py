@@ -179,18 +179,23 @@ def test_a_gpu_bound_sentence_never_calls_a_counted_wait_keeping_up():
 
 def test_a_capped_speed_up_is_said_as_a_floor():
     """imagefolder_few waited for data ~100 % of the time: its ceiling hit the 20x cap (MAX_SPEEDUP),
-    so the run figure made from it (6.74x) is a floor, yet the report said "up to 6.74x faster" and
-    the TUI "up to 20.0× faster while it holds". (The GPU alone trained ResNet-18 at ~45x the rate
-    these two workers fed it: run 21's synthetic variant.)"""
+    so the run figure made from it is a floor, yet the report said "up to 6.74x faster" and the TUI
+    "up to 20.0× faster while it holds". (The GPU alone trained ResNet-18 at ~45x the rate these two
+    workers fed it: run 21's synthetic variant.) The share behind the cap is one of ~16 main-thread
+    samples, which bound the wait at 78 % or more (Wilson, 95 %), not at the cap's 95 %: the floor
+    said is the samples' ("4.6× or more"), not "20.0× or more"."""
+    from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP
     from gpuwatch.tui.panels.pipeline import verdict_text
 
     text = render_markdown(_report("imagefolder_few"))
     head = text.split("## Verdict", 1)[1].split("\n## ", 1)[0]
     assert "faster or more, as its wait was nearly all the time" in head and "up to" not in head
-    assert "or more while it holds: the cap" in text
-    at_cap = [v for v in _verdicts("imagefolder_few") if v.speedup == 20.0]
-    assert len(at_cap) >= 10
-    assert all("20.0× faster or more while it holds" in verdict_text(v) for v in at_cap)
+    assert "the samples gpuwatch took bound it at" in head
+    assert "or more while it holds, as far as its samples bound it" in text
+    floors = [v for v in _verdicts("imagefolder_few") if v.speedup_floor]
+    assert len(floors) >= 10
+    assert all(v.speedup is not None and 2.0 <= v.speedup < MAX_SPEEDUP for v in floors)
+    assert all(f"{v.speedup:.1f}× faster or more while it holds" in verdict_text(v) for v in floors)
 
 
 def test_the_tokenisers_sentence_does_not_say_decode():

@@ -44,14 +44,15 @@ STATE_SETS = {"gpuwatch_verdict": ("stage",), "gpuwatch_rank_verdict": ("stage",
 UNITLESS_GAUGES = {
     # 0/1 flags
     "gpuwatch_target_up", "gpuwatch_collector_up", "gpuwatch_gpu_used_by_target", "gpuwatch_gpu_lost",
-    "gpuwatch_gpu_clock_event_reason", "gpuwatch_straggler", "gpuwatch_rank_gpu",
+    "gpuwatch_gpu_clock_event_reason", "gpuwatch_straggler", "gpuwatch_rank_gpu", "gpuwatch_verdict_speedup_floor",
     # counts of things (the naming rules' units do not apply to countable things)
     "gpuwatch_processes", "gpuwatch_rank_stack_samples", "gpuwatch_pcie_link_generation",
     "gpuwatch_pcie_link_generation_max", "gpuwatch_pcie_link_width", "gpuwatch_pcie_link_width_max",
     "gpuwatch_host_load1", "gpuwatch_cgroup_cpu_quota_cores", "gpuwatch_straggler_rank",
 } | set(STATE_SETS)
 FLAGS = {"gpuwatch_target_up", "gpuwatch_collector_up", "gpuwatch_gpu_used_by_target", "gpuwatch_gpu_lost",
-         "gpuwatch_gpu_clock_event_reason", "gpuwatch_straggler", "gpuwatch_rank_gpu"} | set(STATE_SETS)
+         "gpuwatch_gpu_clock_event_reason", "gpuwatch_straggler", "gpuwatch_rank_gpu",
+         "gpuwatch_verdict_speedup_floor"} | set(STATE_SETS)
 
 
 def scrape_text(port: int) -> str:

@@ -7,7 +7,7 @@ from gpuwatch.diagnosis.fix_gains import gains
 from gpuwatch.diagnosis.remedies import remedies
 from gpuwatch.diagnosis.sentence import epochs, sentence
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.speedup import speedup
+from gpuwatch.diagnosis.speedup import shown as shown_speedup
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult
 from gpuwatch.diagnosis.thresholds import MAX_CONFIDENCE, MIN_STACK_SAMPLES, SM_HEALTHY
 from gpuwatch.model.verdict import (
@@ -100,6 +100,7 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
                    for p in PIPELINE)
     evidence = tuple(e for res in d.results.values() for e in res.evidence) + phase_evidence(s)
     fixes = gains(stage, r, s)
+    up, floor = shown_speedup(stage, r, s)
     return Verdict(
         t=s.t,
         stage=shown,
@@ -107,7 +108,7 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         sentence=sentence(stage, r, s, stall),
         evidence=evidence,
         secondary=secondary,
-        speedup=speedup(stage, r, s),
+        speedup=up,
         remedies=remedies(stage, r, s, fixes),
         levels=levels,
         stall=stall,
@@ -116,6 +117,7 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         phases=s.phases,
         gains=fixes,
         warned=tuple((x, _why(d.results[x], d.stage == stage)) for x in secondary),
+        speedup_floor=floor,
     )
 
 

@@ -184,7 +184,8 @@ _FACTS: SampleMemo[dict[str, object]] = SampleMemo(64)
 def _work_out_facts(s: Signals) -> dict[str, object]:
     st, job, disk = s.stacks, s.job, s.disk
     return dict(
-        wait=s.input_wait, inline=st.share(lb.INLINE_LOAD), checkpoint=st.share(lb.CHECKPOINT),
+        wait=s.input_wait, wait_n=s.wait_samples, n_main=st.n_main,
+        inline=st.share(lb.INLINE_LOAD), checkpoint=st.share(lb.CHECKPOINT),
         workers=job.workers, worker_cpu=job.worker_cpu, usable=job.usable_cpus,
         cpu_short=s.cpu_short, worker_detail=st.top(lb.ROLE_WORKER, lb.W_BUSY),
         io_detail=st.top(lb.ROLE_WORKER, lb.W_IO), main_detail=st.top(lb.ROLE_MAIN_THREAD, lb.INLINE_LOAD),
@@ -285,7 +286,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
         n = s.epoch_samples if recurring else st.n_main
         return result(c, (gate or recurring) and yes(ck), (share or 0) >= moderate_cut(n), share, "checkpoint",
                       lambda: warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints", samples=n),
-                      **{**_facts(s), "checkpoint": share, "recurring": recurring})
+                      **{**_facts(s), "checkpoint": share, "recurring": recurring, "checkpoint_n": n})
     if m == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
                        "main thread loading data itself (num_workers=0)", kind=REQ)

@@ -16,6 +16,11 @@
   frame: a sleep, a lock, a socket): no freed CPU or GPU shortens that. A loop sleeping 62 % of its
   time by its own clock (bench/field_cpu/sleepy_loop.py) beside neighbours that queued 0.5 of its
   threads read "up to 1.97x"; the most any speed-up of the rest could give was 1 / 0.62 = 1.6x.
+- At the cap (MAX_SPEEDUP) the figure is a floor ("or more", ``Verdict.speedup_floor``). Where the
+  share is one of main-thread stack samples, the floor is what the samples bound: 16 of 16 samples
+  waiting bound the wait at 81 % or more (Wilson, 95 %), which gives "5.2x or more", where the cap
+  said "20x or more" (``shown``). Ranking stages (``cost``) and bounding each fix's own figure
+  (fix_gains.py) keep the capped ceiling.
 - GPU-bound, memory-bound (may be inherent), idle, unknown: no pipeline gain to promise (None).
 - Input slow for a reason not measured (shown as unknown): None too. The wait share is measured
   and the sentence states it, but no cause is named, so no fix is either, and an estimate beside
@@ -23,6 +28,8 @@
 """
 
 from __future__ import annotations
+
+import math
 
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult
@@ -53,6 +60,50 @@ def pageable_share(f: dict) -> float | None:
     gpu_side = None if copy is None else min(1.0, copy * PAGEABLE_GAIN)
     shares = [x for x in (f.get("h2d_share"), gpu_side) if x is not None]
     return max(shares) if shares else None
+
+
+Z95 = 1.96
+"""The normal quantile of the 95 % Wilson interval, whose lower end bounds a share from below."""
+
+
+def share_floor(share: float, n: int) -> float:
+    """The lower end of the 95 % Wilson interval of ``share`` measured over ``n`` samples."""
+    if n <= 0:
+        return 0.0
+    z2 = Z95 * Z95
+    centre = share + z2 / (2 * n)
+    spread = Z95 * math.sqrt(max(0.0, share * (1 - share)) / n + z2 / (4 * n * n))
+    return max(0.0, (centre - spread) / (1 + z2 / n))
+
+
+def _stack_share(stage: str, r: StageResult) -> tuple[float, int] | None:
+    """(share, the main-thread samples it was read over) where the ceiling is a stack share."""
+    f = r.facts
+    if stage in (IO, DECODE) and r.sub != "no_stacks":
+        key, n = {"inline": ("inline", "n_main"), "checkpoint": ("checkpoint", "checkpoint_n")}.get(
+            r.sub, ("wait", "wait_n"))
+    elif stage == H2D and r.sub in ("pin_thread", "main_copy"):
+        key, n = ("wait" if r.sub == "pin_thread" else "h2d_share"), "n_main"
+    else:
+        return None
+    share, count = f.get(key), f.get(n)
+    if not isinstance(share, float | int) or not isinstance(count, int):
+        return None
+    return float(share), count
+
+
+def shown(stage: str, r: StageResult | None, s: Signals) -> tuple[float | None, bool]:
+    """(the speed-up the verdict shows, whether it is a floor): the ceiling, or at the cap a floor,
+    which for a stack share is what its samples bound (the module's note)."""
+    x = speedup(stage, r, s)
+    if x is None or x < MAX_SPEEDUP or r is None:
+        return x, False
+    measured = _stack_share(stage, r)
+    if measured is not None:
+        floor = share_floor(*measured)
+        if floor < 1 - 1 / MAX_SPEEDUP:
+            return round(1 / (1 - floor), 1), True
+    return x, True
 
 
 def speedup(stage: str, r: StageResult | None, s: Signals) -> float | None:

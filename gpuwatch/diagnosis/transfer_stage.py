@@ -97,7 +97,7 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
     facts = dict(
         rx_bps=gpu.rx_bps, rx_frac=gpu.rx_frac, capacity_bps=gpu.capacity_bps, copy_frac=gpu.copy_frac,
         busy=gpu.busy, sm=gpu.sm, h2d_share=st.share(lb.H2D), pin_seen=job.pin_seen, pin_cpu=job.pin_cpu,
-        wait=st.wait, link=gpu.link, replays=gpu.replays_per_s, detail=st.top(lb.ROLE_MAIN_THREAD, lb.H2D),
+        wait=st.wait, n_main=st.n_main, link=gpu.link, replays=gpu.replays_per_s, detail=st.top(lb.ROLE_MAIN_THREAD, lb.H2D),
         rx_text=fmt(gpu.rx_bps, "B/s"),
     )
     return result(c, bool(sub), warn, weight, sub, why, **facts)

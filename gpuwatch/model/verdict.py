@@ -159,6 +159,12 @@ class Verdict:
     40 samples, warns from 5 %"; two samples' worth where the window holds few, which can be above
     them: "..., warns from 2 of them"), or that its cuts
     are met as well (another stage ranks ahead of it, or the stability rule holds the verdict)."""
+    speedup_floor: bool = False
+    """``speedup`` is a floor ("or more"), not a ceiling: the stage's share was nearly all of the time,
+    so removing it could give more than any figure. At the cap (MAX_SPEEDUP) the floor is the cap;
+    for a share of main-thread stack samples it is what the samples bound (a 95 % Wilson bound on
+    the share: 16 of 16 samples waiting bound the wait at 81 % or more, so "5.2x or more", not the
+    cap's "20x or more")."""
 
     def why_warned(self, stage: str) -> str:
         return dict(self.warned).get(stage, "")

@@ -82,8 +82,10 @@ class Summary:
     speedup_run: float | None = None
     """What fixing the stage would give over the whole run (None: not estimated, or not a bottleneck)."""
     speedup_while: float | None = None
-    """What fixing it would give while it holds (the median of the verdicts' ``speedup``); at the cap
-    (MAX_SPEEDUP) it is a floor, not a ceiling, and so is ``speedup_run``."""
+    """What fixing it would give while it holds (the median of the verdicts' ``speedup``)."""
+    speedup_floor: bool = False
+    """``speedup_while`` and ``speedup_run`` are floors ("or more"), not ceilings: most of the
+    verdicts' figures were (Verdict.speedup_floor)."""
     most_held: StageShare | None = None
     """The stage held most of the time, when it is not the headline."""
     warnings: tuple[StageShare, ...] = ()
@@ -181,6 +183,8 @@ class Remedy:
     """The verdicts' speed-up estimate while the stage held."""
     speedup_run: float | None
     """What that would give over the whole run (Amdahl: 1 / ((1 - share) + share / speedup_while))."""
+    speedup_floor: bool = False
+    """Both figures are floors ("or more"): see Summary.speedup_floor."""
     title: str | None = None
     """The check's title, for a remedy that comes from a check."""
 

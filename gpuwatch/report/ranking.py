@@ -35,6 +35,8 @@ class StageCost:
     """Share of the run's ticks this stage held the verdict."""
     speedup_while: float | None
     """Median of the verdicts' speed-up estimates while it held (None: not estimated)."""
+    floor: bool = False
+    """Most of those estimates were floors ("or more": Verdict.speedup_floor), so the median is one."""
 
     @property
     def bottleneck(self) -> bool:
@@ -74,8 +76,11 @@ def stage_costs(marks: Sequence[Mark], verdicts: Sequence[Verdict]) -> list[Stag
     ticks = Counter(m[1] for m in marks)
     out = []
     for stage, count in ticks.items():
-        ups = [v.speedup for v in verdicts if v.stage == stage and v.speedup is not None and v.speedup > 1.0]
-        out.append(StageCost(stage, count, count / n, median(ups) if ups else None))
+        said = [v for v in verdicts if v.stage == stage and v.speedup is not None and v.speedup > 1.0]
+        ups = [v.speedup for v in said]
+        floors = sum(v.speedup_floor for v in said)
+        out.append(StageCost(stage, count, count / n, median(ups) if ups else None,  # type: ignore[type-var]
+                             floor=bool(said) and 2 * floors >= len(said)))
     out.sort(key=lambda c: (not c.headline_worthy, -c.weight if c.headline_worthy else 0.0, c.stage == UNKNOWN,
                             -c.share, c.stage))
     return out

@@ -92,7 +92,8 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     most = StageShare(held.stage, _title(held.stage), held.share) if held.stage != top.stage else None
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
-                   speedup_run=top.speedup_run, speedup_while=top.speedup_while, most_held=most, warnings=_warnings(verdicts, top.stage),
+                   speedup_run=top.speedup_run, speedup_while=top.speedup_while, speedup_floor=top.floor,
+                   most_held=most, warnings=_warnings(verdicts, top.stage),
                    straggler=lagging, best_fix=best_fix([v for v in verdicts if v.stage == top.stage]))
 
 
@@ -198,7 +199,8 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
             continue  # a healthy or CPU-bound stage's advice only where it is the headline
         for text in _stage_remedies([v for v in verdicts if v.stage == c.stage]):
             ranked.append(Remedy(text=text, stage=c.stage, check=None, share=c.share,
-                                 speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run))
+                                 speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run,
+                                 speedup_floor=c.floor and c.bottleneck))
     said = " ".join(r.text for r in ranked).lower()
     for status in (FAIL, WARN):
         for c in checks:

@@ -12,15 +12,22 @@ def speedup(x: float) -> str:
 
 
 def capped(x: float | None) -> bool:
-    """At the cap (MAX_SPEEDUP) the stage's wait was nearly all the time: the figure is a floor."""
+    """At the cap (MAX_SPEEDUP)."""
     return x is not None and x >= MAX_SPEEDUP - 1e-9
+
+
+def floor_why(x: float | None) -> str:
+    """Why a floor is one: the cap, or the samples the share was read over."""
+    if capped(x):
+        return f"{speedup(MAX_SPEEDUP)} while it holds is the cap"
+    return f"the samples gpuwatch took bound it at {speedup(x or 0.0)} or more while it holds"
 
 
 def headline(m: Summary) -> tuple[str, str]:
     """(the stage's title, the rest of the paragraph): what cost the job most, how much, and why."""
     if m.speedup_run is not None:
         much = (f"{speedup(m.speedup_run)} faster or more, as its wait was nearly all the time and "
-                f"{speedup(MAX_SPEEDUP)} while it holds is the cap" if capped(m.speedup_while)
+                f"{floor_why(m.speedup_while)}" if m.speedup_floor
                 else f"up to {speedup(m.speedup_run)} faster")
         lead = (f"cost the job most: it held the verdict {m.share:.0%} of the time, and fixing it could make "
                 f"the whole run {much}")
@@ -55,9 +62,10 @@ def headline(m: Summary) -> tuple[str, str]:
 def stage_gain(r: Remedy) -> str:
     """``held 95% of the time; fixing it: up to 1.86x over this run (1.95x while it holds)``."""
     held = f"held {r.share:.0%} of the time"
-    if r.speedup_run is not None and capped(r.speedup_while):
+    if r.speedup_run is not None and r.speedup_floor:
+        why = ": the cap" if capped(r.speedup_while) else ", as far as its samples bound it"
         return (f"{held}; fixing it: {speedup(r.speedup_run)} or more over this run ({speedup(r.speedup_while)} or "
-                "more while it holds: the cap)")
+                f"more while it holds{why})")
     if r.speedup_run is not None and r.speedup_while is not None:
         return f"{held}; fixing it: up to {speedup(r.speedup_run)} over this run ({speedup(r.speedup_while)} while it holds)"
     return f"{held}; speed-up not estimated"

@@ -8,7 +8,6 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
 
-from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP
 from gpuwatch.model.verdict import FIX_WORDS, PIPELINE, STAGE_TITLES, Verdict
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WAITING, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.lazy_static import LazyStatic
@@ -48,7 +47,7 @@ def verdict_text(v: Verdict) -> str:
     head = []
     if v.confidence > 0:
         head.append(f"{v.confidence_word} confidence {v.confidence:.2f}")
-    if v.speedup is not None and v.speedup >= MAX_SPEEDUP:  # the cap: the wait is nearly all the time
+    if v.speedup is not None and v.speedup_floor:  # the wait is nearly all the time: a floor
         head.append(f"fixing it: {v.speedup:.1f}× faster or more while it holds")
     elif v.speedup is not None and v.speedup > 1.0:
         head.append(f"fixing it: up to {v.speedup:.1f}× faster while it holds")

@@ -1,0 +1,66 @@
+"""A speed-up that is a floor says so, and says no more than its evidence bounds
+(diagnosis/speedup.py, ``shown``; Verdict.speedup_floor).
+
+At the cap (MAX_SPEEDUP, 20x) every surface said "20x or more", also where the share behind it was
+16 of 16 main-thread samples, which bound the wait at 81 % or more (a 95 % Wilson bound), so at
+"5.2x or more". Synthetic jobs from tests/test_diagnosis_frames.py (H200 signature table).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuwatch.diagnosis.speedup import share_floor
+from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP
+from gpuwatch.model import stacks as lb
+from gpuwatch.model import verdict as v
+from gpuwatch.model.codec import from_dict, to_dict
+from gpuwatch.tui.panels.pipeline import verdict_text
+from tests.test_diagnosis_frames import Knobs, last
+
+
+@pytest.mark.parametrize(("k", "n", "low", "high"), [
+    (16, 16, 0.80, 0.81),  # all waiting: n / (n + z^2) = 0.806
+    (73, 73, 0.949, 0.951),  # the cap's 95 % needs about 73 samples, all waiting
+    (8, 16, 0.279, 0.281),  # a half: 0.28-0.72
+    (0, 16, 0.0, 0.0),
+])
+def test_the_wilson_bound(k, n, low, high):
+    assert low <= share_floor(k / n, n) <= high
+    assert share_floor(k / n, n) <= k / n
+
+
+def test_a_floor_needs_no_samples_to_bound_it_where_there_are_none():
+    assert share_floor(1.0, 0) == 0.0
+
+
+# Every main-thread sample waits for a batch while four workers compute: the wait is nearly all the time.
+STARVED = Knobs(gpu="starved", main_labels={lb.DATA_WAIT: 1.0}, workers=4, worker_cpu=0.95,
+                worker_labels={lb.W_BUSY: 1.0})
+
+
+def test_all_of_a_few_samples_waiting_gives_the_floor_they_bound():
+    verdict = last(STARVED, n=10, noise=0.0)
+    assert verdict.stage == v.DECODE
+    assert verdict.speedup_floor and verdict.speedup is not None
+    assert 2.0 <= verdict.speedup < MAX_SPEEDUP, "a few samples cannot carry the cap's 20x"
+    assert f"fixing it: {verdict.speedup:.1f}× faster or more while it holds" in verdict_text(verdict)
+    assert "up to" not in verdict_text(verdict).split("):", 1)[0]
+
+
+def test_the_floor_travels_with_the_verdict():
+    verdict = last(STARVED, n=10, noise=0.0)
+    back = from_dict(v.Verdict, to_dict(verdict))
+    assert back.speedup_floor and back.speedup == verdict.speedup
+    old = to_dict(verdict)
+    del old["speedup_floor"]  # a recording made before the field: a ceiling, as it was read then
+    assert from_dict(v.Verdict, old).speedup_floor is False
+
+
+def test_a_ceiling_is_no_floor():
+    half = Knobs(gpu="starved", main_labels={lb.DATA_WAIT: 0.5, lb.DISPATCH: 0.5}, workers=4, worker_cpu=0.95,
+                 worker_labels={lb.W_BUSY: 1.0})
+    verdict = last(half, n=10, noise=0.0)
+    assert verdict.stage == v.DECODE and verdict.speedup is not None and verdict.speedup < MAX_SPEEDUP
+    assert not verdict.speedup_floor
+    assert f"fixing it: up to {verdict.speedup:.1f}× faster while it holds" in verdict_text(verdict)
