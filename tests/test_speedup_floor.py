@@ -64,3 +64,16 @@ def test_a_ceiling_is_no_floor():
     assert verdict.stage == v.DECODE and verdict.speedup is not None and verdict.speedup < MAX_SPEEDUP
     assert not verdict.speedup_floor
     assert f"fixing it: up to {verdict.speedup:.1f}× faster while it holds" in verdict_text(verdict)
+
+
+def test_the_reports_speed_up_left_says_a_floor_as_one():
+    """imagefolder_few (H200 run 25, tests/data/h200): the stage's remedy figure is a floor, and the
+    report's "speed-up left" row, the HTML and the comparison say "or more" with it."""
+    from gpuwatch.report.render_html import render_html
+    from gpuwatch.report.units import value
+    from tests.test_h200_run25 import _report
+
+    report = _report("imagefolder_few")
+    left = report.figures.speedup_left
+    assert left is not None and left.floor and not left.upper_bound and left.factor is not None
+    assert f"{value(left.factor, 'x')} or more" in render_html(report, ())

@@ -110,7 +110,7 @@ def _speedup_row(b: Figures, a: Figures) -> Row:
                 return None, f"{title} not estimated", False
             if sl.upper_bound:
                 return sl.factor, f"{title}, not estimated: at most {sl.factor:.2f}x if its time went to zero", True
-            return sl.factor, title, False
+            return sl.factor, f"{title}, {sl.factor:.2f}x or more" if sl.floor else title, False
         top = f.stage_shares[0][0] if f.stage_shares else None
         return (1.0, "nothing to fix", False) if top == GPU_BOUND else (None, "not estimated", False)
 

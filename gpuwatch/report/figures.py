@@ -45,6 +45,8 @@ class SpeedupLeft:
     upper_bound: bool = False
     """True when ``factor`` is Amdahl's ceiling ``1 / (1 - share)`` of a stage the verdicts did not
     estimate, not an estimate."""
+    floor: bool = False
+    """True when ``factor`` is a remedy's floor ("or more": Remedy.speedup_floor)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,24 +46,24 @@ def speedup_left(remedies: Sequence[Remedy]) -> SpeedupLeft | None:
     ceiling ``1 / (1 - share)`` (its time gone entirely), marked as a bound. So a small estimated
     stage never stands for a large one nobody estimated, and a stage of a few ticks without an
     estimate cannot hide that little is left."""
-    stages: dict[str, tuple[float, float | None]] = {}
+    stages: dict[str, tuple[float, float | None, bool]] = {}
     for r in remedies:
         if r.stage is None or r.stage in (GPU_BOUND, IDLE):
             continue
-        share, factor = stages.get(r.stage, (r.share, None))
-        if r.speedup_run is not None:
-            factor = max(factor or 0.0, r.speedup_run)
-        stages[r.stage] = (max(share, r.share), factor)
+        share, factor, floor = stages.get(r.stage, (r.share, None, False))
+        if r.speedup_run is not None and r.speedup_run > (factor or 0.0):
+            factor, floor = r.speedup_run, r.speedup_floor
+        stages[r.stage] = (max(share, r.share), factor, floor)
     options = []
-    for stage, (share, factor) in stages.items():
+    for stage, (share, factor, floor) in stages.items():
         if factor is not None:
-            options.append((factor, False, stage))
+            options.append((factor, False, stage, floor))
         elif stage in PIPELINE:
-            options.append((1.0 / (1.0 - share) if share < 1.0 else float("inf"), True, stage))
+            options.append((1.0 / (1.0 - share) if share < 1.0 else float("inf"), True, stage, False))
     if not options:
         return None
-    factor, bound, stage = max(options, key=lambda o: (o[0], not o[1]))
-    return SpeedupLeft(stage, round(factor, 2) if factor != float("inf") else None, bound)
+    factor, bound, stage, floor = max(options, key=lambda o: (o[0], not o[1]))
+    return SpeedupLeft(stage, round(factor, 2) if factor != float("inf") else None, bound, floor)
 
 
 def _gpu_names(frames: Sequence[Frame]) -> tuple[str, ...]:

@@ -130,7 +130,8 @@ def _glance(r: Report) -> list[str]:
                f"<td>{html(stall)}</td><td>{f.gpu_busy.ticks}</td></tr>")
     if f.speedup_left is not None:
         title = STAGE_TITLES.get(f.speedup_left.stage, f.speedup_left.stage)
-        factor = ("at most " if f.speedup_left.upper_bound else "") + value(f.speedup_left.factor, "x")
+        factor = (("at most " if f.speedup_left.upper_bound else "") + value(f.speedup_left.factor, "x")
+                  + (" or more" if f.speedup_left.floor else ""))
         out.append(f'<tr data-key="speedup_left"><td>speed-up left</td><td>fixing {html(title)}</td>'
                    f"<td>{html(factor)}</td><td></td></tr>")
     return out + ["</table>"]
