@@ -33,10 +33,10 @@ from gpuwatch.collectors.nvml_session import (
     counter_delta,
     describe,
 )
-from gpuwatch.diagnosis.thresholds import BAD_REASON_BITS, BUSY_SATURATED, BUSY_STARVED
+from gpuwatch.diagnosis.thresholds import BAD_REASON_BITS
 from gpuwatch.model.gpu import GpmMetrics, GpuProcess, GpuSample
 from gpuwatch.model.values import Unsupported
-from gpuwatch.pace import RELAX_AFTER, STEADY_DROP
+from gpuwatch.pace import RELAX_AFTER, busy_holds
 from gpuwatch.untrusted import clean
 
 THROTTLE_FIELDS = (
@@ -140,16 +140,14 @@ RATES_MISSING = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound")
 
 def looks_like_a_fall(latest: float, recent: deque[float] | list[float]) -> bool:
     """Whether one period's busy reading (%) would send the pace back to full on its own, by the
-    rule gpuwatch/pace.py applies to the frame: under saturation, and under BUSY_STARVED or more
-    than STEADY_DROP under the lowest of the recent readings. One period is 1/6 s to 1 s (nvml.h),
+    rule gpuwatch/pace.py applies to the frame (``busy_holds``: under saturation, and under
+    BUSY_STARVED or more than STEADY_DROP under the lowest of the recent readings). One period is 1/6 s to 1 s (nvml.h),
     and a period that catches the gap between two steps of a busy job reads far under the tick's
     mean: on an H100 (bench/results/2026-12-05-h100/run39), periods of 37-66 % stood on ticks whose
     200 ms samples averaged 84-90 %, six times in 110 relaxed ticks, each sending the pace to full
     for a tick (two to four py-spy dumps instead of one every three ticks). Such a tick reads the
     buffer instead, and its mean decides."""
-    if latest >= BUSY_SATURATED * 100:
-        return False
-    return latest < BUSY_STARVED * 100 or (bool(recent) and latest < min(recent) - STEADY_DROP * 100)
+    return not busy_holds(latest / 100, [r / 100 for r in recent])
 
 
 @dataclass

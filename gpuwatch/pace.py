@@ -100,12 +100,20 @@ def stack_pace(verdicts: Sequence[Verdict], frames: Sequence[Frame]) -> Pace:
     now = _busy(frames[-1])
     if now is None:
         return FULL
-    if now >= BUSY_SATURATED:
-        return RELAXED
     before = [_busy(frames[i]) for i in range(-RELAX_AFTER - 1, -1)]
-    if now < BUSY_STARVED or any(b is None for b in before):
+    if now < BUSY_SATURATED and any(b is None for b in before):
         return FULL
-    return RELAXED if now >= min(before) - STEADY_DROP else FULL  # type: ignore[type-var]
+    return RELAXED if busy_holds(now, before) else FULL  # type: ignore[arg-type]
+
+
+def busy_holds(now: float, before: Sequence[float]) -> bool:
+    """Whether a GPU ``now`` busy (a fraction) is as steady as the readings ``before`` it: saturated,
+    or at least BUSY_STARVED and no more than STEADY_DROP under the lowest of them (none: no fall to
+    see). The pace's rule (stack_pace); the GPU collector applies it to one driver period to tell
+    whether that period must be checked against the tick's mean (collectors/gpu.py)."""
+    if now >= BUSY_SATURATED:
+        return True
+    return now >= BUSY_STARVED and (not before or now >= min(before) - STEADY_DROP)
 
 
 def _busy(frame: Frame) -> float | None:

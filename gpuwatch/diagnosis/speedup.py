@@ -76,17 +76,22 @@ def share_floor(share: float, n: int) -> float:
     return max(0.0, (centre - spread) / (1 + z2 / n))
 
 
+def _stack_keys(stage: str, sub: str) -> tuple[str, str] | None:
+    """(the fact holding the main-thread share the ceiling is read from, the fact holding the samples
+    it was read over) for a stage whose ceiling is such a share; None for the others."""
+    if stage in (IO, DECODE) and sub != "no_stacks":
+        return {"inline": ("inline", "n_main"), "checkpoint": ("checkpoint", "checkpoint_n")}.get(sub, ("wait", "wait_n"))
+    if stage == H2D and sub in ("pin_thread", "main_copy"):
+        return ("wait" if sub == "pin_thread" else "h2d_share"), "n_main"
+    return None
+
+
 def _stack_share(stage: str, r: StageResult) -> tuple[float, int] | None:
     """(share, the main-thread samples it was read over) where the ceiling is a stack share."""
-    f = r.facts
-    if stage in (IO, DECODE) and r.sub != "no_stacks":
-        key, n = {"inline": ("inline", "n_main"), "checkpoint": ("checkpoint", "checkpoint_n")}.get(
-            r.sub, ("wait", "wait_n"))
-    elif stage == H2D and r.sub in ("pin_thread", "main_copy"):
-        key, n = ("wait" if r.sub == "pin_thread" else "h2d_share"), "n_main"
-    else:
+    keys = _stack_keys(stage, r.sub)
+    if keys is None:
         return None
-    share, count = f.get(key), f.get(n)
+    share, count = r.facts.get(keys[0]), r.facts.get(keys[1])
     if not isinstance(share, float | int) or not isinstance(count, int):
         return None
     return float(share), count
@@ -111,16 +116,14 @@ def speedup(stage: str, r: StageResult | None, s: Signals) -> float | None:
         return None
     f = r.facts
     x: float | None = None
-    if stage in (IO, DECODE):
-        share = {"inline": f.get("inline"), "checkpoint": f.get("checkpoint")}.get(r.sub, f.get("wait"))
-        x = _inverse(s.gpu.compute_busy) if r.sub == "no_stacks" else _amdahl(share)  # type: ignore[arg-type]
+    keys = _stack_keys(stage, r.sub)
+    if keys is not None:
+        x = _amdahl(f.get(keys[0]))  # type: ignore[arg-type]
+    elif stage in (IO, DECODE):  # no stacks: the GPU's idle time stands in
+        x = _inverse(s.gpu.compute_busy)
     elif stage == H2D:
-        if r.sub == "pin_thread":
-            x = _amdahl(f.get("wait"))  # type: ignore[arg-type]
-        elif r.sub == "pageable":
+        if r.sub == "pageable":
             x = _amdahl(pageable_share(f), PAGEABLE_GAIN)
-        elif r.sub == "main_copy":
-            x = _amdahl(f.get("h2d_share"))  # type: ignore[arg-type]
     elif stage == LAUNCH:
         x = _inverse(f.get("busy"))  # type: ignore[arg-type]
     elif stage == CONTENTION:
