@@ -4,9 +4,12 @@ Every dump is a new py-spy process that learns the target from nothing: it start
 runtime, argument parsing), reads /proc/PID/maps, parses the target Python's ELF symbol tables (the
 executable's, and libpython's for a Python built shared), compiles a regex, finds and checks the
 interpreter, then walks the threads' stacks and looks their names up in the ``threading`` module.
-py-spy 0.4.3 has no flag or mode that keeps what it learned between dumps (no persistent process,
-no library; ``--subprocesses`` starts over for each child and is ignored with ``--json``), so the
-split says which of those the target decides. The CPU of each py-spy run is its own user + system
+py-spy 0.4.3's ``dump`` keeps nothing between runs (no library; ``--subprocesses`` starts over for
+each child and is ignored with ``--json``), so the split says which of those the target decides.
+``record`` is the one mode that attaches once and samples many times, but it writes its samples only
+when it ends, without py-spy's idle flag per sample (speedscope: each thread's stacks in order, one
+weight each): what a sample costs there is measured too (``--record-s``), as the price of a design
+that would trade freshness and the idle flag for fewer attaches. The CPU of each py-spy run is its own user + system
 time, from os.wait4 as it is reaped; the variants alternate, round by round:
 
 - start-up: ``py-spy --version`` (exec, the runtime, argument parsing);
@@ -15,7 +18,9 @@ time, from os.wait4 as it is reaped; the variants alternate, round by round:
 - attaching: the bare Python's dump, less start-up and its map lines at that slope (the ELF symbol
   tables, the regex, finding the interpreter, a one-thread stack);
 - the job's own: what a dump of the job costs beyond attaching and its map lines (its threads,
-  their stacks, the modules walked for thread names).
+  their stacks, the modules walked for thread names);
+- a sample inside ``record``: ``py-spy record --idle --nonblocking --rate 2`` on the main process for
+  ``--record-s`` seconds and for half of that; the difference over the samples between them.
 
 The facts that set those parts are printed beside them: map lines, threads, the Python executable
 and libpython with their symbol and relocation counts.
@@ -164,12 +169,54 @@ def split(results: dict[str, dict[str, object]], facts: dict[str, dict[str, obje
             "per_map_line_us": per_line * 1e3}
 
 
+RECORD_RATE = 2
+"""Samples a second in the record runs: the main process's full dump rate (collectors/stacks.py)."""
+
+
+def record_cost(pyspy: str, pid: int, seconds: float, rounds: int) -> dict[str, object]:
+    """py-spy's CPU for ``record`` runs of ``seconds`` and ``seconds / 2`` on ``pid``, and per sample
+    the difference over the samples between them (attaching once is in both, so it cancels)."""
+    import json  # noqa: PLC0415 - only here
+    import tempfile  # noqa: PLC0415
+
+    def run(s: float) -> tuple[float | None, int]:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "r.json")
+            ms = run_cpu_ms([pyspy, "record", "--pid", str(pid), "--nonblocking", "--idle", "--rate",
+                             str(RECORD_RATE), "--duration", str(int(s)), "--format", "speedscope", "--output", out])
+            try:
+                with open(out) as f:
+                    prof = json.load(f)["profiles"]
+                n = max((len(p["samples"]) for p in prof), default=0)  # the busiest thread's samples
+            except (OSError, ValueError, KeyError):
+                n = 0
+            return ms, n
+
+    long, short = [], []
+    for _ in range(rounds):
+        long.append(run(seconds))
+        short.append(run(seconds / 2))
+    ok_l = [m for m, n in long if m is not None and n]
+    ok_s = [m for m, n in short if m is not None and n]
+    if not ok_l or not ok_s:
+        return {"seconds": seconds, "failed": True}
+    n_l = statistics.median(n for m, n in long if n)
+    n_s = statistics.median(n for m, n in short if n)
+    per = (statistics.median(ok_l) - statistics.median(ok_s)) / max(1.0, n_l - n_s)
+    return {"seconds": seconds, "rate": RECORD_RATE, "rounds": rounds, "ms_long": ok_l, "ms_short": ok_s,
+            "samples_long": n_l, "samples_short": n_s, "ms_per_sample": per,
+            "ms_attach": statistics.median(ok_s) - n_s * per}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     observe.add_job_options(p, workers=8)
     p.add_argument("--pid", type=int, default=None, help="dump this running job instead of starting the steady job")
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--extra-maps", type=int, default=EXTRA_MAPS)
+    p.add_argument("--record-s", type=float, default=10.0,
+                   help="seconds of the longer record run (0: no record runs)")
+    p.add_argument("--record-rounds", type=int, default=3)
     p.add_argument("--out", required=True)
     ns = p.parse_args(argv)
 
@@ -199,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         dump = [pyspy, "dump", "--json", "--nonblocking", "--pid"]
         variants = {"start-up": [pyspy, "--version"], **{name: dump + [str(p)] for name, p in pids.items()}}
         results = measure(variants, ns.rounds)
+        record = record_cost(pyspy, pid, ns.record_s, ns.record_rounds) if ns.record_s > 0 else None
     finally:
         for proc in held:
             proc.stdin.close()
@@ -220,9 +268,15 @@ def main(argv: list[str] | None = None) -> int:
               f"{parts['start-up']:.2f}, attaching (ELF symbols, regex, interpreter; a bare Python's dump less start-up "
               f"and maps) {parts['attaching']:.2f}, /proc/PID/maps {parts['maps']:.2f} ({main_facts['map_lines']} lines "
               f"at {parts['per_map_line_us']:.2f} us a line), the job's own threads and stacks {parts['job']:.2f}.\n")
+    if record and not record.get("failed"):
+        md.append(f"In one `record` run ({RECORD_RATE} samples a second, idle threads included): "
+                  f"{record['ms_per_sample']:.2f} ms of py-spy's CPU a sample, {record['ms_attach']:.2f} ms to "
+                  f"attach once (medians of {record['rounds']} runs of {record['seconds']:.0f} s and half that).\n")
+    elif record:
+        md.append("The `record` runs failed or wrote no samples.\n")
     result = {"schema": 1, "bench": "pyspy_cost", "device": ns.device if ns.pid is None else None, "pid_given": ns.pid is not None,
               "rounds": ns.rounds, "extra_maps": ns.extra_maps, "pyspy": pyspy, "machine": observe.machine(),
-              "facts": facts, "runs": results, "split_ms": parts}
+              "facts": facts, "runs": results, "split_ms": parts, "record": record}
     observe.write_results(ns.out, "pyspy_cost", result, "py-spy's own CPU per dump, and where it goes", "\n".join(md))
     return 0
 

@@ -92,3 +92,24 @@ def test_each_run_is_reaped_with_its_own_cpu():
     if got["bare"]["failed"]:  # no ptrace here (a container without SYS_PTRACE): nothing more to check
         return
     assert all(ms > 0 for ms in got["bare"]["ms"])
+
+
+@pytest.mark.skipif(PYSPY is None, reason="py-spy is not installed")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="py-spy attach needs Linux /proc")
+def test_record_runs_give_a_sample_price_from_two_lengths():
+    proc = pyspy_cost.hold_maps(sys.executable, 0)
+    try:
+        got = pyspy_cost.record_cost(PYSPY, proc.pid, 2.0, 1)
+        gone = pyspy_cost.record_cost(PYSPY, 999999999, 2.0, 1)
+    finally:
+        proc.stdin.close()
+        proc.wait(5)
+    assert gone == {"seconds": 2.0, "failed": True}
+    if got.get("failed"):  # no ptrace here: nothing more to check
+        return
+    # 2 samples a second, idle threads included: about 4 samples in 2 s and 2 in 1 s
+    assert got["samples_long"] > got["samples_short"] >= 1
+    # one round: the price is the two runs' difference over the samples between them
+    assert got["ms_per_sample"] * (got["samples_long"] - got["samples_short"]) == pytest.approx(
+        got["ms_long"][0] - got["ms_short"][0])
+    assert got["ms_attach"] == pytest.approx(got["ms_short"][0] - got["samples_short"] * got["ms_per_sample"])
