@@ -361,7 +361,8 @@ def markdown(results: list[dict], header: dict) -> str:
     for r in results:
         truth = " -> ".join(m["stage"] for m in r.get("markers", [])) or "-"
         acc = "-" if r.get("accuracy") is None else f"{r['accuracy']:.0%}"
-        verdicts = ", ".join(f"{k} {v}" for k, v in list(r.get("verdicts", {}).items())[:3]) or "-"
+        # every stage named: a switch scenario's fourth phase is as much a result as its first three
+        verdicts = ", ".join(f"{k} {v}" for k, v in r.get("verdicts", {}).items()) or "-"
         err = (r.get("error") or "").replace("|", "/")[:120]
         lines.append(f"| {r['scenario']} | {truth} | {r.get('scored', 0)} | {acc} | {verdicts} | "
                      f"{_fmt_latency(r.get('markers', []))} | {r.get('changes', '-')} | "
