@@ -186,20 +186,20 @@ def test_pageable_copies_warn_with_the_link_fraction():
     frames = [make_frame(i, util=14.0, rx=PAGEABLE_BPS, main_label="h2d") for i in range(5)]
     c = checks_of(frames, [verdict(f.t, stage="h2d") for f in frames])["pageable_h2d"]
     assert c.status == WARN
-    assert "RX ran at 6,608 MiB/s = 11% of the link's 63 GB/s" in c.reason
+    assert "RX ran at 6.9 GB/s = 11% of the link's 63 GB/s" in c.reason
     assert "pin_memory=True" in c.fix
 
 
 def test_pinned_copies_at_link_speed_pass():
     frames = [make_frame(i, util=100.0, rx=PINNED_BPS, main_label="h2d") for i in range(5)]
     c = checks_of(frames)["pageable_h2d"]  # verdicts say gpu_bound: the main thread's stacks alone count
-    assert c.status == PASS and "56,509 MiB/s = 94% of the link" in c.reason
+    assert c.status == PASS and "59.3 GB/s = 94% of the link" in c.reason
 
 
 def test_swap_activity():
     frames = [make_frame(i, swap_in=50 * 2**20 if i < 3 else 0.0) for i in range(10)]
     c = checks_of(frames)["swap"]
-    assert c.status == FAIL and c.reason == "swapping in 3 of 10 ticks, up to 50.0 MiB/s"
+    assert c.status == FAIL and c.reason == "swapping in 3 of 10 ticks, up to 52.4 MB/s"
     assert checks_of([make_frame(0, swap_in=2 * 2**20)] + [make_frame(i) for i in range(1, 20)])["swap"].status == WARN
 
 

@@ -1,7 +1,8 @@
 """Every user-facing string the report and the TUI produce for the demo and H200 recordings, scanned.
 
 No section marks or internal keys (a signal's or check's id, a stack label, a stage id), no "1
-samples" plurals or "(s)", no empty reasons, no share over 100 %, no raw float dumps. The report is
+samples" plurals or "(s)", no empty reasons, no share over 100 %, no raw float dumps, no rate in
+binary units. The report is
 built from each recording (Markdown and the JSON's text fields); the TUI's words are the verdict
 line, evidence lines and remedies of every tick, and the committed screen snapshots of the same
 recordings (tests/snapshots, drawn by tests/test_tui_snapshots.py).
@@ -53,6 +54,9 @@ EMPTY = re.compile(r":\s*\.(?![.\w])|(?<!\w)\(\s*\)|,\s*\.(?![.\w])|:\s*;|up to 
 code, not an empty reason), an estimate that is not a number."""
 OVER_100 = re.compile(r"(?<![\d.])(\d{3,}(?:\.\d+)?) ?%")
 RAW_FLOAT = re.compile(r"(?<![\w.])\d+\.\d{4,}\b|\d[eE][-+]\d+\b")
+BINARY_RATE = re.compile(r"\b[KMGT]iB/s\b")
+"""Rates are said in decimal units everywhere (the TUI, the evidence, the report: "59.3 GB/s"), so one
+sentence never quotes a copy in GB/s beside a reference in GiB/s. Sizes stay binary ("45.1 GiB")."""
 
 
 def _internal_keys(verdicts: list[Verdict], report: dict) -> set[str]:
@@ -72,6 +76,7 @@ def _problems(text: str, keys: set[str]) -> list[str]:
     out += [f"empty reason {m.group(0)!r}" for m in EMPTY.finditer(text)]
     out += [f"share over 100: {m.group(0)!r}" for m in OVER_100.finditer(text) if float(m.group(1)) > 100]
     out += [f"raw float {m.group(0)!r}" for m in RAW_FLOAT.finditer(text)]
+    out += [f"binary rate unit {m.group(0)!r}" for m in BINARY_RATE.finditer(text)]
     return out
 
 

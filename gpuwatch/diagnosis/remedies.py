@@ -14,6 +14,7 @@ from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELIN
 from gpuwatch.diagnosis.thresholds import (
     DISK_BUSY,
     PAGEABLE_GAIN,
+    PINNED_RX_MIBS,
     REPLAYS_PER_S,
     RUN_DELAY,
     SM_HEALTHY,
@@ -202,7 +203,8 @@ def _h2d(f: dict, sub: str, s: Signals) -> list[str]:
     out = []
     rate = f"{fmt(f.get('rx_bps'), 'B/s')}, {fmt(f.get('rx_frac'))} of the link"
     pin = ("pin_memory=True in the DataLoader and .to(device, non_blocking=True): pinned copies ran "
-           f"{PAGEABLE_GAIN:.1f}x faster than pageable ones on an H200 (56.5 vs 6.6 GiB/s)")
+           f"{PAGEABLE_GAIN:.1f}x faster than pageable ones on an H200 ({fmt(PINNED_RX_MIBS * 2**20, 'B/s')} vs "
+           f"{fmt(PINNED_RX_MIBS * 2**20 / PAGEABLE_GAIN, 'B/s')})")
     if sub == "link":
         out.append(f"The link is full ({rate}): send less per step: keep uint8 and convert/normalise on the GPU, "
                    "crop before the copy, or keep the dataset resident on the GPU if it fits")

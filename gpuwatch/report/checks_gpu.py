@@ -33,6 +33,7 @@ from gpuwatch.model.stacks import ROLE_MAIN_THREAD, StackSample
 from gpuwatch.model.values import Maybe, Unsupported, known
 from gpuwatch.model.verdict import H2D, Verdict
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, WARN, CheckResult, LinkSeen
+from gpuwatch.report.units import rate
 
 LOADED_UTIL = LINK_LOAD * 100
 """GPU utilization (%) above which the link must run at full speed (thresholds.LINK_LOAD)."""
@@ -223,10 +224,11 @@ def check_pageable_copies(frames: Sequence[Frame], verdicts: Sequence[Verdict], 
     m = median(fr)
     cap = next(float(p.capacity_bps) for f in copies if isinstance(f.pcie, tuple) for p in f.pcie  # type: ignore[arg-type]
                if known(p.capacity_bps))
-    said = (f"while copies dominated ({len(copies)} ticks), RX ran at {m * cap / 2**20:,.0f} MiB/s = {m:.0%} of the "
+    # rates in decimal units, as the TUI, the verdict's evidence and the remedies say them
+    said = (f"while copies dominated ({len(copies)} ticks), RX ran at {rate(m * cap, 1)} = {m:.0%} of the "
             f"link's {cap / 1e9:.0f} GB/s; copies below {RX_PAGEABLE_MAX:.0%} of the link look pageable "
-            f"(measured on an H200 Gen5 x16: pinned {PINNED_RX_MIBS:,} MiB/s = 94 %, "
-            f"pageable at most {PAGEABLE_RX_MIBS:,} MiB/s = 35 %)")
+            f"(measured on an H200 Gen5 x16: pinned {rate(PINNED_RX_MIBS * 2**20, 1)} = 94 %, "
+            f"pageable at most {rate(PAGEABLE_RX_MIBS * 2**20, 1)} = 35 %)")
     if m < RX_PAGEABLE_MAX:
         if job_signals(copies, None).pin_seen:
             # The DataLoader pins its batches (its pt_data_pin thread was seen while the copies

@@ -27,6 +27,7 @@ from gpuwatch.model.values import Maybe, Unsupported, known
 from gpuwatch.model.verdict import DECODE, IO, Verdict
 from gpuwatch.report.checks_gpu import NO_JOB_GPU, target_gpus
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, WARN, CheckResult
+from gpuwatch.report.units import rate
 
 
 
@@ -129,7 +130,7 @@ def check_swap(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
     peak = max(h.swap_in_bps + h.swap_out_bps for h in active)
     share = len(active) / len(hosts)
     return CheckResult("swap", title, FAIL if share >= SWAP_FAIL_SHARE else WARN,
-                       f"swapping in {len(active)} of {len(hosts)} ticks, up to {peak / 2**20:.1f} MiB/s",
+                       f"swapping in {len(active)} of {len(hosts)} ticks, up to {rate(peak, 1)}",
                        "the host is short of memory: fewer workers or prefetch_factor, smaller shuffle buffers, "
                        "or more RAM")
 
