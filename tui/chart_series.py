@@ -101,6 +101,9 @@ class ChartSeries:
         self._last_ids: list[int] = []
         self._before_ids: list[int] = []
         """The ids of the last two readings() calls: kept columns hold only if the one before was theirs."""
+        self._held: tuple[tuple[Frame, ...], tuple[Frame, ...]] = ((), ())
+        """The frames of the last two readings() calls, whose ids the caches hold, kept alive with
+        them: a freed frame's id is the next new frame's (tests/test_tui_frame_caches.py)."""
 
     def readings(self, frames: Sequence[Frame]) -> list[Reading]:
         """A reading per frame, oldest first; frames not seen before are read now (in order: a
@@ -111,6 +114,7 @@ class ChartSeries:
         for i in [i for i, row in enumerate(out) if row is None]:
             out[i] = self._read(frames[i], frames, i, out)
         self._rows = dict(zip(ids, out))
+        self._held = (self._held[1], tuple(frames))
         self._before_ids, self._last_ids = self._last_ids, ids
         return out  # type: ignore[return-value] - every None was read
 

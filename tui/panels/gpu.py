@@ -36,9 +36,11 @@ class GpuPanel(SteadyLines, Vertical):
         self._pending: View | None = None
         self._readings: dict[int, tuple[float | None, ...]] = {}
         """Every metric's value in each frame of the window, by ``id(frame)``: a tick reads the new
-        frame's, not the whole window's again (ten metrics over up to a screen's width of frames).
-        Only frames of the current window are kept, and the window holds them alive, so an id
-        cannot stand for another frame."""
+        frame's, not the whole window's again (ten metrics over up to a screen's width of frames)."""
+        self._read: tuple[Frame, ...] = ()
+        """The frames ``_readings`` holds, kept alive with it: the analysis drops its oldest frames
+        while this panel is not drawn (paused, a detail screen on top), and a freed frame's id is
+        the next new frame's (tests/test_tui_frame_caches.py)."""
 
     def compose(self) -> ComposeResult:
         yield Plain(f"GPU {self.index}", classes="gpu-title")
@@ -91,6 +93,7 @@ class GpuPanel(SteadyLines, Vertical):
                 row = tuple(reading(m, gpu, pcie) for m in METRICS)
             rows.append(row)
         self._readings = {id(f): row for f, row in zip(frames, rows)}
+        self._read = frames
         return list(zip(*rows)) if rows else [() for _ in METRICS]
 
 
