@@ -178,6 +178,11 @@ class _GpuState:
     bad_reasons: bool = False
     """A clock-event reason in BAD_REASON_BITS showed since the last throttle read."""
     static: dict[str, Any] = dc_field(default_factory=dict)
+    job_listed: set[int] = dc_field(default_factory=set)
+    """Host PIDs of the job's processes in the GPU's process list at the last read. One that is
+    still listed stays the job's when the job's process tree no longer holds it: the driver lists a
+    process for a moment after it exited (the H200 field job's last tick showed its own exited main
+    process as another tenant). A listed PID cannot be reused, so this never takes in a stranger."""
 
 
 class GpuCollector(NvmlCollector):
@@ -434,13 +439,17 @@ class GpuCollector(NvmlCollector):
 
     def _processes(self, i: int, st: _GpuState, ours: set[int]) -> tuple[GpuProcess, ...]:
         procs = self.session.processes().get(i)
-        if procs is None or isinstance(procs, Unsupported) or not procs:
+        if procs is None or isinstance(procs, Unsupported):
             return ()
+        if not procs:
+            st.job_listed = set()
+            return ()
+        was_ours = st.job_listed
         # Another tenant on the GPU is the contention stage's evidence: its share is read every
         # tick. With only the job's processes there, the diagnosis has no use for the split, and
         # the mean since the last read (every SLOW_TTL_S, RELAXED_SLOW_S while relaxed) is shown
         # until the next.
-        alone = all(p.local_pid is not None and p.local_pid in ours for p in procs)
+        alone = all((p.local_pid is not None and p.local_pid in ours) or p.host_pid in was_ours for p in procs)
         now = self.clock()
         if alone and st.proc_util is not None and now - st.proc_util[0] < self._slow_s():
             util = st.proc_util[1]
@@ -458,8 +467,9 @@ class GpuCollector(NvmlCollector):
                 pid=p.host_pid, local_pid=p.local_pid, name=name, user=user,
                 used_memory=p.used_memory if p.used_memory is not None
                 else Unsupported("NVML does not report this process's memory"),
-                sm_util=sm, is_target=p.local_pid is not None and p.local_pid in ours,
+                sm_util=sm, is_target=(p.local_pid is not None and p.local_pid in ours) or p.host_pid in was_ours,
             ))
+        st.job_listed = {p.pid for p in out if p.is_target}
         return tuple(out)
 
     def _proc_util(self, i: int, st: _GpuState) -> dict[int, float] | Unsupported:

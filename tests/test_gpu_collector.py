@@ -138,6 +138,25 @@ def test_job_on_no_gpu_yet_shows_all_gpus_unused(fake, clock):
     assert [p.is_target for p in out[0].processes] == [False]
 
 
+def test_the_jobs_exited_process_still_listed_stays_the_jobs(fake, session, clock):
+    """The driver lists a process a moment after it exited; the job's tree no longer holds it then
+    (the H200 field job's last tick showed its own main process as another tenant). It stays the
+    job's while listed; once the list is read without it, its PID is a stranger's again."""
+    fake.goto("matmul_bf16", 2)
+    target = StubTarget(ME)
+    c = GpuCollector(target, session, clock=clock, gpus=[0])
+    assert [(p.pid, p.is_target) for p in c.sample()[0].processes] == [(ME, True)]
+    target._pids = ()  # the job exited; NVML still lists its process
+    step(fake, clock)
+    assert [(p.pid, p.is_target) for p in c.sample()[0].processes] == [(ME, True)]
+    fake.set("compute_procs", [], gpu=0)  # the driver let go of it
+    step(fake, clock)
+    assert c.sample()[0].processes == ()
+    fake.set("compute_procs", [[ME, 1 << 29]], gpu=0)  # the PID reused by another program (synthetic)
+    step(fake, clock)
+    assert [(p.pid, p.is_target) for p in c.sample()[0].processes] == [(ME, False)]
+
+
 def test_explicit_gpus_are_exactly_those(fake, session, clock):
     out = collector(session, clock, gpus=[1]).sample()
     assert [(g.index, g.used_by_target) for g in out] == [(1, False)]

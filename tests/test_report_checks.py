@@ -23,6 +23,7 @@ from gpuwatch.model import (
 from gpuwatch.model.host import NO_CPU_QUOTA
 from gpuwatch.model.verdict import PIPELINE
 from gpuwatch.report.checks import run_checks
+from gpuwatch.report.checks_gpu import check_other_processes
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, WARN
 
 GEN5_X16_BPS = 3.94e9 * 16
@@ -166,6 +167,23 @@ def test_other_process_using_the_sms_fails_and_one_holding_memory_warns():
     idle = GpuProcess(998, None, "notebook", 2 << 30, Unsupported("no samples"), False)
     c = checks_of([make_frame(i, others=(idle,)) for i in range(4)])["other_gpu_processes"]
     assert c.status == WARN and "SM use unknown" in c.reason
+
+
+def test_the_jobs_own_exited_process_is_not_another_tenant():
+    """The H200 field recording (tests/data/h200/field_imagefolder_epochs.jsonl.gz, 2026-12-03) ends
+    on a tick where the job had exited and the driver still listed its main process, PID 559, which
+    the collector of then marked as not the job's: the check warned of "PID 559 (python3)", the job."""
+    from gpuwatch.replay import load_frames
+
+    frames = list(load_frames("tests/data/h200/field_imagefolder_epochs.jsonl.gz"))
+    last = frames[-1].gpus[0].processes
+    assert [(p.pid, p.is_target) for p in last] == [(559, False)] and frames[-1].target.pid == 559
+    c = check_other_processes(frames, make_env())
+    assert c.status == PASS and c.reason == f"only the job's processes over {len(frames)} ticks"
+    # a stranger beside it is still named
+    hog = GpuProcess(999, None, "other_job", 30 << 30, 40.0, False)
+    c = checks_of([make_frame(i, others=(hog,)) for i in range(4)])["other_gpu_processes"]
+    assert c.status == FAIL and "PID 999" in c.reason
 
 
 def test_thermal_slowdown_fails_power_cap_alone_passes():

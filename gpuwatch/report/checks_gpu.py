@@ -124,10 +124,14 @@ def check_other_processes(frames: Sequence[Frame], env: Maybe[Environment]) -> C
     samples = _gpu_samples(frames)
     if not samples:
         return CheckResult("other_gpu_processes", title, NOT_CHECKED, _no_gpu_reason(frames, "gpus"))
+    # A PID that was the job's on some tick is the job's on all: the driver still lists a process
+    # a moment after it exited, when the job's process tree no longer holds it (recordings made
+    # before collectors/gpu.py kept such a PID the job's showed the job's own exited main process).
+    job = {p.pid for _, g in samples for p in g.processes if p.is_target}
     others: dict[tuple[int, int], tuple[str, list[float], int]] = {}
     for _, g in samples:
         for p in g.processes:
-            if p.is_target:
+            if p.is_target or p.pid in job:
                 continue
             name, sm, mem = others.get((g.index, p.pid), (p.name, [], 0))
             if known(p.sm_util):
