@@ -98,8 +98,13 @@ def _workers(f: dict, verb: str, verb_one: str) -> str:
     if len(sets) >= 2:
         return (f"{sum(sets)} DataLoader workers of {len(sets)} loaders ({' + '.join(str(x) for x in sets)}; "
                 f"a loader's workers idle while another's run) {verb}")
-    mean = f.get("workers") or 0
-    n = max(1, round(mean)) if mean > 0 else 0  # a mean over the window: workers that came late in it are some, not none
+    # One loader's num_workers as the remedies quote it ("raise num_workers from 14"): the largest set
+    # of the minute. Where sets are re-created, the window's mean alive (11 of 14 on the H200 field
+    # job) would read as another number for the same loader.
+    n = int(f.get("loader_workers") or 0)
+    if not n:
+        mean = f.get("workers") or 0
+        n = max(1, round(mean)) if mean > 0 else 0  # a mean over the window: workers that came late in it are some, not none
     return f"{count(n, 'DataLoader worker')} {verb_one if n == 1 else verb}"
 
 
@@ -109,7 +114,9 @@ def _while(f: dict) -> str:
     if not f.get("aligned_ticks") or mean is None:
         return ""
     busiest = f", the busiest {fmt(top, 'cores')}" if top is not None and top >= (f.get("worker_cpu") or 0) + 0.1 else ""
-    return f" while it waits{busiest}; {fmt(mean, 'cores')} on average"
+    # the mean over every tick is said where it reads otherwise than the waiting ticks' figure
+    overall = "" if fmt(mean, "cores") == fmt(f.get("worker_cpu"), "cores") else f"; {fmt(mean, 'cores')} on average"
+    return f" while it waits{busiest}{overall}"
 
 
 def _busy(s: Signals) -> str:
