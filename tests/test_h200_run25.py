@@ -229,7 +229,7 @@ def test_a_checkpoint_bound_job_is_not_told_to_add_workers():
     path = str(run / "checkpoint.jsonl.gz")
     text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
     assert "Checkpoint saving holds training" in text
-    assert "while loading data held the GPU back" not in text and "raise num_workers" not in text
+    assert "while loading data held the job back" not in text and "raise num_workers" not in text
 
 
 def test_passes_shorter_than_the_ticks_get_no_duration():

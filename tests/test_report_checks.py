@@ -132,6 +132,7 @@ def test_far_fewer_workers_warns_only_when_loading_holds_the_gpu_back():
     decode = [verdict(f.t, stage="decode") for f in frames]
     c = checks_of(frames, decode)["workers_vs_cores"]
     assert c.status == WARN and c.reason.startswith("far fewer workers than cores") and "100%" in c.reason
+    assert "while loading data held the job back" in c.reason  # a CPU-only job has no GPU to hold back
 
 
 def test_data_on_a_network_file_system_warns():

@@ -251,6 +251,15 @@ def decoder_samples(s: Signals) -> tuple[int, int]:
     return decoding, working
 
 
+def inline_decoding_seen(s: Signals) -> bool | None:
+    """As :func:`decoding_seen`, for a job that loads its data on the main thread (num_workers=0):
+    the main thread's own loading samples (a tokenising job's are in its tokeniser, no decoder)."""
+    ticks = [t for t in s.epoch_ticks if t.stacks]
+    if any(t.main_decoding for t in ticks):
+        return True
+    return False if sum(t.main[lb.INLINE_LOAD] for t in ticks) >= MIN_STACK_SAMPLES else None
+
+
 def decoding_seen(s: Signals) -> bool | None:
     """Whether the workers decode images: True with a worker sample in a decoder, False when enough
     samples of working workers (MIN_STACK_SAMPLES, the floor every stack share here reads) show

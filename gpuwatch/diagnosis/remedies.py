@@ -7,7 +7,7 @@ tutorial, DS-Analyzer and the H200 measurements; each is worded with the job's o
 from __future__ import annotations
 
 from gpuwatch.diagnosis.evidence import count, fmt
-from gpuwatch.diagnosis.fix_gains import decoding_seen, loader_workers, worker_target, words
+from gpuwatch.diagnosis.fix_gains import decoding_seen, inline_decoding_seen, loader_workers, worker_target, words
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -19,6 +19,7 @@ from gpuwatch.diagnosis.thresholds import (
     RUN_DELAY,
     SM_HEALTHY,
     TENSOR_LOW,
+    THREADED_WORKER_CPU,
 )
 from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN
 from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY, FixGain
@@ -86,6 +87,8 @@ def _workers_keep(f: dict, s: Signals) -> str:
     """Keeping the workers, where nothing seen says they are kept already. Re-created workers get
     the remedy worded with what was seen (_remedies); workers that lived through a validation pass
     unreplaced already survive epochs, so the advice is left out."""
+    if f.get("workers") == 0 and not f.get("loader_workers") and not f.get("respawns"):
+        return ""  # num_workers=0: no worker to keep (the inline remedy proposes workers, kept)
     if f.get("respawns"):
         return (f"persistent_workers=True: the workers were re-created {count(f['respawns'], 'time')} in the "
                 "window (each epoch restarts them, with cold caches and file handles)")
@@ -146,9 +149,9 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     if sub == "inline":
         # "prepare", not "decode": the main thread's own per-item work may be tokenising or parsing
         # (bench/field_cpu/tokenize_inline.py: regexes and BPE in Docs.__getitem__), not images
-        out.append(f"Prepare batches in DataLoader workers: num_workers={target or 2}, persistent_workers=True, "
-                   "pin_memory=True (num_workers=0 prepares each batch on the main thread, between training "
-                   "steps)")
+        pin = ", pin_memory=True" if s.gpu.present else ""  # pinned pages only speed a copy to a GPU
+        out.append(f"Prepare batches in DataLoader workers: num_workers={target or 2}, persistent_workers=True{pin} "
+                   "(num_workers=0 prepares each batch on the main thread, between training steps)")
     elif sub == "starting":
         out.append("persistent_workers=True keeps the workers (and their warm state) from one pass over the loader "
                    "to the next, so no epoch or validation pass starts or stops a set of workers")
@@ -168,9 +171,14 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         out.append(f"The {who} already fill the {count(usable, 'usable CPU')}: make each "
                    "sample cheaper rather than adding workers (more workers than cores only queue for CPU)")
     out += _cheaper_items(f, sub, s)
-    if f.get("cpu_short") or (s.job.worker_run_delay or 0.0) >= RUN_DELAY:
-        out.append("Stop thread oversubscription in workers: worker_init_fn setting torch.set_num_threads(1), "
-                   "OMP_NUM_THREADS=1 and cv2.setNumThreads(0)")
+    # Only where a worker was seen running several threads at once: full CPUs or queued workers
+    # alone are as true of single-threaded workers that are simply too many.
+    top = f.get("worker_cpu_top")
+    if top is not None and top > THREADED_WORKER_CPU:
+        out.append(f"Stop thread oversubscription in workers (the busiest uses {fmt(top, 'cores')}: several threads "
+                   "at once): OMP_NUM_THREADS=1 in the job's environment and cv2.setNumThreads(0) in worker_init_fn, "
+                   "for the libraries that start their own thread pools (PyTorch already runs its ops on one "
+                   "thread in each worker)")
     keep = _workers_keep(f, s)
     out.append(keep + "; prefetch_factor=4 smooths out slow batches" if keep else "")
     return out
@@ -182,20 +190,29 @@ def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
     computing (the wait is their start-up, or receiving batches)."""
     if sub in ("starting", "ipc"):
         return []
-    hot = f" (the workers spend their time in {f['worker_detail']})" if f.get("worker_detail") else ""
-    seen = decoding_seen(s)
+    # num_workers=0: the main thread's own loading samples say what it does (no worker was sampled)
+    inline = sub == "inline"
+    detail = f.get("main_detail") if inline else f.get("worker_detail")
+    hot = (f" ({'the main thread spends its loading time' if inline else 'the workers spend their time'} in "
+           f"{detail})") if detail else ""
+    seen = inline_decoding_seen(s) if inline else decoding_seen(s)
     if seen is False:
-        return [f"Make each item cheaper to build{hot}: no worker sample was in an image decoder, so the cost is "
+        whose = "sample of the main thread's loading" if inline else "worker sample"
+        profile = ("the training process (py-spy top --pid <its pid>)" if inline
+                   else "one worker (py-spy top --pid <a worker's pid>)")
+        return [f"Make each item cheaper to build{hot}: no {whose} was in an image decoder, so the cost is "
                 "the dataset's own per-item code; do its fixed part once, offline (pre-tokenise or pre-process "
-                "the dataset and save the result), keep only the random part online, and profile one worker "
-                "(py-spy top --pid <a worker's pid>) for the rest"]
-    decoder = ("torchvision.io.decode_jpeg (libjpeg-turbo), or decode on the GPU with "
-               f"torchvision.io.decode_jpeg(..., device='cuda') or NVIDIA DALI{hot}")
-    offline = ("pre-resize or pre-decode the dataset and keep only random augmentations online; run those on "
-               "the GPU on uint8 batches (torchvision.transforms.v2 on CUDA tensors)")
-    if seen is None:  # too few worker samples to tell: said as a condition, in one remedy
-        return [f"If the workers decode images, use a faster decoder: {decoder}; and do the fixed work once, "
-                f"offline: {offline}"]
+                f"the dataset and save the result), keep only the random part online, and profile {profile} "
+                "for the rest"]
+    # the GPU's part of the advice only where the job has a GPU to hand the work to
+    gpu = s.gpu.present
+    decoder = ("torchvision.io.decode_jpeg (libjpeg-turbo)" + (", or decode on the GPU with "
+               "torchvision.io.decode_jpeg(..., device='cuda') or NVIDIA DALI" if gpu else "") + hot)
+    offline = ("pre-resize or pre-decode the dataset and keep only random augmentations online"
+               + ("; run those on the GPU on uint8 batches (torchvision.transforms.v2 on CUDA tensors)" if gpu else ""))
+    if seen is None:  # too few samples to tell: said as a condition, in one remedy
+        return [f"If {'the loading decodes' if inline else 'the workers decode'} images, use a faster decoder: "
+                f"{decoder}; and do the fixed work once, offline: {offline}"]
     return [f"Use a faster decoder: {decoder}", f"Do the fixed work once, offline: {offline}"]
 
 

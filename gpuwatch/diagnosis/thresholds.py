@@ -184,6 +184,11 @@ WORKER_BUSY_SHARE = 0.70
 """Worker samples inside __getitem__/transforms >= 70 %: the workers compute most of the time."""
 WORKER_CPU_BUSY = 0.80
 """A worker process at >= 0.8 core computes flat out (it is single-threaded Python)."""
+THREADED_WORKER_CPU = 1.2
+"""A worker process above 1.2 cores runs several threads at once (OpenMP, BLAS, OpenCV pools): the
+positive evidence for the thread-oversubscription remedy. DataLoader workers compute in Python on
+one thread (PyTorch sets torch.set_num_threads(1) in each), so a worker reads at most ~1.0 core
+unless a library spawns its own pool; 1.2 leaves room for a tick's CPU reading to run ~10 % long."""
 WORKER_IO_SHARE = 0.40
 """Worker samples in reads (or D state) >= 40 %: the workers wait on storage."""
 WORKER_D_SHARE = 0.30

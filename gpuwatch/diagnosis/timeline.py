@@ -80,6 +80,8 @@ class Tick:
     """Main-thread samples inside an evaluation pass."""
     worker_decoding: int = 0
     """Worker samples with a decoder frame in their stack (DECODER_WORDS)."""
+    main_decoding: int = 0
+    """Main-thread samples loading data itself (num_workers=0) with a decoder frame in their stack."""
     procs: bool = False
     """A new procs sample of the job came in this tick (CPU and states are this tick's own)."""
     stacks: bool = False
@@ -199,7 +201,7 @@ def _with_procs(p, rank: int | None, new: bool) -> dict:
 def _with_stacks(s, rank: int | None) -> dict:
     main: Counter = Counter()
     workers: Counter = Counter()
-    starting = validation = decoding = 0
+    starting = validation = decoding = main_decoding = 0
     for th in s.threads:
         if rank is not None and th.rank is not None and th.rank != rank:
             continue
@@ -207,8 +209,10 @@ def _with_stacks(s, rank: int | None) -> dict:
             main[th.label] += 1
             starting += STARTING in (th.detail or "")
             validation += any(validation_frame(fr) for fr in th.frames)
+            if th.label == lb.INLINE_LOAD:
+                main_decoding += any(DECODER_WORDS.search(fr) for fr in th.frames)
         elif th.role == lb.ROLE_WORKER:
             workers[th.label] += 1
             decoding += any(DECODER_WORDS.search(fr) for fr in th.frames)
     return dict(main=main, worker_labels=workers, starting=starting, validation=validation,
-                worker_decoding=decoding, stacks=bool(main))
+                worker_decoding=decoding, main_decoding=main_decoding, stacks=bool(main))

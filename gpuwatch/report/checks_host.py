@@ -101,7 +101,7 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
     input_share = sum(1 for v in verdicts if _loading(v)) / len(verdicts) if verdicts else 0.0
     if workers * FEW_WORKERS_RATIO <= cores and input_share >= RUN_INPUT_SHARE and worker_target(cores, mains) > workers:
         return CheckResult("workers_vs_cores", title, WARN,
-                           f"far fewer workers than cores while loading data held the GPU back "
+                           f"far fewer workers than cores while loading data held the job back "
                            f"{input_share:.0%} of the time: {counted}",
                            f"raise num_workers towards {worker_target(cores, mains)}")
     return CheckResult("workers_vs_cores", title, PASS, counted)

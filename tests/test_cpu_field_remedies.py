@@ -1,0 +1,69 @@
+"""Remedies said only with evidence for them, on two real CPU-only jobs (tests/data/cpu_field/README.md).
+
+- No GPU: no pin_memory, no decode on the GPU, no transforms on CUDA tensors.
+- num_workers=0: no "keep the workers" advice for workers that do not exist, and what the main
+  thread's own loading does (a tokeniser) decides the "cheaper item" advice, not the absent workers.
+- Thread oversubscription only where a worker ran above a core (several threads at once).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gpuwatch.analysis import Analysis
+from gpuwatch.replay import load_frames
+
+TEXT = "tests/data/cpu_field/text_inline.jsonl.gz"
+IMAGE = "tests/data/cpu_field/image_workers.jsonl.gz"
+GPU_ADVICE = re.compile(r"pin_memory=True|device='cuda'|CUDA tensors|on the GPU")
+
+
+def _verdicts(path: str) -> list:
+    a = Analysis()
+    return [a.update(f) for f in load_frames(path)]
+
+
+@pytest.mark.parametrize("path", [TEXT, IMAGE])
+def test_a_job_without_a_gpu_gets_no_gpu_advice(path):
+    remedies = {r for v in _verdicts(path) for r in v.remedies}
+    assert remedies  # the jobs are held back: there is advice to check
+    assert {r for r in remedies if GPU_ADVICE.search(r)} == set()
+
+
+def test_the_inline_loader_gets_advice_for_what_its_main_thread_does():
+    vs = [v for v in _verdicts(TEXT) if v.stage == "decode"]
+    assert len(vs) > 20  # CPU prep held most of the run
+    said = {r for v in vs for r in v.remedies}
+    assert any(r.startswith("Prepare batches in DataLoader workers: num_workers=") for r in said)
+    assert not any("if the job's epochs re-create its workers" in r for r in said)  # it has none
+    assert not any("If the workers decode images" in r for r in said)
+    # while the main thread's loading samples are too few to tell, the decoder advice is a condition on
+    # the loading (not on workers); once they are enough, it is gone
+    first = next(i for i, v in enumerate(vs) if any(r.startswith("Make each item cheaper") for r in v.remedies))
+    assert not any("faster decoder" in r for v in vs[first:] for r in v.remedies)
+    assert all(r.startswith("If the loading decodes images") for v in vs[:first] for r in v.remedies
+               if "faster decoder" in r)
+    cheaper = [r for r in said if r.startswith("Make each item cheaper to build")]
+    assert cheaper and all("job_text.tokenize" in r and "no sample of the main thread's loading" in r
+                           for r in cheaper)
+
+
+def test_oversubscription_is_advised_only_for_a_worker_above_a_core():
+    vs = _verdicts(IMAGE)
+    # the two single-threaded PIL workers fill the two CPUs, each under a core
+    assert any(v.stage == "decode" for v in vs)
+    assert not any("oversubscription" in r for v in vs for r in v.remedies)
+
+
+def test_a_worker_above_a_core_gets_the_oversubscription_advice_with_its_figure():
+    from gpuwatch.diagnosis.remedies import _decode
+    from gpuwatch.diagnosis.signals import extract
+
+    frames = list(load_frames(IMAGE))
+    s = extract(frames[-8:], frames, None)
+    f = {"usable": 2, "workers": 2.0, "loader_workers": 2}
+    assert not any("oversubscription" in r for r in _decode({**f, "worker_cpu_top": 0.98}, "workers", s))
+    said = [r for r in _decode({**f, "worker_cpu_top": 1.6}, "workers", s) if "oversubscription" in r]
+    assert said == [r for r in said if "the busiest uses 1.60 cores" in r] and len(said) == 1  # synthetic 1.6
