@@ -71,6 +71,25 @@ def test_epoch_structure_is_named_with_share_and_period():
     assert from_dict(v.Verdict, old).phases == ()
 
 
+def test_two_loaders_sets_at_uneven_intervals_get_no_period():
+    """A training and a validation loader, neither with persistent workers: each epoch brings two
+    sets, a tick apart, then none for 11 ticks. Their median interval (6 s) is no interval the job
+    has, and "every ~6.0 s" beside the count would not fit the span (the adversarial trial's epoch job
+    read "every ~9.0 s (6 times in 39 s)"): the sentence says uneven intervals and the count."""
+    val = replace(VALIDATING, workers=2, worker_cpu=0.3, worker_labels={lb.W_BUSY: 1.0})
+    frames: list = []
+    for e in range(6):
+        for k, ticks, pid0 in ((WAITING, 3, 1000), (TRAINING, 8, 1000), (val, 1, 1050)):
+            k = replace(k, worker_pid0=pid0 + 100 * e)
+            frames = then(frames, k, ticks, seed=len(frames)) if frames else build(k, ticks)
+    last = run(frames)[-1]
+    respawn = next(p for p in last.phases if p.kind == v.RESPAWN)
+    assert respawn.count >= 6 and respawn.uneven and respawn.period_s is None
+    assert f"re-created at uneven intervals ({respawn.count} times in" in last.sentence, last.sentence
+    assert "at about every tick" not in last.sentence
+    assert from_dict(v.Verdict, to_dict(last)) == last
+
+
 # -- the short-epoch CPU job: its own short-lived workers are not "outside" ----------------------------
 CPU = dict(gpu=None, cpu_count=2, usable=2, workers=2, worker_run_delay=0.15)
 DECODING = Knobs(main_labels={lb.DATA_WAIT: 0.9, lb.DISPATCH: 0.1}, main_cpu=0.1, worker_cpu=0.8,

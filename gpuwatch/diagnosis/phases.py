@@ -41,6 +41,7 @@ from gpuwatch.diagnosis.thresholds import (
     ALIGNED_WAIT,
     CHECKPOINT_WRITE_BPS,
     EVERY_TICK,
+    PERIOD_SPREAD,
     PHASE_MIN_SHARE,
     PHASE_MIN_TICKS,
 )
@@ -59,10 +60,10 @@ def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
     tick = median(t.dt for t in ticks[1:])
     starts = _respawns(ticks)
     if starts:
-        period = _period([ticks[i].t for i in starts])
+        period, uneven = _period([ticks[i].t for i in starts], tick)
         if period is not None and period < EVERY_TICK * tick:
             period = None  # about every tick: the true pace may be faster (see the module's note)
-        out.append(Phase(RESPAWN, len(starts), None, period, None, span))
+        out.append(Phase(RESPAWN, len(starts), None, period, None, span, uneven))
     runs = _epoch_starts(ticks, starts)
     if _steady_wait(ticks, runs):
         runs = []  # it waits as much mid-epoch: the first batches are no special cost, just the input
@@ -260,19 +261,30 @@ def _from_runs(kind: str, ticks: Sequence[Tick], runs: list[tuple[int, int]], sp
     else:
         secs = [sum(ticks[k].dt for k in range(a, b + 1)) for a, b in runs]
         each = min(sum(secs) / len(secs), share * span / len(runs))
-    period = _period([ticks[a].t for a, _ in runs])
+    period, uneven = _period([ticks[a].t for a, _ in runs], tick)
     partial = any(weight(ticks[k]) < 1.0 for a, b in runs for k in range(a, b + 1)) if weight else False
     if kind != CHECKPOINT and each < PHASE_MIN_TICKS * tick and partial:
         # About a tick or less each, in ticks it only partly filled: neither is measured (see the
         # module's note). Passes that fill whole ticks are timed to the tick.
         each = period = None
-    return [Phase(kind, len(runs), min(1.0, share), period, each, span)]
+        uneven = False
+    return [Phase(kind, len(runs), min(1.0, share), period, each, span, uneven)]
 
 
-def _period(times: list[float]) -> float | None:
+def _period(times: list[float], tick: float) -> tuple[float | None, bool]:
+    """(the median interval between starts, False) where every interval lies near it (PERIOD_SPREAD),
+    (None, True) where they are uneven, (None, False) under two starts."""
     if len(times) < 2:
-        return None
-    return float(median(b - a for a, b in zip(times, times[1:])))
+        return None, False
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    mid = float(median(gaps))
+    # A start is seen in the tick it fell in, so each gap reads up to a tick off either way; and a
+    # start no sample caught leaves a gap of two periods (or three), which is the period still. A
+    # gap well short of the median is what no missed start explains: two things restarting apart.
+    slack = PERIOD_SPREAD * mid + tick
+    if any(abs(g - max(1, round(g / mid)) * mid) > slack for g in gaps):
+        return None, True
+    return mid, False
 
 
 def recurring_wait(ticks: Sequence[Tick], ps: Sequence[Phase]) -> float | None:

@@ -65,7 +65,9 @@ def epochs(phases: Sequence[Phase]) -> str:
         # No period with two or more starts, or no duration: about every tick, or a tick or less each,
         # which the ticks cannot measure (phases.py): the count is then a lower bound.
         brief = p.each_s is None and p.kind != RESPAWN
-        fast = p.period_s is None and p.count >= 2
+        fast = p.period_s is None and p.count >= 2 and not p.uneven
+        if p.uneven:  # no period: the intervals between starts were far apart from one another
+            every = " at uneven intervals" if p.kind == RESPAWN else " each, at uneven intervals"
         if p.kind == RESPAWN and fast:
             said.append(f"the DataLoader workers are re-created at about every tick or more often (at least "
                         f"{count(p.count, 'time')} in {p.span_s:.0f} s, as gpuwatch sees at most one a tick: "

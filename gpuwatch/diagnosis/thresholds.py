@@ -377,6 +377,14 @@ while a job that changed its behaviour a minute ago is no longer described by it
 PHASE_MIN_SHARE = 0.02
 """A phase taking under 2 % of the minute (about one tick) is not worth a sentence; re-created
 workers are named whatever their share (the fact itself carries the remedy)."""
+PERIOD_SPREAD = 0.5
+"""A phase's starts are periodic when every interval between two lies within 50 % of their median and a
+tick (a start is seen in the tick it fell in, so a gap reads up to a tick off): the H200 ImageFolder
+job's re-creations 1-3 s apart read "every ~2.5 s", and a gap of about two or three periods is a
+start no sample caught (checkpoint saves every 3 s, one of them missed); while intervals of 0.4 and
+25 s (two loaders' sets, one after the other, each epoch) have a median, ~13 s, that no interval is
+near, and a count and period that cannot both hold in the span ("every ~9.0 s (6 times in 39 s)").
+Wider than STALL_JITTER: a phase's period is said as "~", a stall's is a finding of its own."""
 EVERY_TICK = 1.5
 """Workers re-created with a median period under 1.5 ticks come back at about every tick: ticks one
 apart give a period of 1, and one tick in two missing (a set that lived across a tick's sample, or a

@@ -98,6 +98,10 @@ class Phase:
     """Mean seconds one occurrence lasts (None for respawn)."""
     span_s: float
     """The stretch of the recent past it was judged over."""
+    uneven: bool = False
+    """Its starts came at uneven intervals, so no period is said (``period_s`` None): a training and
+    a validation loader without persistent workers re-create a set each, 0.4 s apart, every ~25 s,
+    whose median interval (~13 s) was no interval the job had."""
 
 
 MORE_WORKERS = "more_workers"
