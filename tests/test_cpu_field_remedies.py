@@ -67,3 +67,30 @@ def test_a_worker_above_a_core_gets_the_oversubscription_advice_with_its_figure(
     assert not any("oversubscription" in r for r in _decode({**f, "worker_cpu_top": 0.98}, "workers", s))
     said = [r for r in _decode({**f, "worker_cpu_top": 1.6}, "workers", s) if "oversubscription" in r]
     assert said == [r for r in said if "the busiest uses 1.60 cores" in r] and len(said) == 1  # synthetic 1.6
+
+
+SLEEP = "tests/data/cpu_field/sleep_fetch.jsonl.gz"
+
+
+def test_a_job_that_idles_in_its_own_code_between_steps_is_not_called_not_training():
+    """The job waits 50 ms in fetch_remote_batch a step and trains ~18 steps a second: it read "Not
+    training ... Nothing to fix was found". Now: mostly idle, with the minute's counts (one count for
+    both figures), and where to look."""
+    vs = _verdicts(SLEEP)
+    judged = [v for v in vs if v.stage == "idle"]
+    assert len(judged) >= 0.9 * len(vs)
+    said = [v for v in judged if v.sentence.startswith("Mostly idle")]
+    assert said and not any("Not training" in v.sentence for v in said)
+    for v in said:
+        m = re.search(r"of its last (\d+) main-thread samples, (\d+) are outside every training frame, "
+                      r"mostly in fetch_remote_batch \(job_sleep\.py:\d+\), and (\d+) in the model's step", v.sentence)
+        assert m, v.sentence
+        n, outside, ops = map(int, m.groups())
+        assert ops >= 1 and outside + ops <= n
+        assert any(r.startswith("Look at what the main thread waits on in fetch_remote_batch") for r in v.remedies)
+
+
+def test_a_job_that_stopped_training_is_still_not_training():
+    """The demo's idle phase (tests/data/cpu_demo.jsonl: the job sleeps outside its loop) runs no step."""
+    vs = [v for v in _verdicts("tests/data/cpu_demo.jsonl") if v.stage == "idle"]
+    assert vs and all(v.sentence.startswith("Not training") and not v.remedies for v in vs[-3:])

@@ -321,6 +321,9 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _idle(f: dict, sub: str, s: Signals) -> list[str]:
+    if f.get("ops") and f.get("detail"):  # it trains, slowly: where it idles is the lead
+        return [f"Look at what the main thread waits on in {f['detail']}: py-spy dump --pid <its pid> shows "
+                "where it blocks; a sleep, a lock or a remote call there is paid on every step it is in"]
     return []  # not training (or stopped: the sentence says how to resume it): nothing to fix
 
 

@@ -298,6 +298,14 @@ def _idle(f: dict, sub: str, s: Signals) -> str:
         return ("The job is stopped (state T: SIGSTOP, Ctrl-Z or a debugger): nothing to diagnose until it "
                 "runs again (kill -CONT resumes it).")
     doing = f" (in {f['detail']})" if f.get("detail") else ""
+    if f.get("ops"):  # the step runs now and then: it trains, and what it idles in sets the pace
+        where = f", mostly in {f['detail']}" if f.get("detail") else ""
+        gpu = f"the GPU is idle ({fmt(s.gpu.busy)}) and " if sub == "gpu_idle" else ""
+        # one count, the minute's, for both: the window's share alone read 100 % beside "4 of 109"
+        return (f"Mostly idle: {gpu}of its last {count(f['ops_of'], 'main-thread sample')}, "
+                f"{f['ops_outside']} are outside every training frame{where}, and {f['ops']} in the model's "
+                "step: what it waits on there (a sleep, a lock, a remote call) sets the job's pace, not a "
+                "pipeline stage.")
     if sub == "gpu_idle":
         return (f"Not training: the GPU is idle ({fmt(s.gpu.busy)}) and the main thread is outside a "
                 f"training loop{doing}.")

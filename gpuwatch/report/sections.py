@@ -15,7 +15,6 @@ from gpuwatch.diagnosis.evidence import status as evidence_status
 from gpuwatch.diagnosis.sentence import HOLDING, epochs
 from gpuwatch.diagnosis.thresholds import RUN_WARNING_SHARE, STRAGGLER_HEADLINE_SHARE
 from gpuwatch.model.verdict import (
-    IDLE,
     LEVEL_WARNING,
     PHASE_SIGNAL,
     PIPELINE,
@@ -30,8 +29,6 @@ from gpuwatch.report.model import (
 from gpuwatch.report.ranking import Mark, StageCost, stage_costs
 from gpuwatch.straggler import Straggler
 
-NO_REMEDY = (IDLE,)
-"""Not training: nothing to fix."""
 FREQUENT_REMEDY = 0.5
 """A remedy missing from the latest verdict is still listed when it came with half the stage's ticks."""
 _NUMBERS = re.compile(r"\d+(\.\d+)?")
@@ -195,8 +192,10 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
     order = costs[:1] + sorted(costs[1:], key=lambda c: (not c.bottleneck, -c.weight, -c.share))
     ranked: list[Remedy] = []
     for c in order:
-        if c.stage in NO_REMEDY or (not c.bottleneck and c is not costs[0]):
-            continue  # a healthy or CPU-bound stage's advice only where it is the headline
+        if not c.bottleneck and c is not costs[0]:
+            # a healthy, CPU-bound or idle stage's advice only where it is the headline (an idle job
+            # not training has none; one that trains slowly is told where its main thread waits)
+            continue
         for text in _stage_remedies([v for v in verdicts if v.stage == c.stage]):
             ranked.append(Remedy(text=text, stage=c.stage, check=None, share=c.share,
                                  speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run,
