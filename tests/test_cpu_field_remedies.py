@@ -94,3 +94,13 @@ def test_a_job_that_stopped_training_is_still_not_training():
     """The demo's idle phase (tests/data/cpu_demo.jsonl: the job sleeps outside its loop) runs no step."""
     vs = [v for v in _verdicts("tests/data/cpu_demo.jsonl") if v.stage == "idle"]
     assert vs and all(v.sentence.startswith("Not training") and not v.remedies for v in vs[-3:])
+
+
+@pytest.mark.parametrize("path", [TEXT, IMAGE, SLEEP, "tests/data/cpu_demo.jsonl", "tests/data/h200/field_lightning.jsonl.gz"])
+def test_no_stage_shows_one_signal_twice_under_one_name_with_two_cuts(path):
+    """'main thread waiting for a batch: 0 % (needs under 20 %)' beside 'main thread waiting for a
+    batch: 0 % (needs under 14.3 %)' (CPU-bound's required cut and its wait-at-all cut) read as one
+    reading with two cuts: each item of a stage's evidence has a name of its own."""
+    for v in _verdicts(path):
+        names = [(e.stage, e.what) for e in v.evidence if e.what]
+        assert len(names) == len(set(names)), (v.stage, sorted(names))

@@ -212,3 +212,16 @@ def test_a_cpu_bound_job_is_named_cpu_bound():
     verdict = run(build(replace(HEALTHY, gpu=None, cpu_count=2, usable=2, workers=2), 10))[-1]
     assert verdict.stage == v.CPU_BOUND and v.STAGE_TITLES[verdict.stage] == "CPU-bound"
     assert verdict.confidence >= 0.6 and verdict.sentence.startswith("CPU-bound")
+    assert "It gets under a core" not in verdict.sentence  # its main thread has its core
+
+
+def test_a_cpu_bound_step_that_shares_the_cpus_with_its_workers_says_so():
+    """The adversarial trial's image job on 2 cores: "CPU-bound ... (0.34 core CPU ...)" beside an
+    unmet "main thread CPU: needs at least 0.90 core". The step computes and never waits for data,
+    but gets a third of a core because its two PIL workers fill the CPUs (synthetic knobs)."""
+    k = Knobs(gpu=None, cpu_count=2, usable=2, workers=2, main_labels={lb.DISPATCH: 0.7, lb.BACKWARD: 0.3},
+              main_cpu=0.35, worker_cpu=0.85, worker_labels={lb.W_BUSY: 1.0}, host_cpu=100.0)
+    verdict = run(build(k, 20))[-1]
+    assert verdict.stage == v.CPU_BOUND
+    assert ("It gets under a core because the job's DataLoader workers use 1.70 cores of the 2 usable CPUs: "
+            "the step and its input share the CPUs.") in verdict.sentence

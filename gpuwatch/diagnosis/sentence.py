@@ -9,7 +9,13 @@ from gpuwatch.diagnosis.fix_gains import decoding_seen
 from gpuwatch.diagnosis.phases import worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
-from gpuwatch.diagnosis.thresholds import MIN_EVIDENCE_SAMPLES, RX_PAGEABLE_MAX, SM_HEALTHY, WAIT_MODERATE
+from gpuwatch.diagnosis.thresholds import (
+    MAIN_CPU_BUSY,
+    MIN_EVIDENCE_SAMPLES,
+    RX_PAGEABLE_MAX,
+    SM_HEALTHY,
+    WAIT_MODERATE,
+)
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.values import job_exited
 from gpuwatch.model.verdict import (
@@ -317,9 +323,17 @@ def _idle(f: dict, sub: str, s: Signals) -> str:
 def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
     where = "the job holds no GPU" if s.gpu.has_gpus else "there is no GPU to judge"
     wait = f", waiting for data {fmt(f.get('wait'))}" if f.get("wait") is not None else ""
+    # A main thread short of a core beside workers that fill the CPUs shares them with its own
+    # input: said, so "0.34 core" does not read as a step that needs little CPU.
+    shared = ""
+    if (f.get("main_cpu") or 0.0) < MAIN_CPU_BUSY and s.cpu_short and s.job.workers_cpu is not None:
+        shared = (f" It gets under a core because the job's DataLoader workers use "
+                  f"{fmt(s.job.workers_cpu, 'cores')} of the {count(s.job.usable_cpus, 'usable CPU')}: the step and "
+                  "its input share the CPUs.")
     return (f"CPU-bound: the job's own compute on the CPU is the limit, not its input. The main thread "
             f"computes the step itself "
-            f"({fmt(f.get('main_cpu'), 'cores')} CPU{wait}{_in(f.get('detail'))}); {where}, so no GPU stage applies.")
+            f"({fmt(f.get('main_cpu'), 'cores')} CPU{wait}{_in(f.get('detail'))}); {where}, so no GPU stage applies."
+            f"{shared}")
 
 
 def _off_pipeline(f: dict, sub: str, s: Signals) -> str:

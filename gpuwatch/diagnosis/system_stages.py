@@ -230,7 +230,9 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         active = c.check("main_active", share, MAIN_ACTIVE_SHARE, ">=", "main thread computing the step", kind=REQ)
         wait = c.check("data_wait", st.wait, high_cut(st.n_main, s.gpu_starved), "<", "main thread waiting for a batch",
                        kind=REQ)
-        c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch")
+        # the same share against the cut of a wait seen at all (two samples): worded apart from the
+        # required check above, which it sits beside with another cut
+        c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch at all (in 2 or more samples)")
         c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores")
         fires = yes(active) and yes(wait)
         weight = share
