@@ -40,7 +40,7 @@ def test_the_epoch_job_says_its_loaders_num_workers():
     assert said == {"14"}  # launched with --workers 14 (the recording's command line)
 
 
-SAME_TWICE = re.compile(r"(\d+\.\d+ cores?) CPU each while it waits[^;)]*; \1 on average")
+SAME_TWICE = re.compile(r"(\d+\.\d+ cores?) CPU(?: each)? while it waits[^;)]*; \1 on average")
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.rsplit("/", 1)[-1])
@@ -50,3 +50,13 @@ def test_the_workers_cpu_is_said_once_where_both_readings_agree(path):
     a = Analysis()
     said = [v.sentence for f in load_frames(path) if SAME_TWICE.search((v := a.update(f)).sentence or "")]
     assert said == []
+
+
+def test_one_worker_is_not_said_to_use_cpu_each():
+    """The demo's loader has one worker (tests/data/demo/demo_cpu_decode_again.jsonl.gz): "the 1 DataLoader worker
+    computes (1.00 core CPU each ...)" read as if there were several."""
+    a = Analysis()
+    said = [v.sentence for f in load_frames("tests/data/demo/demo_cpu_decode_again.jsonl.gz")
+            if "the 1 DataLoader worker " in ((v := a.update(f)).sentence or "")]
+    assert said
+    assert not [t for t in said if re.search(r"the 1 DataLoader worker \w+ \([\d.]+ cores? CPU each", t)]

@@ -116,6 +116,13 @@ def _workers(f: dict, verb: str, verb_one: str) -> str:
     return f"{count(n, 'DataLoader worker')} {verb_one if n == 1 else verb}"
 
 
+def _each(f: dict) -> str:
+    """" each" after a per-worker figure, but for a loader of one worker ("the 1 DataLoader worker
+    computes (1.00 core CPU each ...)" read as if there were several)."""
+    n = int(f.get("loader_workers") or 0) or round(f.get("workers") or 0)
+    return "" if n == 1 and len(f.get("sets") or ()) < 2 else " each"
+
+
 def _while(f: dict) -> str:
     """Said where the workers' readings are those of the ticks the main thread waited in."""
     mean, top = f.get("worker_cpu_mean"), f.get("worker_cpu_top")
@@ -140,7 +147,7 @@ def _io(f: dict, sub: str, s: Signals) -> str:
     if sub == "inline":
         return (f"Input-bound on storage: with num_workers=0 the main thread loads data itself "
                 f"{fmt(f.get('inline'))} of the time, mostly waiting on reads.{where}")
-    parts = [f"{fmt(f.get('worker_cpu'), 'cores')} CPU each{_while(f)}"] if f.get("worker_cpu") is not None else []
+    parts = [f"{fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}{_while(f)}"] if f.get("worker_cpu") is not None else []
     if f.get("worker_read_bps"):
         parts.append(f"reading {fmt(f.get('worker_read_bps'), 'B/s')}")
     if (f.get("worker_d") or 0) > 0:
@@ -185,7 +192,7 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
     what = "CPU decode/augmentation" if decoding_seen(s) else "the DataLoader workers' CPU work"
     return (f"Input-bound on {what}: the main thread waits for data {fmt(f.get('wait'))} of "
             f"the time while the {_workers(f, 'compute', 'computes')} "
-            f"({fmt(f.get('worker_cpu'), 'cores')} CPU each{_while(f)}"
+            f"({fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}{_while(f)}"
             f"{', in ' + str(f['worker_detail']) if f.get('worker_detail') else ''}).{full}")
 
 
@@ -356,7 +363,7 @@ def _input_unmeasured(f: dict, sub: str, s: Signals) -> str:
                 "on the network.")
     return (f"Input-bound for a reason gpuwatch does not measure: the main thread waits for data "
             f"{fmt(f.get('wait'))} of the time while the {_workers(f, 'neither compute', 'neither computes')} "
-            f"({fmt(f.get('worker_cpu'), 'cores')} CPU each) nor show a storage sign (reads "
+            f"({fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}) nor show a storage sign (reads "
             f"{fmt(f.get('worker_read_bps'), 'B/s')}, no D state, I/O pressure or iowait): they may sleep, wait on "
             "a lock or on a remote service.")
 
