@@ -445,11 +445,15 @@ class GpuCollector(NvmlCollector):
             st.job_listed = set()
             return ()
         was_ours = st.job_listed
+
+        def mine(p: Any) -> bool:  # in the job's tree now, or its PID still listed since it was
+            return (p.local_pid is not None and p.local_pid in ours) or p.host_pid in was_ours
+
         # Another tenant on the GPU is the contention stage's evidence: its share is read every
         # tick. With only the job's processes there, the diagnosis has no use for the split, and
         # the mean since the last read (every SLOW_TTL_S, RELAXED_SLOW_S while relaxed) is shown
         # until the next.
-        alone = all((p.local_pid is not None and p.local_pid in ours) or p.host_pid in was_ours for p in procs)
+        alone = all(mine(p) for p in procs)
         now = self.clock()
         if alone and st.proc_util is not None and now - st.proc_util[0] < self._slow_s():
             util = st.proc_util[1]
@@ -467,7 +471,7 @@ class GpuCollector(NvmlCollector):
                 pid=p.host_pid, local_pid=p.local_pid, name=name, user=user,
                 used_memory=p.used_memory if p.used_memory is not None
                 else Unsupported("NVML does not report this process's memory"),
-                sm_util=sm, is_target=(p.local_pid is not None and p.local_pid in ours) or p.host_pid in was_ours,
+                sm_util=sm, is_target=mine(p),
             ))
         st.job_listed = {p.pid for p in out if p.is_target}
         return tuple(out)

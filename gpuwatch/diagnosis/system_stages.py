@@ -14,6 +14,7 @@ from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, adjusted, yes
 from gpuwatch.diagnosis.host_signals import JobSignals, queued_share
 from gpuwatch.diagnosis.host_signals import queued_threads as threads_queued
 from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.stack_signals import ACTIVE_LABELS
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult, result
 from gpuwatch.diagnosis.thresholds import (
     BUSY_IDLE,
@@ -178,8 +179,9 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
                   ops=ops, ops_outside=outside, ops_of=n)
 
 
-STEP_LABELS = (lb.DISPATCH, lb.BACKWARD, lb.OPTIMIZER, lb.SYNC, lb.H2D)
-"""Main-thread labels of the model's step itself: ops, backward, optimizer, a sync, a copy."""
+STEP_LABELS = (*ACTIVE_LABELS, lb.H2D)
+"""Main-thread labels of the model's step itself: the active ones (ops, sync, backward, optimizer)
+and a copy to the GPU."""
 
 
 def _ops_seen(s: Signals) -> tuple[int, int, int]:
