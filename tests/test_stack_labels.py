@@ -159,7 +159,7 @@ STDLIB = "/usr/lib/python3.11/"
 
 
 def fr(name: str, short: str, line: int = 1) -> FrameRecord:
-    if short.startswith(("torch/", "PIL/", "numpy/", "accelerate/", "transformers/", "safetensors/")):
+    if short.startswith(("torch/", "PIL/", "numpy/", "accelerate/", "transformers/", "safetensors/", "tensorboard/")):
         full = SITE + short
     elif short.startswith("/"):
         full, short = short, short.rsplit("/", 1)[-1]
@@ -218,8 +218,16 @@ LOOP = fr("main", "/home/me/train.py", 90)
     ([fr("Condition.wait", "threading.py"), fr("Queue.get", "queue.py"),
       fr("BackgroundGenerator.next", "/home/me/prefetch.py"), fr("BackgroundGenerator.__next__", "/home/me/prefetch.py"),
       USER], False, S.DATA_WAIT, "a prefetch thread's queue (BackgroundGenerator.next)"),
-    # A queue read that is no iterator's next item says nothing of the input.
+    # A queue read straight from the job's own code: the main thread waits on something its own threads
+    # or processes make (a multiprocessing.Pool feeding the loop: tests/test_queue_fed_loop.py); said
+    # with its place, so a queue that is not the batches' shows which one it is.
     ([fr("Condition.wait", "threading.py"), fr("Queue.get", "queue.py"), fr("drain_logs", "/home/me/log.py"),
+      USER], False, S.DATA_WAIT, "a queue the job fills itself (Queue.get at log.py:1)"),
+    ([fr("Event.wait", "threading.py"), fr("ApplyResult.wait", "multiprocessing/pool.py"),
+      fr("ApplyResult.get", "multiprocessing/pool.py"), LOOP], False, S.DATA_WAIT,
+     "a queue the job fills itself (ApplyResult.get at train.py:90)"),
+    # The same read inside a library's code is the library's business, not the loop's input.
+    ([fr("Condition.wait", "threading.py"), fr("Queue.get", "queue.py"), fr("Writer.flush", "tensorboard/writer.py"),
       USER], False, S.OTHER, "Condition.wait"),
     ([], True, S.OTHER, "no Python frames"),
     # Importing torch on start-up: module set-up, not the step (trial report item 5).

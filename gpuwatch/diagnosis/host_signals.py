@@ -11,7 +11,7 @@ from gpuwatch.diagnosis.window import latest_reason, mean, med, num, unique_samp
 from gpuwatch.model.disk import DataLocation, DiskSample
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
-from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcInfo, ProcsSample
+from gpuwatch.model.procs import ROLE_MAIN, ROLE_OTHER, ROLE_WORKER, ProcInfo, ProcsSample
 from gpuwatch.model.values import known
 
 D_STATES = ("D", "disk-sleep")
@@ -47,6 +47,12 @@ class JobSignals:
     worker_respawns: int = 0
     usable_cpus: int | None = None
     job_cpu: float | None = None
+    helpers: float = 0.0
+    """The job's other processes below its training processes (neither a training process nor a
+    DataLoader worker: a multiprocessing.Pool's, a renamed worker, a compile worker), per tick (mean)."""
+    helpers_cpu: float | None = None
+    """Those processes' CPU together (median over the window): where the main thread waits for batches
+    without DataLoader workers, the work it waits on may be theirs (gpuwatch samples no stacks of them)."""
     stopped: bool = False
     """Every training process of the newest sample is stopped (state T/t) and used no CPU over its
     tick: the job is frozen, not slow (py-spy's own attach stops a process for milliseconds only)."""
@@ -135,6 +141,8 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
         worker_respawns=respawns,
         usable_cpus=rows[-1].usable_cpus or None,
         job_cpu=med(r.job_cpu for r in every),
+        helpers=sum(r.helpers for r in rows) / len(rows),
+        helpers_cpu=med(r.helpers_cpu for r in rows),
         stopped=rows[-1].stopped,
     )
 
@@ -159,6 +167,8 @@ class _Row:
     worker_read_bps: float | None
     usable_cpus: int | None
     job_cpu: float
+    helpers: int
+    helpers_cpu: float
     stopped: bool
 
 
@@ -168,6 +178,8 @@ _ROWS: SampleMemo[_Row] = SampleMemo(2048)
 
 def _row(sample: ProcsSample, rank: int | None) -> _Row:
     ms, ws, _ = _split(sample, rank)
+    pids = {p.pid for p in ms}
+    hs = [p for p in sample.processes if p.role == ROLE_OTHER and p.main_pid in pids]
     return _Row(
         main_pids=frozenset(p.pid for p in ms),
         worker_pids=frozenset(w.pid for w in ws),
@@ -184,6 +196,8 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         worker_read_bps=_sum_known(w.read_bps for w in ws),
         usable_cpus=sample.usable_cpus,
         job_cpu=sum(p.cpu_pct / 100 for p in sample.processes),
+        helpers=len(hs),
+        helpers_cpu=sum(p.cpu_pct / 100 for p in hs),
         stopped=all(p.state in STOPPED_STATES and p.cpu_pct / 100 < MAIN_CPU_IDLE for p in ms),
     )
 

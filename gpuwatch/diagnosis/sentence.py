@@ -11,6 +11,7 @@ from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     MAIN_CPU_BUSY,
+    MAIN_CPU_IDLE,
     MIN_EVIDENCE_SAMPLES,
     RX_PAGEABLE_MAX,
     SM_HEALTHY,
@@ -368,6 +369,16 @@ def _input_unmeasured(f: dict, sub: str, s: Signals) -> str:
             "a lock or on a remote service.")
 
 
+def _producers(s: Signals) -> str:
+    """Where batches come from when no DataLoader worker makes them: the job's other processes where
+    they use CPU (a multiprocessing.Pool's: seen, not sampled), else its own threads."""
+    n, cpu = round(s.job.helpers), s.job.helpers_cpu
+    if n >= 1 and cpu is not None and cpu >= MAIN_CPU_IDLE:
+        return (f"the batches come from elsewhere; the job's {count(n, 'other process', 'other processes')} (not "
+                f"DataLoader workers) use {fmt(cpu, 'cores')}, and gpuwatch does not sample what they compute")
+    return "the batches come from elsewhere in the process (a thread of its own), which gpuwatch does not measure"
+
+
 def _unknown(f: dict, sub: str, s: Signals) -> str:
     missing = []
     if not s.stacks.available:
@@ -403,5 +414,5 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         both = f"{gpu.removesuffix(', but ')} and " if gpu else ""
         return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} "
                 f"of the time{_in(s.stacks.top(lb.ROLE_MAIN_THREAD, lb.DATA_WAIT))} with no DataLoader workers: "
-                f"the batches come from elsewhere in the process, which gpuwatch does not measure{lack}.")
+                f"{_producers(s)}{lack}.")
     return f"Not enough evidence: {gpu}no stage's signals are conclusive{lack}."

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, adjusted, yes
+from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, adjusted, count, yes
 from gpuwatch.diagnosis.host_signals import JobSignals, queued_share
 from gpuwatch.diagnosis.host_signals import queued_threads as threads_queued
 from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.speedup import share_floor
 from gpuwatch.diagnosis.stack_signals import ACTIVE_LABELS
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult, result
 from gpuwatch.diagnosis.thresholds import (
+    WAIT_BOUND_CPU,
     BUSY_IDLE,
     BUSY_SATURATED,
     CG_THROTTLED,
@@ -235,8 +237,15 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         # the same share against the cut of a wait seen at all (two samples): worded apart from the
         # required check above, which it sits beside with another cut
         c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch at all (in 2 or more samples)")
+        # "Not its input" is a claim that the wait is absent, which a few samples cannot make: one wait
+        # in 6 samples fits a loop that waits more than half the time (a Pool-fed job waiting 57 %
+        # read 1 of 6 in one window). The samples must bound the wait under WAIT_BOUND_CPU.
+        bound = 1.0 - share_floor(1.0 - st.wait, st.n_main) if st.wait is not None else None
+        bounded = c.check("wait_bound", bound, WAIT_BOUND_CPU, "<",
+                          f"the most the main thread's data wait can be over its {count(st.n_main, 'sample')} "
+                          "(95 % bound)", kind=REQ)
         c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores")
-        fires = yes(active) and yes(wait)
+        fires = yes(active) and yes(wait) and yes(bounded)
         weight = share
     else:
         cpu = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores", kind=REQ)
