@@ -24,7 +24,9 @@ from gpuwatch.collectors.pyspy import (
 )
 from gpuwatch.collectors.stack_labels import classify, thread_role
 from gpuwatch.collectors.target import Node, Target, TargetGone, Tree
-from gpuwatch.model.stacks import ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, DumpResult, StackSample, ThreadStack
+from gpuwatch.model.stacks import (
+    ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_WORKER, DumpResult, StackSample, ThreadStack,
+)
 from gpuwatch.model.values import JOB_EXITED, Unsupported
 
 # How often to look. Measured on this project's 2-core CPU VM (Python 3.11.7, torch 2.13.0+cpu,
@@ -238,6 +240,10 @@ every dump, and its main thread cycles through a few dozen."""
 _labels: dict[tuple, tuple[str, str, tuple[str, ...]]] = {}
 
 
+SOURCE_ROLES = (ROLE_MAIN_THREAD, ROLE_WORKER)
+"""Thread roles whose label may read the leaf line of their own source (stack_labels.classify)."""
+
+
 def label_threads(out: DumpOutcome, node: Node) -> list[ThreadStack]:
     """Every thread of one dump, with its stack role, label and detail."""
     stacks = []
@@ -245,8 +251,9 @@ def label_threads(out: DumpOutcome, node: Node) -> list[ThreadStack]:
         role = thread_role(rec, node.role)
         state = thread_state(rec.pid, rec.tid) if role != ROLE_OTHER_THREAD and rec.tid else None
         # A label is decided by the frames, the role, py-spy's activity flag and the kernel state;
-        # a main thread's also by its own source (a sync call on the leaf line), hence its PID.
-        key = (rec.frames, role, state, rec.active, rec.pid if role == ROLE_MAIN_THREAD else 0)
+        # a main thread's and a worker's also by their own source (a sync call, a read on the leaf
+        # line), hence their PID.
+        key = (rec.frames, role, state, rec.active, rec.pid if role in SOURCE_ROLES else 0)
         got = _labels.get(key)
         if got is None:
             if len(_labels) >= LABEL_MEMO:

@@ -278,6 +278,21 @@ def test_a_worker_off_the_cpu_reads_only_on_a_sign_of_a_read():
     assert classify(rec(*SLEEPY, active=False), S.ROLE_WORKER, "D")[0] == S.W_IO
 
 
+def test_a_worker_off_the_cpu_on_its_own_read_call_reads():
+    # py-spy shows only the job's line while the thread sits in os.pread: the line's text names the read
+    # (an IterableDataset that spent 64 % of its time there read as a wait before).
+    lines = {12: "buf = os.pread(fd, REC, off)  # one record", 13: "time.sleep(0.05)  # read( later",
+             14: "self.f.readinto(view)", 15: "img = Image.open(path)"}
+    def source(_file: str, line: int) -> str | None:
+        return lines.get(line)
+    for line, label in ((12, S.W_IO), (13, S.W_WAIT), (14, S.W_IO), (15, S.W_IO), (16, S.W_WAIT)):
+        leaf = [fr("DS.__getitem__", "/home/me/ds.py", line)] + WORKER_TAIL
+        assert classify(rec(*leaf, active=False), S.ROLE_WORKER, "S", source_line=source)[0] == label, line
+    # on the CPU it computes, whatever the line says (a read from the page cache is a copy)
+    on_cpu = [fr("DS.__getitem__", "/home/me/ds.py", 12)] + WORKER_TAIL
+    assert classify(rec(*on_cpu, active=True), S.ROLE_WORKER, "R", source_line=source)[0] == S.W_BUSY
+
+
 PIN_TAIL = [fr("_pin_memory_loop", "torch/utils/data/_utils/pin_memory.py"), fr("Thread.run", "threading.py")]
 
 

@@ -128,7 +128,7 @@ def test_views_read_a_recorded_worker_sleep_as_a_wait_like_the_diagnosis():
 
     asleep, reading = worker("time.sleep"), worker("Dataset.read_shard")
     assert label_shares([asleep, asleep, reading]) == [("wait", 2 / 3), ("io", 1 / 3)]
-    assert thread_summary(asleep).startswith("waiting, no read seen: ")
+    assert thread_summary(asleep).startswith("waiting, no read in its stack: ")
     assert thread_summary(reading).startswith("reading: ")
 
 

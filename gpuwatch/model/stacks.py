@@ -33,7 +33,7 @@ LABEL_WORDS = {
     DATA_WAIT: "waiting for a batch", DATA_IPC: "receiving a batch", INLINE_LOAD: "loading data itself",
     H2D: "copying to the GPU", SYNC: "waiting for the GPU", BACKWARD: "backward pass", OPTIMIZER: "optimizer step",
     DISPATCH: "running ops", CHECKPOINT: "saving a checkpoint", COLLECTIVE: "in a collective", OTHER: "other work",
-    W_BUSY: "computing", W_IO: "reading", W_WAIT: "waiting, no read seen", W_IDLE: "idle",
+    W_BUSY: "computing", W_IO: "reading", W_WAIT: "waiting, no read in its stack", W_IDLE: "idle",
     PIN_BUSY: "pinning", PIN_IDLE: "idle",
 }
 """Activity labels in words, as the views and the report say them."""
