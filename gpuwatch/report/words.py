@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP
+from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN
 from gpuwatch.model.verdict import FIX_WORDS
 from gpuwatch.report.model import Remedy, Summary
 
@@ -39,8 +39,15 @@ def headline(m: Summary) -> tuple[str, str]:
         # A part no signal shows, said beside the figure ("1.40x while the stage holds from what was
         # measured" read as the stage holding from it).
         part = " from what was measured, maybe more," if m.best_fix.partial else ""
-        text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: about "
-                 f"{speedup(m.best_fix.factor)}{part} while the stage holds (each fix's own figure is under Remedies).")
+        if m.best_fix.factor < MIN_GAIN and not m.best_fix.partial:
+            # "expected to gain most: about 1.01x" named a winner among fixes that gain nothing measurable
+            text += (f" None of the fixes proposed is expected to gain much: the largest estimate, for "
+                     f"{FIX_WORDS[m.best_fix.fix]}, is about {speedup(m.best_fix.factor)} while the stage holds "
+                     "(each fix's own figure is under Remedies).")
+        else:
+            text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: about "
+                     f"{speedup(m.best_fix.factor)}{part} while the stage holds (each fix's own figure is under "
+                     "Remedies).")
     if m.most_held is not None:
         text += f" Most of the time ({m.most_held.share:.0%}) the verdict was {m.most_held.title}, which cost the run less."
     if m.warnings:

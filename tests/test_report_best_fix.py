@@ -1,0 +1,33 @@
+"""The report's headline names a best fix only where one is expected to gain something measurable: an
+adversarial trial's Lightning job read "persistent workers is expected to gain most: about 1.01x"."""
+
+from __future__ import annotations
+
+from gpuwatch.diagnosis.thresholds import MIN_GAIN
+from gpuwatch.model.verdict import MORE_WORKERS, PERSISTENT_WORKERS, FixGain
+from gpuwatch.report.model import Summary
+from gpuwatch.report.words import headline
+
+
+def _text(fix: FixGain) -> str:
+    m = Summary(stage="decode", title="CPU prep", share=0.4, confidence=0.8, sentence="Input-bound.",
+                speedup_run=1.1, speedup_while=1.2, best_fix=fix)
+    return headline(m)[1]
+
+
+def test_a_fix_under_the_noise_is_not_said_to_gain_most():
+    text = _text(FixGain(PERSISTENT_WORKERS, 1.01, "re-created 2 times"))
+    assert "expected to gain most" not in text
+    assert "None of the fixes proposed is expected to gain much: the largest estimate, for persistent workers, " \
+           "is about 1.01x while the stage holds" in text
+
+
+def test_a_fix_above_the_noise_is_said_to_gain_most():
+    text = _text(FixGain(MORE_WORKERS, MIN_GAIN + 0.25, "workers at a core each"))
+    assert "Of the fixes proposed, more workers is expected to gain most: about 1.30x while the stage holds" in text
+
+
+def test_a_partial_figure_is_not_called_no_gain():
+    # a measured part only: the fix may gain more where no signal shows it (FixGain.partial)
+    text = _text(FixGain(PERSISTENT_WORKERS, 1.02, "first batches", partial=True, more="warm-up"))
+    assert "expected to gain most: about 1.02x from what was measured, maybe more," in text
