@@ -167,7 +167,7 @@ def test_a_loop_fed_by_a_prefetch_thread_waits_for_data_and_is_not_idle():
     assert signals.job.workers == 0 and signals.input_wait >= 0.7
     assert "prefetch thread's queue" in (signals.stacks.top(lb.ROLE_MAIN_THREAD, lb.DATA_WAIT) or "")
     text = sentence(v.UNKNOWN, None, signals, None)
-    assert "waits for data" in text and "no DataLoader workers" in text, text
+    assert "waits for data" in text and "no DataLoader worker seen" in text, text
 
 
 def test_more_disk_workers_are_not_advised_past_the_cpus_while_they_queue_for_one():

@@ -200,9 +200,14 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
     )
 
 
+NO_WORKERS = "no DataLoader worker seen (num_workers=0, or no DataLoader)"
+"""gpuwatch knows a DataLoader worker by its process name (pt_data_worker, which torch sets): a job
+without one has num_workers=0, feeds itself some other way, or renamed its workers."""
+
+
 def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
     st, job, host = s.stacks, s.job, s.host
-    na = "no DataLoader workers: num_workers=0" if job.seen and job.workers <= 0 else ""
+    na = NO_WORKERS if job.seen and job.workers <= 0 else ""
     if io_side:
         c.check("worker_io", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "worker samples in a read", na=na)
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, ">=", "workers in D state (waiting on the disk)", na=na)
@@ -252,10 +257,14 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     none = job.workers <= 0 and largest_set(s.epoch_ticks) == 0
     starting = workers_starting(s) and not storage_bound(s) and not none
     computing = workers_computing(s) or ipc or starting
-    c.note("workers_computing", "the workers are computing" if computing and not starting
+    # Each mark says what was seen: a main thread receiving batches (ipc) is not workers computing,
+    # and no worker seen is never a mark for them (a trial's renamed workers read "● the workers are
+    # computing" beside "no DataLoader workers").
+    c.note("workers_computing", NO_WORKERS if none
            else "the main thread waits while the DataLoader starts or stops its workers" if starting
-           else "there are no DataLoader workers (num_workers=0)" if none
-           else "the workers are not computing", computing, kind=INFO)
+           else "the workers are computing" if workers_computing(s)
+           else "the main thread receives batches from the workers (shared-memory IPC)" if ipc
+           else "the workers are not computing", computing and not none, kind=INFO)
     fires = gate and yes(wait) and job.workers > 0 and computing
     sub = "ipc" if ipc and not workers_computing(s) else "starting" if starting and not workers_computing(s) \
         else "workers"

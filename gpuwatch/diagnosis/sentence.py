@@ -374,8 +374,8 @@ def _producers(s: Signals) -> str:
     they use CPU (a multiprocessing.Pool's: seen, not sampled), else its own threads."""
     n, cpu = round(s.job.helpers), s.job.helpers_cpu
     if n >= 1 and cpu is not None and cpu >= MAIN_CPU_IDLE:
-        return (f"the batches come from elsewhere; the job's {count(n, 'other process', 'other processes')} (not "
-                f"DataLoader workers) use {fmt(cpu, 'cores')}, and gpuwatch does not sample what they compute")
+        return (f"the batches come from elsewhere; the job's {count(n, 'other process', 'other processes')} use "
+                f"{fmt(cpu, 'cores')}, and gpuwatch does not sample what they compute")
     return "the batches come from elsewhere in the process (a thread of its own), which gpuwatch does not measure"
 
 
@@ -413,6 +413,7 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         # process (a prefetch thread's queue), whose work is not measured per thread.
         both = f"{gpu.removesuffix(', but ')} and " if gpu else ""
         return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} "
-                f"of the time{_in(s.stacks.top(lb.ROLE_MAIN_THREAD, lb.DATA_WAIT))} with no DataLoader workers: "
+                f"of the time{_in(s.stacks.top(lb.ROLE_MAIN_THREAD, lb.DATA_WAIT))} with no DataLoader worker seen "
+                f"(gpuwatch knows them by the process name torch gives them, pt_data_worker): "
                 f"{_producers(s)}{lack}.")
     return f"Not enough evidence: {gpu}no stage's signals are conclusive{lack}."
