@@ -84,6 +84,9 @@ class ProcsCollector(Collector):
         self._starts: dict[tuple[int, float], int] = {}
         """(pid, create time) -> the starttime its stat showed when first read."""
         self._prev: dict[tuple[int, float], _Reading] = {}
+        self._last_pass: float | None = None
+        """When the previous pass over the tree began (monotonic): a process born since then is rated
+        over the whole tick, as top does, so one tick's rates add up to the CPU the tick had."""
         self._first = FirstWindow()
 
     def probe(self) -> Unsupported | None:
@@ -113,6 +116,7 @@ class ProcsCollector(Collector):
         return ProcsSample(t=time.monotonic(), processes=tuple(rows), usable_cpus=usable)
 
     def _measure(self, tree) -> list[ProcInfo]:
+        began = time.monotonic()
         rows = []
         seen = set()
         for node in tree.nodes:
@@ -129,6 +133,7 @@ class ProcsCollector(Collector):
         for pid in [p for p in self._shown if p not in pids]:
             del self._shown[pid]
         self.files.sweep()  # the files of processes and threads that have exited
+        self._last_pass = began
         return rows
 
     def _same_process(self, key: tuple[int, float], node: Node, starttime: int) -> bool:
@@ -215,6 +220,11 @@ class ProcsCollector(Collector):
             # starttime has clock-tick (10 ms) resolution: a 10 ms floor keeps a just-forked
             # process's rate finite.
             age = max(age, 1.0 / CLK_TCK)
+            if self._last_pass is not None:
+                # Born during this tick: its CPU since birth over the whole tick, not over its own
+                # short life. Rated over its life, a pair of workers forked 0.3 s before the read
+                # showed ~1 core each, and a tick's workers added up to 2.6 cores on a 2-CPU host.
+                age = max(age, now - self._last_pass)
             prev = _Reading(now - age, 0.0, (0, 0) if io is not None else None, {}, {})
         dt = max(now - prev.t, 1e-3)
         state = leader.stat.state if leader is not None else st.state

@@ -235,3 +235,47 @@ def test_main_threads_shown_between_listings():
     finally:
         job.kill()
         job.wait(10)
+
+
+CHILD_THEN_BURN = """
+import subprocess, sys, time
+sys.stdout.write("ready\\n"); sys.stdout.flush()
+sys.stdin.readline()  # the test's go: a child is born now, burns ~0.3 s of CPU, then sleeps
+subprocess.Popen([sys.executable, "-c", "import time\\nt = time.process_time()\\n"
+                  "while time.process_time() - t < 0.3: pass\\ntime.sleep(30)"])
+time.sleep(30)
+"""
+
+
+@pytest.mark.slow
+def test_a_process_born_during_the_tick_is_rated_over_the_tick():
+    """A process born just before the read is rated over the tick, as top does, so that a tick's rates
+    add up to the CPU it had: rated over its own 0.3 s of life it read ~1 core, and a Lightning job's
+    respawned workers added up to 2.6 cores on a 2-CPU host."""
+    job = subprocess.Popen([sys.executable, "-c", CHILD_THEN_BURN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True)
+    try:
+        assert job.stdout.readline().strip() == "ready"
+        c = ProcsCollector(Target(job.pid, refresh_s=0.05))
+        c.sample()
+        began = time.monotonic()
+        time.sleep(0.6)
+        job.stdin.write("go\n")
+        job.stdin.flush()
+        child = None
+        while child is None and time.monotonic() - began < 10:
+            time.sleep(0.05)
+            kids = psutil.Process(job.pid).children()
+            child = kids[0] if kids and kids[0].cpu_times().user + kids[0].cpu_times().system >= 0.28 else None
+        assert child is not None, "the child did not burn its 0.3 s"
+        s = c.sample()
+        tick = time.monotonic() - began
+        row = next(p for p in s.processes if p.pid == child.pid)
+        used = sum(child.cpu_times()[:2])
+        # its CPU over the whole tick (~0.3 of 0.9+ s), not over its life since the fork
+        assert row.cpu_pct <= 100.0 * (used + 0.05) / (tick - 0.1), (row.cpu_pct, used, tick)
+    finally:
+        for p in psutil.Process(job.pid).children(recursive=True):
+            p.kill()
+        job.kill()
+        job.wait()
