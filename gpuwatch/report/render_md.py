@@ -140,6 +140,9 @@ def _evidence(r: Report) -> list[str]:
 def _stall(r: Report) -> list[str]:
     out = ["", "## Periodic stalls", ""]
     st = r.stall
+    if st is None and r.figures is not None and r.figures.stall_measured is None:
+        # stalls are found in the GPU's utilization samples: with none read, none could be seen
+        return out + ["Not looked for: no tick read the GPU's utilization, which periodic stalls are found in."]
     if st is None:
         return out + ["The verdicts reported no periodic GPU stall."]
     with_ = f", coinciding with {st.coincides_with}" if st.coincides_with else ""

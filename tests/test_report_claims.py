@@ -1,5 +1,6 @@
-"""The report's headline names a best fix only where one is expected to gain something measurable: an
-adversarial trial's Lightning job read "persistent workers is expected to gain most: about 1.01x"."""
+"""Report sentences that claim only what was measured: the headline names a best fix only where one is
+expected to gain something measurable (an adversarial trial's Lightning job read "persistent workers
+is expected to gain most: about 1.01x"), and stalls are not reported absent where none could be seen."""
 
 from __future__ import annotations
 
@@ -31,3 +32,17 @@ def test_a_partial_figure_is_not_called_no_gain():
     # a measured part only: the fix may gain more where no signal shows it (FixGain.partial)
     text = _text(FixGain(PERSISTENT_WORKERS, 1.02, "first batches", partial=True, more="warm-up"))
     assert "expected to gain most: about 1.02x from what was measured, maybe more," in text
+
+
+def test_a_run_without_a_gpu_reading_says_stalls_were_not_looked_for():
+    """A trial's CPU-only job read "The verdicts reported no periodic GPU stall": none could be seen."""
+    from gpuwatch.report import NOT_RECORDED, build_report, from_frames, render_markdown
+    from gpuwatch.replay import load_frames
+
+    def stalls(path: str) -> str:
+        text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
+        return text.split("## Periodic stalls", 1)[1].split("\n## ", 1)[0].strip()
+
+    assert stalls("tests/data/demo/demo_cpu_exit.jsonl.gz") == (
+        "Not looked for: no tick read the GPU's utilization, which periodic stalls are found in.")
+    assert stalls("tests/data/h200/field_checkpoint.jsonl.gz").startswith("The GPU idled about")
