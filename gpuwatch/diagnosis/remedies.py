@@ -112,8 +112,10 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
                    "before training, or cache it locally after the first epoch")
     out.append(f"Test the storage: copy a shard to /dev/shm and point the loader at it; if the data wait "
                f"goes away, storage is the limit{where}")
-    out.append("Pack many small files into large shards read sequentially (WebDataset tar shards, LMDB, "
-               "or another record format)")
+    # Said as a condition: gpuwatch sees where the data is read from, not how many files it is in (a
+    # trial's job read random records of one 2 GB file and was told to pack many small files).
+    out.append("If the data is many small files, pack them into large shards read sequentially (WebDataset "
+               "tar shards, LMDB, or another record format)")
     usable = f.get("usable")
     if sub == "inline":
         target = worker_target(usable)
