@@ -45,6 +45,12 @@ def _in(detail: object) -> str:
     return f" in {detail}" if detail else ""
 
 
+def _mostly(detail: object) -> str:
+    """Where the step's samples mostly are, said before any wait figure: "waiting for data 0 % in
+    graph._engine_run_backward" read as a wait inside backward."""
+    return f", mostly in {detail}" if detail else ""
+
+
 def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None) -> str:
     f = dict(r.facts) if r is not None else {}
     sub = r.sub if r is not None else ""
@@ -340,7 +346,7 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
                   "its input share the CPUs.")
     return (f"CPU-bound: the job's own compute on the CPU is the limit, not its input. The main thread "
             f"computes the step itself "
-            f"({fmt(f.get('main_cpu'), 'cores')} CPU{wait}{_in(f.get('detail'))}); {where}, so no GPU stage applies."
+            f"({fmt(f.get('main_cpu'), 'cores')} CPU{_mostly(f.get('detail'))}{wait}); {where}, so no GPU stage applies."
             f"{shared}")
 
 
