@@ -10,6 +10,10 @@ checks a real scrape against these rules.
 
 from __future__ import annotations
 
+# The verdict's own levels (ok, warning, bottleneck, n/a), one gpuwatch_stage_level series each: a
+# stage nothing was measured for is 1 at level="n/a", so level="ok" never claims it was checked.
+from gpuwatch.model.verdict import LEVELS as LEVELS
+
 GAUGE, COUNTER = "gauge", "counter"
 
 CLOCK_EVENT_REASONS = (
@@ -18,8 +22,6 @@ CLOCK_EVENT_REASONS = (
     (0x80, "hw_power_brake_slowdown"), (0x100, "display_clock_setting"),
 )
 """NVML's clock-event reason bits (nvml.h ``nvmlClocksEventReason*``), one series per reason."""
-
-LEVELS = ("ok", "warning", "bottleneck")
 
 _G = GAUGE
 _C = COUNTER
@@ -114,6 +116,6 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
                                             "persistent workers while the job waits for data, the measured part: "
                                             "a new worker's warm-up shows in no signal)",
                                             ("fix",)),
-    "gpuwatch_stage_level": (_G, "Per pipeline stage: 1 for its level now (ok, warning, bottleneck), 0 for the others",
+    "gpuwatch_stage_level": (_G, "Per pipeline stage: 1 for its level now (ok, warning, bottleneck, n/a), 0 for the others",
                              ("stage", "level")),
 }

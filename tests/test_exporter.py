@@ -22,7 +22,10 @@ from gpuwatch.exporter import start_exporter
 from gpuwatch.prom_families import FAMILIES as METRICS
 from gpuwatch.prom_families import LEVELS
 from gpuwatch.model import GpmMetrics, Unsupported
-from gpuwatch.model.verdict import DECODE, IO, LEVEL_BOTTLENECK, LEVEL_OK, LEVEL_WARNING, PIPELINE, STAGES, Verdict
+from gpuwatch.model.verdict import (
+    CONTENTION, DECODE, GPU_MEMORY, H2D, IO, LAUNCH, LEVEL_BOTTLENECK, LEVEL_NA, LEVEL_OK, LEVEL_WARNING, PIPELINE,
+    STAGES, Verdict,
+)
 from gpuwatch.multirank import MultiRank
 from gpuwatch.pipeline import Tick
 from tests.test_ranks import ddp_frame
@@ -147,11 +150,26 @@ def test_verdict_levels_and_confidence(exporter):
     m = scrape(exporter.port)
     assert {s: val(m, "gpuwatch_verdict", stage=s) for s in STAGES} == {s: float(s == DECODE) for s in STAGES}
     assert {lv: val(m, "gpuwatch_stage_level", stage=DECODE, level=lv) for lv in LEVELS} == {
-        "ok": 0.0, "warning": 0.0, "bottleneck": 1.0}
+        "ok": 0.0, "warning": 0.0, "bottleneck": 1.0, "n/a": 0.0}
     assert val(m, "gpuwatch_stage_level", stage=IO, level="warning") == 1.0
     assert val(m, "gpuwatch_stage_level", stage="h2d", level="ok") == 1.0
     assert val(m, "gpuwatch_verdict_confidence_ratio") == 0.8
     assert val(m, "gpuwatch_verdict_speedup_factor") == 2.5
+
+
+def test_a_stage_nothing_measured_is_level_na_not_ok(exporter):
+    """No GPU to judge: PCIe, GPU memory and Launch are n/a, and their level="ok" series reads 0."""
+    from dataclasses import replace
+
+    na = (H2D, GPU_MEMORY, LAUNCH)
+    v = verdict()
+    exporter(full_gpu_frame(), replace(v, levels=tuple((s, LEVEL_NA if s in na else lv) for s, lv in v.levels)))
+    m = scrape(exporter.port)
+    for stage in na:
+        assert {lv: val(m, "gpuwatch_stage_level", stage=stage, level=lv) for lv in LEVELS} == {
+            "ok": 0.0, "warning": 0.0, "bottleneck": 0.0, "n/a": 1.0}
+    assert val(m, "gpuwatch_stage_level", stage=CONTENTION, level="ok") == 1.0
+    assert val(m, "gpuwatch_stage_level", stage=CONTENTION, level="n/a") == 0.0
 
 
 def test_each_fixs_own_estimate_is_a_series_by_fix(exporter):

@@ -25,7 +25,7 @@ from gpuwatch.diagnosis.thresholds import FAST_S, PHASE_WINDOW_S, SHORT_S, STALL
 from gpuwatch.diagnosis.timeline import timeline
 from gpuwatch.diagnosis.window import last_ticks, recent, since
 from gpuwatch.model.frame import Frame
-from gpuwatch.model.verdict import LEVEL_OK, PIPELINE, UNKNOWN, Verdict
+from gpuwatch.model.verdict import LEVEL_NA, PIPELINE, UNKNOWN, Verdict
 
 __all__ = ["READ_S", "DiagnosisState", "diagnose"]
 
@@ -114,7 +114,8 @@ def _shown(decision, stage: str) -> bool:
 
 
 def _empty(rank: int | None) -> Verdict:
+    # No frame judged (none yet, or the diagnosis failed): no stage was measured, so none is "ok".
     return Verdict(
         t=0.0, stage=UNKNOWN, confidence=0.0, sentence="No frames yet.", evidence=(), secondary=(),
-        speedup=None, remedies=(), levels=tuple((s, LEVEL_OK) for s in PIPELINE), rank=rank,
+        speedup=None, remedies=(), levels=tuple((s, LEVEL_NA) for s in PIPELINE), rank=rank,
     )

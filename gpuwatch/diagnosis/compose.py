@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpuwatch.diagnosis.decide import HOST_SIDE, Decision, unproven
+from gpuwatch.diagnosis.evidence import NOT_APPLICABLE, NOT_MEASURED, status
 from gpuwatch.diagnosis.fix_gains import gains
 from gpuwatch.diagnosis.remedies import remedies
 from gpuwatch.diagnosis.sentence import epochs, sentence
@@ -21,6 +22,7 @@ from gpuwatch.model.verdict import (
     IDLE,
     LAUNCH,
     LEVEL_BOTTLENECK,
+    LEVEL_NA,
     LEVEL_OK,
     LEVEL_WARNING,
     PHASE_SIGNAL,
@@ -96,8 +98,7 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
     # is the stacks before they hold enough samples to name a stage.
     secondary = () if shown == IDLE else tuple(x for x in d.secondary(shown)
                                                if not unproven(s, x, d.results.get(x)))
-    levels = tuple((p, LEVEL_BOTTLENECK if p == shown else LEVEL_WARNING if p in secondary else LEVEL_OK)
-                   for p in PIPELINE)
+    levels = tuple((p, level(p, shown, secondary, d.results.get(p))) for p in PIPELINE)
     evidence = tuple(e for res in d.results.values() for e in res.evidence) + phase_evidence(s)
     fixes = gains(stage, r, s)
     up, floor = shown_speedup(stage, r, s)
@@ -119,6 +120,25 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         warned=tuple((x, _why(d.results[x], d.stage == stage)) for x in secondary),
         speedup_floor=floor,
     )
+
+
+def level(stage: str, shown: str, secondary: tuple[str, ...], r: StageResult | None) -> str:
+    """The pipeline stage's level: bottleneck (the verdict's), warning (beside it), ok, or n/a where
+    nothing of the stage was measured. "ok" says the stage was checked and found fine, which needs
+    a reading: a stage whose every item does not apply or could not be read (PCIe, GPU memory and
+    Launch with no GPU to judge: their one item is "no GPU to ...") is n/a instead."""
+    if stage == shown:
+        return LEVEL_BOTTLENECK
+    if stage in secondary:
+        return LEVEL_WARNING
+    return LEVEL_OK if r is None or measured(r) else LEVEL_NA
+
+
+def measured(r: StageResult) -> bool:
+    """Whether any of the stage's items was read: a reading against its cut, or a fact (a note).
+    A stage with no items at all (a decision scored without words, evidence.WORDS) says nothing
+    either way and counts as measured, so that a missing item never turns a level into n/a."""
+    return not r.evidence or any(status(e) not in (NOT_APPLICABLE, NOT_MEASURED) for e in r.evidence)
 
 
 MET_AS_WELL = "its cuts are met too, but the verdict's stage ranks first"

@@ -199,11 +199,13 @@ class Checks:
         return ok
 
     def note(self, signal: str, text: str, supports: bool, value: float | None = None,
-             kind: str = SUP) -> None:
-        """A fact without a threshold (e.g. "pin_memory is on")."""
+             kind: str = SUP, applies: bool = True) -> None:
+        """A fact without a threshold (e.g. "pin_memory is on"). ``applies`` False: the fact is that
+        the stage cannot be judged here ("no GPU to judge"), a "does not apply" item, not a cut unmet."""
         if self._first(signal):
             if self._words:
-                self.items.append(Evidence(self.stage, signal, value, None, "", supports, text, text, ""))
+                self.items.append(Evidence(self.stage, signal, value, None, "", supports, text, text, "",
+                                           applies=applies))
             if kind == SUP:
                 self.support.append(supports)
 

@@ -30,7 +30,8 @@ from gpuwatch.model.verdict import GPU_BOUND, GPU_MEMORY, LAUNCH
 
 
 def _no_gpu(c: Checks, s: Signals) -> StageResult:
-    c.note("gpu", f"no GPU to judge ({s.gpu.reason})", False, kind=INFO)
+    # Nothing of the stage can be read: "does not apply", so its level is n/a (compose.py), not ok.
+    c.note("gpu", f"no GPU to judge ({s.gpu.reason})", False, kind=INFO, applies=False)
     return result(c, False, False, 0.0)
 
 

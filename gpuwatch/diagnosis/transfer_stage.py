@@ -38,7 +38,8 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
     c = Checks(H2D, relax)
     gpu, st, job = s.gpu, s.stacks, s.job
     if not gpu.present:
-        c.note("gpu", f"no GPU to copy to ({gpu.reason})", False, kind=INFO)
+        # Nothing of the stage can be read: "does not apply", so its level is n/a (compose.py), not ok.
+        c.note("gpu", f"no GPU to copy to ({gpu.reason})", False, kind=INFO, applies=False)
         return result(c, False, False, 0.0)
     rx = c.check("rx_link", gpu.rx_frac, RX_SATURATED, ">=", "PCIe RX (host to device) of the link",
                  kind=REQ)

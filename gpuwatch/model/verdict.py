@@ -36,6 +36,11 @@ STAGE_TITLES = {
 LEVEL_OK = "ok"
 LEVEL_WARNING = "warning"
 LEVEL_BOTTLENECK = "bottleneck"
+LEVEL_NA = "n/a"
+"""A pipeline stage nothing was measured for: every evidence item of it does not apply or could not
+be read (PCIe, GPU memory and Launch with no GPU to judge). Not "ok", which would say the stage was
+checked and found fine; not a problem either. Added within schema 1: older recordings say "ok"."""
+LEVELS = (LEVEL_OK, LEVEL_WARNING, LEVEL_BOTTLENECK, LEVEL_NA)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +152,7 @@ class Verdict:
     every fix; ``gains`` holds what each proposed fix is expected to give."""
     remedies: tuple[str, ...]
     levels: tuple[tuple[str, str], ...]
-    """(stage, level) for each of the six pipeline stages."""
+    """(stage, level) for each of the six pipeline stages: one of LEVELS."""
     stall: Stall | None = None
     rank: int | None = None
     candidate: str | None = None

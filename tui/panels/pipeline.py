@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
 
-from gpuwatch.model.verdict import FIX_WORDS, PIPELINE, STAGE_TITLES, Verdict
+from gpuwatch.model.verdict import FIX_WORDS, LEVEL_BOTTLENECK, LEVEL_WARNING, PIPELINE, STAGE_TITLES, Verdict
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WAITING, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.lazy_static import LazyStatic
 from gpuwatch.tui.panels.steady import SteadyHorizontal, SteadyLines, SteadyStatic
@@ -122,7 +122,8 @@ class PipelinePanel(SteadyLines, Vertical):
             if verdict.stage in PIPELINE and verdict.confidence > 0:
                 self._place(verdict.stage)  # Enter opens the bottleneck's drill-down at once
             else:
-                flagged = next((s for s in PIPELINE if verdict.level(s) != "ok"), None)
+                # a stage to look at: warning or bottleneck, not n/a (nothing measured there)
+                flagged = next((s for s in PIPELINE if verdict.level(s) in (LEVEL_WARNING, LEVEL_BOTTLENECK)), None)
                 if flagged is not None:
                     self._place(flagged)
         for box in self._boxes:

@@ -89,7 +89,8 @@ def help_text(lines: list[tuple[str, str]]) -> str:
         "from an earlier one (workers are sampled in turn). Rows marked 'outside' are GPU "
         "processes of other users or jobs (NVML's list), not part of the watched job.\n"
         "N/A: a value could not be read. The reason and the fix are shown next to it "
-        "(panel notes, stage details)."
+        "(panel notes, stage details). A stage at n/a: nothing of it could be measured "
+        "(e.g. no GPU to judge)."
     )
 
 
