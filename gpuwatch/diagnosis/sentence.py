@@ -45,6 +45,16 @@ def _in(detail: object) -> str:
     return f" in {detail}" if detail else ""
 
 
+def _of_samples(f: dict) -> str:
+    """A main-thread share with what it was read from: "93 % of the time (13 of its last 14 samples)".
+    A share of a few samples swings by a sample's worth (7 % of 14) from one tick to the next: the
+    count says how much a figure can be trusted, where the verdict's window is short."""
+    w, n = f.get("wait"), f.get("wait_n")
+    if w is None or not n:
+        return f"{fmt(w)} of the time"
+    return f"{fmt(w)} of the time ({round(w * n)} of its last {count(n, 'sample')})"
+
+
 def _mostly(detail: object) -> str:
     """Where the step's samples mostly are, said before any wait figure: "waiting for data 0 % in
     graph._engine_run_backward" read as a wait inside backward."""
@@ -171,7 +181,7 @@ def _io(f: dict, sub: str, s: Signals) -> str:
     if f.get("io_detail"):
         parts.append(f"in {f['io_detail']}")
     said = f" ({', '.join(parts)})" if parts else ""
-    return (f"Input-bound on storage: the main thread waits for data {fmt(f.get('wait'))} of the time while "
+    return (f"Input-bound on storage: the main thread waits for data {_of_samples(f)} while "
             f"the {_workers(f, 'wait', 'waits')} on reads{said}.{where}")
 
 
@@ -181,7 +191,7 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         return (f"Input-bound on loading in the training process: with num_workers=0 the main thread loads and "
                 f"prepares each batch itself {fmt(f.get('inline'))} of the time{_in(f.get('main_detail'))}.")
     if sub == "starting":
-        return (f"Input-bound on starting workers: the main thread waits for data {fmt(f.get('wait'))} of the time, "
+        return (f"Input-bound on starting workers: the main thread waits for data {_of_samples(f)}, "
                 "mostly while the DataLoader starts or stops a set of workers (or has none yet), before they "
                 "deliver their first batches.")
     if sub == "ipc":
@@ -197,8 +207,8 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
     # "Decode/augmentation" only where a worker sample was seen in an image decoder
     # (fix_gains.decoding_seen): a tokenising loader's workers compute, they decode no image.
     what = "CPU decode/augmentation" if decoding_seen(s) else "the DataLoader workers' CPU work"
-    return (f"Input-bound on {what}: the main thread waits for data {fmt(f.get('wait'))} of "
-            f"the time while the {_workers(f, 'compute', 'computes')} "
+    return (f"Input-bound on {what}: the main thread waits for data {_of_samples(f)} "
+            f"while the {_workers(f, 'compute', 'computes')} "
             f"({fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}{_while(f)}"
             f"{', in ' + str(f['worker_detail']) if f.get('worker_detail') else ''}).{full}")
 
