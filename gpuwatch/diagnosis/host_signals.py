@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.diagnosis.thresholds import MAIN_CPU_IDLE
 from gpuwatch.diagnosis.window import latest_reason, mean, med, num, unique_samples
+from gpuwatch.diagnosis.worker_births import recreations
 from gpuwatch.model.disk import DataLocation, DiskSample
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
@@ -45,6 +46,7 @@ class JobSignals:
     worker_run_delay: float | None = None
     worker_read_bps: float | None = None
     worker_respawns: int = 0
+    """Re-creations of the workers seen over the window (worker_births.recreations)."""
     usable_cpus: int | None = None
     job_cpu: float | None = None
     helpers: float = 0.0
@@ -122,8 +124,8 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
     if not rows:
         return JobSignals(seen=False, reason="no training process in the job's tree"
                           + (f" for rank {rank}" if rank is not None else ""))
-    respawns = sum(1 for a, b in zip(rows, rows[1:]) if a.worker_pids and b.worker_pids
-                   and not (a.worker_pids & b.worker_pids))
+    # Counted as the epoch structure counts them (worker_births.py), over this window's samples.
+    respawns = len(recreations([r.worker_pids for r in rows]))
     return JobSignals(
         seen=True,
         main_pids=frozenset().union(*(r.main_pids for r in rows)),

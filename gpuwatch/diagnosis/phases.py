@@ -1,9 +1,10 @@
 """The job's epoch structure over the last minute: worker re-creation, first-batch waits,
 validation passes and checkpoint saves, each with its count, share of the time and period.
 
-- respawn: the DataLoader's workers were all replaced by new processes (no PID in common with
-  the last set seen): ``persistent_workers=False`` re-creates them for every pass over a loader
-  (PyTorch DataLoader internals), and a validation loader brings its own.
+- respawn: new DataLoader worker processes replaced earlier ones (worker_births.py says how a
+  re-creation is told: by the births of new worker PIDs, one or two ticks a re-creation):
+  ``persistent_workers=False`` re-creates them for every pass over a loader (PyTorch DataLoader
+  internals), and a validation loader brings its own.
 - epoch_start: after new workers appear (or while the main thread sits in the DataLoader's
   worker start-up), the ticks in which the main thread waits for data most of its samples, up to
   the first batch (a main-thread sample out of the wait): the wait for the first batches, which a
@@ -30,6 +31,9 @@ nor how often it comes: Lightning's 36 validation passes in 25 s read "~1.0 s ev
 workers re-created at about every tick (a median period under 1.5 ticks: no tick is without one)
 get no period (``period_s`` None with two or more starts), their count being then a lower bound:
 at most one re-creation a tick is seen (Lightning's 72 sets in 25 s read "every ~1.0 s, 24 times").
+Nor is a period said where the starts do not cover the span it would be said over (``sparse``:
+bunched late in the minute, or too few for their interval; _covers): "every ~5.0 s (2 times in
+44 s)" cannot both hold, so the count alone is said.
 """
 
 from __future__ import annotations
@@ -41,11 +45,13 @@ from gpuwatch.diagnosis.thresholds import (
     ALIGNED_WAIT,
     CHECKPOINT_WRITE_BPS,
     EVERY_TICK,
+    PERIOD_COVER,
     PERIOD_SPREAD,
     PHASE_MIN_SHARE,
     PHASE_MIN_TICKS,
 )
 from gpuwatch.diagnosis.timeline import Tick
+from gpuwatch.diagnosis.worker_births import recreations
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import CHECKPOINT, EPOCH_START, RESPAWN, VALIDATION, Phase
 
@@ -58,13 +64,17 @@ def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
         return ()
     out: list[Phase] = []
     tick = median(t.dt for t in ticks[1:])
-    starts = _respawns(ticks)
-    if starts:
-        period, uneven = _period([ticks[i].t for i in starts], tick)
+    recs = recreations([t.workers for t in ticks])
+    if recs:
+        times = [ticks[r[0]].t for r in recs]
+        period, uneven = _period(times, tick)
+        sparse = False
         if period is not None and period < EVERY_TICK * tick:
             period = None  # about every tick: the true pace may be faster (see the module's note)
-        out.append(Phase(RESPAWN, len(starts), None, period, None, span, uneven))
-    runs = _epoch_starts(ticks, starts)
+        elif period is not None and not _covers(times, period, span, ticks[0].t):
+            period, sparse = None, True
+        out.append(Phase(RESPAWN, len(recs), None, period, None, span, uneven, sparse))
+    runs = _epoch_starts(ticks, recs)
     if _steady_wait(ticks, runs):
         runs = []  # it waits as much mid-epoch: the first batches are no special cost, just the input
     out += _from_runs(EPOCH_START, ticks, runs, span, tick, lambda t: t.wait or 0.0)
@@ -148,31 +158,28 @@ def periodic(p: Phase | None) -> bool:
     return p is not None and p.count >= 2
 
 
-def _respawns(ticks: Sequence[Tick]) -> list[int]:
-    """Indexes of ticks where a new set of workers replaced the last set seen."""
-    out, last = [], frozenset()
-    for i, t in enumerate(ticks):
-        if not t.workers:
-            continue
-        if last and not (t.workers & last):
-            out.append(i)
-        last = t.workers
-    return out
+def _epoch_starts(ticks: Sequence[Tick], recs: list[tuple[int, ...]]) -> list[tuple[int, int]]:
+    """(first, last) tick of each first-batch wait: from a tick new workers showed in (or a tick in
+    the workers' start-up) on, while the main thread waits most of its samples, until its first
+    batch comes: the first tick after the one the new workers showed in with a main-thread sample
+    out of the data wait (it got a batch and trains) is the wait's last. A wait whose workers go on
+    to keep the main thread waiting most of their later ticks is no first-batch wait: they are busy
+    producing batches the main thread waits for all along (a decode-bound set), so the first batch
+    is no special cost.
 
-
-def _epoch_starts(ticks: Sequence[Tick], respawns: list[int]) -> list[tuple[int, int]]:
-    """(first, last) tick of each first-batch wait: from a respawn (or a tick in the workers'
-    start-up) on, while the main thread waits most of its samples, until its first batch comes: the
-    first tick after the one the new workers showed in with a main-thread sample out of the data
-    wait (it got a batch and trains) is the wait's last. A wait whose workers go on to keep the main
-    thread waiting most of their later ticks is no first-batch wait: they are busy producing batches
-    the main thread waits for all along (a decode-bound set), so the first batch is no special cost."""
-    begins = sorted(set(respawns) | {i for i, t in enumerate(ticks) if t.starting})
+    Each tick of a re-creation (``recs``, worker_births.recreations) is a begin: in one spread over
+    two ticks each brings a set that builds its first batches (Lightning's validation pair, then the
+    next epoch's training pair, whose first batch the main thread waits for in the second tick). A
+    wait is ended by the next re-creation (or start-up tick), not by the second tick of its own."""
+    group = {i: k for k, rec in enumerate(recs) for i in rec}
+    begins = sorted(set(group) | {i for i, t in enumerate(ticks) if t.starting})
     out: list[tuple[int, int]] = []
     for k, b in enumerate(begins):
         if out and b <= out[-1][1] + 1:
             continue
-        stop = begins[k + 1] if k + 1 < len(begins) else len(ticks)  # the next start ends this one
+        # The next start ends this one: the next begin outside this one's re-creation.
+        mine = group.get(b)
+        stop = next((x for x in begins[k + 1:] if mine is None or group.get(x) != mine), len(ticks))
         # The tick before the new workers show may already be the wait (they start mid-tick).
         first = b - 1 if b > 0 and _waiting(ticks[b - 1]) and not ticks[b - 1].workers else b
         j = first
@@ -261,14 +268,35 @@ def _from_runs(kind: str, ticks: Sequence[Tick], runs: list[tuple[int, int]], sp
     else:
         secs = [sum(ticks[k].dt for k in range(a, b + 1)) for a, b in runs]
         each = min(sum(secs) / len(secs), share * span / len(runs))
-    period, uneven = _period([ticks[a].t for a, _ in runs], tick)
+    times = [ticks[a].t for a, _ in runs]
+    period, uneven = _period(times, tick)
+    sparse = period is not None and not _covers(times, period, span, ticks[0].t)
+    if sparse:
+        period = None  # bunched in part of the span: the count and each's duration only (_covers)
     partial = any(weight(ticks[k]) < 1.0 for a, b in runs for k in range(a, b + 1)) if weight else False
     if kind != CHECKPOINT and each < PHASE_MIN_TICKS * tick and partial:
         # About a tick or less each, in ticks it only partly filled: neither is measured (see the
         # module's note). Passes that fill whole ticks are timed to the tick.
         each = period = None
-        uneven = False
-    return [Phase(kind, len(runs), min(1.0, share), period, each, span, uneven)]
+        uneven = sparse = False
+    return [Phase(kind, len(runs), min(1.0, share), period, each, span, uneven, sparse)]
+
+
+def _covers(times: list[float], period: float, span: float, begin: float) -> bool:
+    """The starts at ``times`` cover the span they are said over (``span`` seconds from ``begin``),
+    so a period may be said beside their count: the first falls in the span's first part (at most
+    1 - PERIOD_COVER of it before the first start), and they number at least PERIOD_COVER of
+    span / period. A period from starts bunched in part of the span contradicts the count said with
+    it: the Lightning job whose re-creations the old rule caught twice, 5 s apart and 33 s into the
+    span, read "every ~5.0 s (2 times in 44 s)". Where the pattern began late (a loader switched on
+    mid-minute) or a phase was seen in only part of the minute, the count alone is said.
+
+    The first start may come several periods in: a job watched from its start runs a longer first
+    epoch (run 21's ImageFolder job: first re-creation at 5 s, then every ~2.5 s, 11 in 31 s), so
+    "within a period (and a tick) of the beginning" would drop periods that fit their counts. No test
+    at the span's end: a job that exited leaves ticks without workers there, and its epochs were
+    periodic while it ran."""
+    return times[0] - begin <= (1 - PERIOD_COVER) * span and len(times) >= PERIOD_COVER * span / period
 
 
 def _period(times: list[float], tick: float) -> tuple[float | None, bool]:
@@ -291,9 +319,12 @@ def recurring_wait(ticks: Sequence[Tick], ps: Sequence[Phase]) -> float | None:
     """The main thread's data-wait share over the minute, for a job whose waits recur with its
     epochs (first-batch waits seen twice or more); None otherwise. Such a job alternates a few
     seconds of waiting with a few of training: any short window sees one or the other, while the
-    cost to the job is the wait's share of whole epochs."""
+    cost to the job is the wait's share of whole epochs.
+
+    A share of the minute's main-thread samples (Epochs.samples counts them), as the warnings say it
+    ("6 % of the latest 39 samples"): weighted by tick, ticks of one sample and of four counting
+    alike, it was no whole number of them (the Lightning job of lightning_two_loaders.jsonl.gz)."""
     if not periodic(find(ps, EPOCH_START)):
         return None
-    sampled = [t for t in ticks[1:] if t.stacks]
-    span = sum(t.dt for t in sampled)
-    return sum(t.dt * (t.wait or 0.0) for t in sampled) / span if span > 0 else None
+    n = sum(t.n_main for t in ticks)
+    return sum(t.n_main * (t.wait or 0.0) for t in ticks) / n if n else None

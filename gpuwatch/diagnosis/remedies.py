@@ -57,7 +57,7 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         p = find(s.phases, RESPAWN)
         out = [x for x in out if not x.startswith("persistent_workers=True")]  # said once, with what was seen
         times = count(p.count, "time")  # type: ignore[union-attr]
-        if p.period_s is None and p.count >= 2 and not p.uneven:  # type: ignore[union-attr]
+        if p.period_s is None and p.count >= 2 and not p.uneven and not p.sparse:  # type: ignore[union-attr]
             times = f"at least {times}"  # about every tick: at most one a tick is seen (phases.py)
         # One replacement is a new loader (a validation loader, the next phase of a job) or one epoch:
         # not yet a pattern of epochs, so the advice is a condition (the switch job read "re-created 1 time").

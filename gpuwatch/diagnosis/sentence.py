@@ -86,17 +86,23 @@ def epochs(phases: Sequence[Phase]) -> str:
         every = f" every ~{p.period_s:.1f} s" if p.period_s is not None else ""
         each = f"~{p.each_s:.1f} s" if p.each_s is not None else ""
         # No period with two or more starts, or no duration: about every tick, or a tick or less each,
-        # which the ticks cannot measure (phases.py): the count is then a lower bound.
+        # which the ticks cannot measure (phases.py): the count is then a lower bound. Unless uneven
+        # (intervals far apart) or sparse (the starts cover only part of the span): said as such.
         brief = p.each_s is None and p.kind != RESPAWN
-        fast = p.period_s is None and p.count >= 2 and not p.uneven
+        fast = p.period_s is None and p.count >= 2 and not p.uneven and not p.sparse
         if p.uneven:  # no period: the intervals between starts were far apart from one another
             every = " at uneven intervals" if p.kind == RESPAWN else " each, at uneven intervals"
+        elif p.sparse and p.kind != RESPAWN:  # no period: the starts cover only part of the span
+            every = " each"
         if p.kind == RESPAWN and fast:
             said.append(f"the DataLoader workers are re-created at about every tick or more often (at least "
                         f"{count(p.count, 'time')} in {p.span_s:.0f} s, as gpuwatch sees at most one a tick: "
                         "persistent_workers=False)")
         elif p.kind == RESPAWN and p.count == 1:  # once: a new loader, not yet a pattern of epochs
             said.append(f"a new set of DataLoader workers replaced the last one (once in {p.span_s:.0f} s)")
+        elif p.kind == RESPAWN and p.sparse:  # the count alone: a pace beside it would not fit the span
+            said.append(f"the DataLoader workers were re-created {count(p.count, 'time')} in {p.span_s:.0f} s "
+                        "(persistent_workers=False)")
         elif p.kind == RESPAWN:
             said.append(f"the DataLoader workers are re-created{every} ({count(p.count, 'time')} in {p.span_s:.0f} s: "
                         "persistent_workers=False)")

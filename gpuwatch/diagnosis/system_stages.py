@@ -13,6 +13,7 @@ from dataclasses import replace
 from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, adjusted, count, yes
 from gpuwatch.diagnosis.host_signals import JobSignals, queued_share
 from gpuwatch.diagnosis.host_signals import queued_threads as threads_queued
+from gpuwatch.diagnosis.input_stages import _wait_words
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import share_floor
 from gpuwatch.diagnosis.stack_signals import ACTIVE_LABELS
@@ -232,17 +233,23 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         busy_cpu = (job.main_thread_cpu or 0.0) >= MAIN_CPU_BUSY
         share = (st.active or 0.0) + ((st.share(lb.OTHER) or 0.0) if busy_cpu else 0.0)
         active = c.check("main_active", share, MAIN_ACTIVE_SHARE, ">=", "main thread computing the step", kind=REQ)
-        wait = c.check("data_wait", st.wait, high_cut(st.n_main, s.gpu_starved), "<", "main thread waiting for a batch",
-                       kind=REQ)
+        # The wait the input stages judge (Signals.input_wait): over the minute where the waits recur
+        # with the epochs. Judged over the window here, a job whose first batches of each epoch keep
+        # it waiting fell between the two: under the input stages' cut over the minute, over this
+        # one's in a window that held an epoch start, so no stage held (the Lightning job of
+        # tests/data/cpu_field/lightning_two_loaders.jsonl.gz read "Not enough evidence" every ~7 s).
+        wait = c.check("data_wait", s.input_wait, s.wait_high, "<", _wait_words(s), kind=REQ)
         # the same share against the cut of a wait seen at all (two samples): worded apart from the
         # required check above, which it sits beside with another cut
-        c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch at all (in 2 or more samples)")
+        c.check("no_wait", s.input_wait, s.wait_moderate, "<",
+                "main thread waiting for a batch at all (in 2 or more samples)")
         # "Not its input" is a claim that the wait is absent, which a few samples cannot make: one wait
         # in 6 samples fits a loop that waits more than half the time (a Pool-fed job waiting 57 %
         # read 1 of 6 in one window). The samples must bound the wait under WAIT_BOUND_CPU.
-        bound = 1.0 - share_floor(1.0 - st.wait, st.n_main) if st.wait is not None else None
+        n = s.wait_samples
+        bound = 1.0 - share_floor(1.0 - s.input_wait, n) if s.input_wait is not None else None
         bounded = c.check("wait_bound", bound, WAIT_BOUND_CPU, "<",
-                          f"the most the main thread's data wait can be over its {count(st.n_main, 'sample')} "
+                          f"the most the main thread's data wait can be over its {count(n, 'sample')} "
                           "(95 % bound)", kind=REQ)
         c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores")
         fires = yes(active) and yes(wait) and yes(bounded)
@@ -252,6 +259,6 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         workers = c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, "<", "CPU per worker", unit="cores", kind=REQ)
         fires = yes(cpu) and workers is not False and not s.cpu_short
         weight = job.main_thread_cpu
-    out = result(c, fires, False, weight, "", main_cpu=job.main_thread_cpu, wait=st.wait,
+    out = result(c, fires, False, weight, "", main_cpu=job.main_thread_cpu, wait=s.input_wait,
                  detail=st.top(lb.ROLE_MAIN_THREAD, lb.DISPATCH, lb.BACKWARD, lb.OPTIMIZER) if st.available else None)
     return replace(out, stage=CPU_COMPUTE)

@@ -389,6 +389,15 @@ start no sample caught (checkpoint saves every 3 s, one of them missed); while i
 25 s (two loaders' sets, one after the other, each epoch) have a median, ~13 s, that no interval is
 near, and a count and period that cannot both hold in the span ("every ~9.0 s (6 times in 39 s)").
 Wider than STALL_JITTER: a phase's period is said as "~", a stall's is a finding of its own."""
+PERIOD_COVER = 0.5
+"""A phase's period is said only where its starts cover the span the sentence says it over: the
+first in the span's first half, and at least half of span / period of them (a gap of two or three
+periods is a start no sample caught, which PERIOD_SPREAD lets stand, so the count may fall short of
+span / period, but not by half). Starts bunched late in the span read as a pace over all of it: a
+Lightning job whose re-creations were caught twice, 5 s apart, 33 s into a 44 s span read "every
+~5.0 s (2 times in 44 s)". Otherwise only the count is said (phases._covers). Not "the first within
+a period of the beginning": a job watched from its start runs a longer first epoch (run 21's
+ImageFolder job, first re-creation at 5 s, then every ~2.5 s: 11 in 31 s)."""
 EVERY_TICK = 1.5
 """Workers re-created with a median period under 1.5 ticks come back at about every tick: ticks one
 apart give a period of 1, and one tick in two missing (a set that lived across a tick's sample, or a

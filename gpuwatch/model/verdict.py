@@ -98,7 +98,8 @@ class Phase:
     share: float | None
     """Share of ``span_s`` it took (None for respawn, an instant)."""
     period_s: float | None
-    """Median seconds between two starts (None under two starts)."""
+    """Median seconds between two starts (None under two starts, and where ``uneven`` or ``sparse``
+    says why, or where they come at about every tick)."""
     each_s: float | None
     """Mean seconds one occurrence lasts (None for respawn)."""
     span_s: float
@@ -107,6 +108,10 @@ class Phase:
     """Its starts came at uneven intervals, so no period is said (``period_s`` None): a training and
     a validation loader without persistent workers re-create a set each, 0.4 s apart, every ~25 s,
     whose median interval (~13 s) was no interval the job had."""
+    sparse: bool = False
+    """Its starts do not cover ``span_s`` (the first came late in it, or too few came for their
+    interval: phases._covers), so no period is said (``period_s`` None) and the count stands alone:
+    a pace beside it would not fit the span ("every ~5.0 s (2 times in 44 s)")."""
 
 
 MORE_WORKERS = "more_workers"
