@@ -263,3 +263,32 @@ async def test_a_toast_quoting_a_path_with_brackets_shows_it(tmp_path):
                 break
         said = [n for n in app._notifications if n.message.startswith("Recording to")]
         assert said and "x[/y]" in Toast(said[0]).render().plain
+
+
+async def test_a_digit_and_enter_read_in_one_go_open_that_stage():
+    """A terminal delivers "3" and Enter in one read (tmux send-keys 3 Enter, a fast typist): Enter's
+    binding is a priority one, checked as the key arrives, while a plain binding waits for the key to
+    pass the focused widget; so Enter opened the stage the cursor was on before the digit moved it
+    (the verdict's, in a trial). Both keys are posted here before either is handled."""
+    from textual import events
+
+    app = make_app(ListSource(synthetic_frames(5)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert app.screen.pipeline.selected == DECODE  # the verdict's stage
+        app.post_message(events.Key("3", "3"))
+        app.post_message(events.Key("enter", "\r"))
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, StageScreen) and app.screen.stage == H2D
+
+
+async def test_digits_and_arrows_type_into_the_filter_box():
+    app = make_app(ListSource(synthetic_frames(5)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("slash", "1", "2", "left", "3")
+        await pilot.pause()
+        from textual.widgets import Input
+        box = app.screen.query_one(Input)
+        assert box.value == "132" and app.screen.pipeline.selected == DECODE

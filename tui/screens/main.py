@@ -56,7 +56,9 @@ class MainScreen(WatchScreen):
         Binding("end", "process_at(-1)", "Last", show=False, priority=True,
                 tooltip="The first / last process."),
         *[
-            Binding(str(i + 1), f"select_stage({i})", STAGE_TITLES[s], show=False,
+            # Priority, as Enter's is: a plain binding waits for the key to pass the focused widget, so
+            # "3" and Enter read in one go opened the stage the cursor was on before the 3.
+            Binding(str(i + 1), f"select_stage({i})", STAGE_TITLES[s], show=False, priority=True,
                     tooltip="Select a stage by its number: "
                     + ", ".join(f"{n + 1} {STAGE_TITLES[x]}" for n, x in enumerate(PIPELINE)) + ".")
             for i, s in enumerate(PIPELINE)
@@ -125,9 +127,10 @@ class MainScreen(WatchScreen):
         return self.focused is self.processes.table  # not has_focus: that follows a turn later
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("drill_down", "open_process", "move_process", "process_at", "filter"):
+        if action in ("drill_down", "open_process", "move_process", "process_at", "filter", "select_stage",
+                      "move_stage"):
             if isinstance(self.focused, Input):
-                return False  # Enter and arrows belong to the filter box while it has focus
+                return False  # Enter, arrows and digits belong to the filter box while it has focus
         if action == "drill_down":
             return not self._on_processes()
         if action == "open_process":
