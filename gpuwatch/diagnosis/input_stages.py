@@ -93,7 +93,18 @@ def workers_computing(s: Signals) -> bool:
     job = s.job
     if s.aligned.usable and (s.aligned.worker_cpu_top or 0.0) >= WORKER_CPU_BUSY:
         return True  # the worker building the awaited batch runs flat out while the main thread waits
-    queued = s.cpu_short or (job.worker_run_delay or 0.0) >= RUN_DELAY
+    if workers_ahead(s):
+        # Sampled waiting for an index most of the time, they wait for work, whatever their run queue
+        # says: on a host full of other work (a trial: load 3.5 on 2 cores), queued workers at 0.22
+        # core each, 96 % of their samples in Queue.get, read as "the workers compute".
+        return False
+    # Queued for a CPU counts as wanting to compute where running and waiting to run fill most of the
+    # time (WORKER_CPU_IO, the line under which a worker is mostly not computing): workers at 0.22
+    # core queued 22 % of the time on a host full of other work are idle the rest, while a busy
+    # worker beside a CPU hog runs ~0.6 core and waits for one 10-17 % of the time.
+    top = s.aligned.worker_cpu_top if s.aligned.usable and s.aligned.worker_cpu_top is not None else job.worker_cpu
+    delay = job.worker_run_delay or 0.0
+    queued = s.cpu_short or (delay >= RUN_DELAY and (top or 0.0) + delay >= WORKER_CPU_IO)
     if job.worker_cpu is not None:
         if job.worker_cpu >= WORKER_CPU_BUSY:
             return True
@@ -150,10 +161,24 @@ def storage_signs(s: Signals) -> bool:
     return bool([x for x in storage_evidence(s) if x != "worker stacks in reads"])
 
 
+def workers_ahead(s: Signals) -> bool:
+    """The workers' samples are mostly between items, waiting for the loader to ask for more
+    (IDLE_WORKERS): their batches are ready before the main thread takes them, so neither their
+    CPU work nor their reads hold the job."""
+    st = s.stacks
+    if st.n_worker < MIN_WORKER_SAMPLES or (st.wshare(lb.W_IDLE) or 0.0) < IDLE_WORKERS:
+        return False
+    # The samples mix the loaders' workers: a validation loader's idle set filled them beside a
+    # training worker at 0.6 core (bench/results/2026-12-03-cpu-busy-2). None may run at half a core.
+    top = s.aligned.worker_cpu_top if s.aligned.usable and s.aligned.worker_cpu_top is not None else s.job.worker_cpu
+    return top is not None and top < WORKER_CPU_IO
+
+
 def workers_waiting(s: Signals) -> bool:
-    """The workers wait on storage: positive storage evidence, and they do not compute."""
+    """The workers wait on storage: positive storage evidence, and they do not compute (nor wait for
+    work: page-cache reads beside workers idle in Queue.get read as "wait on storage" in a trial)."""
     job = s.job
-    if job.workers <= 0:
+    if job.workers <= 0 or workers_ahead(s):
         return False
     if job.worker_cpu is not None and job.worker_cpu >= WORKER_CPU_BUSY:
         return False

@@ -252,7 +252,12 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
                           f"the most the main thread's data wait can be over its {count(n, 'sample')} "
                           "(95 % bound)", kind=REQ)
         c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores")
-        fires = yes(active) and yes(wait) and yes(bounded)
+        # A step computed on the CPU uses CPU: samples in model code with the process at ~0 core are a
+        # thread blocked there (torch.compile waiting on its compiler processes; a stopped job's
+        # stacks), and read "computes the step itself (0.00 core CPU)" in a trial.
+        used = c.check("process_cpu", job.main_cpu, MAIN_CPU_IDLE, ">=", "training process CPU (all its threads)",
+                       unit="cores", kind=REQ)
+        fires = yes(active) and yes(wait) and yes(bounded) and yes(used)
         weight = share
     else:
         cpu = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores", kind=REQ)
