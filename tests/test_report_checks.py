@@ -118,7 +118,7 @@ def test_two_cpus_and_eight_workers_warns_more_workers_than_cores():
     c = checks_of([make_frame(i, workers=8, usable=2) for i in range(5)])["workers_vs_cores"]
     assert c.status == WARN
     assert c.reason.startswith("more workers than cores: 8 DataLoader workers for 1 training process on 2 usable CPUs")
-    assert "num_workers to about 1" in c.fix
+    assert "num_workers to at most 2 (the CPUs it may use; 1 leaves each training process a core of its own)" in c.fix
 
 
 def test_cpu_quota_counts_as_the_cores_the_workers_get():

@@ -96,8 +96,12 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
     # a validation loader's persistent set, idle while the training loader runs, is not added.
     if workers > cores:
         return CheckResult("workers_vs_cores", title, WARN, f"more workers than cores: {counted}",
-                           f"lower num_workers to about {worker_target(cores, mains)} (cores minus the training "
-                           "processes), or give the job more CPUs")
+                           # At most the CPUs, PyTorch's own bound: "about 1" (cores minus the training
+                           # process) was read as the advice for a job whose loop waited on its workers,
+                           # where the training process needs little of its core.
+                           f"lower num_workers to at most {cores:g} (the CPUs it may use; "
+                           f"{worker_target(cores, mains)} leaves each training process a core of its own), "
+                           "or give the job more CPUs")
     input_share = sum(1 for v in verdicts if _loading(v)) / len(verdicts) if verdicts else 0.0
     if workers * FEW_WORKERS_RATIO <= cores and input_share >= RUN_INPUT_SHARE and worker_target(cores, mains) > workers:
         return CheckResult("workers_vs_cores", title, WARN,
