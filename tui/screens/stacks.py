@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 
 from gpuwatch.diagnosis.evidence import count
-from gpuwatch.model.stacks import LABEL_WORDS
+from gpuwatch.model.stacks import LABEL_WORDS, ROLE_OTHER_THREAD, ROLE_PIN, ROLE_WORKER
 from gpuwatch.model.values import Unsupported
 from gpuwatch.tui.hot import STACK_WINDOW, counted, label_shares, stack_samples, threads
 from gpuwatch.tui.panels.footer import KeysFooter
@@ -17,6 +17,14 @@ from gpuwatch.tui.panels.stack_table import StackTable
 from gpuwatch.tui.roles import ROLES
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.view import View
+
+NONE_SEEN = {
+    ROLE_WORKER: "no DataLoader worker seen (num_workers=0, or no DataLoader)",
+    ROLE_PIN: "no pin-memory thread seen (pin_memory=False, or no GPU to pin for)",
+    ROLE_OTHER_THREAD: "no other thread was running when sampled",
+}
+"""What an empty section says: "no thread samples" under the pin-memory thread read as a thread that
+was there and not sampled, for a job without pin_memory."""
 
 
 class StacksScreen(WatchScreen):
@@ -51,7 +59,7 @@ class StacksScreen(WatchScreen):
             mine = threads(samples, keep)
             shares = ", ".join(f"{LABEL_WORDS.get(label, label)} {share:.0%}" for label, share in label_shares(mine)[:6])
             self.query_one(f"#shares-{role}", Plain).update(
-                f"{count(len(mine), 'thread sample')}: {shares}" if mine else "no thread samples")
+                f"{count(len(mine), 'thread sample')}: {shares}" if mine else NONE_SEEN.get(role, "no thread samples"))
             table = self.query_one(f"#table-{role}", StackTable)
             table.show(mine)
             table.display = bool(mine)
