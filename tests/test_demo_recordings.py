@@ -73,3 +73,16 @@ def test_other_exit_reasons_keep_their_words():
     assert job_exited("process 7 exited (its PID now belongs to another process)") == \
         "the job exited (process 7; its PID now belongs to another process)"
     assert job_exited("process no longer exists (pid=1)") == "the job exited (process no longer exists (pid=1))"
+
+
+def test_a_replayed_report_of_a_job_that_exited_says_so():
+    """A replay ended with the file and with the job: its report said only "end of the recording"
+    for a job whose worker had crashed (a trial), where a live watch says the job exited."""
+    from gpuwatch.report import NOT_RECORDED, build_report, from_frames, render_markdown
+
+    frames = load_frames(str(DATA / "demo_cpu_exit.jsonl.gz"))
+    pid = frames[-1].target.pid
+    got = from_frames(frames)
+    assert got.ended == f"end of the recording; the job exited (process {pid})"
+    md = render_markdown(build_report(got, NOT_RECORDED, "replay", path="x.jsonl"))
+    assert f"end of the recording; the job exited (process {pid})." in md

@@ -75,6 +75,10 @@ def from_frames(frames: list[Frame], analysis: Analysis | None = None) -> Collec
     for f in frames:
         out.add(f, analysis.update(f), ranks.update(f))
     out.ended = "end of the recording"
+    if out.last is not None and not out.last.target.alive:
+        # said as a live watch says it: a replay of a job that exited ended with the job, not only
+        # with the file (a trial's report read "end of the recording" for a worker's crash)
+        out.ended += f"; {job_exited(out.last.target.exit_reason)}"
     return out
 
 
