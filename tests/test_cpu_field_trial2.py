@@ -45,3 +45,13 @@ def test_idle_workers_queued_for_a_cpu_are_not_said_to_compute():
     for v in named:
         marks = {e.text: e.supports for e in v.evidence if e.stage == "decode" and e.signal == "workers_computing"}
         assert "the workers are computing" not in marks, marks
+
+
+def test_contention_without_named_processes_says_where_to_find_them():
+    # The first ticks of a watch have no sample of the other processes yet (top_others empty): the
+    # remedy read "Processes outside the job use 1.35 cores of 2 CPUs: move or renice them" naming none.
+    _, verdicts = _replay(COMPILE)
+    said = [r for v in verdicts[:6] for r in v.remedies if r.startswith("Processes outside the job use")]
+    assert said
+    for r in said:
+        assert re.search(r"CPUs: \w.* \(pid \d+\)", r) or "(none was named in the latest sample: top lists them)" in r, r

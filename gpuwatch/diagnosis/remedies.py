@@ -298,7 +298,8 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
     if "neighbours" in causes:
         names = ", ".join(f"{n} (pid {p})" for n, p, _ in (f.get("others") or ())[:3])
         out.append(f"Processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of {_n(f.get('usable'))} CPUs"
-                   f"{': ' + names if names else ''}: move or renice them, or give the job its own cores (taskset)")
+                   f"{': ' + names if names else ' (none was named in the latest sample: top lists them)'}: move or "
+                   "renice them, or give the job its own cores (taskset)")
     if "steal" in causes:
         out.append(f"The hypervisor steals {fmt(f.get('steal'))} of the CPU: ask for dedicated vCPUs or a "
                    "larger instance")
