@@ -500,20 +500,20 @@ def _reads_by_source(leaf: FrameRecord, source_line: SourceLine) -> bool:
     """A worker off the CPU on a line of its own code that calls a read (READ_CALLS). A trial's
     IterableDataset spent 64 % of its time in ``os.pread`` on such a line, labelled a wait with
     "no read seen" beside the worker's 29 MB/s of reads."""
-    try:
-        text = source_line(leaf.filename, leaf.line)
-    except Exception:  # noqa: BLE001 - the lookup is best effort; a failure keeps the label
-        return False
-    code = (text or "").split("#", 1)[0]
+    code = _leaf_text(leaf, source_line).split("#", 1)[0]
     return any(call in code for call in READ_CALLS)
+
+
+def _leaf_text(leaf: FrameRecord, source_line: SourceLine) -> str:
+    """The leaf frame's line of the job's source, or "" where it cannot be read (best effort: a
+    failed lookup keeps the label the frames gave)."""
+    try:
+        return source_line(leaf.filename, leaf.line) or ""
+    except Exception:  # noqa: BLE001 - the lookup is best effort
+        return ""
 
 
 def _sync_by_source(leaf: FrameRecord, source_line: SourceLine) -> str | None:
     """SYNC when the leaf frame's line of code calls one of SYNC_CALLS."""
-    try:
-        text = source_line(leaf.filename, leaf.line)
-    except Exception:  # noqa: BLE001 - the lookup is best effort; a failure keeps the label
-        return None
-    if text and any(call in text for call in SYNC_CALLS):
-        return SYNC
-    return None
+    text = _leaf_text(leaf, source_line)
+    return SYNC if any(call in text for call in SYNC_CALLS) else None

@@ -59,6 +59,11 @@ class JobSignals:
     """Every training process of the newest sample is stopped (state T/t) and used no CPU over its
     tick: the job is frozen, not slow (py-spy's own attach stops a process for milliseconds only)."""
 
+    @property
+    def helpers_busy(self) -> bool:
+        """The job has other processes and they use CPU (MAIN_CPU_IDLE or more together)."""
+        return round(self.helpers) >= 1 and (self.helpers_cpu or 0.0) >= MAIN_CPU_IDLE
+
 
 @dataclass(frozen=True, slots=True)
 class HostSignals:

@@ -35,11 +35,11 @@ from gpuwatch.diagnosis.thresholds import (
 )
 from gpuwatch.model import stacks as lb
 from gpuwatch.diagnosis.phases import find, largest_set, periodic, worker_sets
+from gpuwatch.model.procs import NO_WORKER_SEEN
 from gpuwatch.model.verdict import CHECKPOINT, DECODE, IO
 
 
-
-def _wait_words(s: Signals) -> str:
+def wait_words(s: Signals) -> str:
     if s.recurring_wait is not None:
         return "main thread waiting for a batch (over the last minute: the waits recur with the epochs)"
     return "main thread waiting for a batch"
@@ -102,9 +102,8 @@ def workers_computing(s: Signals) -> bool:
     # time (WORKER_CPU_IO, the line under which a worker is mostly not computing): workers at 0.22
     # core queued 22 % of the time on a host full of other work are idle the rest, while a busy
     # worker beside a CPU hog runs ~0.6 core and waits for one 10-17 % of the time.
-    top = s.aligned.worker_cpu_top if s.aligned.usable and s.aligned.worker_cpu_top is not None else job.worker_cpu
     delay = job.worker_run_delay or 0.0
-    queued = s.cpu_short or (delay >= RUN_DELAY and (top or 0.0) + delay >= WORKER_CPU_IO)
+    queued = s.cpu_short or (delay >= RUN_DELAY and (_busiest(s) or 0.0) + delay >= WORKER_CPU_IO)
     if job.worker_cpu is not None:
         if job.worker_cpu >= WORKER_CPU_BUSY:
             return True
@@ -165,13 +164,25 @@ def workers_ahead(s: Signals) -> bool:
     """The workers' samples are mostly between items, waiting for the loader to ask for more
     (IDLE_WORKERS): their batches are ready before the main thread takes them, so neither their
     CPU work nor their reads hold the job."""
-    st = s.stacks
-    if st.n_worker < MIN_WORKER_SAMPLES or (st.wshare(lb.W_IDLE) or 0.0) < IDLE_WORKERS:
+    if not _mostly_idle(s):
         return False
     # The samples mix the loaders' workers: a validation loader's idle set filled them beside a
     # training worker at 0.6 core (bench/results/2026-12-03-cpu-busy-2). None may run at half a core.
-    top = s.aligned.worker_cpu_top if s.aligned.usable and s.aligned.worker_cpu_top is not None else s.job.worker_cpu
+    top = _busiest(s)
     return top is not None and top < WORKER_CPU_IO
+
+
+def _mostly_idle(s: Signals) -> bool:
+    """Enough worker samples, mostly waiting for an index (IDLE_WORKERS)."""
+    st = s.stacks
+    return st.n_worker >= MIN_WORKER_SAMPLES and (st.wshare(lb.W_IDLE) or 0.0) >= IDLE_WORKERS
+
+
+def _busiest(s: Signals) -> float | None:
+    """CPU of the busiest worker while the main thread waits, where enough such ticks were seen, else
+    of a worker on average over the window."""
+    a = s.aligned
+    return a.worker_cpu_top if a.usable and a.worker_cpu_top is not None else s.job.worker_cpu
 
 
 def workers_waiting(s: Signals) -> bool:
@@ -188,11 +199,9 @@ def workers_waiting(s: Signals) -> bool:
 def workers_stalled(s: Signals) -> bool:
     """The workers neither compute nor show any storage sign: they wait on something gpuwatch does
     not measure (a sleep, a lock, a remote service without socket frames), or are not there."""
-    job, st = s.job, s.stacks
-    if job.workers <= 0 or storage_bound(s) or workers_computing(s):
+    if s.job.workers <= 0 or storage_bound(s) or workers_computing(s):
         return False
-    idle = st.n_worker >= MIN_WORKER_SAMPLES and (st.wshare(lb.W_IDLE) or 0.0) >= IDLE_WORKERS
-    return not idle
+    return not _mostly_idle(s)
 
 
 def _facts(s: Signals) -> dict[str, object]:
@@ -225,14 +234,9 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
     )
 
 
-NO_WORKERS = "no DataLoader worker seen (num_workers=0, or no DataLoader)"
-"""gpuwatch knows a DataLoader worker by its process name (pt_data_worker, which torch sets): a job
-without one has num_workers=0, feeds itself some other way, or renamed its workers."""
-
-
 def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
     st, job, host = s.stacks, s.job, s.host
-    na = NO_WORKERS if job.seen and job.workers <= 0 else ""
+    na = NO_WORKER_SEEN if job.seen and job.workers <= 0 else ""
     if io_side:
         c.check("worker_io", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "worker samples in a read", na=na)
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, ">=", "workers in D state (waiting on the disk)", na=na)
@@ -273,7 +277,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         return result(c, fires, warn, st.share(lb.INLINE_LOAD), "inline",
                       lambda: warned_by(st.share(lb.INLINE_LOAD), st.moderate, ">=", "main thread loading data itself",
                                         samples=st.n_main), **_facts(s))
-    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", _wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
     # A job with no DataLoader workers all minute (a thread of its own prefetches) reads as "no worker
@@ -281,22 +285,23 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     # start, so its wait is no sign of CPU prep (nor a warning): no cause without positive evidence.
     none = job.workers <= 0 and largest_set(s.epoch_ticks) == 0
     starting = workers_starting(s) and not storage_bound(s) and not none
-    computing = workers_computing(s) or ipc or starting
+    busy = workers_computing(s)  # read once: the mark, the sub-form and the warning's words all ask
+    computing = busy or ipc or starting
     # Each mark says what was seen: a main thread receiving batches (ipc) is not workers computing,
     # and no worker seen is never a mark for them (a trial's renamed workers read "● the workers are
     # computing" beside "no DataLoader workers").
-    c.note("workers_computing", NO_WORKERS if none
+    c.note("workers_computing", NO_WORKER_SEEN if none
            else "the main thread waits while the DataLoader starts or stops its workers" if starting
-           else "the workers are computing" if workers_computing(s)
+           else "the workers are computing" if busy
            else "the main thread receives batches from the workers (shared-memory IPC)" if ipc
            else "the workers are not computing", computing and not none, kind=INFO)
     fires = gate and yes(wait) and job.workers > 0 and computing
-    sub = "ipc" if ipc and not workers_computing(s) else "starting" if starting and not workers_computing(s) \
+    sub = "ipc" if ipc and not busy else "starting" if starting and not busy \
         else "workers"
     warn = (s.input_wait or 0.0) >= s.wait_moderate and computing
     def why() -> str:
-        return warned_by(s.input_wait, s.wait_moderate, ">=", _wait_words(s), samples=s.wait_samples) + (
-            ", while the workers compute" if workers_computing(s)
+        return warned_by(s.input_wait, s.wait_moderate, ">=", wait_words(s), samples=s.wait_samples) + (
+            ", while the workers compute" if busy
             else ", while the DataLoader starts or stops its workers" if starting
             else ", while the main thread receives batches from the workers (shared-memory IPC and unpickling)")
     return result(c, fires, warn, s.input_wait, sub, why, **_facts(s))
@@ -332,7 +337,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                "I/O pressure or iowait)", bool(seen), kind=REQ)
         fires = gate and yes(load) and yes(cpu) and bool(seen)
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
-    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", _wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=True)
     waiting = workers_waiting(s)
     seen = storage_evidence(s)
@@ -342,7 +347,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
     fires = gate and yes(wait) and waiting
     warn = (s.input_wait or 0.0) >= s.wait_moderate and waiting
     return result(c, fires, warn, s.input_wait, "workers",
-                  lambda: warned_by(s.input_wait, s.wait_moderate, ">=", _wait_words(s), samples=s.wait_samples)
+                  lambda: warned_by(s.input_wait, s.wait_moderate, ">=", wait_words(s), samples=s.wait_samples)
                   + ", while the workers wait on storage", **_facts(s))
 
 
@@ -383,7 +388,7 @@ def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU", unit="cores", kind=REQ)
         fires = gate and yes(load) and yes(cpu) and not storage_evidence(s, inline=True)
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
-    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", _wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ)
     fires = gate and yes(wait) and not workers_starting(s) and workers_stalled(s)
     return result(c, fires, fires, s.input_wait, "workers", **_facts(s))
 

@@ -13,7 +13,6 @@ from gpuwatch.diagnosis.phases import find, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     DISK_BUSY,
-    MAIN_CPU_IDLE,
     PAGEABLE_GAIN,
     PINNED_RX_MIBS,
     REPLAYS_PER_S,
@@ -345,11 +344,9 @@ def _input_unmeasured(f: dict, sub: str, s: Signals) -> list[str]:
 
 def _unknown(stage: str, s: Signals) -> list[str]:
     out = []
-    if (s.input_wait or 0.0) >= s.wait_high and s.job.seen and s.job.workers <= 0:
+    if s.self_fed:
         # The loop waits for batches it feeds itself (a queue, a Pool): point at what fills it.
-        pids = ""
-        if round(s.job.helpers) >= 1 and (s.job.helpers_cpu or 0.0) >= MAIN_CPU_IDLE:
-            pids = " on the job's other processes and"
+        pids = " on the job's other processes and" if s.job.helpers_busy else ""
         out.append(f"Look at what makes the batches the main thread waits for: py-spy dump --pid <pid>{pids} on "
                    "its own threads; a torch DataLoader with num_workers > 0 spreads that work over processes "
                    "gpuwatch can measure")

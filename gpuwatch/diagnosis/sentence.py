@@ -11,7 +11,6 @@ from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     MAIN_CPU_BUSY,
-    MAIN_CPU_IDLE,
     MIN_EVIDENCE_SAMPLES,
     RX_PAGEABLE_MAX,
     SM_HEALTHY,
@@ -49,7 +48,11 @@ def _of_samples(f: dict) -> str:
     """A main-thread share with what it was read from: "93 % of the time (13 of its last 14 samples)".
     A share of a few samples swings by a sample's worth (7 % of 14) from one tick to the next: the
     count says how much a figure can be trusted, where the verdict's window is short."""
-    w, n = f.get("wait"), f.get("wait_n")
+    return _share_of(f.get("wait"), f.get("wait_n"))
+
+
+def _share_of(w: float | None, n: int | None) -> str:
+    """"93 % of the time (13 of its last 14 samples)", or without the count where none is known."""
     if w is None or not n:
         return f"{fmt(w)} of the time"
     return f"{fmt(w)} of the time ({round(w * n)} of its last {count(n, 'sample')})"
@@ -304,8 +307,7 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
     w = f.get("wait")
     n_main, moderate = f.get("n_main", s.stacks.n_main), f.get("moderate", s.stacks.moderate)
     if w is not None and w >= moderate:
-        keeps = (f"the main thread still waits for data {fmt(w)} of the time ({round(w * n_main)} of its last "
-                 f"{count(n_main, 'sample')}), but the GPU stays busy on the work queued ahead")
+        keeps = f"the main thread still waits for data {_share_of(w, n_main)}, but the GPU stays busy on the work queued ahead"
     elif w is not None and w >= WAIT_MODERATE:
         # Under the window's moderate cut only for want of samples (thresholds.moderate_cut): a share
         # this size is not "keeping up" in words, it is too thin to count.
@@ -394,10 +396,10 @@ def _input_unmeasured(f: dict, sub: str, s: Signals) -> str:
 def _producers(s: Signals) -> str:
     """Where batches come from when no DataLoader worker makes them: the job's other processes where
     they use CPU (a multiprocessing.Pool's: seen, not sampled), else its own threads."""
-    n, cpu = round(s.job.helpers), s.job.helpers_cpu
-    if n >= 1 and cpu is not None and cpu >= MAIN_CPU_IDLE:
+    if s.job.helpers_busy:
+        n = round(s.job.helpers)
         return (f"the batches come from elsewhere; the job's {count(n, 'other process', 'other processes')} use "
-                f"{fmt(cpu, 'cores')}, and gpuwatch does not sample what they compute")
+                f"{fmt(s.job.helpers_cpu, 'cores')}, and gpuwatch does not sample what they compute")
     return "the batches come from elsewhere in the process (a thread of its own), which gpuwatch does not measure"
 
 
@@ -430,7 +432,7 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} of "
                 f"the time, but what holds the input back is not settled (the workers use "
                 f"{fmt(s.job.worker_cpu, 'cores')} each{of}{busiest}){lack}.")
-    if (s.input_wait or 0.0) >= s.wait_high and s.job.seen and s.job.workers <= 0:
+    if s.self_fed:
         # No DataLoader workers, yet the loop waits for its batches: they come from elsewhere in the
         # process (a prefetch thread's queue), whose work is not measured per thread.
         both = f"{gpu.removesuffix(', but ')} and " if gpu else ""

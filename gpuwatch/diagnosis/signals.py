@@ -93,6 +93,12 @@ class Signals:
         return not self.gpu.present or (busy is not None and busy < BUSY_STARVED)
 
     @property
+    def self_fed(self) -> bool:
+        """The main thread waits for batches (input_wait at its high cut) with no DataLoader worker
+        seen: the job makes them elsewhere (a thread, a queue a Pool fills)."""
+        return (self.input_wait or 0.0) >= self.wait_high and self.job.seen and self.job.workers <= 0
+
+    @property
     def wait_samples(self) -> int:
         """The main-thread samples input_wait is read from: the minute's for waits that recur with
         the epochs, else the window's."""

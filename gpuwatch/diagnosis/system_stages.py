@@ -13,7 +13,7 @@ from dataclasses import replace
 from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, adjusted, count, yes
 from gpuwatch.diagnosis.host_signals import JobSignals, queued_share
 from gpuwatch.diagnosis.host_signals import queued_threads as threads_queued
-from gpuwatch.diagnosis.input_stages import _wait_words
+from gpuwatch.diagnosis.input_stages import wait_words
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import share_floor
 from gpuwatch.diagnosis.stack_signals import ACTIVE_LABELS
@@ -238,7 +238,7 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         # it waiting fell between the two: under the input stages' cut over the minute, over this
         # one's in a window that held an epoch start, so no stage held (the Lightning job of
         # tests/data/cpu_field/lightning_two_loaders.jsonl.gz read "Not enough evidence" every ~7 s).
-        wait = c.check("data_wait", s.input_wait, s.wait_high, "<", _wait_words(s), kind=REQ)
+        wait = c.check("data_wait", s.input_wait, s.wait_high, "<", wait_words(s), kind=REQ)
         # the same share against the cut of a wait seen at all (two samples): worded apart from the
         # required check above, which it sits beside with another cut
         c.check("no_wait", s.input_wait, s.wait_moderate, "<",

@@ -11,6 +11,11 @@ ROLE_MAIN = "main"
 ROLE_WORKER = "worker"
 ROLE_OTHER = "other"
 
+NO_WORKER_SEEN = "no DataLoader worker seen (num_workers=0, or no DataLoader)"
+"""Said where a job shows no DataLoader worker: gpuwatch knows one by the process name torch gives it
+(pt_data_worker), so a job without one has num_workers=0, feeds itself some other way, or renamed
+its workers."""
+
 
 @dataclass(frozen=True, slots=True)
 class ThreadCpu:

@@ -21,7 +21,7 @@ from gpuwatch.diagnosis.phases import worker_sets
 from gpuwatch.diagnosis.timeline import timeline
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
-from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcsSample
+from gpuwatch.model.procs import NO_WORKER_SEEN, ROLE_MAIN, ROLE_WORKER, ProcsSample
 from gpuwatch.model.stacks import StackSample
 from gpuwatch.model.values import Maybe, Unsupported, known
 from gpuwatch.model.verdict import DECODE, IO, Verdict
@@ -86,7 +86,7 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
     quota = _cpu_quota(frames, env)
     cores = min(usable, quota) if quota is not None else usable
     where = count(usable, "usable CPU") + (f", a CPU quota of {quota:g} cores" if quota is not None else "")
-    alive = count(workers, "DataLoader worker") if workers else "no DataLoader worker seen (num_workers=0, or no DataLoader)"
+    alive = count(workers, "DataLoader worker") if workers else NO_WORKER_SEEN
     if len(sets) >= 2:  # several loaders keep workers alive together: one loader's num_workers is a set's
         alive += f" of {len(sets)} loaders ({' + '.join(str(x) for x in sets)}, one set a loader)"
         workers = max(sets)

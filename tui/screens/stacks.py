@@ -7,6 +7,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 
 from gpuwatch.diagnosis.evidence import count
+from gpuwatch.model.procs import NO_WORKER_SEEN
 from gpuwatch.model.stacks import LABEL_WORDS, ROLE_OTHER_THREAD, ROLE_PIN, ROLE_WORKER
 from gpuwatch.model.values import Unsupported
 from gpuwatch.tui.hot import STACK_WINDOW, counted, label_shares, stack_samples, threads
@@ -19,7 +20,7 @@ from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.view import View
 
 NONE_SEEN = {
-    ROLE_WORKER: "no DataLoader worker seen (num_workers=0, or no DataLoader)",
+    ROLE_WORKER: NO_WORKER_SEEN,
     ROLE_PIN: "no pin-memory thread seen (pin_memory=False, or no GPU to pin for)",
     ROLE_OTHER_THREAD: "no other thread was running when sampled",
 }
