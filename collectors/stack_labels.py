@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.stacks import (
-    BACKWARD, CHECKPOINT, COLLECTIVE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
+    BACKWARD, CHECKPOINT, COLLECTIVE, COMPILE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
     PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, W_BUSY, W_IDLE, W_IO,
     W_WAIT,
 )
@@ -138,6 +138,46 @@ OPTIMIZERS: tuple[Pattern, ...] = (
     ("", "torch/nn/utils/clip_grad.py"),
     ("zero_grad", ""),
 )
+COMPILES: tuple[Pattern, ...] = (
+    ("", "torch/_dynamo/convert_frame.py"),  # a cache miss: every frame Dynamo compiles enters here
+    ("", "torch/_dynamo/symbolic_convert.py"),
+    ("", "torch/_dynamo/output_graph.py"),
+    ("", "torch/_dynamo/variables/"),
+    ("", "torch/_dynamo/bytecode_transformation.py"),
+    ("", "torch/_functorch/_aot_autograd/graph_compile.py"),
+    ("", "torch/_functorch/_aot_autograd/jit_compile_runtime_wrappers.py"),
+    ("", "torch/_functorch/_aot_autograd/dispatch_and_compile_graph.py"),
+    ("", "torch/_functorch/_aot_autograd/autograd_cache.py"),
+    ("", "torch/_functorch/partitioners.py"),
+    ("", "torch/_inductor/compile_fx.py"),
+    ("", "torch/_inductor/graph.py"),
+    ("", "torch/_inductor/scheduler.py"),
+    ("", "torch/_inductor/lowering.py"),
+    ("", "torch/_inductor/ir.py"),
+    ("", "torch/_inductor/codegen/"),
+    ("", "torch/_inductor/fx_passes/"),
+    ("", "torch/_inductor/pattern_matcher.py"),
+    ("", "torch/_inductor/select_algorithm.py"),
+    ("", "torch/_inductor/autotune_process.py"),
+    ("", "torch/_inductor/kernel/"),
+    ("", "torch/_inductor/codecache.py"),
+    ("", "torch/_inductor/cpp_builder.py"),
+    ("", "torch/_inductor/cpu_vec_isa.py"),
+    ("", "torch/_inductor/async_compile.py"),
+    ("", "torch/_inductor/compile_worker/"),
+    ("", "torch/_inductor/runtime/compile_tasks.py"),
+    ("CachingAutotuner.precompile", "torch/_inductor/runtime/triton_heuristics.py"),
+    ("CachingAutotuner.benchmark_all_configs", "torch/_inductor/runtime/triton_heuristics.py"),
+    ("CachingAutotuner.autotune_to_one_config", "torch/_inductor/runtime/triton_heuristics.py"),
+    ("", "triton/compiler/"),
+)
+"""torch.compile compiling, not running what it compiled: the files and functions of a cache miss
+(Dynamo's tracing, AOTAutograd's graph capture, Inductor's lowering, code generation, C++/Triton
+builds and autotuning). Runtime frames of a compiled model stay out: ``eval_frame.py``'s wrapper,
+AOTAutograd's ``runtime_wrappers.py``, Inductor's ``output_code.py`` and the rest of its
+``runtime/`` (the kernels' launchers) are on every step's stack. Read from torch 2.11's sources
+and from a recording of a job compiling on the CPU (tests/data/cpu_field/compile_start.jsonl.gz:
+graph.py, codecache.py, cpp_builder.py, async_compile.py, compile_tasks.py, cpu_vec_isa.py)."""
 DISPATCHES: tuple[Pattern, ...] = (
     ("", "torch/nn/"),
     ("", "torch/functional.py"),
@@ -310,6 +350,12 @@ def _main(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
     i = _collective(frames)
     if i is not None:
         return COLLECTIVE, short_name(frames[i])
+    # Compiling holds the step whatever runs under it (a lazy backward compile sits under
+    # Tensor.backward; tracing runs the model's forward on fake tensors): the innermost compile
+    # frame names the compiler's phase.
+    i = _compiling(frames)
+    if i is not None:
+        return COMPILE, short_name(frames[i])
     i = _queue_read(frames)
     if i is not None:
         return DATA_WAIT, (f"a queue the job fills itself ({short_name(frames[i])} at "
@@ -333,6 +379,19 @@ def _main(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
         # in a sync called from this line; see the module docstring.
         return DISPATCH, leaf.text()
     return OTHER, leaf.text() if origin(leaf) in ("user", "lib") else short_name(leaf)
+
+
+COMPILER_DIRS = ("_dynamo", "_functorch", "_inductor", "triton")
+"""Folders every COMPILES file lies in: a frame outside them is passed over at once (the main thread
+is labelled on every dump, and a training step's stack holds dozens of frames)."""
+
+
+def _compiling(frames: Sequence[FrameRecord]) -> int | None:
+    """Index of the innermost torch.compile frame (COMPILES), or None."""
+    for i, f in enumerate(frames):
+        if any(d in f.filename for d in COMPILER_DIRS) and any(matches(f, p) for p in COMPILES):
+            return i
+    return None
 
 
 def _queue_read(frames: Sequence[FrameRecord]) -> int | None:

@@ -10,8 +10,6 @@ script where it ran).
 
 from __future__ import annotations
 
-import gzip
-import json
 import re
 
 from gpuwatch.analysis import Analysis
@@ -19,31 +17,21 @@ from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.collectors.stack_labels import classify
 from gpuwatch.model import stacks as lb
 from gpuwatch.replay import load_frames
+from tests.relabel import frame_of, relabelled, stdlib
 
 POOL = "tests/data/cpu_field/pool_queue.jsonl.gz"
-FRAME = re.compile(r"^(?P<name>.*) \((?P<file>[^()]*):(?P<line>\d+)\)$")
+
+
+def _where(short: str) -> str:
+    return f"/tmp/trial20/{short}" if short.startswith("job") else stdlib(short)
 
 
 def _frame(text: str) -> FrameRecord:
-    m = FRAME.match(text)
-    assert m, text
-    short = m["file"]
-    full = f"/tmp/trial20/{short}" if short.startswith("job") else f"/usr/lib/python3.11/{short}"
-    return FrameRecord(m["name"], full, short, int(m["line"]))
+    return frame_of(text, _where)
 
 
 def _relabelled(tmp_path) -> str:
-    out = tmp_path / "pool.jsonl"
-    with gzip.open(POOL, "rt") as src, open(out, "w") as dst:
-        for line in src:
-            d = json.loads(line)
-            for t in ((d.get("frame") or {}).get("stacks") or {}).get("threads") or ():
-                if t["role"] == lb.ROLE_MAIN_THREAD:
-                    rec = ThreadRecord(t["pid"], t["tid"], t["thread_name"], t["active"], t["owns_gil"],
-                                       tuple(_frame(f) for f in t["frames"]))
-                    t["label"], t["detail"] = classify(rec, lb.ROLE_MAIN_THREAD)
-            dst.write(json.dumps(d) + "\n")
-    return str(out)
+    return relabelled(POOL, tmp_path / "pool.jsonl", _where)
 
 
 def test_a_queue_read_from_the_jobs_own_code_is_a_data_wait():

@@ -324,6 +324,11 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _idle(f: dict, sub: str, s: Signals) -> list[str]:
+    if sub == "compiling":
+        return ["If compiling comes back after the first steps, the model recompiles: TORCH_LOGS=recompiles "
+                "names the guard that failed (shapes that change: mark them dynamic, or pad to a few fixed sizes)",
+                "To start faster next time, keep Inductor's cache on a disk that persists "
+                "(TORCHINDUCTOR_CACHE_DIR; the default is under /tmp), or compile a smaller part of the model"]
     if f.get("ops") and f.get("detail"):  # it trains, slowly: where it idles is the lead
         return [f"Look at what the main thread waits on in {f['detail']}: py-spy dump --pid <its pid> shows "
                 "where it blocks; a sleep, a lock or a remote call there is paid on every step it is in"]

@@ -335,6 +335,8 @@ def _idle(f: dict, sub: str, s: Signals) -> str:
     if sub == "stopped":
         return ("The job is stopped (state T: SIGSTOP, Ctrl-Z or a debugger): nothing to diagnose until it "
                 "runs again (kill -CONT resumes it).")
+    if sub == "compiling":
+        return _compiling(f, s)
     doing = f" (in {f['detail']})" if f.get("detail") else ""
     if f.get("ops"):  # the step runs now and then: it trains, and what it idles in sets the pace
         where = f", mostly in {f['detail']}" if f.get("detail") else ""
@@ -350,6 +352,19 @@ def _idle(f: dict, sub: str, s: Signals) -> str:
     if sub == "no_gpu":
         return f"Not training: the job holds no GPU and its main thread is idle{doing}."
     return f"Not training: no GPU on this machine and the job's main thread is idle{doing}."
+
+
+def _compiling(f: dict, s: Signals) -> str:
+    """torch.compile at work: no step runs until the compiler returns (IDLE's "compiling")."""
+    helpers = ""
+    if s.job.helpers_busy:  # C++ and Triton builds run in child processes (g++/cc1plus, compile workers)
+        n = round(s.job.helpers)
+        helpers = (f"; the job's {count(n, 'other process', 'other processes')} {'uses' if n == 1 else 'use'} "
+                   f"{fmt(s.job.helpers_cpu, 'cores')}")
+    return (f"Compiling, not training: the main thread is in torch.compile's compiler "
+            f"{_share_of(f.get('compiling'), f.get('n'))}{_mostly(f.get('detail'))}{helpers}. No step runs until "
+            "it returns, so no pipeline stage is judged; a compile at the start is paid once, one that comes "
+            "back later is a recompile.")
 
 
 def _cpu_compute(f: dict, sub: str, s: Signals) -> str:

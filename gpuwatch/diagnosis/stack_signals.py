@@ -47,6 +47,10 @@ class StackSignals:
     """Main-thread samples outside every training frame (OTHER) that py-spy read as idle: the thread
     was blocked (a sleep, a lock, a socket), not running nor ready to run."""
     span_s: float = 0.0
+    newest_main: tuple[str, ...] = ()
+    """The labels of the main thread in the newest sample that holds it: what it does now, where a
+    phase (torch.compile's compiler) is over once the thread has left it, however many older samples
+    the window still counts."""
     n_main: int = field(init=False, compare=False, repr=False)
     """Main-thread samples counted (``main``'s total), as are ``n_worker`` and ``n_pin``: worked
     out once as the counts are made, not on each of the hundred-odd reads of a tick's decisions."""
@@ -122,8 +126,11 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
     counts = {role: Counter() for role in need}
     details: dict[tuple[str, str], Counter] = {}
     layout = blocked = 0
+    newest: tuple[str, ...] = ()
     for ft, s in samples:  # newest first
         parts = _PARTS.get(s, (id(s), rank), lambda s=s: _parts(s, rank))
+        if not newest:
+            newest = tuple(p[0] for p in parts[lb.ROLE_MAIN_THREAD])
         for role in need:
             if now - ft >= short_s and got[role] >= need[role]:
                 continue  # this role has enough recent samples: older ones would only add lag
@@ -144,7 +151,7 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
         reason = _dump_errors(samples) or "no main-thread stack in the samples"
         return StackSignals(available=False, reason=reason, worker=worker, pin=pin, details=details, span_s=span)
     return StackSignals(available=True, main=main, worker=worker, pin=pin, details=details, layout=layout,
-                        blocked_outside=blocked, span_s=span)
+                        blocked_outside=blocked, span_s=span, newest_main=newest)
 
 
 def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, bool, bool], ...]]:

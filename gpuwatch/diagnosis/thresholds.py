@@ -265,6 +265,10 @@ CHECKPOINT_SHARE = 0.20
 """Main thread saving checkpoints >= 20 % of samples (the TensorFlow profiler's "high" cut)."""
 IDLE_OTHER_SHARE = 0.80
 """Main thread outside every training frame >= 80 % of samples: not in a training loop."""
+COMPILE_SHARE = 0.50
+"""Main thread inside torch.compile's compiler for at least half its samples: the compiler, not a
+pipeline stage, is what the GPU waits on for most of the window (the first steps of a compiled
+model, or recompiles). Below it the compile samples count for no stage, so they make none fire."""
 
 # -- stability and confidence -------------------------------------------------------------------
 RELAX = 1.0

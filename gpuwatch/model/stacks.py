@@ -16,6 +16,9 @@ DISPATCH = "dispatch"
 CHECKPOINT = "checkpoint"
 COLLECTIVE = "collective"
 """Waiting in a distributed collective (all-reduce, broadcast, barrier): another rank is slower."""
+COMPILE = "compile"
+"""Inside torch.compile's compiler (Dynamo tracing, Inductor's lowering and code generation, C++ or
+Triton builds, autotuning): the first steps, and every recompile, run no training until it ends."""
 OTHER = "other"
 # DataLoader workers:
 W_BUSY = "busy"
@@ -32,14 +35,15 @@ PIN_WORK_DETAIL = "pin_memory"
 LABEL_WORDS = {
     DATA_WAIT: "waiting for a batch", DATA_IPC: "receiving a batch", INLINE_LOAD: "loading data itself",
     H2D: "copying to the GPU", SYNC: "waiting for the GPU", BACKWARD: "backward pass", OPTIMIZER: "optimizer step",
-    DISPATCH: "running ops", CHECKPOINT: "saving a checkpoint", COLLECTIVE: "in a collective", OTHER: "other work",
+    DISPATCH: "running ops", CHECKPOINT: "saving a checkpoint", COLLECTIVE: "in a collective",
+    COMPILE: "compiling (torch.compile)", OTHER: "other work",
     W_BUSY: "computing", W_IO: "reading", W_WAIT: "waiting, no read in its stack", W_IDLE: "idle",
     PIN_BUSY: "pinning", PIN_IDLE: "idle",
 }
 """Activity labels in words, as the views and the report say them."""
 
 MAIN_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, H2D, SYNC, BACKWARD, OPTIMIZER, DISPATCH, CHECKPOINT, COLLECTIVE,
-               OTHER)
+               COMPILE, OTHER)
 WORKER_LABELS = (W_BUSY, W_IO, W_WAIT, W_IDLE)
 READ_WORDS = ("read", "open", "load", "recv", "fetch", "download", "get_object", "imread")
 """Function names that read (``read_uncached``, ``ImageFile.load``, ``socket.recv_into``, ``np.load``):

@@ -50,7 +50,8 @@ class StageShare:
     share: float
     """Share of the run's ticks."""
     why: str = ""
-    """For a warning: the latest reading that crossed its warning cut, in words (Verdict.warned)."""
+    """For a warning: the latest reading that crossed its warning cut, in words (Verdict.warned). For
+    the stage held most when it is Idle: its latest sentence (what the job did instead of training)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from gpuwatch.diagnosis.evidence import status as evidence_status
 from gpuwatch.diagnosis.sentence import HOLDING, epochs
 from gpuwatch.diagnosis.thresholds import RUN_WARNING_SHARE, STRAGGLER_HEADLINE_SHARE
 from gpuwatch.model.verdict import (
+    IDLE,
     LEVEL_WARNING,
     PHASE_SIGNAL,
     PIPELINE,
@@ -86,7 +87,9 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     sentence = _sentence(top.stage, verdicts) or (
         "The diagnosis could not name a stage." if top.stage == UNKNOWN else "")
     held = max(costs, key=lambda c: (c.stage != UNKNOWN, c.share))
-    most = StageShare(held.stage, _title(held.stage), held.share) if held.stage != top.stage else None
+    most = (StageShare(held.stage, _title(held.stage), held.share,
+                       _sentence(IDLE, verdicts) if held.stage == IDLE else "")
+            if held.stage != top.stage else None)
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
                    speedup_run=top.speedup_run, speedup_while=top.speedup_while, speedup_floor=top.floor,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN
-from gpuwatch.model.verdict import FIX_WORDS
+from gpuwatch.model.verdict import FIX_WORDS, IDLE
 from gpuwatch.report.model import Remedy, Summary
 
 
@@ -48,8 +48,14 @@ def headline(m: Summary) -> tuple[str, str]:
             text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: about "
                      f"{speedup(m.best_fix.factor)}{part} while the stage holds (each fix's own figure is under "
                      "Remedies).")
-    if m.most_held is not None:
-        text += f" Most of the time ({m.most_held.share:.0%}) the verdict was {m.most_held.title}, which cost the run less."
+    most = m.most_held
+    if most is not None and most.stage == IDLE:
+        # Not training has no cost a fix would give back, yet it is not "less": a torch.compile
+        # start held 69 % of a run. What the job did instead is said, from its own sentence.
+        what = f". {most.why}" if most.why else "."
+        text += f" Most of the time ({most.share:.0%}) the verdict was {most.title}, with no pipeline stage to fix{what}"
+    elif most is not None:
+        text += f" Most of the time ({most.share:.0%}) the verdict was {most.title}, which cost the run less."
     if m.warnings:
         near = "; ".join(f"{w.title} {w.share:.0%} of the time" + (f" (last: {w.why})" if w.why else "")
                          for w in m.warnings)

@@ -1,0 +1,95 @@
+"""torch.compile compiling is not a pipeline stage: while the main thread is in the compiler no step
+runs, and the verdict says so instead of naming a stage from the compiler's own frames (they read
+as "running ops" before, so a job without a GPU was called CPU-bound "mostly in
+CppCodeCache.load_async", with torch.compile proposed as its fix).
+
+The recording (tests/data/cpu_field/compile_start.jsonl.gz, README there) is a job watched from its
+start on the 2-core CPU VM; its own log says it compiled from 02:58:20 to 02:58:47 (the first step
+took 26.7 s, with g++ child processes), then trained. It was made before the compile label existed:
+its main-thread samples are labelled again from their frames (tests/relabel.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from gpuwatch.analysis import Analysis
+from gpuwatch.collectors.pyspy import ThreadRecord
+from gpuwatch.collectors.stack_labels import classify
+from gpuwatch.model import stacks as lb
+from gpuwatch.model.verdict import CPU_BOUND, IDLE, LAUNCH
+from gpuwatch.replay import load_frames
+from gpuwatch.report import NOT_RECORDED
+from gpuwatch.report.build import build_report
+from gpuwatch.report.gather import from_frames
+from gpuwatch.report.render_md import render_markdown
+from tests.relabel import frame_of, relabelled, stdlib
+
+RECORDING = "tests/data/cpu_field/compile_start.jsonl.gz"
+SITE = "/venv/lib/python3.11/site-packages/"
+COMPILE_START = dt.datetime(2026, 12, 6, 2, 58, 20, tzinfo=dt.timezone.utc).timestamp()
+COMPILE_END = dt.datetime(2026, 12, 6, 2, 58, 47, tzinfo=dt.timezone.utc).timestamp()
+
+
+def _where(short: str) -> str:
+    return SITE + short if short.startswith(("torch/", "triton/")) else stdlib(short)
+
+
+def _main(*texts: str, active: bool = True) -> tuple[str, str]:
+    frames = tuple(frame_of(t, _where) for t in texts)
+    return classify(ThreadRecord(1, 1, "MainThread", active, False, frames), lb.ROLE_MAIN_THREAD)
+
+
+def test_compiler_frames_are_compiling_and_a_compiled_models_step_is_not():
+    # a C++ build under Inductor's async compile (frames from the recording)
+    assert _main("Popen.communicate (subprocess.py:1196)", "_run_compile_cmd (torch/_inductor/cpp_builder.py:696)",
+                 "CppCodeCache.load_async (torch/_inductor/codecache.py:3786)",
+                 "GraphLowering._compile_to_module (torch/_inductor/graph.py:2679)", active=False) == (
+        lb.COMPILE, "cpp_builder._run_compile_cmd")
+    # AOTAutograd compiles the backward graph lazily, on the first backward: inside Tensor.backward
+    assert _main("compile_fx_inner (torch/_inductor/compile_fx.py:700)",
+                 "CompiledFunction.backward (torch/_functorch/_aot_autograd/runtime_wrappers.py:2200)",
+                 "_engine_run_backward (torch/autograd/graph.py:841)",
+                 "Tensor.backward (torch/_tensor.py:623)")[0] == lb.COMPILE
+    # Dynamo tracing a frame on a cache miss, with the model's own forward running under it
+    assert _main("Linear.forward (torch/nn/modules/linear.py:125)",
+                 "InstructionTranslator.run (torch/_dynamo/symbolic_convert.py:1500)",
+                 "_compile (torch/_dynamo/convert_frame.py:1100)")[0] == lb.COMPILE
+    # a compiled model's step: Dynamo's wrapper, AOTAutograd's runtime wrapper, Inductor's launcher
+    step = _main("CompiledFxGraph.__call__ (torch/_inductor/output_code.py:600)",
+                 "runtime_wrapper (torch/_functorch/_aot_autograd/runtime_wrappers.py:350)",
+                 "_TorchDynamoContext.__call__.<locals>._fn (torch/_dynamo/eval_frame.py:1000)")
+    assert step[0] == lb.DISPATCH
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    path = relabelled(RECORDING, tmp_path_factory.mktemp("compile") / "compile.jsonl", _where)
+    a = Analysis()
+    return [(f.wall, a.update(f)) for f in load_frames(path)], path
+
+
+def test_the_compile_phase_reads_compiling_and_ends_with_it(verdicts):
+    vs, _ = verdicts
+    said = [(t, v) for t, v in vs if v.sentence.startswith("Compiling, not training")]
+    # every "compiling" verdict lies inside the job's own compile (a tick's slack at the end)
+    assert said and all(COMPILE_START <= t <= COMPILE_END + 1.0 for t, _ in said)
+    assert all(v.stage == IDLE and not v.secondary for _, v in said)
+    # from the fourth second of the compile to its end the verdict says so, every tick
+    assert all(v.stage == IDLE for t, v in vs if COMPILE_START + 4 <= t <= COMPILE_END)
+    # the compiler's frames never make a stage: no CPU-bound "mostly in CppCodeCache.load_async"
+    assert not any(v.stage in (CPU_BOUND, LAUNCH) for _, v in vs)
+    last = said[-1][1]
+    assert "torch.compile's compiler 100 % of the time (14 of its last 14 samples)" in last.sentence
+    assert any("TORCH_LOGS=recompiles" in r for r in last.remedies)
+    # the other processes the job started (g++, cc1plus) are said with their CPU
+    assert any("the job's 2 other processes use" in v.sentence for _, v in said)
+
+
+def test_the_report_says_what_idle_was_where_it_held_most(verdicts):
+    _, path = verdicts
+    text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
+    head = text.split("## Verdict", 1)[1].split("##", 1)[0]
+    assert "the verdict was Idle, with no pipeline stage to fix. Compiling, not training" in head
+    assert "which cost the run less" not in head
