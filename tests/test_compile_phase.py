@@ -93,3 +93,13 @@ def test_the_report_says_what_idle_was_where_it_held_most(verdicts):
     head = text.split("## Verdict", 1)[1].split("##", 1)[0]
     assert "the verdict was Idle, with no pipeline stage to fix. Compiling, not training" in head
     assert "which cost the run less" not in head
+
+
+def test_a_second_compile_recording_reads_compiling_once_the_samples_show_it(tmp_path):
+    """tests/data/field/compile_cpu.jsonl.gz (README there): another job compiling through all its
+    16 ticks (Inductor, g++ and cc1plus children). Once three main-thread samples are in, every tick
+    says it compiles; none names a stage."""
+    path = relabelled("tests/data/field/compile_cpu.jsonl.gz", tmp_path / "c.jsonl", _where)
+    a = Analysis()
+    vs = [a.update(f) for f in load_frames(path)]
+    assert all(v.stage == IDLE and v.sentence.startswith("Compiling, not training") for v in vs[4:])
