@@ -54,6 +54,8 @@ SCENARIOS = (
              cpu_stages=("cpu_compute",)),
     Scenario("tokenize", "text_tokens", ("decode",), ("cpu", "cuda")),
     Scenario("tokenize_workers", "text_tokens", ("gpu_bound",), ("cuda",), ("--workers", "12", "--fixed")),
+    Scenario("healthy_compiled", "healthy", ("idle", "gpu_bound"), ("cpu", "cuda"),
+             ("--compile", "max-autotune-no-cudagraphs"), cpu_stages=("idle", "cpu_compute")),
     Scenario("checkpoint", "checkpoint", ("gpu_bound",), ("cpu", "cuda"), cpu_stages=("cpu_compute",),
              by_share=("save_share", 0.20, "io")),
 )
@@ -64,6 +66,9 @@ more by its own clock (the share at which any stage counts as "high", docs/THRES
 saving checkpoints is its cost, truth ``io`` (H200 run 21: 41 % of the time in 2.1 s saves of
 1.03 GiB).
 
+``healthy_compiled`` is the healthy job under torch.compile (max-autotune, without CUDA graphs): idle
+while it compiles (its first marker), then the healthy job's truth (its second, after the first step).
+
 The FIELD scenarios come in before/after pairs for the speed-up table (bench/fixes.py):
 imagefolder_few -> imagefolder_persistent (more workers), imagefolder_epochs ->
 imagefolder_persistent (persistent workers), imagefolder_few -> imagefolder_cheap (a cheaper
@@ -73,7 +78,7 @@ the estimate's "if the stage were fixed" means), tokenize -> tokenize_workers (m
 
 FIELD = ("imagefolder_few", "imagefolder_epochs", "imagefolder_persistent", "imagefolder_cheap", "imagefolder_gpu", "lightning",
          "lightning_persistent",
-         "tokenize", "tokenize_workers", "checkpoint")
+         "tokenize", "tokenize_workers", "checkpoint", "healthy_compiled")
 
 BY_NAME = {s.name: s for s in SCENARIOS}
 
