@@ -113,3 +113,17 @@ def test_checkpoint_job_saves_the_whole_state_and_removes_it():
     assert start["checkpoint_bytes"] <= end["file_bytes"] <= start["checkpoint_bytes"] * 1.05
     assert 0 < end["save_share"] < 1
     assert not Path(end["dir"]).exists()
+
+
+def test_compiled_job_says_it_compiles_until_its_first_step_is_done():
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.scenarios.healthy", "--device", "cpu", "--duration", "3", "--compile", "default"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    recs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    stages = [r for r in recs if "stage" in r]
+    # compiling (no step yet), then the healthy CPU job's truth once the first step has run
+    assert [r["stage"] for r in stages] == ["idle", "cpu_compute"] and stages[0]["compiling"] is True
+    assert stages[0]["t"] < stages[1]["t"] and stages[1]["compile"] == "default"
+    assert recs[-1]["event"] == "end" and recs[-1]["steps"] >= 1
