@@ -145,7 +145,7 @@ class Target:
         self._lock = threading.Lock()
         self._tree: Tree | None = None
         self._tree_t = 0.0
-        self._walked: tuple[dict[int, _Raw], dict[int, int | None]] | None = None
+        self._walked: tuple[int, dict[int, _Raw], dict[int, int | None]] | None = None
         """The identities and ranks the last tree was built from: a walk that finds the same keeps
         that tree's nodes (its roles and nodes follow from them alone)."""
         self._rank_cache: dict[tuple[int, float], int | None] = {}
@@ -158,6 +158,9 @@ class Target:
         self._tids = TidLists()
         self._children_files = False
         """Whether the kernel has per-thread children lists (looked up until found)."""
+        self._family: tuple[int, int, bool] | None = None
+        """(parent PID, its start time, whether it starts the target's sibling ranks): its command
+        line is read once per parent (family_root)."""
         self.exit_reason: str | None = None
 
     @property
@@ -223,8 +226,9 @@ class Target:
         if root is not None and self.starttime is not None and root.starttime != self.starttime:  # reused
             self.alive()
             raise TargetGone(self.exit_reason or f"process {self.pid} exited")
+        top = self._family_root(root)
         try:
-            info = self._identities(root)
+            info = self._identities(root, top)
         except psutil.NoSuchProcess as e:  # also raised when the PID was reused by another process
             self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(str(e)) from e
@@ -234,12 +238,20 @@ class Target:
             self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(f"process {self.pid} exited")
         ranks = {pid: self._rank(pid, r.create_time) for pid, r in info.items()}
-        if self._tree is not None and self._walked == (info, ranks):
+        if self._tree is not None and self._walked == (top, info, ranks):
             # The same processes, parents, names and ranks: the same roles and nodes (a new Tree all
             # the same: a walk's tree is never the previous walk's object).
             return Tree(self.pid, self._tree.nodes)
-        self._walked = (info, dict(ranks))  # a copy: start_order_ranks' ranks are added to ranks below
-        roles = assign_roles(self.pid, info, ranks)
+        self._walked = (top, info, dict(ranks))  # a copy: start_order_ranks' ranks are added to ranks below
+        roles = assign_roles(top, info, ranks) if top in info else {}
+        if top != self.pid and (roles.get(self.pid) != ROLE_MAIN
+                                or sum(1 for r in roles.values() if r == ROLE_MAIN) < 2):
+            # Not one rank among others after all (the parent's other children are no training
+            # processes): the target's own tree, as if no parent were looked at.
+            own = _subtree(self.pid, info)
+            info = {pid: r for pid, r in info.items() if pid in own}
+            ranks = {pid: ranks[pid] for pid in info}
+            roles = assign_roles(self.pid, info, ranks)
         ranks.update(start_order_ranks(info, roles, ranks))
         nodes = []
         for pid, r in info.items():
@@ -252,8 +264,32 @@ class Target:
         nodes.sort(key=lambda n: (n.role != ROLE_LAUNCHER, n.role != ROLE_MAIN, n.pid))
         return Tree(self.pid, tuple(nodes))
 
-    def _identities(self, root: TaskStat | None) -> dict[int, _Raw]:
-        """The identity of the target and every process below it, by PID (zombies left out).
+    def _family_root(self, root: TaskStat | None) -> int:
+        """Where the walk starts: the target's parent where that parent starts the target's sibling
+        ranks (a launcher, or the ``mp.spawn`` parent of spawned children), else the target.
+
+        Given one rank's PID (nvidia-smi lists each rank's on its GPU), the job is still all its
+        ranks: walked from the target alone, the other ranks and their DataLoader workers were
+        "processes outside the job", named as contention to move or renice, and the verdict
+        differed from the one the launcher's PID gave (trial 22's two-rank DDP job). The walk keeps
+        the parent only where it finds the target a training process among two or more (_walk)."""
+        ppid = root.ppid if root is not None else 0
+        if ppid <= 1:
+            return self.pid
+        pst = read_stat(ppid, files=self._files)
+        if pst is None:
+            return self.pid
+        if self._family is None or self._family[:2] != (ppid, pst.starttime):
+            try:
+                parent, mine = tuple(psutil.Process(ppid).cmdline()), tuple(self._proc.cmdline())
+            except (psutil.Error, OSError, *UNPARSEABLE):
+                return self.pid
+            self._family = (ppid, pst.starttime, starts_ranks(parent, mine))
+        return ppid if self._family[2] else self.pid
+
+    def _identities(self, root: TaskStat | None, top: int | None = None) -> dict[int, _Raw]:
+        """The identity of the target and every process below ``top`` (default: the target), by PID
+        (zombies left out).
 
         The PIDs come from the kernel's per-thread ``children`` lists when it has them
         (CONFIG_PROC_CHILDREN, on in distribution kernels): that reads only the job's own /proc
@@ -264,12 +300,20 @@ class Target:
         """
         if not self._children_files:
             self._children_files = os.path.exists(f"/proc/{self.pid}/task/{self.pid}/children")
+        top = self.pid if top is None else top
         if not self._children_files:
             if not self._proc.is_running():
                 raise psutil.NoSuchProcess(self.pid)
-            procs = [self._proc] + _psutil_children(self._proc)
-            return {p.pid: raw for p in procs if (raw := _read(p)) is not None}
-        stats = self._descendant_stats(root)
+            try:
+                start = self._proc if top == self.pid else psutil.Process(top)
+                procs = [start] + _psutil_children(start)
+            except psutil.Error:  # the parent exited: the target's own tree
+                procs = [self._proc] + _psutil_children(self._proc)
+            got = {p.pid: raw for p in procs if (raw := _read(p)) is not None}
+            if self.pid not in got:
+                raise psutil.NoSuchProcess(self.pid)
+            return got
+        stats = self._descendant_stats(root, top)
         if self.pid not in stats:
             raise psutil.NoSuchProcess(self.pid)
         info: dict[int, _Raw] = {}
@@ -292,9 +336,9 @@ class Target:
         self._known = known
         return info
 
-    def _descendant_stats(self, root: TaskStat | None) -> dict:
-        """The stat line of the target and of every process below it (None for one that exited
-        mid-walk), the target first, the others in the order the walk found them.
+    def _descendant_stats(self, root: TaskStat | None, top: int | None = None) -> dict:
+        """The stat line of ``top`` (default: the target) and of every process below it (None for
+        one that exited mid-walk), ``top`` first, the others in the order the walk found them.
 
         The PIDs come from the kernel's per-thread ``children`` lists (CONFIG_PROC_CHILDREN, on in
         distribution kernels): that reads only the job's own /proc entries, where psutil's
@@ -302,10 +346,11 @@ class Target:
         read through a descriptor kept from walk to walk, and a process's thread list is listed
         again only when its thread count changes (collectors/tid_lists.py).
         """
+        top = self.pid if top is None else top
         out: dict = {}
-        todo = [self.pid]
-        seen = {self.pid}
-        order = [self.pid]
+        todo = [top]
+        seen = {top}
+        order = [top]
         while todo:
             pid = todo.pop()
             st = out[pid] = root if pid == self.pid else read_stat(pid, files=self._files)
@@ -330,6 +375,29 @@ class Target:
                 self._rank_cache.clear()
             self._rank_cache[key] = _read_rank(pid)
         return self._rank_cache[key]
+
+
+def starts_ranks(parent: tuple[str, ...], argv: tuple[str, ...]) -> bool:
+    """Whether a process started with ``argv`` by ``parent`` may be one of its ranks: the parent is
+    a launcher (torchrun & co.), or a Python process whose child is a multiprocessing child of it
+    (``mp.spawn``'s ``spawn_main``, or a fork, which keeps the parent's command line)."""
+    if _is_launcher_cmd(parent):
+        return True
+    return _is_python(parent) and ("multiprocessing.spawn import spawn_main" in " ".join(argv) or argv == parent)
+
+
+def _subtree(pid: int, info: dict[int, _Raw]) -> set[int]:
+    """``pid`` and every process of ``info`` below it."""
+    kids: dict[int, list[int]] = {}
+    for p, r in info.items():
+        kids.setdefault(r.ppid, []).append(p)
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        if p not in out:
+            out.add(p)
+            todo.extend(kids.get(p, ()))
+    return out
 
 
 def _psutil_children(proc: psutil.Process) -> list[psutil.Process]:

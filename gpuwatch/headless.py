@@ -8,6 +8,7 @@ import signal
 import sys
 from typing import TextIO
 
+from gpuwatch.ranks import scope_words
 from gpuwatch.analysis import Analysis
 from gpuwatch.errors import UsageError
 from gpuwatch.multirank import MultiRank
@@ -60,7 +61,16 @@ async def stream_json(
             raise UsageError(f"cannot write the JSON stream to stdout: {getattr(e, 'strerror', None) or e}; "
                              "watching stopped") from None
 
-    await Pipeline(source, analysis, ranks, sinks=(record, emit, on_tick)).run(stop)
+    said = [False]
+
+    def scope(tick: Tick) -> None:
+        """Once: where the PID given is one rank, that every rank is watched (the lines say it too)."""
+        if not said[0] and tick.ranks is not None:
+            said[0] = True
+            if words := scope_words(tick.frame):
+                print(f"gpuwatch: {words}", file=sys.stderr)
+
+    await Pipeline(source, analysis, ranks, sinks=(record, emit, scope, on_tick)).run(stop)
     return 0
 
 

@@ -21,7 +21,7 @@ from gpuwatch.diagnosis.window import recent, unique_samples
 from gpuwatch.history import History
 from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.gpu import GpuSample
-from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, ProcInfo, ProcsSample
+from gpuwatch.model.procs import ROLE_LAUNCHER, ROLE_MAIN, ROLE_WORKER, ProcInfo, ProcsSample
 from gpuwatch.collectors.stack_labels import COLLECTIVE_FRAMES, NATIVE_COLLECTIVES
 from gpuwatch.model.stacks import COLLECTIVE, DATA_IPC, DATA_WAIT, INLINE_LOAD, ROLE_MAIN_THREAD, ThreadStack
 from gpuwatch.model.values import Unsupported, known
@@ -72,6 +72,23 @@ def ranks_of(frame: Frame) -> tuple[int, ...]:
     else:
         found = set()
     return tuple(sorted(found))
+
+
+def scope_words(frame: Frame) -> str:
+    """Where the PID given is one rank of several: what is watched instead ("PID 2227 is rank 0 of 2
+    ranks: the whole job is watched, from its launcher (PID 2224)"), else "". The process walk takes
+    a rank's launcher in (collectors/target.py, family_root): the other ranks belong to the job."""
+    if not known(frame.procs):
+        return ""
+    pid = frame.target.pid
+    me = next((p for p in frame.procs.processes if p.pid == pid), None)
+    mains = [p for p in frame.procs.processes if p.role == ROLE_MAIN]
+    top = next((p for p in frame.procs.processes if p.role == ROLE_LAUNCHER and p.pid == (me.ppid if me else None)),
+               None)
+    if me is None or me.role != ROLE_MAIN or len(mains) < 2 or top is None:
+        return ""
+    rank = f"rank {me.rank}" if me.rank is not None else "one"
+    return f"PID {pid} is {rank} of {len(mains)} ranks: the whole job is watched, from its launcher (PID {top.pid})"
 
 
 def rank_processes(procs: ProcsSample, rank: int) -> tuple[ProcInfo, ...]:

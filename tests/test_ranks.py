@@ -29,6 +29,7 @@ from gpuwatch.model.codec import from_dict
 from gpuwatch.model.values import known
 from gpuwatch.ranks import (
     RankAnalyses, devices_from_env, frame_for_rank, is_collective_wait, rank_signals, ranks_of,
+    scope_words,
 )
 from gpuwatch.straggler import MIN_SAMPLES, find_straggler
 
@@ -117,6 +118,13 @@ def ddp_frame(seq=1, t=1.0, nvml=True, stacks_t=None) -> Frame:
 def test_ranks_of_a_frame():
     assert ranks_of(ddp_frame()) == (0, 1)
     assert ranks_of(dataclasses.replace(ddp_frame(), procs=Unsupported("x"))) == (0, 1)  # from the stacks
+
+
+def test_scope_says_when_the_pid_given_is_one_rank():
+    by_rank1 = dataclasses.replace(ddp_frame(), target=TargetInfo(300, "job 300", True))
+    assert scope_words(by_rank1) == "PID 300 is rank 1 of 2 ranks: the whole job is watched, from its launcher (PID 100)"
+    assert scope_words(ddp_frame()) == ""  # given the launcher: nothing to explain
+    assert scope_words(dataclasses.replace(by_rank1, procs=Unsupported("x"))) == ""
 
 
 def test_frame_for_rank_keeps_that_rank_only():
@@ -279,6 +287,12 @@ def test_mp_spawn_ranks_are_found():
             workers = tree.workers(info["pid"])
             assert sorted(w.pid for w in workers) == sorted(info["workers"]) and len(workers) == 1
             assert all(w.rank == rank for w in workers)
+        # Given one rank's PID (nvidia-smi lists each rank's), the job is still all of it: rank 1
+        # and its worker were "processes outside the job" to renice, a contention verdict on a
+        # host nothing else used (trial 22). The walk starts at the spawning parent instead.
+        by_rank0 = _tree_ranks(Target(job.ranks[0]["pid"]), 2)
+        assert by_rank0.root == job.ranks[0]["pid"] and by_rank0.get(job.pid).role == "launcher"
+        assert {(n.pid, n.role, n.rank) for n in by_rank0.nodes} == {(n.pid, n.role, n.rank) for n in tree.nodes}
 
 
 # The torchrun tests are ``quiet`` (run alone in CI): the straggler verdict rests on each rank's stack
@@ -326,11 +340,12 @@ def test_torchrun_all_ranks_from_the_launcher(torchrun_job):
 
 @pytest.mark.slow
 @pytest.mark.quiet
-def test_torchrun_one_rank_by_its_own_pid(torchrun_job):
+def test_torchrun_one_rank_by_its_own_pid_watches_the_whole_job(torchrun_job):
     info = torchrun_job.ranks[1]
-    tree = _tree_ranks(Target(info["pid"]), 2)
-    assert [(m.pid, m.rank) for m in tree.mains()] == [(info["pid"], 1)]
-    assert sorted(w.pid for w in tree.workers()) == sorted(info["workers"])
+    tree = _tree_ranks(Target(info["pid"]), 4)
+    assert tree.get(torchrun_job.pid).role == "launcher"
+    assert {m.rank: m.pid for m in tree.mains()} == {r: i["pid"] for r, i in torchrun_job.ranks.items()}
+    assert sorted(w.pid for w in tree.workers(info["pid"])) == sorted(info["workers"])
 
 
 @pytest.mark.slow
@@ -363,3 +378,22 @@ def test_input_bound_rank_is_named_the_straggler(headless_frames):
     assert (straggler.rank, straggler.cause) == (1, "input"), straggler
     # Rank 0 waits for rank 1 in DDP's buffer broadcast, which the frames reveal as a collective wait.
     assert signals[0].collective_share >= 0.5 and signals[1].input_share >= 0.5, signals
+
+
+def test_the_report_says_the_whole_job_was_watched_when_given_one_rank():
+    """The 8-rank recording (tests/data/scale_8gpu_8ranks.jsonl.gz, made watching the launcher) as if
+    rank 5's PID had been given: the report names what was watched under its title."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+
+    frames = load_frames(str(Path(__file__).parent / "data" / "scale_8gpu_8ranks.jsonl.gz"))
+    r5 = next(p for p in frames[-1].procs.processes if p.role == "main" and p.rank == 5)
+    moved = [dataclasses.replace(f, target=TargetInfo(r5.pid, "rank 5", True)) for f in frames]
+    text = render_markdown(build_report(from_frames(moved), NOT_RECORDED, "replay", path="x.jsonl"))
+    assert (f"PID {r5.pid} is rank 5 of 8 ranks: the whole job is watched, from its launcher (PID {r5.ppid})."
+            in text.split("## Verdict")[0])
+    launcher = render_markdown(build_report(from_frames(frames), NOT_RECORDED, "replay", path="x.jsonl"))
+    assert "the whole job is watched" not in launcher

@@ -20,6 +20,7 @@ from gpuwatch.collectors.target import (
     _Raw,
     assign_roles,
     start_order_ranks,
+    starts_ranks,
 )
 
 PY = "/usr/bin/python3"
@@ -374,3 +375,38 @@ def test_a_walk_keeps_the_tree_of_ranks_numbered_by_start_order(monkeypatch):
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_a_python_parents_other_children_that_train_nothing_stay_outside():
+    """A Python parent that forked the target and other children which are no training processes
+    (no DataLoader workers, no rank): the target is not one rank among others, so the walk keeps to
+    the target's own tree (the parent's other children are not the job's)."""
+    code = ("import os, time\n"
+            "kids = [os.fork() for _ in range(1)]\n"
+            "if 0 in kids: time.sleep(60); os._exit(0)\n"
+            "k2 = os.fork()\n"
+            "if k2 == 0: time.sleep(60); os._exit(0)\n"
+            "print(kids[0], k2, flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        first, second = map(int, proc.stdout.readline().split())
+        tree = Target(first).tree()
+        assert tree.root == first and {n.pid for n in tree.nodes} == {first}
+        assert tree.get(first).role == "main"
+    finally:
+        for p in psutil.Process(proc.pid).children():
+            p.kill()
+        proc.kill()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize(("parent", "child", "expected"), [
+    ([PY, "-m", "torch.distributed.run", "--nproc_per_node", "2", "t.py"], [PY, "t.py"], True),
+    ([PY, "t.py"], [PY, "-c", "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=4, pipe_handle=6)",
+                    "--multiprocessing-fork"], True),
+    ([PY, "t.py"], [PY, "t.py"], True),  # a fork keeps its parent's command line
+    (["/bin/bash", "run.sh"], [PY, "t.py"], False),  # a shell runs the job: its siblings are not ranks
+    ([PY, "notebook.py"], [PY, "t.py"], False),
+])
+def test_which_parents_may_start_the_targets_sibling_ranks(parent, child, expected):
+    assert starts_ranks(tuple(parent), tuple(child)) is expected

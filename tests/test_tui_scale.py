@@ -16,12 +16,14 @@ import pytest
 
 from gpuwatch.analysis import Analysis
 from gpuwatch.model.verdict import DECODE, GPU_BOUND
+from gpuwatch.model.frame import TargetInfo
 from gpuwatch.multirank import RankTick
+from gpuwatch.replay import load_frames
 from gpuwatch.source import ReplaySource
 from gpuwatch.tui.panels.gpu_list import GpuList, layout
 from gpuwatch.tui.panels.rank_table import RankTable
 from gpuwatch.tui.panels.ranks import ranks_text, spans
-from tests.test_tui_fixtures import make_app, screen_text, settle, synthetic_frame, synthetic_verdict
+from tests.test_tui_fixtures import ListSource, make_app, screen_text, settle, synthetic_frame, synthetic_verdict
 
 SCALE = Path(__file__).resolve().parent / "data" / "scale_8gpu_8ranks.jsonl.gz"
 needs_recording = pytest.mark.skipif(not SCALE.exists(), reason=f"no recording at {SCALE}")
@@ -69,3 +71,18 @@ async def test_every_gpu_and_rank_is_on_screen(size):
             assert [row.split()[0] for row in rows[1:]] == [str(r) for r in range(8)]
         else:
             assert table.region.height == 0  # no room for the table: the grouped line says it
+
+
+@needs_recording
+async def test_given_one_ranks_pid_the_tui_says_the_whole_job_is_watched():
+    """The recording watched the launcher; its frames given as if rank 3's PID had been typed (the
+    walk then takes the launcher in, collectors/target.py): a notice says why every rank shows."""
+    frames = load_frames(str(SCALE))
+    rank3 = next(p for p in frames[-1].procs.processes if p.role == "main" and p.rank == 3)
+    moved = [dataclasses.replace(f, target=TargetInfo(rank3.pid, "rank 3", True)) for f in frames]
+    app = make_app(ListSource(moved), analysis=Analysis())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        said = [n.message for n in app._notifications if "is rank 3 of 8 ranks" in n.message]
+        assert said == [f"PID {rank3.pid} is rank 3 of 8 ranks: the whole job is watched, from its launcher "
+                        f"(PID {rank3.ppid}); k shows one rank."]

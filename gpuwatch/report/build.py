@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuwatch.ranks import scope_words
 from gpuwatch.collectors.environment import Environment
 from gpuwatch.model.values import Maybe
 from gpuwatch.report import sections
@@ -34,6 +35,7 @@ def build_report(
         cmdline=(last.target.cmdline if last and last.target.cmdline else first.target.cmdline if first else ""),
         path=path, started_wall=first.wall if first else None, covered_s=round(covered, 3),
         requested_s=requested_s, frames=len(got.marks), ended=got.ended, early=early, bad_lines=bad_lines,
+        scope=next((w for f in reversed(got.frames) if (w := scope_words(f))), ""),
     )
     checks = run_checks(got.frames, got.verdicts, environment)
     costs = stage_costs(got.marks, got.verdicts)

@@ -41,6 +41,9 @@ class Source:
     early: bool
     """True when the job exited (or the user stopped) before the requested duration."""
     bad_lines: int = 0
+    scope: str = ""
+    """Where the PID given is one rank of several: that the whole job was watched, from its launcher
+    (ranks.scope_words); else empty."""
 
 
 @dataclass(frozen=True, slots=True)

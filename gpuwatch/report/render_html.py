@@ -56,6 +56,8 @@ def render_html(r: Report, series: Sequence[Tick]) -> str:
         out.append(f"<p><code>{html(s.cmdline)}</code></p>")
     out.append(f"<p>{html(what)}, started {html(started)}, {s.covered_s:.0f} s over {s.frames} ticks; "
                f"{html(s.ended)}.</p>")
+    if s.scope:
+        out.append(f"<p>{html(s.scope)}.</p>")
     title, rest = headline(m)
     out.append(f'<p class="verdict"><b>{html(title)}</b> {html(rest)}</p>')
     out += _glance(r) + _remedies(r) + ["<h2>Over time</h2>"] + charts(series, r.source.covered_s) + _checks(r)

@@ -59,6 +59,8 @@ def render_markdown(r: Report) -> str:
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.started_wall)) if s.started_wall else "n/a"
     what = f"replay of {markdown_code(s.path or '')}" if s.kind == "replay" else "live watch"
     out.append(f"{what}, started {started}, {s.covered_s:.0f} s over {s.frames} ticks; {s.ended}.")
+    if s.scope:
+        out.append(f"{s.scope}.")
     if s.early:
         asked = f" of the {s.requested_s:.0f} s asked for" if s.requested_s else ""
         out.append(f"**Watching ended early** ({s.ended}): this report covers only the {s.covered_s:.0f} s{asked} that were seen.")
