@@ -23,6 +23,7 @@ What the frames cannot tell (py-spy without ``--native`` shows Python frames onl
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 
@@ -32,6 +33,7 @@ from gpuwatch.model.stacks import (
     BACKWARD, CHECKPOINT, COLLECTIVE, COMPILE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
     PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, W_BUSY, W_IDLE, W_IO,
     W_WAIT,
+    ThreadStack,
 )
 from gpuwatch.model.stacks import ROLE_WORKER as ROLE_WORKER_THREAD
 
@@ -164,7 +166,6 @@ COMPILES: tuple[Pattern, ...] = (
     ("", "torch/_inductor/cpp_builder.py"),
     ("", "torch/_inductor/cpu_vec_isa.py"),
     ("", "torch/_inductor/async_compile.py"),
-    ("", "torch/_inductor/compile_worker/"),
     ("", "torch/_inductor/runtime/compile_tasks.py"),
     ("CachingAutotuner.precompile", "torch/_inductor/runtime/triton_heuristics.py"),
     ("CachingAutotuner.benchmark_all_configs", "torch/_inductor/runtime/triton_heuristics.py"),
@@ -175,9 +176,12 @@ COMPILES: tuple[Pattern, ...] = (
 (Dynamo's tracing, AOTAutograd's graph capture, Inductor's lowering, code generation, C++/Triton
 builds and autotuning). Runtime frames of a compiled model stay out: ``eval_frame.py``'s wrapper,
 AOTAutograd's ``runtime_wrappers.py``, Inductor's ``output_code.py`` and the rest of its
-``runtime/`` (the kernels' launchers) are on every step's stack. Read from torch 2.11's sources
-and from a recording of a job compiling on the CPU (tests/data/cpu_field/compile_start.jsonl.gz:
-graph.py, codecache.py, cpp_builder.py, async_compile.py, compile_tasks.py, cpu_vec_isa.py)."""
+``runtime/`` (the kernels' launchers) are on every step's stack; so are the threads of Inductor's
+compile-worker pool (``compile_worker/``: a timer and a reader that wait all run long). Read from
+torch 2.11's sources and from recordings of jobs compiling on the CPU
+(tests/data/cpu_field/compile_start.jsonl.gz: graph.py, codecache.py, cpp_builder.py,
+async_compile.py, compile_tasks.py, cpu_vec_isa.py) and on an H100 (tests/data/h100: select_algorithm,
+autotune_process, triton/compiler on the autograd thread)."""
 DISPATCHES: tuple[Pattern, ...] = (
     ("", "torch/nn/"),
     ("", "torch/functional.py"),
@@ -284,8 +288,24 @@ def classify(t: ThreadRecord, role: str, state: str | None = None,
     elif role == ROLE_PIN:
         label, detail = _pin(t.frames, t.active)
     else:
-        label, detail = OTHER, short_name(t.frames[0])
+        i = _compiling(t.frames)  # Inductor's Triton builds run on the autograd engine's thread too
+        label, detail = (COMPILE, short_name(t.frames[i])) if i is not None else (OTHER, short_name(t.frames[0]))
     return label, detail[:DETAIL_CHARS]
+
+
+def waits_on_compiler(stacks: Sequence[ThreadStack]) -> list[ThreadStack]:
+    """One process's threads of one dump, the main thread's sample read as compiling where it waits
+    in backward while another of its threads compiles. On a GPU the autograd engine runs backward on
+    its own device thread, so the backward graph's lazy compile and its Triton builds happen there:
+    an H100 job under torch.compile (max-autotune) sat 38 s in ``_engine_run_backward`` while its
+    ``Dummy-1`` thread ran ``triton/compiler`` (tests/data/h100/compile_start.jsonl.gz)."""
+    other = next((s for s in stacks if s.role == ROLE_OTHER_THREAD and s.label == COMPILE), None)
+    if other is None:
+        return list(stacks)
+    who = other.thread_name or f"thread {other.tid}"
+    said = f"{other.detail} (on {who}; the main thread waits in backward)"[:DETAIL_CHARS]
+    return [dataclasses.replace(s, label=COMPILE, detail=said)
+            if s.role == ROLE_MAIN_THREAD and s.label == BACKWARD and not s.active else s for s in stacks]
 
 
 def short_name(f: FrameRecord) -> str:

@@ -22,7 +22,7 @@ from gpuwatch.collectors.base import Collector
 from gpuwatch.collectors.pyspy import (
     DUMP_TIMEOUT_S, DumpOutcome, Pyspy, explain_failure, find_pyspy, is_torn_read, worth_retrying_probe,
 )
-from gpuwatch.collectors.stack_labels import classify, thread_role
+from gpuwatch.collectors.stack_labels import classify, thread_role, waits_on_compiler
 from gpuwatch.collectors.target import Node, Target, TargetGone, Tree
 from gpuwatch.model.stacks import (
     ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_WORKER, DumpResult, StackSample, ThreadStack,
@@ -265,7 +265,7 @@ def label_threads(out: DumpOutcome, node: Node) -> list[ThreadStack]:
             pid=rec.pid, tid=rec.tid, role=role, rank=node.rank, thread_name=rec.name, label=label,
             detail=detail, active=rec.active, owns_gil=rec.owns_gil, frames=frames,
         ))
-    return stacks
+    return waits_on_compiler(stacks)
 
 
 @functools.lru_cache(maxsize=512)

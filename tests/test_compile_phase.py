@@ -61,6 +61,10 @@ def test_compiler_frames_are_compiling_and_a_compiled_models_step_is_not():
                  "runtime_wrapper (torch/_functorch/_aot_autograd/runtime_wrappers.py:350)",
                  "_TorchDynamoContext.__call__.<locals>._fn (torch/_dynamo/eval_frame.py:1000)")
     assert step[0] == lb.DISPATCH
+    # Inductor's compile-worker pool keeps a timer thread waiting for as long as the job runs: no compile
+    timer = (frame_of("Timer.check (torch/_inductor/compile_worker/timer.py:43)", _where),
+             frame_of("Thread.run (threading.py:1010)", _where))
+    assert classify(ThreadRecord(1, 2, "subproc_worker_timer", False, False, timer), lb.ROLE_OTHER_THREAD)[0] == lb.OTHER
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +85,7 @@ def test_the_compile_phase_reads_compiling_and_ends_with_it(verdicts):
     # the compiler's frames never make a stage: no CPU-bound "mostly in CppCodeCache.load_async"
     assert not any(v.stage in (CPU_BOUND, LAUNCH) for _, v in vs)
     last = said[-1][1]
-    assert "torch.compile's compiler 100 % of the time (14 of its last 14 samples)" in last.sentence
+    assert "torch.compile's compiler holds the main thread 100 % of the time (14 of its last 14 samples)" in last.sentence
     assert any("TORCH_LOGS=recompiles" in r for r in last.remedies)
     # the other processes the job started (g++, cc1plus) are said with their CPU
     assert any("the job's 2 other processes use" in v.sentence for _, v in said)
@@ -103,3 +107,32 @@ def test_a_second_compile_recording_reads_compiling_once_the_samples_show_it(tmp
     a = Analysis()
     vs = [a.update(f) for f in load_frames(path)]
     assert all(v.stage == IDLE and v.sentence.startswith("Compiling, not training") for v in vs[4:])
+
+
+H100 = "tests/data/h100/compile_start.jsonl.gz"
+H100_COMPILE_END = 1796534547.361
+"""The job's own marker: its first step (forward and backward compiled, max-autotune) done at
+05:22:27.36 UTC, 50.5 s after its compile began (tests/data/h100/README.md)."""
+
+
+def _h100_where(short: str) -> str:
+    return "/opt/torch/.venv/lib/python3.12/site-packages/" + short if short.startswith(
+        ("torch/", "triton/", "sympy/")) else "/usr/lib/python3.12/" + short
+
+
+def test_on_a_gpu_the_backward_compile_on_the_autograd_thread_reads_compiling(tmp_path):
+    """On the H100 the forward graph compiled on the main thread (11 s), then the main thread sat
+    38 s in ``_engine_run_backward`` while the autograd engine's own thread built the backward
+    graph's Triton kernels: "Not enough evidence" then. A main thread waiting in backward while
+    another thread of its process compiles is compiling; GPU-bound once the first step is done."""
+    # main threads as labelled live (whole stacks); the other threads' compile label came after
+    path = relabelled(H100, tmp_path / "h100.jsonl", _h100_where, roles=(lb.ROLE_OTHER_THREAD,))
+    a = Analysis()
+    vs = [(f.wall, a.update(f)) for f in load_frames(path)]
+    compiling = [(t, v) for t, v in vs if v.sentence.startswith("Compiling, not training")]
+    assert all(t <= H100_COMPILE_END + 2.0 for t, _ in compiling)
+    during = [v for t, v in vs if vs[4][0] <= t <= H100_COMPILE_END]
+    assert sum(v.stage == IDLE for v in during) >= 0.9 * len(during), [v.stage for v in during]
+    assert any("on Dummy-1; the main thread waits in backward" in v.sentence for _, v in compiling)
+    after = [v for t, v in vs if t >= H100_COMPILE_END + 4.0]
+    assert after and all(v.stage == "gpu_bound" for v in after)

@@ -361,7 +361,7 @@ def _compiling(f: dict, s: Signals) -> str:
         n = round(s.job.helpers)
         helpers = (f"; the job's {count(n, 'other process', 'other processes')} {'uses' if n == 1 else 'use'} "
                    f"{fmt(s.job.helpers_cpu, 'cores')}")
-    return (f"Compiling, not training: the main thread is in torch.compile's compiler "
+    return (f"Compiling, not training: torch.compile's compiler holds the main thread "
             f"{_share_of(f.get('compiling'), f.get('n'))}{_mostly(f.get('detail'))}{helpers}. No step runs until "
             "it returns, so no pipeline stage is judged; a compile at the start is paid once, one that comes "
             "back later is a recompile.")
