@@ -46,3 +46,22 @@ def test_a_run_without_a_gpu_reading_says_stalls_were_not_looked_for():
     assert stalls("tests/data/demo/demo_cpu_exit.jsonl.gz") == (
         "Not looked for: no tick read the GPU's utilization, which periodic stalls are found in.")
     assert stalls("tests/data/h200/field_checkpoint.jsonl.gz").startswith("The GPU idled about")
+
+
+def test_a_save_seen_earlier_in_the_run_is_not_said_unseen():
+    """tests/data/cpu_field/accum_ckpt.jsonl.gz (README there): a job saving a 184 MB checkpoint every
+    ~22 s, 0.5 s each. The JSON showed the first save as 3 % of its minute; by the end of the
+    recording it was under the 2 % cut, and the report said "no ... checkpoint save was seen"."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+
+    got = from_frames(load_frames("tests/data/cpu_field/accum_ckpt.jsonl.gz"))
+    assert not got.verdicts[-1].phases and any(p.kind == "checkpoint" for v in got.verdicts for p in v.phases)
+    text = render_markdown(build_report(got, NOT_RECORDED, "replay", path="accum_ckpt.jsonl.gz"))
+    section = text.split("## Epoch structure", 1)[1].split("##", 1)[0]
+    assert "was seen in the last minute" not in section.replace("No worker re-creation was seen in the last minute", "")
+    assert "checkpoint save took 2% of it or more (shorter ones are not said)" in section
+    assert 'the verdict said: "Checkpoint saves take' in section

@@ -55,4 +55,15 @@ def build_report(
         figures=run_figures(got.marks, run_series(got.frames, got.verdicts), got.frames, remedies, covered,
                             source.cmdline),
         epochs=got.verdicts[-1].phases if got.verdicts else (),
+        **_earlier_epochs(got),
     )
+
+
+def _earlier_epochs(got: Collected) -> dict:
+    """The latest epoch structure said before the run's end, where the last verdict says none."""
+    if not got.verdicts or got.verdicts[-1].phases:
+        return {}
+    v = next((v for v in reversed(got.verdicts) if v.phases), None)
+    if v is None:
+        return {}
+    return {"epochs_earlier": v.phases, "epochs_earlier_s": round(v.t - got.verdicts[0].t, 1)}

@@ -234,3 +234,9 @@ class Report:
     epochs: tuple[Phase, ...] = ()
     """The job's epoch structure over the last minute of the run (worker re-creation, first-batch
     waits, validation passes, checkpoint saves); empty in reports from before it or when none was seen."""
+    epochs_earlier: tuple[Phase, ...] = ()
+    """Where ``epochs`` is empty: the latest structure an earlier verdict of the run said (a 0.5 s
+    save that was 3 % of its minute falls under the cut as the minute moves on: "none was seen" was
+    false), else empty."""
+    epochs_earlier_s: float | None = None
+    """Seconds into the run of the verdict ``epochs_earlier`` is from."""

@@ -14,7 +14,7 @@ from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
 from gpuwatch.model.field_words import words
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
-from gpuwatch.report.words import headline, stage_gain
+from gpuwatch.report.words import epochs_none, headline, stage_gain
 from gpuwatch.untrusted import clean, markdown, markdown_code
 
 STATUS_WORD = {PASS: "PASS", WARN: "WARN", FAIL: "FAIL", NOT_CHECKED: "not checked"}
@@ -155,8 +155,7 @@ def _stall(r: Report) -> list[str]:
 def _epochs(r: Report) -> list[str]:
     out = ["", "## Epoch structure", ""]
     if not r.epochs:
-        return out + ["No worker re-creation, first-batch wait, validation pass or checkpoint save was seen in the "
-                      "last minute of the run."]
+        return out + [epochs_none(r)]
     return out + [epochs(r.epochs).strip()]
 
 

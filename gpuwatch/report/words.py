@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN
+from gpuwatch.diagnosis.sentence import epochs
+from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE
 from gpuwatch.model.verdict import FIX_WORDS, IDLE
-from gpuwatch.report.model import Remedy, Summary
+from gpuwatch.report.model import Remedy, Report, Summary
 
 
 def speedup(x: float) -> str:
@@ -82,3 +83,16 @@ def stage_gain(r: Remedy) -> str:
     if r.speedup_run is not None and r.speedup_while is not None:
         return f"{held}; fixing it: up to {speedup(r.speedup_run)} over this run ({speedup(r.speedup_while)} while it holds)"
     return f"{held}; speed-up not estimated"
+
+
+def epochs_none(r: Report) -> str:
+    """The epoch section where the run's last minute says no phase. A phase under PHASE_MIN_SHARE
+    of the minute is left out, so "none was seen" is said only of re-created workers (named at any
+    share); what an earlier minute of the run said is kept, a checkpoint save there included."""
+    text = ("No worker re-creation was seen in the last minute of the run, and no first-batch wait, "
+            f"validation pass or checkpoint save took {PHASE_MIN_SHARE:.0%} of it or more (shorter ones are not said).")
+    if r.epochs_earlier:
+        when = f", {r.epochs_earlier_s:.0f} s into the run," if r.epochs_earlier_s is not None else ""
+        said = epochs(r.epochs_earlier).removeprefix(" Epochs: ")
+        text += f' Earlier{when} the verdict said: "{said}"'
+    return text
