@@ -312,7 +312,7 @@ def test_stage_remedies_keep_the_latest_wording_and_frequent_ones_only():
     assert [x.text for x in r.remedies if x.stage] == [
         "other processes use 1.3 cores: pytest (pid 103)", "pin the job to its cores"]
     md = render_markdown(r)
-    assert ("1. **Contention** (held 100% of the time; fixing it: up to 1.20x over this run (1.20x while it holds))\n"
+    assert ("1. **Contention** (held 100% of the time; fixing it: about 1.20x over this run (1.20x while it holds))\n"
             "   - other processes use 1.3 cores: pytest (pid 103)\n   - pin the job to its cores\n") in md
 
 

@@ -16,6 +16,9 @@
   frame: a sleep, a lock, a socket): no freed CPU or GPU shortens that. A loop sleeping 62 % of its
   time by its own clock (bench/field_cpu/sleepy_loop.py) beside neighbours that queued 0.5 of its
   threads read "up to 1.97x"; the most any speed-up of the rest could give was 1 / 0.62 = 1.6x.
+  Unlike the others this is an estimate, not a ceiling, and is said with "about"
+  (verdict.gain_words): threads that work in lock-step lose more than the time they queue (two
+  OpenMP threads ran 5x slower while a neighbour took one of 2 cores; the estimate said 2.0x).
 - At the cap (MAX_SPEEDUP) the figure is a floor ("or more", ``Verdict.speedup_floor``). Where the
   share is one of main-thread stack samples, the floor is what the samples bound: 16 of 16 samples
   waiting bound the wait at 81 % or more (Wilson, 95 %), which gives "5.2x or more", where the cap

@@ -125,6 +125,14 @@ FIX_WORDS = {MORE_WORKERS: "more workers", PERSISTENT_WORKERS: "persistent worke
 """Each fix in words, as the TUI names the best one."""
 
 
+def gain_words(stage: str) -> str:
+    """How a stage's speed-up figure is said: "up to" where it is a ceiling (the stage's share of
+    the time made free, Amdahl), "about" for contention, whose share is the time the job's threads
+    queued or were taken: threads that work in lock-step lose more than that (trial 22: two OpenMP
+    threads ran 5x slower while a neighbour took one of 2 cores, estimated 2.0x)."""
+    return "about" if stage == CONTENTION else "up to"
+
+
 @dataclass(frozen=True, slots=True)
 class FixGain:
     """What one proposed fix is expected to gain, from what was seen (diagnosis/fix_gains.py)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpuwatch.diagnosis.sentence import epochs
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE
-from gpuwatch.model.verdict import FIX_WORDS, IDLE
+from gpuwatch.model.verdict import FIX_WORDS, IDLE, gain_words
 from gpuwatch.report.model import Remedy, Report, Summary
 
 
@@ -29,7 +29,7 @@ def headline(m: Summary) -> tuple[str, str]:
     if m.speedup_run is not None:
         much = (f"{speedup(m.speedup_run)} faster or more, as its wait was nearly all the time and "
                 f"{floor_why(m.speedup_while)}" if m.speedup_floor
-                else f"up to {speedup(m.speedup_run)} faster")
+                else f"{gain_words(m.stage)} {speedup(m.speedup_run)} faster")
         lead = (f"cost the job most: it held the verdict {m.share:.0%} of the time, and fixing it could make "
                 f"the whole run {much}")
     else:
@@ -81,7 +81,8 @@ def stage_gain(r: Remedy) -> str:
         return (f"{held}; fixing it: {speedup(r.speedup_run)} or more over this run ({speedup(r.speedup_while)} or "
                 f"more while it holds{why})")
     if r.speedup_run is not None and r.speedup_while is not None:
-        return f"{held}; fixing it: up to {speedup(r.speedup_run)} over this run ({speedup(r.speedup_while)} while it holds)"
+        return (f"{held}; fixing it: {gain_words(r.stage or '')} {speedup(r.speedup_run)} over this run "
+                f"({speedup(r.speedup_while)} while it holds)")
     return f"{held}; speed-up not estimated"
 
 

@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
 
-from gpuwatch.model.verdict import FIX_WORDS, LEVEL_BOTTLENECK, LEVEL_WARNING, PIPELINE, STAGE_TITLES, Verdict
+from gpuwatch.model.verdict import FIX_WORDS, LEVEL_BOTTLENECK, LEVEL_WARNING, PIPELINE, STAGE_TITLES, Verdict, gain_words
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WAITING, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.lazy_static import LazyStatic
 from gpuwatch.tui.panels.steady import SteadyHorizontal, SteadyLines, SteadyStatic
@@ -50,7 +50,7 @@ def verdict_text(v: Verdict) -> str:
     if v.speedup is not None and v.speedup_floor:  # the wait is nearly all the time: a floor
         head.append(f"fixing it: {v.speedup:.1f}× faster or more while it holds")
     elif v.speedup is not None and v.speedup > 1.0:
-        head.append(f"fixing it: up to {v.speedup:.1f}× faster while it holds")
+        head.append(f"fixing it: {gain_words(v.stage)} {v.speedup:.1f}× faster while it holds")
     best = max((g for g in v.gains if g.factor is not None), key=lambda g: g.factor or 0.0, default=None)
     if best is not None:  # the ceiling above is the stage made free; this is what a proposed fix gives
         head.append(f"{FIX_WORDS[best.fix]}: about {best.factor:.1f}×{', maybe more' if best.partial else ''}")
