@@ -147,11 +147,9 @@ COMPILES: tuple[Pattern, ...] = (
     ("", "torch/_dynamo/variables/"),
     ("", "torch/_dynamo/bytecode_transformation.py"),
     ("", "torch/_functorch/_aot_autograd/graph_compile.py"),
-    ("", "torch/_functorch/_aot_autograd/jit_compile_runtime_wrappers.py"),
     ("", "torch/_functorch/_aot_autograd/dispatch_and_compile_graph.py"),
     ("", "torch/_functorch/_aot_autograd/autograd_cache.py"),
     ("", "torch/_functorch/partitioners.py"),
-    ("", "torch/_inductor/compile_fx.py"),
     ("", "torch/_inductor/graph.py"),
     ("", "torch/_inductor/scheduler.py"),
     ("", "torch/_inductor/lowering.py"),
@@ -162,26 +160,38 @@ COMPILES: tuple[Pattern, ...] = (
     ("", "torch/_inductor/select_algorithm.py"),
     ("", "torch/_inductor/autotune_process.py"),
     ("", "torch/_inductor/kernel/"),
-    ("", "torch/_inductor/codecache.py"),
     ("", "torch/_inductor/cpp_builder.py"),
     ("", "torch/_inductor/cpu_vec_isa.py"),
     ("", "torch/_inductor/async_compile.py"),
     ("", "torch/_inductor/runtime/compile_tasks.py"),
-    ("CachingAutotuner.precompile", "torch/_inductor/runtime/triton_heuristics.py"),
-    ("CachingAutotuner.benchmark_all_configs", "torch/_inductor/runtime/triton_heuristics.py"),
-    ("CachingAutotuner.autotune_to_one_config", "torch/_inductor/runtime/triton_heuristics.py"),
-    ("", "triton/compiler/"),
+    ("", "triton/compiler/code_generator.py"),
+    ("", "triton/backends/nvidia/compiler.py"),
+    ("", "triton/backends/amd/compiler.py"),
+    ("", "triton/runtime/build.py"),
 )
-"""torch.compile compiling, not running what it compiled: the files and functions of a cache miss
+"""torch.compile compiling, not running what it compiled: files that only a cache miss runs
 (Dynamo's tracing, AOTAutograd's graph capture, Inductor's lowering, code generation, C++/Triton
 builds and autotuning). Runtime frames of a compiled model stay out: ``eval_frame.py``'s wrapper,
-AOTAutograd's ``runtime_wrappers.py``, Inductor's ``output_code.py`` and the rest of its
-``runtime/`` (the kernels' launchers) are on every step's stack; so are the threads of Inductor's
-compile-worker pool (``compile_worker/``: a timer and a reader that wait all run long). Read from
-torch 2.11's sources and from recordings of jobs compiling on the CPU
+AOTAutograd's ``runtime_wrappers.py`` (and ``jit_compile_runtime_wrappers.py``, which held the
+compiled function's forward and backward before torch 2.5), Inductor's ``output_code.py`` and the
+rest of its ``runtime/`` (the kernels' launchers), triton's ``runtime/jit.py`` and driver; so are
+the threads of Inductor's compile-worker pool (``compile_worker/``: a timer and a reader that wait
+all run long). Files that hold both are read by function name (COMPILE_NAMES). Read from torch
+2.11's sources and from recordings of jobs compiling on the CPU
 (tests/data/cpu_field/compile_start.jsonl.gz: graph.py, codecache.py, cpp_builder.py,
 async_compile.py, compile_tasks.py, cpu_vec_isa.py) and on an H100 (tests/data/h100: select_algorithm,
 autotune_process, triton/compiler on the autograd thread)."""
+COMPILE_NAMES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("torch/_inductor/compile_fx.py", ("compile", "partition", "graph_passes", "codegen")),
+    ("torch/_inductor/codecache.py", ("load", "compile", "build", "hash", "lookup")),
+    ("torch/_inductor/runtime/triton_heuristics.py", ("precompile", "benchmark_all_configs", "autotune_to_one_config")),
+    ("triton/compiler/compiler.py", ("compile",)),
+)
+"""(file, words): a frame of a file that also runs at every step counts as compiling only where the
+last part of its function's name holds one of the words. ``compile_fx.py`` runs the CUDA-graph
+replay of ``mode="reduce-overhead"`` (``cudagraphify.<locals>.run``) at every step; ``codecache.py``
+held ``CompiledFxGraph.__call__`` before torch 2.6; ``triton_heuristics.py`` and triton's
+``compiler.py`` launch kernels (``CachingAutotuner.run``, ``CompiledKernel.launch_metadata``)."""
 DISPATCHES: tuple[Pattern, ...] = (
     ("", "torch/nn/"),
     ("", "torch/functional.py"),
@@ -293,13 +303,28 @@ def classify(t: ThreadRecord, role: str, state: str | None = None,
     return label, detail[:DETAIL_CHARS]
 
 
+AUTOGRAD_FRAMES = ("torch/autograd/", "_aot_autograd/runtime_wrappers.py")
+"""Files on the autograd engine's thread while it runs a compiled graph's backward."""
+
+
+def _engine_thread(s: ThreadStack) -> bool:
+    """The thread is the autograd engine's: a thread started outside Python's threading module
+    (Python names such a thread ``Dummy-N``, py-spy may read no name; the engine's device threads
+    are C++ threads), or one
+    whose frames show the engine running a backward. A Python thread of the job's own that compiles
+    (an evaluation or warm-up thread with its own torch.compile) holds no backward of the main thread."""
+    return (not s.thread_name or s.thread_name.startswith("Dummy-")
+            or any(a in f for f in s.frames for a in AUTOGRAD_FRAMES))
+
+
 def waits_on_compiler(stacks: Sequence[ThreadStack]) -> list[ThreadStack]:
     """One process's threads of one dump, the main thread's sample read as compiling where it waits
     in backward while another of its threads compiles. On a GPU the autograd engine runs backward on
     its own device thread, so the backward graph's lazy compile and its Triton builds happen there:
     an H100 job under torch.compile (max-autotune) sat 38 s in ``_engine_run_backward`` while its
     ``Dummy-1`` thread ran ``triton/compiler`` (tests/data/h100/compile_start.jsonl.gz)."""
-    other = next((s for s in stacks if s.role == ROLE_OTHER_THREAD and s.label == COMPILE), None)
+    other = next((s for s in stacks if s.role == ROLE_OTHER_THREAD and s.label == COMPILE and _engine_thread(s)),
+                 None)
     if other is None:
         return list(stacks)
     who = other.thread_name or f"thread {other.tid}"
@@ -407,9 +432,14 @@ is labelled on every dump, and a training step's stack holds dozens of frames)."
 
 
 def _compiling(frames: Sequence[FrameRecord]) -> int | None:
-    """Index of the innermost torch.compile frame (COMPILES), or None."""
+    """Index of the innermost torch.compile frame (COMPILES, COMPILE_NAMES), or None."""
     for i, f in enumerate(frames):
-        if any(d in f.filename for d in COMPILER_DIRS) and any(matches(f, p) for p in COMPILES):
+        if not any(d in f.filename for d in COMPILER_DIRS):
+            continue
+        if any(matches(f, p) for p in COMPILES):
+            return i
+        last = f.name.rsplit(".", 1)[-1]
+        if any(_file_matches(f, file) and any(w in last for w in words) for file, words in COMPILE_NAMES):
             return i
     return None
 

@@ -33,6 +33,7 @@ import psutil
 
 from gpuwatch.collectors.procfd import ProcFiles
 from gpuwatch.collectors.procfs import TaskStat, parse_stat, read_stat
+from gpuwatch.collectors.sibling_ranks import distributed, mp_child
 from gpuwatch.collectors.tid_lists import TidLists
 from gpuwatch.model.procs import ROLE_LAUNCHER, ROLE_MAIN, ROLE_OTHER, ROLE_WORKER
 from gpuwatch.redact import redact_cmdline
@@ -69,6 +70,9 @@ command line, so such a name is always read through psutil."""
 CMDLINE_TTL_S = 10.0
 """The job's command line is read again at most this often: it only changes when the job retitles
 itself (setproctitle), and reading and redacting it at every frame cost ~0.1 ms each time."""
+FAMILY_RECHECK_S = 10.0
+"""How often a parent not yet shown to start the target's sibling ranks is looked at again
+(sibling_ranks.distributed reads environments and TCP connections)."""
 REFRESH_S = 0.9
 """The tree is re-walked at most this often: about once per tick at the default 1 s refresh, however
 many collectors ask for it (a new DataLoader worker shows within a tick)."""
@@ -158,9 +162,10 @@ class Target:
         self._tids = TidLists()
         self._children_files = False
         """Whether the kernel has per-thread children lists (looked up until found)."""
-        self._family: tuple[int, int, bool] | None = None
-        """(parent PID, its start time, whether it starts the target's sibling ranks): its command
-        line is read once per parent (family_root)."""
+        self._family: tuple[int, int, bool, float] | None = None
+        """(parent PID, its start time, whether it starts the target's sibling ranks, when that was
+        decided): decided once per parent, or again every FAMILY_RECHECK_S while it was not (ranks
+        connect to each other after they start)."""
         self.exit_reason: str | None = None
 
     @property
@@ -228,7 +233,15 @@ class Target:
             raise TargetGone(self.exit_reason or f"process {self.pid} exited")
         top = self._family_root(root)
         try:
-            info = self._identities(root, top)
+            try:
+                info = self._identities(root, top)
+            except psutil.NoSuchProcess:
+                if top == self.pid:
+                    raise
+                # the parent exited, or the target was re-parented, between the two reads: the
+                # target's own tree (gone only if the target itself is)
+                top = self.pid
+                info = self._identities(root, top)
         except psutil.NoSuchProcess as e:  # also raised when the PID was reused by another process
             self.exit_reason = self.exit_reason or f"process {self.pid} exited"
             raise TargetGone(str(e)) from e
@@ -243,7 +256,7 @@ class Target:
             # the same: a walk's tree is never the previous walk's object).
             return Tree(self.pid, self._tree.nodes)
         self._walked = (top, info, dict(ranks))  # a copy: start_order_ranks' ranks are added to ranks below
-        roles = assign_roles(top, info, ranks) if top in info else {}
+        roles = assign_roles(top, info, ranks, launcher=top != self.pid) if top in info else {}
         if top != self.pid and (roles.get(self.pid) != ROLE_MAIN
                                 or sum(1 for r in roles.values() if r == ROLE_MAIN) < 2):
             # Not one rank among others after all (the parent's other children are no training
@@ -279,12 +292,16 @@ class Target:
         pst = read_stat(ppid, files=self._files)
         if pst is None:
             return self.pid
-        if self._family is None or self._family[:2] != (ppid, pst.starttime):
+        now = time.monotonic()
+        fam = self._family
+        if fam is None or fam[:2] != (ppid, pst.starttime) or (not fam[2] and now - fam[3] >= FAMILY_RECHECK_S):
             try:
                 parent, mine = tuple(psutil.Process(ppid).cmdline()), tuple(self._proc.cmdline())
             except (psutil.Error, OSError, *UNPARSEABLE):
                 return self.pid
-            self._family = (ppid, pst.starttime, starts_ranks(parent, mine))
+            ok = _is_launcher_cmd(parent) or (_is_python(parent) and mp_child(mine, parent)
+                                                and distributed(self.pid, ppid))
+            self._family = (ppid, pst.starttime, ok, now)
         return ppid if self._family[2] else self.pid
 
     def _identities(self, root: TaskStat | None, top: int | None = None) -> dict[int, _Raw]:
@@ -377,15 +394,6 @@ class Target:
         return self._rank_cache[key]
 
 
-def starts_ranks(parent: tuple[str, ...], argv: tuple[str, ...]) -> bool:
-    """Whether a process started with ``argv`` by ``parent`` may be one of its ranks: the parent is
-    a launcher (torchrun & co.), or a Python process whose child is a multiprocessing child of it
-    (``mp.spawn``'s ``spawn_main``, or a fork, which keeps the parent's command line)."""
-    if _is_launcher_cmd(parent):
-        return True
-    return _is_python(parent) and ("multiprocessing.spawn import spawn_main" in " ".join(argv) or argv == parent)
-
-
 def _subtree(pid: int, info: dict[int, _Raw]) -> set[int]:
     """``pid`` and every process of ``info`` below it."""
     kids: dict[int, list[int]] = {}
@@ -437,8 +445,10 @@ def _read(p: psutil.Process) -> _Raw | None:
     return _Raw(ppid, clean(name, 64), argv, ct)
 
 
-def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None]) -> dict[int, str]:
-    """Role of every process in ``info`` (pid -> identity) reachable from ``root`` by parent links."""
+def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None], launcher: bool = False) -> dict[int, str]:
+    """Role of every process in ``info`` (pid -> identity) reachable from ``root`` by parent links.
+    ``launcher``: ``root`` is known to start ranks (sibling_ranks.distributed showed it), whatever its
+    command line and children show."""
     kids: dict[int, list[int]] = {}
     for pid, r in info.items():
         if pid != root:
@@ -471,7 +481,7 @@ def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None])
     roles: dict[int, str] = {}
     r0 = info[root]
     wrapper = not _is_python(r0.argv) and any(_is_python(info[c].argv) for c in kids.get(root, ()))
-    if _is_launcher_cmd(r0.argv) or (root not in owners and (leads_ranks(root) or wrapper)):
+    if launcher or _is_launcher_cmd(r0.argv) or (root not in owners and (leads_ranks(root) or wrapper)):
         roles[root] = ROLE_LAUNCHER
     else:
         roles[root] = ROLE_MAIN
@@ -512,8 +522,7 @@ def start_order_ranks(info: dict[int, _Raw], roles: dict[int, str], ranks: dict[
     for parent, mains in groups.items():
         if len(mains) < 2 or any(ranks.get(m) is not None for m in mains):
             continue
-        if not all("multiprocessing.spawn import spawn_main" in " ".join(info[m].argv)
-                   or info[m].argv == info[parent].argv for m in mains):
+        if not all(mp_child(info[m].argv, info[parent].argv) for m in mains):
             continue
         for i, m in enumerate(sorted(mains, key=lambda m: (info[m].create_time, m))):
             out[m] = i

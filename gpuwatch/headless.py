@@ -64,11 +64,12 @@ async def stream_json(
     said = [False]
 
     def scope(tick: Tick) -> None:
-        """Once: where the PID given is one rank, that every rank is watched (the lines say it too)."""
-        if not said[0] and tick.ranks is not None:
+        """Once: where the PID given is one rank, that every rank is watched (each line's procs show
+        the launcher and every rank too). On the first tick that reads the processes: ranks can
+        show from the stacks alone."""
+        if not said[0] and tick.ranks is not None and (words := scope_words(tick.frame)):
             said[0] = True
-            if words := scope_words(tick.frame):
-                print(f"gpuwatch: {words}", file=sys.stderr)
+            print(f"gpuwatch: {words}", file=sys.stderr)
 
     await Pipeline(source, analysis, ranks, sinks=(record, emit, scope, on_tick)).run(stop)
     return 0

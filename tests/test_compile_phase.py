@@ -10,13 +10,14 @@ its main-thread samples are labelled again from their frames (tests/relabel.py).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
 
 from gpuwatch.analysis import Analysis
 from gpuwatch.collectors.pyspy import ThreadRecord
-from gpuwatch.collectors.stack_labels import classify
+from gpuwatch.collectors.stack_labels import classify, waits_on_compiler
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import CPU_BOUND, IDLE, LAUNCH
 from gpuwatch.replay import load_frames
@@ -61,6 +62,15 @@ def test_compiler_frames_are_compiling_and_a_compiled_models_step_is_not():
                  "runtime_wrapper (torch/_functorch/_aot_autograd/runtime_wrappers.py:350)",
                  "_TorchDynamoContext.__call__.<locals>._fn (torch/_dynamo/eval_frame.py:1000)")
     assert step[0] == lb.DISPATCH
+    # steps that run through files which also compile: CUDA-graph replay (mode="reduce-overhead"),
+    # the compiled graph's call before torch 2.6 (codecache.py), a Triton kernel's launch
+    assert _main("cudagraphify.<locals>.run (torch/_inductor/compile_fx.py:1700)",
+                 "CompiledFxGraph.__call__ (torch/_inductor/output_code.py:600)")[0] == lb.DISPATCH
+    assert _main("CompiledFxGraph.__call__ (torch/_inductor/codecache.py:1200)",
+                 "forward (torch/_functorch/_aot_autograd/runtime_wrappers.py:300)")[0] == lb.DISPATCH
+    launch = (frame_of("CompiledKernel.launch_metadata (triton/compiler/compiler.py:480)", _where),
+              frame_of("JITFunction.run (triton/runtime/jit.py:700)", _where))
+    assert classify(ThreadRecord(1, 2, "Dummy-1", True, False, launch), lb.ROLE_OTHER_THREAD)[0] == lb.OTHER
     # Inductor's compile-worker pool keeps a timer thread waiting for as long as the job runs: no compile
     timer = (frame_of("Timer.check (torch/_inductor/compile_worker/timer.py:43)", _where),
              frame_of("Thread.run (threading.py:1010)", _where))
@@ -97,6 +107,14 @@ def test_the_report_says_what_idle_was_where_it_held_most(verdicts):
     head = text.split("## Verdict", 1)[1].split("##", 1)[0]
     assert "the verdict was Idle, with no pipeline stage to fix. Compiling, not training" in head
     assert "which cost the run less" not in head
+    # the job's exit, the run's last Idle tick, does not stand for the 69 % the compile held
+    frames = load_frames(path)
+    gone = dataclasses.replace(frames[-1], seq=frames[-1].seq + 1, t=frames[-1].t + 1, wall=frames[-1].wall + 1,
+                               target=dataclasses.replace(frames[-1].target, alive=False,
+                                                          exit_reason="process 25247 exited"))
+    text = render_markdown(build_report(from_frames([*frames, gone]), NOT_RECORDED, "replay", path=path))
+    head = text.split("## Verdict", 1)[1].split("##", 1)[0]
+    assert "with no pipeline stage to fix. Compiling, not training" in head
 
 
 def test_a_second_compile_recording_reads_compiling_once_the_samples_show_it(tmp_path):
@@ -136,3 +154,17 @@ def test_on_a_gpu_the_backward_compile_on_the_autograd_thread_reads_compiling(tm
     assert any("on Dummy-1; the main thread waits in backward" in v.sentence for _, v in compiling)
     after = [v for t, v in vs if t >= H100_COMPILE_END + 4.0]
     assert after and all(v.stage == "gpu_bound" for v in after)
+
+
+def test_only_the_autograd_engines_thread_compiling_holds_the_main_threads_backward():
+    def st(role, name, label, frames=(), active=False):
+        return lb.ThreadStack(pid=1, tid=2 if role != lb.ROLE_MAIN_THREAD else 1, role=role, rank=None,
+                              thread_name=name, label=label, detail="x", active=active, owns_gil=False,
+                              frames=frames)
+
+    main = st(lb.ROLE_MAIN_THREAD, "MainThread", lb.BACKWARD)
+    engine = st(lb.ROLE_OTHER_THREAD, "Dummy-1", lb.COMPILE)
+    own = st(lb.ROLE_OTHER_THREAD, "eval-loop", lb.COMPILE, ("compile (triton/compiler/compiler.py:324)",))
+    assert waits_on_compiler([main, engine])[0].label == lb.COMPILE
+    assert waits_on_compiler([main, own])[0].label == lb.BACKWARD  # the job's own thread compiling its own model
+    assert waits_on_compiler([dataclasses.replace(main, active=True), engine])[0].label == lb.BACKWARD

@@ -20,8 +20,8 @@ from gpuwatch.collectors.target import (
     _Raw,
     assign_roles,
     start_order_ranks,
-    starts_ranks,
 )
+from gpuwatch.collectors.sibling_ranks import distributed, mp_child
 
 PY = "/usr/bin/python3"
 pytestmark = pytest.mark.timeout(120)
@@ -401,12 +401,36 @@ def test_a_python_parents_other_children_that_train_nothing_stay_outside():
 
 
 @pytest.mark.parametrize(("parent", "child", "expected"), [
-    ([PY, "-m", "torch.distributed.run", "--nproc_per_node", "2", "t.py"], [PY, "t.py"], True),
     ([PY, "t.py"], [PY, "-c", "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=4, pipe_handle=6)",
                     "--multiprocessing-fork"], True),
     ([PY, "t.py"], [PY, "t.py"], True),  # a fork keeps its parent's command line
-    (["/bin/bash", "run.sh"], [PY, "t.py"], False),  # a shell runs the job: its siblings are not ranks
     ([PY, "notebook.py"], [PY, "t.py"], False),
 ])
-def test_which_parents_may_start_the_targets_sibling_ranks(parent, child, expected):
-    assert starts_ranks(tuple(parent), tuple(child)) is expected
+def test_multiprocessing_children(parent, child, expected):
+    assert mp_child(tuple(child), tuple(parent)) is expected
+
+
+def test_siblings_connected_over_tcp_are_ranks_and_the_others_are_not():
+    """c10d's store and gloo connect every rank to the others over TCP; forked experiments of a sweep
+    do not talk to each other. Two children connected to each other, a third alone."""
+    code = ("import os, socket, time\n"
+            "srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(); port = srv.getsockname()[1]\n"
+            "a = os.fork()\n"
+            "if a == 0:\n    conn, _ = srv.accept(); time.sleep(60); os._exit(0)\n"
+            "b = os.fork()\n"
+            "if b == 0:\n    srv.close(); c = socket.create_connection(('127.0.0.1', port)); time.sleep(60); os._exit(0)\n"
+            "c = os.fork()\n"
+            "if c == 0:\n    srv.close(); time.sleep(60); os._exit(0)\n"
+            "srv.close(); print(a, b, c, flush=True); time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env={k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE",
+                                                                                    "MASTER_ADDR", "MASTER_PORT")})
+    try:
+        a, b, c = map(int, proc.stdout.readline().split())
+        assert wait_for(lambda: distributed(a, proc.pid), timeout=10) and distributed(b, proc.pid)
+        assert not distributed(c, proc.pid)
+    finally:
+        for p in psutil.Process(proc.pid).children():
+            p.kill()
+        proc.kill()
+        proc.wait(10)

@@ -155,9 +155,9 @@ class GpuwatchApp(AppKeys, App[int]):
         self._self_cpu_at = float("-inf")
         """When the own-CPU figure was last measured (monotonic seconds)."""
         self._drawn_at = float("-inf")
+        """When a frame was last drawn (monotonic seconds)."""
         self._scope_said = False
         """Whether the notice that the PID given is one rank of the job watched whole was shown."""
-        """When a frame was last drawn (monotonic seconds)."""
         if recorder is not None:
             self.recording_path = recorder.path
 
@@ -223,10 +223,11 @@ class GpuwatchApp(AppKeys, App[int]):
                 last = tick.frame
                 if (tick.ranks is None) != (self.rank_tick is None):
                     self.refresh_bindings()  # the Rank key shows only for multi-rank jobs
-                    if tick.ranks is not None and not self._scope_said and (said := scope_words(tick.frame)):
-                        # the PID given was one rank: say once why every rank shows
-                        self._scope_said = True
-                        self.notify(f"{said}; k shows one rank.", timeout=8)
+                if tick.ranks is not None and not self._scope_said and (said := scope_words(tick.frame)):
+                    # the PID given was one rank: say once why every rank shows (on the first tick
+                    # that reads the processes: ranks can show from the stacks alone)
+                    self._scope_said = True
+                    self.notify(f"{said}; k shows one rank.", timeout=8)
                 self._latest, self.rank_tick = (tick.frame, tick.verdict), tick.ranks
                 await self._record(tick)
                 self.post_message(self.FrameReady())

@@ -65,6 +65,19 @@ def _sentence(stage: str, verdicts: Sequence[Verdict]) -> str:
     return v.sentence
 
 
+def _idle_sentence(verdicts: Sequence[Verdict]) -> str:
+    """What the job did while Idle held most: the latest sentence of the kind of Idle (its words up
+    to the first colon: "Compiling, not training", "Not training", ...) that held the most ticks.
+    The run's latest Idle sentence is often its last tick's "the job exited", which said nothing of
+    the 69 % a compile held."""
+    mine = [v.sentence for v in verdicts if v.stage == IDLE and v.sentence]
+    if not mine:
+        return ""
+    kinds = Counter(x.split(":", 1)[0] for x in mine)
+    kind = kinds.most_common(1)[0][0]
+    return next(x for x in reversed(mine) if x.split(":", 1)[0] == kind)
+
+
 def straggler(named: Sequence[Straggler], rank_ticks: int) -> StragglerSeen | None:
     """The rank named most often as the straggler, with its latest sentence."""
     if not named or not rank_ticks:
@@ -87,8 +100,7 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     sentence = _sentence(top.stage, verdicts) or (
         "The diagnosis could not name a stage." if top.stage == UNKNOWN else "")
     held = max(costs, key=lambda c: (c.stage != UNKNOWN, c.share))
-    most = (StageShare(held.stage, _title(held.stage), held.share,
-                       _sentence(IDLE, verdicts) if held.stage == IDLE else "")
+    most = (StageShare(held.stage, _title(held.stage), held.share, _idle_sentence(verdicts) if held.stage == IDLE else "")
             if held.stage != top.stage else None)
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
