@@ -63,5 +63,5 @@ def test_a_save_seen_earlier_in_the_run_is_not_said_unseen():
     text = render_markdown(build_report(got, NOT_RECORDED, "replay", path="accum_ckpt.jsonl.gz"))
     section = text.split("## Epoch structure", 1)[1].split("##", 1)[0]
     assert "was seen in the last minute" not in section.replace("No worker re-creation was seen in the last minute", "")
-    assert "checkpoint save took 2% of it or more (shorter ones are not said)" in section
+    assert "checkpoint save was named in it (one under 2% of the minute is left out" in section
     assert 'the verdict said: "Checkpoint saves take' in section

@@ -90,8 +90,9 @@ def epochs_none(r: Report) -> str:
     """The epoch section where the run's last minute says no phase. A phase under PHASE_MIN_SHARE
     of the minute is left out, so "none was seen" is said only of re-created workers (named at any
     share); what an earlier minute of the run said is kept, a checkpoint save there included."""
-    text = ("No worker re-creation was seen in the last minute of the run, and no first-batch wait, "
-            f"validation pass or checkpoint save took {PHASE_MIN_SHARE:.0%} of it or more (shorter ones are not said).")
+    text = ("No worker re-creation was seen in the last minute of the run, and no first-batch wait, validation "
+            f"pass or checkpoint save was named in it (one under {PHASE_MIN_SHARE:.0%} of the minute is left out, "
+            "as are first-batch waits no longer than the input's steady wait).")
     if r.epochs_earlier:
         when = f", {r.epochs_earlier_s:.0f} s into the run," if r.epochs_earlier_s is not None else ""
         said = epochs(r.epochs_earlier).removeprefix(" Epochs: ")
