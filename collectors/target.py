@@ -396,15 +396,25 @@ class Target:
 
 def _subtree(pid: int, info: dict[int, _Raw]) -> set[int]:
     """``pid`` and every process of ``info`` below it."""
+    return {pid, *_below(pid, _children_of(info, pid))}
+
+
+def _children_of(info: dict[int, _Raw], root: int) -> dict[int, list[int]]:
+    """Parent PID -> its children in ``info`` (``root`` is no one's child: its parent lies outside)."""
     kids: dict[int, list[int]] = {}
-    for p, r in info.items():
-        kids.setdefault(r.ppid, []).append(p)
-    out, todo = set(), [pid]
+    for pid, r in info.items():
+        if pid != root:
+            kids.setdefault(r.ppid, []).append(pid)
+    return kids
+
+
+def _below(pid: int, kids: dict[int, list[int]]) -> list[int]:
+    """Every descendant of ``pid``."""
+    out, todo = [], list(kids.get(pid, ()))
     while todo:
-        p = todo.pop()
-        if p not in out:
-            out.add(p)
-            todo.extend(kids.get(p, ()))
+        c = todo.pop()
+        out.append(c)
+        todo.extend(kids.get(c, ()))
     return out
 
 
@@ -449,10 +459,7 @@ def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None],
     """Role of every process in ``info`` (pid -> identity) reachable from ``root`` by parent links.
     ``launcher``: ``root`` is known to start ranks (sibling_ranks.distributed showed it), whatever its
     command line and children show."""
-    kids: dict[int, list[int]] = {}
-    for pid, r in info.items():
-        if pid != root:
-            kids.setdefault(r.ppid, []).append(pid)
+    kids = _children_of(info, root)
     workers = {pid for pid, r in info.items() if pid != root and _is_worker(r, info.get(r.ppid))}
     helpers = {pid for pid, r in info.items() if _is_mp_helper(r.argv) and pid not in workers}
     owners = set()
@@ -463,20 +470,12 @@ def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None],
         if cur in info and cur not in workers:
             owners.add(cur)
 
-    def below(pid: int) -> list[int]:
-        out, todo = [], list(kids.get(pid, ()))
-        while todo:
-            c = todo.pop()
-            out.append(c)
-            todo.extend(kids.get(c, ()))
-        return out
-
     def leads_ranks(pid: int) -> bool:
         """True when a rank-less ``pid`` has ranked processes or worker owners below it."""
         if ranks.get(pid) is not None:
             return False
         return any(d in owners or (ranks.get(d) is not None and d not in workers and d not in helpers)
-                   for d in below(pid))
+                   for d in _below(pid, kids))
 
     roles: dict[int, str] = {}
     r0 = info[root]
