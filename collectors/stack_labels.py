@@ -310,9 +310,9 @@ AUTOGRAD_FRAMES = ("torch/autograd/", "_aot_autograd/runtime_wrappers.py")
 def _engine_thread(s: ThreadStack) -> bool:
     """The thread is the autograd engine's: a thread started outside Python's threading module
     (Python names such a thread ``Dummy-N``, py-spy may read no name; the engine's device threads
-    are C++ threads), or one
-    whose frames show the engine running a backward. A Python thread of the job's own that compiles
-    (an evaluation or warm-up thread with its own torch.compile) holds no backward of the main thread."""
+    are C++ threads), or one whose frames show the engine running a backward. A Python thread of the
+    job's own that compiles (an evaluation or warm-up thread with its own torch.compile) holds no
+    backward of the main thread."""
     return (not s.thread_name or s.thread_name.startswith("Dummy-")
             or any(a in f for f in s.frames for a in AUTOGRAD_FRAMES))
 

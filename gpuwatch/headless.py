@@ -8,11 +8,11 @@ import signal
 import sys
 from typing import TextIO
 
-from gpuwatch.ranks import scope_words
 from gpuwatch.analysis import Analysis
 from gpuwatch.errors import UsageError
 from gpuwatch.multirank import MultiRank
 from gpuwatch.pipeline import Pipeline, Sink, Source, Tick
+from gpuwatch.ranks import ScopeNotice
 from gpuwatch.recording import Recorder, RecordingError, tick_line
 from gpuwatch.signals import install_signal_handlers, rearm
 
@@ -61,14 +61,12 @@ async def stream_json(
             raise UsageError(f"cannot write the JSON stream to stdout: {getattr(e, 'strerror', None) or e}; "
                              "watching stopped") from None
 
-    said = [False]
+    notice = ScopeNotice()
 
     def scope(tick: Tick) -> None:
-        """Once: where the PID given is one rank, that every rank is watched (each line's procs show
-        the launcher and every rank too). On the first tick that reads the processes: ranks can
-        show from the stacks alone."""
-        if not said[0] and tick.ranks is not None and (words := scope_words(tick.frame)):
-            said[0] = True
+        """Where the PID given is one rank, that every rank is watched (each line's procs show the
+        launcher and every rank too)."""
+        if words := notice.once(tick.frame, tick.ranks is not None):
             print(f"gpuwatch: {words}", file=sys.stderr)
 
     await Pipeline(source, analysis, ranks, sinks=(record, emit, scope, on_tick)).run(stop)

@@ -91,6 +91,23 @@ def scope_words(frame: Frame) -> str:
     return f"PID {pid} is {rank} of {len(mains)} ranks: the whole job is watched, from its launcher (PID {top.pid})"
 
 
+class ScopeNotice:
+    """scope_words said once in a watch (the TUI's notice, --json's stderr line): on the first tick
+    of a multi-rank job whose processes were read (ranks can show from the stacks alone, and the
+    words need the processes)."""
+
+    def __init__(self) -> None:
+        self.said = False
+
+    def once(self, frame: Frame, multirank: bool) -> str:
+        """The words, the first time they can be said; "" otherwise."""
+        if self.said or not multirank:
+            return ""
+        words = scope_words(frame)
+        self.said = bool(words)
+        return words
+
+
 def rank_processes(procs: ProcsSample, rank: int) -> tuple[ProcInfo, ...]:
     """Rank ``rank``'s main process(es) and every process that belongs to one of them."""
     mains = {p.pid for p in procs.processes if p.role == ROLE_MAIN and p.rank == rank}

@@ -28,7 +28,7 @@ from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
 from gpuwatch.multirank import MultiRank, RankTick
 from gpuwatch.pipeline import Pipeline, Sink, Source, Tick
-from gpuwatch.ranks import scope_words
+from gpuwatch.ranks import ScopeNotice
 from gpuwatch.recording import Recorder, RecordingError
 from gpuwatch.signals import install_signal_handlers, rearm
 from gpuwatch.threadname import name_this_thread
@@ -156,8 +156,8 @@ class GpuwatchApp(AppKeys, App[int]):
         """When the own-CPU figure was last measured (monotonic seconds)."""
         self._drawn_at = float("-inf")
         """When a frame was last drawn (monotonic seconds)."""
-        self._scope_said = False
-        """Whether the notice that the PID given is one rank of the job watched whole was shown."""
+        self._scope = ScopeNotice()
+        """The notice that the PID given is one rank of the job watched whole."""
         if recorder is not None:
             self.recording_path = recorder.path
 
@@ -223,10 +223,7 @@ class GpuwatchApp(AppKeys, App[int]):
                 last = tick.frame
                 if (tick.ranks is None) != (self.rank_tick is None):
                     self.refresh_bindings()  # the Rank key shows only for multi-rank jobs
-                if tick.ranks is not None and not self._scope_said and (said := scope_words(tick.frame)):
-                    # the PID given was one rank: say once why every rank shows (on the first tick
-                    # that reads the processes: ranks can show from the stacks alone)
-                    self._scope_said = True
+                if said := self._scope.once(tick.frame, tick.ranks is not None):  # why every rank shows
                     self.notify(f"{said}; k shows one rank.", timeout=8)
                 self._latest, self.rank_tick = (tick.frame, tick.verdict), tick.ranks
                 await self._record(tick)

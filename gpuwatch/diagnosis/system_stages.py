@@ -152,14 +152,15 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
         c.note("stopped", "the training process is stopped (state T: SIGSTOP, Ctrl-Z or a debugger)", True)
         return result(c, True, False, 1.0, "stopped")
     g, st, job, h = s.gpu, s.stacks, s.job, s.host
-    if (st.available and st.n_main >= MIN_EVIDENCE_SAMPLES and lb.COMPILE in st.newest_main
-            and c.check("compile", st.share(lb.COMPILE), COMPILE_SHARE, ">=", "main thread compiling (torch.compile)",
+    compiling = st.share(lb.COMPILE) if st.available else None
+    if (st.n_main >= MIN_EVIDENCE_SAMPLES and lb.COMPILE in st.newest_main
+            and c.check("compile", compiling, COMPILE_SHARE, ">=", "main thread compiling (torch.compile)",
                         kind=REQ) is True):
         # The first steps of a compiled model (or a recompile): no step runs until the compiler
         # returns, so no pipeline stage is what the GPU waits on. Over once the newest sample is
         # out of the compiler: the window's older samples would say "compiling" for seconds after.
         return result(c, True, False, 1.0, "compiling", detail=st.top(lb.ROLE_MAIN_THREAD, lb.COMPILE),
-                      compiling=st.share(lb.COMPILE), n=st.n_main)
+                      compiling=compiling, n=st.n_main)
     main_quiet = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_IDLE, "<", "main thread CPU", unit="cores", kind=REQ)
     workers_quiet = job.workers <= 0 or c.check("worker_cpu", job.worker_cpu, MAIN_CPU_IDLE, "<", "CPU per worker",
                                                 unit="cores", kind=REQ) is not False

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gpuwatch.ranks import scope_words
 from gpuwatch.collectors.environment import Environment
 from gpuwatch.model.values import Maybe
+from gpuwatch.ranks import scope_words
 from gpuwatch.report import sections
 from gpuwatch.report.checks import run_checks
 from gpuwatch.report.checks_gpu import links_under_load
