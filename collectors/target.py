@@ -10,8 +10,8 @@ Roles, decided top-down from the watched process:
 - ``main``: a training process. The process that owns DataLoader workers (their nearest ancestor
   that is not a multiprocessing helper) always is one. Otherwise the watched process itself, or,
   below a launcher, the first Python process of each branch (a rank).
-- ``launcher``: torchrun, ``deepspeed``, ``accelerate launch`` and the like, recognised by their
-  command line (argv elements, not substrings); a rank-less process with ranks or worker owners
+- ``launcher``: torchrun, ``deepspeed``, ``accelerate launch``, the per-node daemons of Slurm and
+  MPI and the like, recognised by their command line (argv elements, not substrings); a rank-less process with ranks or worker owners
   below it (``mp.spawn``'s parent); a non-Python watched process with Python children (a shell
   script, ``uv run``, ``srun``).
 - ``other``: everything else (forkserver, resource tracker, compile workers, ``nvidia-smi`` ...).
@@ -51,8 +51,12 @@ OLD_MAIN_COMM = "pt_main_thread"
 workers inherited the name, so on those versions a ``pt_main_thread`` child with its parent's
 command line is a worker."""
 
-LAUNCHER_PROGRAMS = ("torchrun", "deepspeed", "mpirun", "mpiexec", "horovodrun", "srun")
-"""Programs (argv[0], or the script a Python interpreter runs) that start ranks."""
+LAUNCHER_PROGRAMS = ("torchrun", "deepspeed", "mpirun", "mpiexec", "horovodrun", "srun",
+                     "slurmstepd", "orted", "prted", "hydra_pmi_proxy")
+"""Programs (argv[0], or the script a Python interpreter runs) that start ranks. The last four are
+the per-node daemons of cluster launchers, the parent of every rank on a node: Slurm's step daemon
+(``srun python train.py``; it retitles itself ``slurmstepd: [job.step]``), Open MPI's (4, then 5)
+and MPICH/Intel MPI's Hydra proxy. Given one rank's PID under them, the job is all their ranks."""
 LAUNCHER_MODULES = (
     "torch.distributed.run",
     "torch.distributed.launch",
@@ -539,7 +543,7 @@ def _is_launcher_cmd(argv: tuple[str, ...]) -> bool:
     (Hugging Face Trainer's flag) is not mistaken for the ``deepspeed`` launcher."""
     if not argv:
         return False
-    prog = os.path.basename(argv[0])
+    prog = os.path.basename(argv[0]).rstrip(":")  # "slurmstepd: [12.0]"
     if prog in LAUNCHER_PROGRAMS or (prog == "accelerate" and "launch" in argv[1:3]):
         return True
     if not _is_python(argv):

@@ -260,6 +260,11 @@ def test_old_torch_workers_inherit_pt_main_thread():
     ([PY, "train.py", "--deepspeed", "cfg.json"], False),
     ([PY, "torchrun_notes.py"], False),
     ([], False),
+    (["slurmstepd:", "[4242.0]"], True),  # Slurm's step daemon, retitled; srun's tasks are its children
+    (["/usr/lib/x86_64-linux-gnu/openmpi/bin/orted", "-mca", "ess", "env"], True),
+    (["prted", "--leave-session-attached"], True),
+    (["/opt/intel/mpi/bin/hydra_pmi_proxy", "--control-port", "n1:3456"], True),
+    (["slurmstepd_notes.sh"], False),
 ])
 def test_launcher_command_lines(argv, expected):
     assert _is_launcher_cmd(tuple(argv)) is expected
@@ -429,6 +434,27 @@ def test_siblings_connected_over_tcp_are_ranks_and_the_others_are_not():
         a, b, c = map(int, proc.stdout.readline().split())
         assert wait_for(lambda: distributed(a, proc.pid), timeout=10) and distributed(b, proc.pid)
         assert not distributed(c, proc.pid)
+    finally:
+        for p in psutil.Process(proc.pid).children():
+            p.kill()
+        proc.kill()
+        proc.wait(10)
+
+
+def test_a_rank_under_a_cluster_daemon_is_watched_with_its_sibling_ranks():
+    """``srun python train.py``: each rank is a child of Slurm's step daemon, which retitles itself
+    ``slurmstepd: [job.step]``. Given one rank's PID, the walk starts at the daemon and takes in the
+    other rank (here a shell exec'd under that name stands in for the daemon)."""
+    rank = "import time; time.sleep(60)"
+    script = f"{sys.executable} -c '{rank}' & {sys.executable} -c '{rank}' & wait"
+    proc = subprocess.Popen(["bash", "-c", f'exec -a "slurmstepd:" bash -c "{script}"'])
+    try:
+        assert wait_for(lambda: len(psutil.Process(proc.pid).children()) == 2, timeout=10)
+        first = min(c.pid for c in psutil.Process(proc.pid).children())
+        wait_for(lambda: "python" in " ".join(psutil.Process(first).cmdline()))
+        tree = Target(first).tree()
+        assert tree.root == first and tree.get(proc.pid).role == "launcher"
+        assert len(tree.mains()) == 2 and tree.get(first).role == "main"
     finally:
         for p in psutil.Process(proc.pid).children():
             p.kill()
