@@ -7,7 +7,14 @@ tutorial, DS-Analyzer and the H200 measurements; each is worded with the job's o
 from __future__ import annotations
 
 from gpuwatch.diagnosis.evidence import count, fmt
-from gpuwatch.diagnosis.fix_gains import decoding_seen, inline_decoding_seen, loader_workers, worker_target, words
+from gpuwatch.diagnosis.fix_gains import (
+    decoding_seen,
+    inline_decoding_seen,
+    loader_workers,
+    restarts_idle_gpu,
+    worker_target,
+    words,
+)
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -52,7 +59,9 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
             CONTENTION: _contention, GPU_BOUND: _gpu_bound, IDLE: _idle, CPU_COMPUTE: _cpu_compute,
             INPUT_UNMEASURED: _input_unmeasured}.get(stage)
     out = make(f, sub, s) if make else _unknown(stage, s)
-    if stage in (IO, DECODE, INPUT_UNMEASURED) and find(s.phases, RESPAWN) is not None:
+    restarts = stage in (IO, DECODE, INPUT_UNMEASURED) or (stage == GPU_BOUND and r is not None
+                                                           and restarts_idle_gpu(r, s))
+    if restarts and find(s.phases, RESPAWN) is not None:
         p = find(s.phases, RESPAWN)
         out = [x for x in out if not x.startswith("persistent_workers=True")]  # said once, with what was seen
         times = count(p.count, "time")  # type: ignore[union-attr]
@@ -68,7 +77,9 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
                    f"{p.span_s:.0f} s, and each new set builds its first batches from scratch")  # type: ignore[union-attr]
         # When the waits are the workers' start-up itself (the "starting workers" form), keeping the
         # workers is the fix for what was seen, so it leads; otherwise it follows the stage's own.
-        out = [fix, *out] if sub == "starting" else [*out, fix]
+        # GPU-bound: after the GPU's own line (the GPU is still the main limit), before the kernel
+        # advice, which does nothing for the idle time the restarts leave.
+        out = [fix, *out] if sub == "starting" else [out[0], fix, *out[1:]] if stage == GPU_BOUND else [*out, fix]
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
 
 
@@ -312,7 +323,9 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _gpu_bound(f: dict, sub: str, s: Signals) -> list[str]:
-    out = ["Healthy: the GPU is the limit; to go faster, make the GPU's work cheaper"]
+    # "Healthy" only where the GPU is saturated: a GPU-bound job that still idles is not all healthy.
+    head = "Healthy: the GPU is the limit" if f.get("saturated") else "The GPU is the main limit"
+    out = [f"{head}; to go faster, make the GPU's work cheaper"]
     if f.get("tensor") is not None and f["tensor"] < TENSOR_LOW:
         out.append(f"Tensor cores are {fmt(f['tensor'])} active: bf16/AMP (torch.autocast), or allow TF32 "
                    "(torch.backends.cuda.matmul.allow_tf32 = True)")

@@ -322,8 +322,14 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
     text = (f"{head}: the GPU has work {fmt(f.get('busy'))} of the time with SMs {fmt(f.get('sm'))} active and "
             f"tensor cores {fmt(f.get('tensor'))}; {keeps}.")
     if not f.get("saturated") and f.get("busy") is not None:
-        text += (f" It idles {fmt(1 - f['busy'])} of the time for no host-side reason gpuwatch can see "
-                 "(short gaps between steps).")
+        if w is not None and w >= moderate:
+            # The wait was just said: "for no host-side reason" beside it contradicted the sentence
+            # (H100 run 47, Lightning restarting its workers each epoch: waits 18 %, idle 15 %).
+            text += (f" It idles {fmt(1 - f['busy'])} of the time (short gaps between steps), where those waits "
+                     "may outlast the work queued ahead.")
+        else:
+            text += (f" It idles {fmt(1 - f['busy'])} of the time for no host-side reason gpuwatch can see "
+                     "(short gaps between steps).")
     if (f.get("sm_work") or 0.0) < SM_HEALTHY:
         text += f" SMs only {fmt(f.get('sm_work'))} active while it works: kernels too small to fill the GPU."
     return text

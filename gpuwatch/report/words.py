@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpuwatch.diagnosis.sentence import epochs
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE
-from gpuwatch.model.verdict import FIX_WORDS, IDLE, gain_words
+from gpuwatch.model.verdict import FIX_WORDS, GPU_BOUND, IDLE, gain_words
 from gpuwatch.report.model import Remedy, Report, Summary
 
 
@@ -83,6 +83,8 @@ def stage_gain(r: Remedy) -> str:
     if r.speedup_run is not None and r.speedup_while is not None:
         return (f"{held}; fixing it: {gain_words(r.stage or '')} {speedup(r.speedup_run)} over this run "
                 f"({speedup(r.speedup_while)} while it holds)")
+    if r.stage == GPU_BOUND:  # the GPU's own work sets the pace: no stage to fix, its fixes may still gain
+        return f"{held}; the GPU sets the pace, so no speed-up is estimated for the stage itself"
     return f"{held}; speed-up not estimated"
 
 
