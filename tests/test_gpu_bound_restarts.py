@@ -26,6 +26,9 @@ def test_idle_beside_a_counted_wait_is_not_said_to_have_no_host_side_reason():
              and "still waits for data" in s]
     assert len(waits) >= 8, said
     assert not any("no host-side reason" in s for s in waits), waits
+    # Nor beside the epochs' first-batch waits, when the data wait itself is too thin to count.
+    restarts = [s for s in said if "It idles" in s and "for its first batches" in s]
+    assert restarts and not any("no host-side reason" in s for s in restarts), restarts
     idle_with_wait = [s for s in waits if "It idles" in s]
     assert idle_with_wait and all("where those waits may outlast the work queued ahead" in s
                                   for s in idle_with_wait), idle_with_wait

@@ -60,7 +60,7 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
             INPUT_UNMEASURED: _input_unmeasured}.get(stage)
     out = make(f, sub, s) if make else _unknown(stage, s)
     restarts = stage in (IO, DECODE, INPUT_UNMEASURED) or (stage == GPU_BOUND and r is not None
-                                                           and restarts_idle_gpu(r, s))
+                                                           and restarts_idle_gpu(r.facts, s))
     if restarts and find(s.phases, RESPAWN) is not None:
         p = find(s.phases, RESPAWN)
         out = [x for x in out if not x.startswith("persistent_workers=True")]  # said once, with what was seen
@@ -79,7 +79,10 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         # workers is the fix for what was seen, so it leads; otherwise it follows the stage's own.
         # GPU-bound: after the GPU's own line (the GPU is still the main limit), before the kernel
         # advice, which does nothing for the idle time the restarts leave.
-        out = [fix, *out] if sub == "starting" else [out[0], fix, *out[1:]] if stage == GPU_BOUND else [*out, fix]
+        if stage == GPU_BOUND:  # with time lost to the restarts, not all healthy
+            out = [_gpu_head(False), fix, *out[1:]]
+        else:
+            out = [fix, *out] if sub == "starting" else [*out, fix]
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
 
 
@@ -322,10 +325,14 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
     return out
 
 
+def _gpu_head(saturated: bool) -> str:
+    """"Healthy" only where the GPU is saturated: a GPU-bound job that still idles is not all healthy."""
+    head = "Healthy: the GPU is the limit" if saturated else "The GPU is the main limit"
+    return f"{head}; to go faster, make the GPU's work cheaper"
+
+
 def _gpu_bound(f: dict, sub: str, s: Signals) -> list[str]:
-    # "Healthy" only where the GPU is saturated: a GPU-bound job that still idles is not all healthy.
-    head = "Healthy: the GPU is the limit" if f.get("saturated") else "The GPU is the main limit"
-    out = [f"{head}; to go faster, make the GPU's work cheaper"]
+    out = [_gpu_head(bool(f.get("saturated")))]
     if f.get("tensor") is not None and f["tensor"] < TENSOR_LOW:
         out.append(f"Tensor cores are {fmt(f['tensor'])} active: bf16/AMP (torch.autocast), or allow TF32 "
                    "(torch.backends.cuda.matmul.allow_tf32 = True)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuwatch.diagnosis.evidence import count, fmt
-from gpuwatch.diagnosis.fix_gains import decoding_seen
+from gpuwatch.diagnosis.fix_gains import decoding_seen, restarts_idle_gpu
 from gpuwatch.diagnosis.phases import worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -318,15 +318,22 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
     if not f.get("gpm"):
         return (f"GPU-bound: the GPU has work {fmt(f.get('busy'))} of the time and {keeps}; without GPM this "
                 "means never starved, not necessarily efficient.")
-    head = "Healthy, GPU-bound" if f.get("saturated") else "Mostly GPU-bound"
+    # Workers restarted each epoch with waits for their first batches leave time a fix gives back
+    # (remedies.py proposes keeping them): not all healthy, even on a saturated tick.
+    restarts = restarts_idle_gpu(f, s)
+    healthy = f.get("saturated") and not restarts
+    head = "Healthy, GPU-bound" if healthy else "Mostly GPU-bound"
     text = (f"{head}: the GPU has work {fmt(f.get('busy'))} of the time with SMs {fmt(f.get('sm'))} active and "
             f"tensor cores {fmt(f.get('tensor'))}; {keeps}.")
-    if not f.get("saturated") and f.get("busy") is not None:
+    if not healthy and f.get("busy") is not None:
         if w is not None and w >= moderate:
             # The wait was just said: "for no host-side reason" beside it contradicted the sentence
             # (H100 run 47, Lightning restarting its workers each epoch: waits 18 %, idle 15 %).
             text += (f" It idles {fmt(1 - f['busy'])} of the time (short gaps between steps), where those waits "
                      "may outlast the work queued ahead.")
+        elif restarts:  # the epoch phases, said after this, name the waits
+            text += (f" It idles {fmt(1 - f['busy'])} of the time (short gaps between steps), where the waits for "
+                     "new workers' first batches may leave it without work.")
         else:
             text += (f" It idles {fmt(1 - f['busy'])} of the time for no host-side reason gpuwatch can see "
                      "(short gaps between steps).")
