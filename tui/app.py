@@ -78,6 +78,8 @@ class GpuwatchApp(AppKeys, App[int]):
                 id="record"),
         Binding("k", "next_rank", "Rank", tooltip="Show the next rank of a multi-rank job (all, 0, 1, ...).",
                 id="rank"),
+        Binding("v", "verdict", "Verdict", show=False, tooltip="The whole verdict and what to do, uncut (a short "
+                "terminal shows the lines it can spare).", id="verdict"),
         Binding("question_mark,f1,h", "help", "Help", key_display="?", tooltip="Every key of this screen, and the legend.",
                 id="help"),
         Binding("q,f10", "quit", "Quit", tooltip="Quit gpuwatch.", id="quit"),

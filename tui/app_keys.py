@@ -53,6 +53,15 @@ class AppKeys:
 
     # ---- help, quit, back ----
 
+    def action_verdict(self) -> None:
+        from gpuwatch.tui.screens.verdict import VerdictScreen
+
+        if isinstance(self.screen, VerdictScreen):
+            self.pop_screen()
+            return
+        view = self.view
+        self.push_screen(VerdictScreen(view.verdict if view is not None else None))
+
     def action_help(self) -> None:
         from gpuwatch.tui.screens.help import HelpScreen
 

@@ -57,6 +57,7 @@ def commands(app: GpuwatchApp) -> Iterator[Command]:
             rank = f" r{p.rank}" if p.rank is not None else ""
             yield (f"Open process {p.pid} ({p.role}{rank}, {p.name})",
                    "Role, command line, CPU and state over time, hottest stacks", partial(open_process, app, p.pid))
+    yield "Whole verdict", "The verdict and what to do, uncut", app.action_verdict
     yield "Export report", f"Write the diagnose report of the frames on hand (Markdown) to {app.record_dir}", \
         app.action_export_report
     yield "Stacks", "Hottest frames per thread role (py-spy top style)", partial(open_stacks, app)

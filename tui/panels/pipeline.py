@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from textual.app import ComposeResult
 from textual.markup import escape
 from textual.containers import Vertical
@@ -104,8 +106,11 @@ class PipelinePanel(SteadyLines, Vertical):
 
     def on_mount(self) -> None:
         self._boxes = tuple(self.query(StageBox))
-        self._verdict_line = self.query_one(".verdict", LazyStatic)
         self.watch_selected(self.selected, self.selected)
+
+    @cached_property
+    def verdict_line(self) -> VerdictLine:
+        return self.query_one(".verdict", VerdictLine)
 
     def pick(self, stage: str) -> None:
         self.picked = True
@@ -128,6 +133,6 @@ class PipelinePanel(SteadyLines, Vertical):
                     self._place(flagged)
         for box in self._boxes:
             box.set_level(verdict.level(box.stage))
-        line = self._verdict_line
+        line = self.verdict_line
         line.update(verdict_text(verdict))
         set_level(line, "bottleneck" if verdict.stage in PIPELINE and verdict.confidence > 0 else "ok")

@@ -59,16 +59,22 @@ def break_offsets(plain: str, width: int) -> list[int]:
     return offsets
 
 
-class KeptWords(Visual):
-    """Markup shown as Content, broken into lines by :func:`break_offsets` at the width drawn."""
+MORE = "[dim]… the rest: v shows the whole verdict[/dim]"
+"""The last line of a verdict cut to the lines its screen can spare (markup)."""
 
-    def __init__(self, markup: str) -> None:
+
+class KeptWords(Visual):
+    """Markup shown as Content, broken into lines by :func:`break_offsets` at the width drawn; at
+    most ``max_lines`` of them, the last then saying how to read the rest (:data:`MORE`)."""
+
+    def __init__(self, markup: str, max_lines: int | None = None) -> None:
         self.markup = markup
+        self.max_lines = max_lines
         self.content = Content.from_markup(markup)
         self._wrapped: dict[int, Content] = {}
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is KeptWords and other.markup == self.markup
+        return type(other) is KeptWords and other.markup == self.markup and other.max_lines == self.max_lines
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -80,6 +86,9 @@ class KeptWords(Visual):
             if len(self._wrapped) >= 4:  # widths from before a resize
                 self._wrapped.clear()
             lines = self.content.divide(break_offsets(self.content.plain, width)) if width > 0 else [self.content]
+            cap = self.max_lines
+            if cap is not None and len(lines) > cap:
+                lines = [*lines[:max(cap - 1, 1)], Content.from_markup(MORE)]
             wrapped = self._wrapped[width] = Content("\n").join(line.rstrip() for line in lines)
         return wrapped
 
@@ -101,25 +110,54 @@ class KeptWords(Visual):
 class _Tallest(Static):
     """A Static whose content height is the tallest it has been at each width."""
 
-    _tallest: dict[int, int]
+    _tallest: dict[tuple[int, int | None], int]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         height = super().get_content_height(container, viewport, width)
         tallest = self.__dict__.setdefault("_tallest", {})
         if len(tallest) > 8:  # widths from before resizes
             tallest.clear()
-        tallest[width] = max(tallest.get(width, 0), height)
-        return tallest[width]
+        key = (width, getattr(self, "max_lines", None))  # per cap too: a lower cap is not held taller
+        tallest[key] = max(tallest.get(key, 0), height)
+        return tallest[key]
+
+
+def lines_to_spare(height: int) -> int:
+    """The most lines the main screen gives its verdict at ``height`` rows: what is left once every
+    other panel has its least useful size, at least 3. Short screens (under 34 rows): header 1,
+    pipeline 2, charts 4, the GPU's title and two metric rows 3, the processes' header and three
+    rows 4, host 2, footer 1 (17); from 34 rows the boxes' borders and the three-plot charts take 28;
+    from 50, the taller charts 34 (tui/gpuwatch.tcss)."""
+    others = 17 if height < 34 else 28 if height < 50 else 34
+    return max(3, height - others)
 
 
 class VerdictLine(LazyStatic, _Tallest):
     """LazyStatic's cheap updates (a layout only when the size changes) over a grow-only height;
-    markup text is shown through :class:`KeptWords`."""
+    markup text is shown through :class:`KeptWords`, in at most :attr:`max_lines` lines.
+
+    A verdict with its epochs and warnings ran to 14 lines at 80x24 and left the processes table
+    no row (H100 run 47's Lightning job); the whole text is one key away (v)."""
+
+    max_lines: int | None = None
+    """The most lines the screen can spare (set by the main screen from its height); None: all."""
+
+    def cap(self, max_lines: int | None) -> None:
+        """Show at most ``max_lines`` lines (the text on show is wrapped again at once). The caller
+        reads the terminal's height, not the screen's: the screen's shrinks by its scrollbar while
+        the content overflows, and a cap from it fed back (24 and 25 rows in turn, without end)."""
+        if max_lines == self.max_lines:
+            return
+        self.max_lines = max_lines
+        shown = self.content
+        if isinstance(shown, KeptWords):
+            super().update(KeptWords(shown.markup, max_lines))
 
     def update(self, content: VisualType = "", *, layout: bool | None = None) -> None:
         if isinstance(content, str):
             shown = self.content
-            if not layout and isinstance(shown, KeptWords) and shown.markup == content:
+            if not layout and isinstance(shown, KeptWords) and shown.markup == content \
+                    and shown.max_lines == self.max_lines:
                 return  # the same text each tick: no markup parsed, nothing drawn
-            content = KeptWords(content)
+            content = KeptWords(content, self.max_lines)
         super().update(content, layout=layout)

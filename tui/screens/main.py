@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input
@@ -26,6 +27,7 @@ from gpuwatch.tui.panels.pipeline import PipelinePanel
 from gpuwatch.tui.panels.processes import ProcessPanel
 from gpuwatch.tui.panels.rank_table import RankTable
 from gpuwatch.tui.panels.steady import SteadyHorizontal, SteadyVertical
+from gpuwatch.tui.panels.verdict_line import lines_to_spare
 from gpuwatch.tui.panels.ranks import GROUP_FROM, RankBar
 from gpuwatch.tui.screens.base import WatchScreen
 from gpuwatch.tui.view import View
@@ -103,12 +105,16 @@ class MainScreen(WatchScreen):
         return (self.query_one(HeaderBar), self.query_one(RankBar), self.query_one(RankTable), self.query_one(JobCharts),
                 self.query_one(GpuArea), self.query_one(ActivityPanel), self.query_one(HostStrip))
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.pipeline.verdict_line.cap(lines_to_spare(self.app.size.height))
+
     def show(self, view: View) -> None:
         header, rank_bar, rank_table, charts, gpu_area, activity, host = self._panels
         header.show(view)
         app = self.watch_app
         rank_bar.show(app.rank_tick, app.shown_rank)
         rank_table.show(app.rank_tick, app.shown_rank)
+        self.pipeline.verdict_line.cap(lines_to_spare(self.app.size.height))  # a no-op unless resized
         self.pipeline.show(view.verdict)
         charts.show(view)
         gpu_area.show(view)
