@@ -51,12 +51,14 @@ OLD_MAIN_COMM = "pt_main_thread"
 workers inherited the name, so on those versions a ``pt_main_thread`` child with its parent's
 command line is a worker."""
 
-LAUNCHER_PROGRAMS = ("torchrun", "deepspeed", "mpirun", "mpiexec", "horovodrun", "srun",
-                     "slurmstepd", "orted", "prted", "hydra_pmi_proxy")
-"""Programs (argv[0], or the script a Python interpreter runs) that start ranks. The last four are
-the per-node daemons of cluster launchers, the parent of every rank on a node: Slurm's step daemon
-(``srun python train.py``; it retitles itself ``slurmstepd: [job.step]``), Open MPI's (4, then 5)
-and MPICH/Intel MPI's Hydra proxy. Given one rank's PID under them, the job is all their ranks."""
+CLUSTER_DAEMONS = ("slurmstepd", "orted", "prted", "prterun", "hydra_pmi_proxy")
+"""The per-node daemons of cluster launchers, the parent of every task on a node: Slurm's step
+daemon (``srun python train.py``; it retitles itself ``slurmstepd: [job.step]``), Open MPI 4's and
+5's (``prterun`` where mpirun runs on one node) and MPICH/Intel MPI's Hydra proxy. Their tasks may
+be ranks of one job or independent runs (``srun -n 4`` of four seeds), so a task's siblings are
+taken in only with sibling_ranks.distributed's evidence, as for a Python parent."""
+LAUNCHER_PROGRAMS = ("torchrun", "deepspeed", "mpirun", "mpiexec", "horovodrun", "srun", *CLUSTER_DAEMONS)
+"""Programs (argv[0], or the script a Python interpreter runs) that start ranks."""
 LAUNCHER_MODULES = (
     "torch.distributed.run",
     "torch.distributed.launch",
@@ -68,6 +70,8 @@ LAUNCHER_MODULES = (
 )
 """Modules run with ``python -m`` that start ranks."""
 RANK_VARS = ("RANK", "LOCAL_RANK")
+TASK_RANK_VARS = ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+"""A cluster daemon's task's rank, set by the launcher itself (Target._task_ranks)."""
 COMM_LEN = 15
 """The kernel keeps 15 characters of a process name; psutil completes a name that long from the
 command line, so such a name is always read through psutil."""
@@ -156,7 +160,7 @@ class Target:
         self._walked: tuple[int, dict[int, _Raw], dict[int, int | None]] | None = None
         """The identities and ranks the last tree was built from: a walk that finds the same keeps
         that tree's nodes (its roles and nodes follow from them alone)."""
-        self._rank_cache: dict[tuple[int, float], int | None] = {}
+        self._rank_cache: dict[tuple, int | None] = {}  # (pid, create time[, "task"])
         self._known: dict[int, tuple[int, _Raw]] = {}
         """PID -> (its starttime, its identity) from the last walk: a process seen before is re-read
         from its stat line alone (parent, name, state), its command line and create time kept."""
@@ -270,6 +274,7 @@ class Target:
             ranks = {pid: ranks[pid] for pid in info}
             roles = assign_roles(self.pid, info, ranks)
         ranks.update(start_order_ranks(info, roles, ranks))
+        ranks.update(self._task_ranks(info, roles, ranks))
         nodes = []
         for pid, r in info.items():
             role = roles.get(pid)
@@ -303,8 +308,11 @@ class Target:
                 parent, mine = tuple(psutil.Process(ppid).cmdline()), tuple(self._proc.cmdline())
             except (psutil.Error, OSError, *UNPARSEABLE):
                 return self.pid
-            ok = _is_launcher_cmd(parent) or (_is_python(parent) and mp_child(mine, parent)
-                                                and distributed(self.pid, ppid))
+            if _is_cluster_daemon(parent):  # its tasks may be independent runs: evidence needed
+                ok = distributed(self.pid, ppid)
+            else:
+                ok = _is_launcher_cmd(parent) or (_is_python(parent) and mp_child(mine, parent)
+                                                    and distributed(self.pid, ppid))
             self._family = (ppid, pst.starttime, ok, now)
         return ppid if self._family[2] else self.pid
 
@@ -388,6 +396,23 @@ class Target:
         self._files.sweep()  # the files of processes and threads that have exited
         self._tids.keep_only(seen)
         return {pid: out[pid] for pid in order}
+
+    def _task_ranks(self, info: dict[int, _Raw], roles: dict[int, str], ranks: dict[int, int | None]) -> dict[int, int]:
+        """Ranks of the tasks of a cluster daemon (srun, mpirun), which get the launcher's own rank
+        variables (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK) and no RANK unless the
+        job script exports one. Read only for a daemon's rank-less training processes: inherited by
+        every process of a batch job, SLURM_PROCID=0 would number an mp.spawn parent's ranks all 0."""
+        out = {}
+        for pid, role in roles.items():
+            parent = info.get(info[pid].ppid)
+            if role != ROLE_MAIN or ranks.get(pid) is not None or parent is None or not _is_cluster_daemon(parent.argv):
+                continue
+            key = (pid, info[pid].create_time, "task")
+            if key not in self._rank_cache:
+                self._rank_cache[key] = _read_rank(pid, TASK_RANK_VARS)
+            if self._rank_cache[key] is not None:
+                out[pid] = self._rank_cache[key]
+        return out
 
     def _rank(self, pid: int, create_time: float) -> int | None:
         key = (pid, create_time)
@@ -543,7 +568,7 @@ def _is_launcher_cmd(argv: tuple[str, ...]) -> bool:
     (Hugging Face Trainer's flag) is not mistaken for the ``deepspeed`` launcher."""
     if not argv:
         return False
-    prog = os.path.basename(argv[0]).rstrip(":")  # "slurmstepd: [12.0]"
+    prog = _program(argv)
     if prog in LAUNCHER_PROGRAMS or (prog == "accelerate" and "launch" in argv[1:3]):
         return True
     if not _is_python(argv):
@@ -560,13 +585,26 @@ def _is_launcher_cmd(argv: tuple[str, ...]) -> bool:
     return False
 
 
-def _read_rank(pid: int) -> int | None:
-    """RANK or LOCAL_RANK from the process's environment, where it is readable."""
+def _program(argv: tuple[str, ...]) -> str:
+    """argv[0]'s file name. A retitled process may hold its whole title in argv[0] ("slurmstepd:
+    [12.0]" with NUL padding after it, where the daemon's path was longer than its title)."""
+    if not argv:
+        return ""
+    head = argv[0].split(" ", 1)[0]
+    return os.path.basename(head[:-1] if head.endswith(":") else argv[0])
+
+
+def _is_cluster_daemon(argv: tuple[str, ...]) -> bool:
+    return _program(argv) in CLUSTER_DAEMONS
+
+
+def _read_rank(pid: int, names: tuple[str, ...] = RANK_VARS) -> int | None:
+    """RANK or LOCAL_RANK (or ``names``) from the process's environment, where it is readable."""
     try:
         env = psutil.Process(pid).environ()
     except (psutil.Error, OSError, *UNPARSEABLE):
         return None
-    for var in RANK_VARS:
+    for var in names:
         v = env.get(var)
         if v is not None and v.strip().isdigit():
             return int(v)
@@ -597,4 +635,28 @@ def _nearest(pid: int, info: dict[int, _Raw], roles: dict[int, str], role: str) 
             return cur
         seen.add(cur)
         cur = info[cur].ppid
+    return None
+
+
+def worker_owner(pid: int) -> int | None:
+    """The training process a DataLoader worker ``pid`` belongs to (its nearest ancestor that is
+    neither a worker nor a multiprocessing helper such as the forkserver), or None when ``pid`` is no
+    worker. Given a worker's PID (top lists them beside the trainer, often busier), the watch is of
+    its trainer: watched as the job itself, the worker read as the training process and the trainer
+    as "a process outside the job" to renice (trial 23)."""
+    try:
+        proc = psutil.Process(pid)
+        parent = proc.parent()
+        me = _Raw(proc.ppid(), proc.name(), tuple(proc.cmdline()), 0.0)
+        above = _Raw(parent.ppid(), parent.name(), tuple(parent.cmdline()), 0.0) if parent else None
+        if not _is_worker(me, above):
+            return None
+        cur = parent
+        while cur is not None and cur.pid > 1:
+            argv = tuple(cur.cmdline())
+            if cur.name() != WORKER_COMM and not _is_mp_helper(argv):
+                return cur.pid
+            cur = cur.parent()
+    except (psutil.Error, OSError, *UNPARSEABLE):
+        return None
     return None

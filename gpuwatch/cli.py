@@ -213,6 +213,19 @@ def check_pid(pid: int) -> None:
                          "(or its launcher)")
 
 
+def _trainer_of(pid: int) -> int:
+    """``pid``, or where it is a DataLoader worker, the training process it belongs to (said on
+    stderr, one line: the watch is of the job, as with a rank's PID)."""
+    from gpuwatch.collectors.target import worker_owner
+
+    owner = worker_owner(pid)
+    if owner is None:
+        return pid
+    print(f"gpuwatch: PID {pid} is a DataLoader worker; watching its training process, PID {owner}, "
+          "and all its workers", file=sys.stderr)
+    return owner
+
+
 INIT_NAMES = ("systemd", "init", "tini", "dumb-init", "s6-svscan", "runit", "launchd")
 """Programs that adopt orphaned processes: every stray Python process on the host can sit below them."""
 
@@ -330,6 +343,7 @@ def _dispatch(ns: argparse.Namespace) -> int:
 
     if ns.command == "watch":
         check_pid(ns.pid)
+        ns.pid = _trainer_of(ns.pid)
         return commands.watch(ns)
     if ns.command == "replay":
         check_recording(ns.file)
@@ -338,6 +352,7 @@ def _dispatch(ns: argparse.Namespace) -> int:
     if ns.command == "diagnose":
         if ns.pid is not None:
             check_pid(ns.pid)
+            ns.pid = _trainer_of(ns.pid)
         else:
             check_recording(ns.replay)
         return commands.diagnose(ns)

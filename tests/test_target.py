@@ -21,7 +21,7 @@ from gpuwatch.collectors.target import (
     assign_roles,
     start_order_ranks,
 )
-from gpuwatch.collectors.sibling_ranks import distributed, mp_child
+from gpuwatch.collectors.sibling_ranks import DIST_VARS, distributed, mp_child
 
 PY = "/usr/bin/python3"
 pytestmark = pytest.mark.timeout(120)
@@ -71,6 +71,26 @@ def test_fork_job_main_and_workers(busy_job):
     assert set(tree.pids()) == {job.pid, *(w.pid for w in workers)}
     assert tree.nodes[0].pid == job.pid  # mains sort first
     assert t.alive() and "cpu_train.py" in t.cmdline()
+
+
+def test_a_workers_pid_leads_to_its_training_process(cpu_job):
+    """Given a DataLoader worker's PID (top shows them beside the trainer), the watch is of its
+    trainer: the worker read as the training process and its trainer as an outside process to
+    renice (trial 23). Forkserver workers are grandchildren: the forkserver is skipped; the CLI
+    says which PID it watches."""
+    from gpuwatch.collectors.target import worker_owner
+
+    for start in ("fork", "forkserver"):
+        job = cpu_job(workers=1, slow="sleep", start_method=start)
+        tree = tree_with(Target(job.pid), 1)
+        (w,) = tree.workers(job.pid)
+        assert worker_owner(w.pid) == job.pid
+        assert worker_owner(job.pid) is None
+    out = subprocess.run([sys.executable, "-m", "gpuwatch", "diagnose", "--pid", str(w.pid), "--duration", "2",
+                          "--no-stacks", "--format", "json"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f"PID {w.pid} is a DataLoader worker; watching its training process, PID {job.pid}" in out.stderr
+    assert f'"pid": {job.pid}' in out.stdout
 
 
 @pytest.mark.slow
@@ -261,6 +281,9 @@ def test_old_torch_workers_inherit_pt_main_thread():
     ([PY, "torchrun_notes.py"], False),
     ([], False),
     (["slurmstepd:", "[4242.0]"], True),  # Slurm's step daemon, retitled; srun's tasks are its children
+    (["slurmstepd: [1234567.0]", "", "", ""], True),  # the title in argv[0], NUL-padded
+    (["prterun", "-np", "2", "python", "t.py"], True),
+    (["/opt/my tools/torchrun", "t.py"], True),  # a path with a space
     (["/usr/lib/x86_64-linux-gnu/openmpi/bin/orted", "-mca", "ess", "env"], True),
     (["prted", "--leave-session-attached"], True),
     (["/opt/intel/mpi/bin/hydra_pmi_proxy", "--control-port", "n1:3456"], True),
@@ -441,20 +464,32 @@ def test_siblings_connected_over_tcp_are_ranks_and_the_others_are_not():
         proc.wait(10)
 
 
-def test_a_rank_under_a_cluster_daemon_is_watched_with_its_sibling_ranks():
-    """``srun python train.py``: each rank is a child of Slurm's step daemon, which retitles itself
-    ``slurmstepd: [job.step]``. Given one rank's PID, the walk starts at the daemon and takes in the
-    other rank (here a shell exec'd under that name stands in for the daemon)."""
+@pytest.mark.parametrize("distributed_env", [True, False], ids=["ranks", "independent-tasks"])
+def test_a_task_under_a_cluster_daemon_is_watched_with_its_siblings_only_when_they_are_ranks(distributed_env):
+    """``srun python train.py``: each task is a child of Slurm's step daemon, which retitles itself
+    ``slurmstepd: [job.step]`` (here a shell exec'd under that name stands in for it). Tasks with
+    torch.distributed's variables (exported before srun) are ranks of one job: given one's PID, the
+    walk starts at the daemon. Tasks without them (``srun -n 2`` of two seeds) stay apart."""
     rank = "import time; time.sleep(60)"
-    script = f"{sys.executable} -c '{rank}' & {sys.executable} -c '{rank}' & wait"
-    proc = subprocess.Popen(["bash", "-c", f'exec -a "slurmstepd:" bash -c "{script}"'])
+    # each task with the rank srun gives it (SLURM_PROCID), as srun's tasks have no RANK of their own
+    script = f"SLURM_PROCID=0 {sys.executable} -c '{rank}' & SLURM_PROCID=1 {sys.executable} -c '{rank}' & wait"
+    env = {k: v for k, v in os.environ.items() if k not in DIST_VARS}
+    if distributed_env:
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29500")
+    proc = subprocess.Popen(["bash", "-c", f'exec -a "slurmstepd:" bash -c "{script}"'], env=env)
     try:
-        assert wait_for(lambda: len(psutil.Process(proc.pid).children()) == 2, timeout=10)
+        def both_python() -> bool:  # each task forked by the shell, then exec'd into Python
+            kids = psutil.Process(proc.pid).children()
+            return len(kids) == 2 and all(k.cmdline()[:1] == [sys.executable] for k in kids)
+
+        assert wait_for(both_python, timeout=30)
         first = min(c.pid for c in psutil.Process(proc.pid).children())
-        wait_for(lambda: "python" in " ".join(psutil.Process(first).cmdline()))
         tree = Target(first).tree()
-        assert tree.root == first and tree.get(proc.pid).role == "launcher"
-        assert len(tree.mains()) == 2 and tree.get(first).role == "main"
+        assert tree.root == first and tree.get(first).role == "main"
+        if distributed_env:
+            assert tree.get(proc.pid).role == "launcher" and sorted(m.rank for m in tree.mains()) == [0, 1]
+        else:
+            assert tree.get(proc.pid) is None and [n.pid for n in tree.nodes] == [first]
     finally:
         for p in psutil.Process(proc.pid).children():
             p.kill()
