@@ -292,7 +292,9 @@ class GpuwatchApp(AppKeys, App[int]):
                 # run_test ends in App._shutdown, which clears _running first and removes a
                 # screen's widgets before the screen): nothing to draw on. While the app runs,
                 # every widget a screen's show() asks for is there.
-                if getattr(self, "_running", True):
+                # The same after App.exit (a SIGTERM as the TUI starts: the screens come down while
+                # a frame is handled).
+                if getattr(self, "_running", True) and not getattr(self, "_exit", False):
                     raise
 
     def _watch_screen(self) -> WatchScreen | None:
