@@ -251,3 +251,16 @@ def test_between_starved_and_saturated_host_causes_come_first_then_the_gpu():
     assert mostly.confidence < last(HEALTHY).confidence
     waiting = replace(DECODE, gpu="healthy", trace=lambda w: 80.0)
     assert last(waiting).stage == v.DECODE
+
+
+def test_a_trainer_that_waits_leaves_its_core_to_one_more_worker():
+    """Trial 23: one worker decoding at 1.0 core, the trainer waiting at 0.15, the host 59 % busy on
+    2 CPUs, was told "the 1 worker and the training process already fill the 2 usable CPUs"; a
+    second worker ran the job 1.5x faster. The idle CPU is measured, not assumed full."""
+    job = replace(DECODE, gpu=None, workers=1, worker_cpu=1.0, main_cpu=0.15, cpu_count=2, usable=2)
+    text = " ".join(last(job).remedies)
+    assert "already fill" not in text
+    assert "Raise num_workers from 1 toward 2" in text and "sat idle" in text
+    # Where the trainer does use its core, the CPUs are full and the advice stays as it was.
+    busy = replace(job, main_cpu=0.95)
+    assert "already fill the 2 usable CPUs" in " ".join(last(busy).remedies)

@@ -128,10 +128,13 @@ def restarts_idle_gpu(facts: Mapping[str, object], s: Signals) -> bool:
     under the GPU-bound verdict (H100 run 47: Lightning's default loaders, 16-21 % waits, the GPU
     busy 80-87 %, "saturated" on some ticks as the verdict holds; its persistent twin ran 1.17x
     faster)."""
-    p = find(s.phases, RESPAWN)
+    p, first = find(s.phases, RESPAWN), find(s.phases, EPOCH_START)
     busy = facts.get("busy")
+    # Each side must be worth a fix: the GPU's idle time and the first-batch waits (a 1 % wait gave
+    # "about 1.0x" beside a remedy placed before the kernel advice: review).
+    floor = 1.0 - 1.0 / MIN_GAIN
     return (isinstance(busy, float) and 0 < busy and 1.0 / busy >= MIN_GAIN and p is not None and p.count >= 2
-            and find(s.phases, EPOCH_START) is not None)
+            and first is not None and (first.share or 0.0) >= floor)
 
 
 def split(s: Signals) -> tuple[float, float, float] | None:

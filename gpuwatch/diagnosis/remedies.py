@@ -26,6 +26,7 @@ from gpuwatch.diagnosis.thresholds import (
     RUN_DELAY,
     SM_HEALTHY,
     TENSOR_LOW,
+    IDLE_FOR_WORKER,
     THREADED_WORKER_CPU,
 )
 from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN
@@ -79,8 +80,8 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         # workers is the fix for what was seen, so it leads; otherwise it follows the stage's own.
         # GPU-bound: after the GPU's own line (the GPU is still the main limit), before the kernel
         # advice, which does nothing for the idle time the restarts leave.
-        if stage == GPU_BOUND:  # with time lost to the restarts, not all healthy
-            out = [_gpu_head(False), fix, *out[1:]]
+        if stage == GPU_BOUND:  # after the GPU's own line, before the kernel advice
+            out = [GPU_HEAD, fix, *out[1:]]
         else:
             out = [fix, *out] if sub == "starting" else [*out, fix]
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
@@ -179,6 +180,15 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         out.append(f"Raise num_workers from {workers} toward {target}: {count(free, 'usable CPU')} "
                    f"{'is' if free == 1 else 'are'} free beside the training process, and each worker builds "
                    "batches on one core")
+    elif usable and workers < usable and not f.get("cpu_short") and _idle_cores(s, usable) >= IDLE_FOR_WORKER:
+        # worker_target keeps a core for the training process; one that mostly waits for batches
+        # leaves most of it idle (trial 23: one worker at 1.0 core, the trainer at 0.15, the host 59 %
+        # busy, told the CPUs were full; a second worker ran the job 1.5x faster).
+        idle = _idle_cores(s, usable)
+        more = workers + max(1, int(idle + 0.5))  # a worker for each idle core, rounded, at least one
+        out.append(f"Raise num_workers from {workers} toward {min(int(usable), more)}: "
+                   f"{fmt(idle, 'cores')} of the {count(usable, 'usable CPU')} sat idle (the training process "
+                   "uses little of its own while it waits), and each worker builds batches on one core")
     elif usable:
         # Fewer workers than CPUs fill them only with the training process beside them (worker_target
         # keeps one CPU for it): "the 1 worker already fill the 2 usable CPUs" said what is not so.
@@ -198,6 +208,13 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     keep = _workers_keep(f, s)
     out.append(keep + "; prefetch_factor=4 smooths out slow batches" if keep else "")
     return out
+
+
+def _idle_cores(s: Signals, usable: float) -> float:
+    """The usable CPUs neither the job nor the host's other processes used (0 where unread)."""
+    if s.job.job_cpu is None:
+        return 0.0
+    return max(0.0, float(usable) - s.job.job_cpu - (s.host.others_cpu or 0.0))
 
 
 def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
@@ -325,14 +342,14 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
     return out
 
 
-def _gpu_head(saturated: bool) -> str:
-    """"Healthy" only where the GPU is saturated: a GPU-bound job that still idles is not all healthy."""
-    head = "Healthy: the GPU is the limit" if saturated else "The GPU is the main limit"
-    return f"{head}; to go faster, make the GPU's work cheaper"
+GPU_HEAD = "The GPU is the limit; to go faster, make the GPU's work cheaper"
+"""The first GPU-bound remedy, one text whether the GPU is saturated or not (the sentence says
+"Healthy" or "Mostly"): two wordings flipping with the busy share were listed as two remedies by
+the report (review of H100 run 47's fix)."""
 
 
 def _gpu_bound(f: dict, sub: str, s: Signals) -> list[str]:
-    out = [_gpu_head(bool(f.get("saturated")))]
+    out = [GPU_HEAD]
     if f.get("tensor") is not None and f["tensor"] < TENSOR_LOW:
         out.append(f"Tensor cores are {fmt(f['tensor'])} active: bf16/AMP (torch.autocast), or allow TF32 "
                    "(torch.backends.cuda.matmul.allow_tf32 = True)")

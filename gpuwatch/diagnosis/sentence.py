@@ -40,6 +40,12 @@ HOLDING = " (the latest readings are weaker; holding this verdict until another 
 """Added to the sentence of a stage held by the stability rule on readings below its cuts."""
 
 
+RESTART_CAUSE = "persistent_workers=False, or workers that exit and are started again"
+"""Why workers are re-created, in words: new worker PIDs are all that is seen, and workers that
+crash each epoch while the loop builds its DataLoader again show the same (trial 23: a job with
+persistent_workers=True was told it had it False)."""
+
+
 def _in(detail: object) -> str:
     return f" in {detail}" if detail else ""
 
@@ -100,15 +106,15 @@ def epochs(phases: Sequence[Phase]) -> str:
         if p.kind == RESPAWN and fast:
             said.append(f"the DataLoader workers are re-created at about every tick or more often (at least "
                         f"{count(p.count, 'time')} in {p.span_s:.0f} s, as gpuwatch sees at most one a tick: "
-                        "persistent_workers=False)")
+                        f"{RESTART_CAUSE})")
         elif p.kind == RESPAWN and p.count == 1:  # once: a new loader, not yet a pattern of epochs
             said.append(f"a new set of DataLoader workers replaced the last one (once in {p.span_s:.0f} s)")
         elif p.kind == RESPAWN and p.sparse:  # the count alone: a pace beside it would not fit the span
             said.append(f"the DataLoader workers were re-created {count(p.count, 'time')} in {p.span_s:.0f} s "
-                        "(persistent_workers=False)")
+                        f"({RESTART_CAUSE})")
         elif p.kind == RESPAWN:
             said.append(f"the DataLoader workers are re-created{every} ({count(p.count, 'time')} in {p.span_s:.0f} s: "
-                        "persistent_workers=False)")
+                        f"{RESTART_CAUSE})")
         elif p.kind == EPOCH_START:
             wait = "briefly (about a tick or less each)" if brief else each
             said.append(f"each new set of workers makes the main thread wait {wait} for its first batches "
@@ -315,28 +321,29 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
                  "to count as a wait")
     else:
         keeps = "the input keeps up" + (f" (data wait {fmt(w)})" if w is not None else "")
-    if not f.get("gpm"):
-        return (f"GPU-bound: the GPU has work {fmt(f.get('busy'))} of the time and {keeps}; without GPM this "
-                "means never starved, not necessarily efficient.")
     # Workers restarted each epoch with waits for their first batches leave time a fix gives back
     # (remedies.py proposes keeping them): not all healthy, even on a saturated tick.
     restarts = restarts_idle_gpu(f, s)
-    healthy = f.get("saturated") and not restarts
-    head = "Healthy, GPU-bound" if healthy else "Mostly GPU-bound"
-    text = (f"{head}: the GPU has work {fmt(f.get('busy'))} of the time with SMs {fmt(f.get('sm'))} active and "
-            f"tensor cores {fmt(f.get('tensor'))}; {keeps}.")
+    healthy = bool(f.get("saturated")) and not restarts
+    idle = ""
     if not healthy and f.get("busy") is not None:
+        gone = fmt(1 - f["busy"])
         if w is not None and w >= moderate:
             # The wait was just said: "for no host-side reason" beside it contradicted the sentence
             # (H100 run 47, Lightning restarting its workers each epoch: waits 18 %, idle 15 %).
-            text += (f" It idles {fmt(1 - f['busy'])} of the time (short gaps between steps), where those waits "
-                     "may outlast the work queued ahead.")
+            idle = f" It idles {gone} of the time, which those waits may account for where they outlast the work queued ahead."
         elif restarts:  # the epoch phases, said after this, name the waits
-            text += (f" It idles {fmt(1 - f['busy'])} of the time (short gaps between steps), where the waits for "
-                     "new workers' first batches may leave it without work.")
+            idle = f" It idles {gone} of the time, which the waits for new workers' first batches may account for."
         else:
-            text += (f" It idles {fmt(1 - f['busy'])} of the time for no host-side reason gpuwatch can see "
-                     "(short gaps between steps).")
+            idle = f" It idles {gone} of the time for no host-side reason gpuwatch can see (short gaps between steps)."
+    if not f.get("gpm"):
+        # "Never starved" only of a saturated GPU: one that idles, with restarts, was starved at times.
+        what = ("without GPM this means never starved, not necessarily efficient" if healthy
+                else "without GPM, how efficient its kernels are is not known")
+        return f"GPU-bound: the GPU has work {fmt(f.get('busy'))} of the time and {keeps}; {what}.{idle}"
+    head = "Healthy, GPU-bound" if healthy else "Mostly GPU-bound"
+    text = (f"{head}: the GPU has work {fmt(f.get('busy'))} of the time with SMs {fmt(f.get('sm'))} active and "
+            f"tensor cores {fmt(f.get('tensor'))}; {keeps}.{idle}")
     if (f.get("sm_work") or 0.0) < SM_HEALTHY:
         text += f" SMs only {fmt(f.get('sm_work'))} active while it works: kernels too small to fill the GPU."
     return text

@@ -188,6 +188,12 @@ WORKER_BUSY_SHARE = 0.70
 """Worker samples inside __getitem__/transforms >= 70 %: the workers compute most of the time."""
 WORKER_CPU_BUSY = 0.80
 """A worker process at >= 0.8 core computes flat out (it is single-threaded Python)."""
+IDLE_FOR_WORKER = 0.5
+"""Idle usable CPU (cores, neither the job's nor the host's other processes') that makes one more
+DataLoader worker worth proposing where the workers decode: a new worker then builds at least half
+a busy worker's batches. worker_target keeps a core for the training process, which a trainer
+waiting on its workers mostly leaves idle (trial 23: one worker at 1.0 core, the trainer at 0.15,
+told the 2 CPUs were full; a second worker ran the job 1.5x faster)."""
 THREADED_WORKER_CPU = 1.2
 """A worker process above 1.2 cores runs several threads at once (OpenMP, BLAS, OpenCV pools): the
 positive evidence for the thread-oversubscription remedy. DataLoader workers compute in Python on

@@ -99,8 +99,7 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
                            # At most the CPUs, PyTorch's own bound: "about 1" (cores minus the training
                            # process) was read as the advice for a job whose loop waited on its workers,
                            # where the training process needs little of its core.
-                           f"lower num_workers to at most {cores:g} (the CPUs it may use; "
-                           f"{worker_target(cores, mains)} leaves each training process a core of its own), "
+                           f"lower num_workers to at most {cores:g} (the CPUs it may use{_own_core(cores, mains)}), "
                            "or give the job more CPUs")
     input_share = sum(1 for v in verdicts if _loading(v)) / len(verdicts) if verdicts else 0.0
     if workers * FEW_WORKERS_RATIO <= cores and input_share >= RUN_INPUT_SHARE and worker_target(cores, mains) > workers:
@@ -109,6 +108,15 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
                            f"{input_share:.0%} of the time: {counted}",
                            f"raise num_workers towards {worker_target(cores, mains)}")
     return CheckResult("workers_vs_cores", title, PASS, counted)
+
+
+def _own_core(cores: float, mains: int) -> str:
+    """"; N leaves each training process a core of its own", where there are cores to leave: on one
+    CPU the clause said 1 worker left the trainer a core of its own (trial 23, taskset -c 0)."""
+    left = worker_target(cores, mains)
+    if left is None or cores - left < mains:
+        return ""
+    return f"; {left} leaves each training process a core of its own"
 
 
 def _cpu_quota(frames: Sequence[Frame], env: Maybe[Environment]) -> float | None:

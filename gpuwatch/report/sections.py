@@ -249,7 +249,7 @@ def _stage_remedies(mine: Sequence[Verdict]) -> list[str]:
     for v in mine:
         for t in v.remedies:
             newest[_key(t)] = t
-        freq.update({_key(t) for t in v.remedies})
+        freq.update(list(dict.fromkeys(_key(t) for t in v.remedies)))  # in order: ties keep the first seen, not a hash order
     for k, n in freq.most_common():
         if k not in keys and n >= FREQUENT_REMEDY * len(mine):
             texts.append(newest[k])

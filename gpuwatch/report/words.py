@@ -45,6 +45,10 @@ def headline(m: Summary) -> tuple[str, str]:
             text += (f" None of the fixes proposed is expected to gain much: the largest estimate, for "
                      f"{FIX_WORDS[m.best_fix.fix]}, is about {speedup(m.best_fix.factor)} while the stage holds "
                      "(each fix's own figure is under Remedies).")
+        elif m.stage == GPU_BOUND:  # the GPU's own fixes carry no estimate: "gain most" compared with none
+            text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to give about "
+                     f"{speedup(m.best_fix.factor)}{part} while the stage holds; the GPU-side fixes are not "
+                     "estimated (each fix's own figure is under Remedies).")
         else:
             text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: about "
                      f"{speedup(m.best_fix.factor)}{part} while the stage holds (each fix's own figure is under "
@@ -94,7 +98,9 @@ def epochs_none(r: Report) -> str:
     share); what an earlier minute of the run said is kept, a checkpoint save there included."""
     text = ("No worker re-creation was seen in the last minute of the run, and no first-batch wait, validation "
             f"pass or checkpoint save was named in it (one under {PHASE_MIN_SHARE:.0%} of the minute is left out, "
-            "as are first-batch waits no longer than the input's steady wait).")
+            "as are first-batch waits no longer than the input's steady wait; a validation pass is told by the "
+            "name of the function it runs in, such as validate or evaluate, so one written inline in the "
+            "training loop is not seen).")
     if r.epochs_earlier:
         when = f", {r.epochs_earlier_s:.0f} s into the run," if r.epochs_earlier_s is not None else ""
         said = epochs(r.epochs_earlier).removeprefix(" Epochs: ")
