@@ -51,7 +51,7 @@ async def test_unsupported_panels_show_the_reason_and_the_fix(size):
         await settle(pilot, app)
         text = screen_text(app)
         assert "GPU: unavailable — NVML library not found" in text
-        assert "Hottest frame N/A: py-spy cannot attach" in text
+        assert "Latest frame N/A: py-spy cannot attach" in text
         assert not app.query(GpuPanel)
         await pilot.press("s")
         await pilot.pause()

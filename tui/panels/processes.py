@@ -46,7 +46,7 @@ COLUMNS = (
     ("state", "St"),
     ("read", "Read MB/s"),
     ("rss", "RSS"),
-    ("hot", "Hottest frame"),
+    ("hot", "Latest frame"),  # the latest stack sample (panels.processes.hottest), not a count over time
 )
 
 
@@ -245,7 +245,7 @@ class ProcessPanel(SteadyLines, Vertical):
         reason = fmt.reason(view.frame.stacks)
         stacks_note.display = reason is not None
         if reason is not None:
-            stacks_note.update(f"Hottest frame N/A: {reason}")
+            stacks_note.update(f"Latest frame N/A: {reason}")
         self._absorb(view)
         self._texts_last, self._texts = self._texts, {}  # this frame's cells, from the last frame's
         cells = {p.pid: self._cells(p, self._shown_cpu.get(p.pid, p.cpu_pct), self._hot(p.pid, view.frame.stacks))

@@ -85,7 +85,7 @@ def help_text(lines: list[tuple[str, str]]) -> str:
         f"(1-{len(PIPELINE)}), or {others}; its name where the run is wide enough. A chart's "
         "number is the latest tick (GPU util: NVML, copies count); the verdict's are medians over its "
         "evidence (the GPU has work: kernel time).\n\n"
-        "Processes, Hottest frame: what the process ran in the latest stack sample; dimmed, "
+        "Processes, Latest frame: what the process ran in the latest stack sample; dimmed, "
         "from an earlier one (workers are sampled in turn). Rows marked 'outside' are GPU "
         "processes of other users or jobs (NVML's list), not part of the watched job.\n"
         "N/A: a value could not be read. The reason and the fix are shown next to it "
