@@ -69,6 +69,8 @@ LAUNCHER_MODULES = (
     "accelerate.commands.accelerate_cli",
 )
 """Modules run with ``python -m`` that start ranks."""
+ORPHAN_ADOPTERS = ("systemd", "init", "tini", "dumb-init", "s6-svscan", "runit")
+"""Programs that adopt orphaned processes: a worker below one lost its trainer."""
 RANK_VARS = ("RANK", "LOCAL_RANK")
 TASK_RANK_VARS = ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 """A cluster daemon's task's rank, set by the launcher itself (Target._task_ranks)."""
@@ -647,13 +649,15 @@ def worker_owner(pid: int) -> int | None:
     try:
         proc = psutil.Process(pid)
         parent = proc.parent()
-        me = _Raw(proc.ppid(), proc.name(), tuple(proc.cmdline()), 0.0)
-        above = _Raw(parent.ppid(), parent.name(), tuple(parent.cmdline()), 0.0) if parent else None
-        if not _is_worker(me, above):
+        # Only the name PyTorch gives its workers: torch 2.3/2.4's inherited pt_main_thread also
+        # names fork-started ranks and Pool children, which are no one's DataLoader workers (review).
+        if proc.name() != WORKER_COMM:
             return None
         cur = parent
         while cur is not None and cur.pid > 1:
             argv = tuple(cur.cmdline())
+            if not _is_python(argv) or os.path.basename(argv[0] if argv else "") in ORPHAN_ADOPTERS:
+                return None  # a subreaper or a shell adopted it: its trainer is gone
             if cur.name() != WORKER_COMM and not _is_mp_helper(argv):
                 return cur.pid
             cur = cur.parent()

@@ -30,7 +30,7 @@ def test_idle_beside_a_counted_wait_is_not_said_to_have_no_host_side_reason():
     restarts = [s for s in said if "It idles" in s and "for its first batches" in s]
     assert restarts and not any("no host-side reason" in s for s in restarts), restarts
     idle_with_wait = [s for s in waits if "It idles" in s]
-    assert idle_with_wait and all("which those waits may account for where they outlast the work queued ahead" in s
+    assert idle_with_wait and all("part of it where those waits outlast the work queued ahead" in s
                                   for s in idle_with_wait), idle_with_wait
 
 

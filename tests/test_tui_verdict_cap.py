@@ -67,3 +67,14 @@ def test_v_is_in_the_help_and_the_palette():
     assert any(keys == "v" and "whole verdict" in what for keys, what in key_lines(app, [app]))
     assert "whole verdict" in help_text(key_lines(app, [app]))
     assert any(title == "Whole verdict" for title, _, _ in commands(app))
+
+
+def test_a_newline_starts_a_line_and_the_next_paragraph_wraps_from_its_start():
+    """The whole verdict's paragraphs and remedies list: breaks counted past a newline cut the next
+    paragraph's first line short ("• The GPU is the limit;" alone on its line)."""
+    from gpuwatch.tui.panels.verdict_line import break_offsets
+
+    text = "A" * 70 + " end.\n\nWhat to do\n• The GPU is the limit; to go faster, make the GPU's work cheaper"
+    lines = KeptWords(text).at_width(78).plain.split("\n")
+    assert lines[-1] == "• The GPU is the limit; to go faster, make the GPU's work cheaper"
+    assert break_offsets(text, 78) == []

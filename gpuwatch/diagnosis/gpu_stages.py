@@ -168,7 +168,9 @@ def gpu_bound(s: Signals, relax: float = 0.0) -> StageResult:
     c.check("sm_active", g.sm, SM_HEALTHY, ">=", "SMs active (GPM)")
     c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch")
     if not g.gpm:
-        c.note("gpm", f"no GPM ({g.gpm_reason}): 'busy' only means never starved, not efficient", False)
+        # "never starved" only of a saturated GPU, as the sentence says it (review of session 22)
+        said = "'busy' only means never starved, not efficient" if saturated else "how efficient the kernels are is not known"
+        c.note("gpm", f"no GPM ({g.gpm_reason}): {said}", False)
     c.check("tensor", g.tensor, TENSOR_LOW, ">", "tensor pipes active", kind=INFO)
     fires = busy and useful is not False
     return result(c, fires, False, g.compute_busy, "" if saturated else "mostly", busy=g.compute_busy, sm=g.sm,

@@ -19,6 +19,7 @@ from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
+    CG_THROTTLED,
     DISK_BUSY,
     PAGEABLE_GAIN,
     PINNED_RX_MIBS,
@@ -75,7 +76,8 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
                    f"once in {p.span_s:.0f} s: a new DataLoader or a new epoch, not yet a pattern)")  # type: ignore[union-attr]
         else:
             fix = (f"persistent_workers=True: the DataLoader's workers were re-created {times} in "
-                   f"{p.span_s:.0f} s, and each new set builds its first batches from scratch")  # type: ignore[union-attr]
+                   f"{p.span_s:.0f} s, and each new set builds its first batches from scratch (where it is set "
+                   "already, the workers crash: their exit is the thing to fix)")  # type: ignore[union-attr]
         # When the waits are the workers' start-up itself (the "starting workers" form), keeping the
         # workers is the fix for what was seen, so it leads; otherwise it follows the stage's own.
         # GPU-bound: after the GPU's own line (the GPU is still the main limit), before the kernel
@@ -183,7 +185,8 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     elif usable and workers < usable and not f.get("cpu_short") and _idle_cores(s, usable) >= IDLE_FOR_WORKER:
         # worker_target keeps a core for the training process; one that mostly waits for batches
         # leaves most of it idle (trial 23: one worker at 1.0 core, the trainer at 0.15, the host 59 %
-        # busy, told the CPUs were full; a second worker ran the job 1.5x faster).
+        # busy, told the CPUs were full; a second worker ran the job 1.5x faster). _idle_cores reads
+        # it only where that is what was seen.
         idle = _idle_cores(s, usable)
         more = workers + max(1, int(idle + 0.5))  # a worker for each idle core, rounded, at least one
         out.append(f"Raise num_workers from {workers} toward {min(int(usable), more)}: "
@@ -211,10 +214,23 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _idle_cores(s: Signals, usable: float) -> float:
-    """The usable CPUs neither the job nor the host's other processes used (0 where unread)."""
-    if s.job.job_cpu is None:
+    """The CPU a waiting training process leaves idle for one more worker, or 0 where that is not
+    what was seen: the trainer must use under half a core (it waits for batches), the job may use
+    every CPU of the host (a taskset's few CPUs share the host's idle time with no reading of
+    their own), no cgroup quota may throttle it, and the idle time is the least of the host's
+    own idle reading and the CPUs neither the job nor the outside processes used (review: two
+    medians alone read 0.52 core idle on a host 94 % busy)."""
+    job, host = s.job, s.host
+    if job.job_cpu is None or job.main_cpu is None or job.main_cpu >= 0.5:
         return 0.0
-    return max(0.0, float(usable) - s.job.job_cpu - (s.host.others_cpu or 0.0))
+    if host.cpu_count is None or usable < host.cpu_count or host.cpu is None:
+        return 0.0
+    if (host.cg_throttled or 0.0) >= CG_THROTTLED:
+        return 0.0
+    cap = min(float(usable), host.cg_quota) if host.cg_quota else float(usable)
+    unused = cap - job.job_cpu - (host.others_cpu or 0.0)
+    host_idle = host.cpu_count * (1.0 - host.cpu)  # host.cpu: the busy share, 0..1
+    return max(0.0, min(unused, host_idle))
 
 
 def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:

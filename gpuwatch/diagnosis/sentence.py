@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from gpuwatch.diagnosis.evidence import count, fmt
 from gpuwatch.diagnosis.fix_gains import decoding_seen, restarts_idle_gpu
-from gpuwatch.diagnosis.phases import worker_sets
+from gpuwatch.diagnosis.phases import find, worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
@@ -40,7 +40,7 @@ HOLDING = " (the latest readings are weaker; holding this verdict until another 
 """Added to the sentence of a stage held by the stability rule on readings below its cuts."""
 
 
-RESTART_CAUSE = "persistent_workers=False, or workers that exit and are started again"
+RESTART_CAUSE = "persistent_workers=False, or workers that crash and are restarted"
 """Why workers are re-created, in words: new worker PIDs are all that is seen, and workers that
 crash each epoch while the loop builds its DataLoader again show the same (trial 23: a job with
 persistent_workers=True was told it had it False)."""
@@ -312,8 +312,9 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
     # window, and "25 % on only 7 samples" mixed it with the latest window's count.
     w = f.get("wait")
     n_main, moderate = f.get("n_main", s.stacks.n_main), f.get("moderate", s.stacks.moderate)
-    if w is not None and w >= moderate:
-        keeps = f"the main thread still waits for data {_share_of(w, n_main)}, but the GPU stays busy on the work queued ahead"
+    counted = w is not None and w >= moderate
+    if counted:
+        keeps = f"the main thread still waits for data {_share_of(w, n_main)}"
     elif w is not None and w >= WAIT_MODERATE:
         # Under the window's moderate cut only for want of samples (thresholds.moderate_cut): a share
         # this size is not "keeping up" in words, it is too thin to count.
@@ -328,14 +329,17 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> str:
     idle = ""
     if not healthy and f.get("busy") is not None:
         gone = fmt(1 - f["busy"])
-        if w is not None and w >= moderate:
+        if counted:
             # The wait was just said: "for no host-side reason" beside it contradicted the sentence
             # (H100 run 47, Lightning restarting its workers each epoch: waits 18 %, idle 15 %).
-            idle = f" It idles {gone} of the time, which those waits may account for where they outlast the work queued ahead."
-        elif restarts:  # the epoch phases, said after this, name the waits
-            idle = f" It idles {gone} of the time, which the waits for new workers' first batches may account for."
+            # "In part": nothing measured says the waits and the idle time are the same time.
+            idle = f" It idles {gone} of the time, part of it where those waits outlast the work queued ahead."
+        elif find(s.phases, EPOCH_START) is not None:  # the epoch phases, said after this, name the waits
+            idle = f" It idles {gone} of the time, part of it while new workers build their first batches."
         else:
             idle = f" It idles {gone} of the time for no host-side reason gpuwatch can see (short gaps between steps)."
+    elif counted:  # saturated: the queued work covers the waits
+        keeps += ", but the GPU stays busy on the work queued ahead"
     if not f.get("gpm"):
         # "Never starved" only of a saturated GPU: one that idles, with restarts, was starved at times.
         what = ("without GPM this means never starved, not necessarily efficient" if healthy

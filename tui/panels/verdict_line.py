@@ -27,8 +27,9 @@ from textual.widgets import Static
 
 from gpuwatch.tui.panels.lazy_static import LazyStatic
 
-_WORD = re.compile(r"[^ ]+ *| +")
-"""A run of non-spaces with the spaces after it: the spaces are where a line may break."""
+_WORD = re.compile(r"[^ \n]+ *|\n| +")
+"""A run of non-spaces with the spaces after it (the spaces are where a line may break), or a
+newline, which starts a line of its own (the whole verdict's paragraphs and list)."""
 _ENDS_IN_NUMBER = re.compile(r"\d$")
 """A word ending in a digit ("33", "(~1.7") is kept with the next one (its unit or noun)."""
 
@@ -44,6 +45,9 @@ def break_offsets(plain: str, width: int) -> list[int]:
     run_start, run_cells, run_text = 0, 0, 0  # the unbreakable run being built: start, cells, text cells
     for m in _WORD.finditer(plain):
         word = m.group()
+        if word == "\n":  # Textual breaks there itself: the next line starts empty
+            x, run_cells = 0, 0
+            continue
         text = word.rstrip(" ")
         if run_cells == 0:
             run_start = m.start()
