@@ -98,8 +98,8 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
         busy = r.facts.get("busy")
         top = round(1.0 / busy, 2) if busy else None
         if top is not None and g.factor is not None and g.factor >= top:
-            g = replace(g, factor=top, partial=False, more="",
-                        basis=f"{g.basis}; at most the GPU's idle time ({fmt(1.0 - busy)}) made busy")
+            g = replace(g, factor=top, partial=False, more="", bound=True,
+                        basis=f"the GPU's idle time ({fmt(1.0 - busy)}) made busy is the most it can give ({g.basis})")
         out.append(g)
     if stage == DECODE and r.sub == "workers":
         # A cheaper decode is proposed (remedies.py) only where the workers may decode images.
@@ -330,6 +330,8 @@ def words(g: FixGain) -> str:
     if g.factor is None:
         return f"; gain not estimated: {g.basis}"
     x = f"{g.factor:.1f}" if g.factor >= 2 else f"{g.factor:.2f}"
+    if g.bound:  # the most the fix can give: a bound, not an estimate
+        return f"; expected: up to {x}x faster: {g.basis}"
     if g.partial:  # part of what the fix removes shows in no signal: the figure is what was measured
         return f"; expected: about {x}x from what was measured, because {g.basis}; {g.more}"
     if g.factor < MIN_GAIN:  # within the noise of the shares (thresholds.MIN_GAIN): say so, not "faster"

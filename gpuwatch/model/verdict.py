@@ -149,6 +149,9 @@ class FixGain:
     "about 1.3x from what was measured, more where ...", never as "little or no gain"."""
     more: str = ""
     """For a partial figure: where the gain may be larger, in words."""
+    bound: bool = False
+    """The figure is an upper bound, not an estimate: the most the fix can give (keeping workers
+    under a GPU-bound verdict: the GPU's idle time made busy). Said "up to", not "about"."""
 
 
 @dataclass(frozen=True, slots=True)

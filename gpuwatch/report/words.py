@@ -46,7 +46,8 @@ def headline(m: Summary) -> tuple[str, str]:
                      f"{FIX_WORDS[m.best_fix.fix]}, is about {speedup(m.best_fix.factor)} while the stage holds "
                      "(each fix's own figure is under Remedies).")
         elif m.stage == GPU_BOUND:  # the GPU's own fixes carry no estimate: "gain most" compared with none
-            text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to give about "
+            much = "up to" if m.best_fix.bound else "about"
+            text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to give {much} "
                      f"{speedup(m.best_fix.factor)}{part} while the stage holds; the GPU-side fixes are not "
                      "estimated (each fix's own figure is under Remedies).")
         else:

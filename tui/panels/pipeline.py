@@ -55,7 +55,8 @@ def verdict_text(v: Verdict) -> str:
         head.append(f"fixing it: {gain_words(v.stage)} {v.speedup:.1f}× faster while it holds")
     best = max((g for g in v.gains if g.factor is not None), key=lambda g: g.factor or 0.0, default=None)
     if best is not None:  # the ceiling above is the stage made free; this is what a proposed fix gives
-        head.append(f"{FIX_WORDS[best.fix]}: about {best.factor:.1f}×{', maybe more' if best.partial else ''}")
+        head.append(f"{FIX_WORDS[best.fix]}: {'up to' if best.bound else 'about'} {best.factor:.1f}×"
+                    f"{', maybe more' if best.partial else ''}")
     lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
     text = f"{lead}: {escape(said)}"
     if v.secondary:  # each warning with its reason: its cut is not among the verdict's, so it is said here
