@@ -11,8 +11,8 @@ Roles, decided top-down from the watched process:
   that is not a multiprocessing helper) always is one. Otherwise the watched process itself, or,
   below a launcher, the first Python process of each branch (a rank).
 - ``launcher``: torchrun, ``deepspeed``, ``accelerate launch``, the per-node daemons of Slurm and
-  MPI and the like, recognised by their command line (argv elements, not substrings); a rank-less process with ranks or worker owners
-  below it (``mp.spawn``'s parent); a non-Python watched process with Python children (a shell
+  MPI and the like, recognised by their command line (argv elements, not substrings); a rank-less
+  process with ranks or worker owners below it (``mp.spawn``'s parent); a non-Python watched process with Python children (a shell
   script, ``uv run``, ``srun``).
 - ``other``: everything else (forkserver, resource tracker, compile workers, ``nvidia-smi`` ...).
   Mains are never nested: a Python child of a main is ``other`` unless it owns workers.
@@ -69,8 +69,6 @@ LAUNCHER_MODULES = (
     "accelerate.commands.accelerate_cli",
 )
 """Modules run with ``python -m`` that start ranks."""
-ORPHAN_ADOPTERS = ("systemd", "init", "tini", "dumb-init", "s6-svscan", "runit")
-"""Programs that adopt orphaned processes: a worker below one lost its trainer."""
 RANK_VARS = ("RANK", "LOCAL_RANK")
 TASK_RANK_VARS = ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 """A cluster daemon's task's rank, set by the launcher itself (Target._task_ranks)."""
@@ -656,8 +654,8 @@ def worker_owner(pid: int) -> int | None:
         cur = parent
         while cur is not None and cur.pid > 1:
             argv = tuple(cur.cmdline())
-            if not _is_python(argv) or os.path.basename(argv[0] if argv else "") in ORPHAN_ADOPTERS:
-                return None  # a subreaper or a shell adopted it: its trainer is gone
+            if not _is_python(argv):
+                return None  # init, a subreaper or a shell adopted it: its trainer is gone
             if cur.name() != WORKER_COMM and not _is_mp_helper(argv):
                 return cur.pid
             cur = cur.parent()

@@ -21,13 +21,13 @@ from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELIN
 from gpuwatch.diagnosis.thresholds import (
     CG_THROTTLED,
     DISK_BUSY,
+    IDLE_FOR_WORKER,
     PAGEABLE_GAIN,
     PINNED_RX_MIBS,
     REPLAYS_PER_S,
     RUN_DELAY,
     SM_HEALTHY,
     TENSOR_LOW,
-    IDLE_FOR_WORKER,
     THREADED_WORKER_CPU,
 )
 from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN
@@ -82,7 +82,7 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         # workers is the fix for what was seen, so it leads; otherwise it follows the stage's own.
         # GPU-bound: after the GPU's own line (the GPU is still the main limit), before the kernel
         # advice, which does nothing for the idle time the restarts leave.
-        if stage == GPU_BOUND:  # after the GPU's own line, before the kernel advice
+        if stage == GPU_BOUND:
             out = [GPU_HEAD, fix, *out[1:]]
         else:
             out = [fix, *out] if sub == "starting" else [*out, fix]
@@ -164,6 +164,7 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
 def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     usable, workers = f.get("usable"), loader_workers(f)
     target = worker_target(usable)
+    idle = _idle_cores(s, usable) if usable else 0.0
     out = []
     if sub == "inline":
         # "prepare", not "decode": the main thread's own per-item work may be tokenising or parsing
@@ -182,12 +183,11 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         out.append(f"Raise num_workers from {workers} toward {target}: {count(free, 'usable CPU')} "
                    f"{'is' if free == 1 else 'are'} free beside the training process, and each worker builds "
                    "batches on one core")
-    elif usable and workers < usable and not f.get("cpu_short") and _idle_cores(s, usable) >= IDLE_FOR_WORKER:
+    elif usable and workers < usable and not f.get("cpu_short") and idle >= IDLE_FOR_WORKER:
         # worker_target keeps a core for the training process; one that mostly waits for batches
         # leaves most of it idle (trial 23: one worker at 1.0 core, the trainer at 0.15, the host 59 %
         # busy, told the CPUs were full; a second worker ran the job 1.5x faster). _idle_cores reads
         # it only where that is what was seen.
-        idle = _idle_cores(s, usable)
         more = workers + max(1, int(idle + 0.5))  # a worker for each idle core, rounded, at least one
         out.append(f"Raise num_workers from {workers} toward {min(int(usable), more)}: "
                    f"{fmt(idle, 'cores')} of the {count(usable, 'usable CPU')} sat idle (the training process "

@@ -160,8 +160,7 @@ class VerdictLine(LazyStatic, _Tallest):
     def update(self, content: VisualType = "", *, layout: bool | None = None) -> None:
         if isinstance(content, str):
             shown = self.content
-            if not layout and isinstance(shown, KeptWords) and shown.markup == content \
-                    and shown.max_lines == self.max_lines:
-                return  # the same text each tick: no markup parsed, nothing drawn
+            if not layout and isinstance(shown, KeptWords) and shown.markup == content:
+                return  # the same text each tick (cap() re-wraps it when the cap changes): nothing drawn
             content = KeptWords(content, self.max_lines)
         super().update(content, layout=layout)
