@@ -224,8 +224,8 @@ NO_INTERPRETER = "Error: Failed to find a python interpreter in the .data sectio
 
 class _TornFirst(Pyspy):
     """Real py-spy dumps, the first ``torn`` of them replaced by ``error``; the real ones stop the
-    target while they read it, so that no real race adds a torn read to the ones counted (a loaded
-    CI box tore the fourth read of the probe's three retries once)."""
+    target while they read it, and are tried again where they fail all the same, so that no real
+    race adds a torn read to the ones counted."""
 
     def __init__(self, path: str, torn: int, error: str = TORN) -> None:
         super().__init__(path)
@@ -237,7 +237,18 @@ class _TornFirst(Pyspy):
         self.calls += 1
         if self.calls <= self.torn:
             return DumpOutcome(pid, (), 5.0, self.error)
-        return super().dump(pid, False)
+        out = super().dump(pid, False)
+        for _ in range(REAL_TRIES):  # a loaded box failed even a blocking dump's interpreter check
+            if out.ok:
+                break
+            out = super().dump(pid, False)
+        return out
+
+
+REAL_TRIES = 5
+"""Tries of each real dump: what the test counts is the probe's retries after the replaced ones,
+and a real read that fails under load (CI with two xdist workers beside other jobs: three in a row
+once) must not count as one."""
 
 
 @pytest.mark.parametrize("error", [TORN, NO_INTERPRETER])
