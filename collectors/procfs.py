@@ -39,6 +39,9 @@ class TaskStat:
     """Threads of the process (field 20)."""
     rss_pages: int = 0
     """Resident set size in pages (field 24): the same counter as psutil's ``memory_info().rss``."""
+    child_ticks: int = 0
+    """cutime + cstime (fields 16, 17), in clock ticks: the CPU of the process's children that have
+    exited and that it waited for (theirs, and their own waited-for children's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,7 @@ def parse_stat(text: str) -> TaskStat:
     # rest[0] is field 3 (state); field n is rest[n - 3]: utime 14, stime 15, starttime 22.
     return TaskStat(tid=tid, name=name, state=rest[0], cpu_ticks=int(rest[11]) + int(rest[12]),
                     starttime=int(rest[19]), ppid=int(rest[1]), num_threads=int(rest[17]),
-                    rss_pages=int(rest[21]))
+                    rss_pages=int(rest[21]), child_ticks=int(rest[13]) + int(rest[14]))
 
 
 def parse_schedstat(text: str) -> tuple[int, int, int]:

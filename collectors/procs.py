@@ -69,6 +69,22 @@ class _Reading:
     """(tid, starttime) -> utime + stime (clock ticks)."""
 
 
+OWED_PASSES = 3
+"""Passes the CPU of a process gone from the tree waits for its parent's counter of waited-for
+children to rise (exited_cpu): a zombie is reaped when its parent next waits, mostly at once, and a
+DataLoader's workers are joined within a second or two of leaving."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Total:
+    pid: int
+    ppid: int
+    own_s: float
+    """utime + stime."""
+    children_s: float
+    """cutime + cstime."""
+
+
 class ProcsCollector(Collector):
     field = "procs"
 
@@ -88,6 +104,12 @@ class ProcsCollector(Collector):
         """When the previous pass over the tree began (monotonic): a process born since then is rated
         over the whole tick, as top does, so one tick's rates add up to the CPU the tick had."""
         self._first = FirstWindow()
+        self._totals: dict[tuple[int, float], _Total] = {}
+        """(pid, create time) -> its CPU counters at this pass (see exited_cpu)."""
+        self._owed: list[tuple[int, float]] = []
+        """CPU seconds of processes gone from the tree whose parents have not yet been seen to count
+        them (a zombie leaves the tree before it is reaped), with the passes left to wait."""
+        self._exited_pct = 0.0
 
     def probe(self) -> Unsupported | None:
         try:
@@ -113,18 +135,22 @@ class ProcsCollector(Collector):
             usable = len(os.sched_getaffinity(self.target.pid))
         except OSError:
             usable = psutil.cpu_count() or 1
-        return ProcsSample(t=time.monotonic(), processes=tuple(rows), usable_cpus=usable)
+        return ProcsSample(t=time.monotonic(), processes=tuple(rows), usable_cpus=usable,
+                           exited_cpu_pct=self._exited_pct)
 
     def _measure(self, tree) -> list[ProcInfo]:
         began = time.monotonic()
         rows = []
         seen = set()
+        before, self._totals = self._totals, {}
         for node in tree.nodes:
             key = (node.pid, node.create_time)
             seen.add(key)
             row = self._one(node, key)
             if row is not None:
                 rows.append(row)
+        if self._last_pass is not None:
+            self._exited_pct = self._exited_cpu(before, self._totals) / max(began - self._last_pass, 1e-3) * 100.0
         for cache in (self._prev, self._starts):
             for key in [k for k in cache if k not in seen]:
                 del cache[key]
@@ -135,6 +161,37 @@ class ProcsCollector(Collector):
         self.files.sweep()  # the files of processes and threads that have exited
         self._last_pass = began
         return rows
+
+    def _exited_cpu(self, before: dict[tuple[int, float], _Total], now: dict[tuple[int, float], _Total]) -> float:
+        """CPU seconds used since the last pass by the job's processes that exited in between, beyond
+        what the rows counted of them.
+
+        A process that waits for a child adds the child's whole CPU (and its waited-for children's)
+        to its own cutime and cstime. Their rise over the pass, summed over the job's processes,
+        less the CPU already counted of the processes that left the tree (their last reading), is
+        what no row showed: a command the job ran and waited for within one tick (``subprocess.run``
+        of a tokenizer, ffmpeg or ``du``) and the last moments of an ending worker. The host counts
+        that CPU as busy; without this it read as used outside the job, and named contention with
+        no outside process behind it (trial 23: a job pacing on ``subprocess.run``). A process gone
+        from the tree is subtracted once its parent's counter can have risen: a zombie leaves the
+        tree before its parent reaps it, so what is owed waits OWED_PASSES passes for the rise."""
+        rose = 0.0
+        for key, cur in now.items():
+            was = before.get(key)
+            if was is not None:  # first seen: its counter holds children reaped before gpuwatch looked
+                rose += max(0.0, cur.children_s - was.children_s)
+        alive = {cur.pid for cur in now.values()}
+        owed = [(s, n - 1) for s, n in self._owed if n > 1]
+        owed += [(was.own_s + was.children_s, OWED_PASSES) for key, was in before.items()
+                 if key not in now and was.ppid in alive]
+        left = rose
+        self._owed = []
+        for s, n in owed:  # oldest first
+            paid = min(s, left)
+            left -= paid
+            if s - paid > 0:
+                self._owed.append((s - paid, n))
+        return left
 
     def _same_process(self, key: tuple[int, float], node: Node, starttime: int) -> bool:
         """Whether the stat just read is the process the tree named: its start time (ticks after
@@ -183,6 +240,7 @@ class ProcsCollector(Collector):
             return None
         if not self._same_process(key, node, st.starttime):  # the PID now belongs to someone else
             return None
+        self._totals[key] = _Total(node.pid, st.ppid, st.cpu_ticks / CLK_TCK, st.child_ticks / CLK_TCK)
         try:
             raw = self.files.read(f"{base}/io")
             if raw is None:  # exited since its stat was read

@@ -423,7 +423,18 @@ def _main(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
         # Running the job's own code (or model code from a library): Python dispatch, or a spin-wait
         # in a sync called from this line; see the module docstring.
         return DISPATCH, leaf.text()
-    return OTHER, leaf.text() if origin(leaf) in ("user", "lib") else short_name(leaf)
+    if origin(leaf) in ("user", "lib"):
+        return OTHER, leaf.text()
+    if origin(leaf) == "stdlib":
+        # The call the job made, not the selector or lock it ends in: "subprocess.run from main
+        # (train.py:52)" says what the thread waits for; "_PollLikeSelector.select" did not.
+        j = 0
+        while j + 1 < len(frames) and origin(frames[j + 1]) == "stdlib":
+            j += 1
+        caller = frames[j + 1] if j + 1 < len(frames) else None
+        if caller is not None and origin(caller) == "user":
+            return OTHER, f"{short_name(frames[j])} from {caller.text()}"
+    return OTHER, short_name(leaf)
 
 
 COMPILER_DIRS = ("_dynamo", "_functorch", "_inductor", "triton")

@@ -102,6 +102,9 @@ class Knobs:
     """First worker pid (default: right after the main pid); a new value models respawned workers."""
     rank: int | None = None
     gpu_index: int = 0
+    exited_cpu: float = 0.0
+    """Cores used by commands the job ran and waited for within each tick (subprocess.run): no row,
+    but the host counts them (ProcsSample.exited_cpu_pct)."""
 
 
 def _pick(rng: random.Random, dist: dict[str, float]) -> str:
@@ -167,11 +170,11 @@ def _procs(k: Knobs, t: float, rng: random.Random, noise: float) -> ProcsSample:
                                 "python train.py", _jit(rng, k.worker_cpu, noise) * 100, wstate, 1 << 30, 3,
                                 k.worker_read_bps / max(k.workers, 1), 0.0, k.worker_run_delay, (),
                                 tuple(range(k.usable))))
-    return ProcsSample(t, (main, *workers), k.usable)
+    return ProcsSample(t, (main, *workers), k.usable, k.exited_cpu * 100)
 
 
 def _host(k: Knobs, t: float, rng: random.Random, noise: float) -> HostSample:
-    job = k.main_cpu + 0.1 + k.workers * k.worker_cpu + (k.pin_cpu if k.pin else 0)
+    job = k.main_cpu + 0.1 + k.workers * k.worker_cpu + (k.pin_cpu if k.pin else 0) + k.exited_cpu
     others = sum(c for _, _, c in k.others)
     cpu = k.host_cpu if k.host_cpu is not None else min(100.0, 100 * (job + others) / k.cpu_count)
     cg = CgroupCpu(2, k.cg_quota if k.cg_quota is not None else Unsupported("no quota (max)"), k.cg_throttled,

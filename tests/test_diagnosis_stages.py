@@ -140,6 +140,25 @@ def test_cpu_only_job_whose_main_thread_sleeps_in_its_own_code_says_so():
     assert last(replace(sleepy, main_cpu=1.0, main_labels={lb.BACKWARD: 0.6, lb.OPTIMIZER: 0.4})).stage == v.CPU_BOUND
 
 
+def test_commands_the_job_runs_are_its_own_cpu_not_contention_nor_rest():
+    """Trial 23's job paced by subprocess.run (du and git every 10 steps: 55-70 % of its time by its
+    own clock) on a 2-CPU host: the commands' CPU, no row of the table, read as used outside the job
+    and named contention with no outside process, then "Not training" while it trained 25 steps/s.
+    Counted as the job's (ProcsSample.exited_cpu_pct), the verdict says where the time goes."""
+    paced = replace(HEALTHY, gpu=None, cpu_count=2, usable=2, workers=2, main_cpu=0.06, worker_cpu=0.05,
+                    main_labels={lb.OTHER: 0.85, lb.BACKWARD: 0.1, lb.DATA_WAIT: 0.05},
+                    main_detail={lb.OTHER: "subprocess.run from main (train.py:48)"}, exited_cpu=0.6)
+    verdict = last(paced, 20)
+    assert verdict.stage == v.UNKNOWN, verdict.sentence
+    assert "subprocess.run from main (train.py:48)" in verdict.sentence
+    assert "commands it runs and waits for use 0.60 core." in verdict.sentence, verdict.sentence
+    assert "outside the job" not in verdict.sentence and "Not training" not in verdict.sentence
+    assert verdict.level(v.CONTENTION) == v.LEVEL_OK
+    # the same host reading with the commands' CPU uncounted: the job looks at rest
+    uncounted = last(replace(paced, exited_cpu=0.0, host_cpu=100 * (0.06 + 0.1 + 0.1 + 0.6) / 2), 20)
+    assert uncounted.stage == v.IDLE, uncounted.sentence
+
+
 # -- fallbacks -------------------------------------------------------------------------------------
 def test_without_gpm_healthy_is_said_with_less_confidence_and_layout_cannot_be_seen():
     full, blind = last(HEALTHY), last(replace(HEALTHY, gpm=False))
@@ -264,3 +283,17 @@ def test_a_trainer_that_waits_leaves_its_core_to_one_more_worker():
     # Where the trainer does use its core, the CPUs are full and the advice stays as it was.
     busy = replace(job, main_cpu=0.95)
     assert "already fill the 2 usable CPUs" in " ".join(last(busy).remedies)
+
+
+def test_one_save_or_validation_pass_is_said_once_not_as_a_share_of_the_time():
+    """On the first ticks a single save read "Checkpoint saves take 100 % of the time (~1.0 s)",
+    falling as the watch went on (trial 23's sync_logging job): one is no share of the time yet."""
+    from gpuwatch.diagnosis.sentence import epochs
+    from gpuwatch.model.verdict import CHECKPOINT, VALIDATION, Phase
+
+    one = Phase(CHECKPOINT, 1, 1.0, None, 1.0, 1.0)
+    assert epochs((one,)) == " Epochs: A checkpoint save (~1.0 s) was seen once in 1 s."
+    val = Phase(VALIDATION, 1, 0.2, None, 2.0, 10.0)
+    assert epochs((val,)) == " Epochs: A validation pass (~2.0 s) was seen once in 10 s."
+    two = Phase(CHECKPOINT, 2, 0.1, 10.0, 1.0, 20.0)
+    assert epochs((two,)) == " Epochs: Checkpoint saves take 10 % of the time (~1.0 s every ~10.0 s)."

@@ -279,3 +279,84 @@ def test_a_process_born_during_the_tick_is_rated_over_the_tick():
             p.kill()
         job.kill()
         job.wait()
+
+
+RUNS_CHILDREN = """
+import subprocess, sys, time
+burn = "import time\\nwhile time.process_time() < float(__import__('sys').argv[1]): pass"
+print("ready", flush=True)
+while True:
+    if sys.stdin.readline().strip() != "go":
+        break
+    for _ in range(int(sys.argv[1])):
+        subprocess.run([sys.executable, "-c", burn, sys.argv[2]])
+    print("done", flush=True)
+"""
+
+
+def _children_job(count: int, burn_s: float) -> subprocess.Popen:
+    job = subprocess.Popen([sys.executable, "-c", RUNS_CHILDREN, str(count), str(burn_s)], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, text=True)
+    assert job.stdout.readline().strip() == "ready"
+    return job
+
+
+def _run_round(job: subprocess.Popen) -> None:
+    job.stdin.write("go\n")
+    job.stdin.flush()
+    assert job.stdout.readline().strip() == "done"
+
+
+def test_commands_the_job_ran_and_waited_for_count_as_its_cpu():
+    """Short-lived commands (subprocess.run) never make a row, yet the host counts their CPU: it is
+    the job's, read from the parent's waited-for-children counters. Uncounted, it read as CPU used
+    outside the job and named contention (trial 23)."""
+    job = _children_job(4, 0.15)
+    try:
+        c = ProcsCollector(Target(job.pid, refresh_s=0.05))
+        c.sample()
+        began = time.monotonic()
+        _run_round(job)  # four children, each burning 0.15 s of CPU and gone before the next read
+        s = c.sample()
+        tick = time.monotonic() - began
+        assert [p.pid for p in s.processes] == [job.pid]
+        used = s.exited_cpu_pct / 100 * tick
+        assert 0.55 <= used <= 0.6 + 4 * 0.25, (used, tick)  # 0.6 s burnt, plus each interpreter's start-up
+        again = c.sample()  # nothing ran since: nothing more is counted
+        assert again.exited_cpu_pct < 5.0, again.exited_cpu_pct
+    finally:
+        job.kill()
+        job.wait()
+
+
+def test_a_child_seen_in_the_table_is_not_counted_again_when_it_exits():
+    """A child the table showed while it ran is counted by its row; when it exits, only what it used
+    after its last reading is added (its parent's counter rises by all of it)."""
+    job = _children_job(1, 1.2)
+    try:
+        c = ProcsCollector(Target(job.pid, refresh_s=0.05))
+        c.sample()
+        job.stdin.write("go\n")
+        job.stdin.flush()
+        seen = extra = 0.0
+        t = time.monotonic()
+        deadline = t + 20
+        while time.monotonic() < deadline:
+            time.sleep(0.25)
+            s = c.sample()
+            now, dt = time.monotonic(), time.monotonic() - t
+            t = now
+            extra += s.exited_cpu_pct / 100 * dt
+            rows = [p for p in s.processes if p.pid != job.pid]
+            if rows:
+                seen += rows[0].cpu_pct / 100 * dt
+            elif seen > 0.5:  # it ran in view and has exited
+                break
+        assert job.stdout.readline().strip() == "done"
+        time.sleep(0.25)
+        extra += c.sample().exited_cpu_pct / 100 * (time.monotonic() - t)
+        # what ran after its last reading (a tick's worth at most), not its whole 1.2 s again
+        assert seen > 0.5 and extra < 0.4, (seen, extra)
+    finally:
+        job.kill()
+        job.wait()

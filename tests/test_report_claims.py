@@ -64,4 +64,5 @@ def test_a_save_seen_earlier_in_the_run_is_not_said_unseen():
     section = text.split("## Epoch structure", 1)[1].split("##", 1)[0]
     assert "was seen in the last minute" not in section.replace("No worker re-creation was seen in the last minute", "")
     assert "checkpoint save was named in it (one under 2% of the minute is left out" in section
-    assert 'the verdict said: "Checkpoint saves take' in section
+    # one save is said as one, with no share of the time beside it (sentence.epochs)
+    assert 'the verdict said: "A checkpoint save (~0.5 s) was seen once in 25 s."' in section

@@ -229,6 +229,11 @@ LOOP = fr("main", "/home/me/train.py", 90)
     # The same read inside a library's code is the library's business, not the loop's input.
     ([fr("Condition.wait", "threading.py"), fr("Queue.get", "queue.py"), fr("Writer.flush", "tensorboard/writer.py"),
       USER], False, S.OTHER, "Condition.wait"),
+    # A command the job runs and waits for: the call it made, not the selector it ends in (trial 23's
+    # job pacing on subprocess.run read "_PollLikeSelector.select").
+    ([fr("_PollLikeSelector.select", "selectors.py"), fr("Popen._communicate", "subprocess.py"),
+      fr("Popen.communicate", "subprocess.py"), fr("run", "subprocess.py"), LOOP], False, S.OTHER,
+     "subprocess.run from main (train.py:90)"),
     ([], True, S.OTHER, "no Python frames"),
     # Importing torch on start-up: module set-up, not the step (trial report item 5).
     ([fr("<module>", "torch/fx/experimental/symbolic_shapes.py"),

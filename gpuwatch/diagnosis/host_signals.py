@@ -55,6 +55,9 @@ class JobSignals:
     helpers_cpu: float | None = None
     """Those processes' CPU together (median over the window): where the main thread waits for batches
     without DataLoader workers, the work it waits on may be theirs (gpuwatch samples no stacks of them)."""
+    exited_cpu: float | None = None
+    """CPU of the job's processes that exited within their tick (median over the window, cores):
+    commands it ran and waited for (``subprocess.run``), ProcsSample.exited_cpu_pct."""
     stopped: bool = False
     """Every training process of the newest sample is stopped (state T/t) and used no CPU over its
     tick: the job is frozen, not slow (py-spy's own attach stops a process for milliseconds only)."""
@@ -150,6 +153,7 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
         job_cpu=med(r.job_cpu for r in every),
         helpers=sum(r.helpers for r in rows) / len(rows),
         helpers_cpu=med(r.helpers_cpu for r in rows),
+        exited_cpu=med(r.exited_cpu for r in every),
         stopped=rows[-1].stopped,
     )
 
@@ -176,6 +180,7 @@ class _Row:
     job_cpu: float
     helpers: int
     helpers_cpu: float
+    exited_cpu: float
     stopped: bool
 
 
@@ -202,9 +207,11 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         worker_run_delay=_most_queued(ws),
         worker_read_bps=_sum_known(w.read_bps for w in ws),
         usable_cpus=sample.usable_cpus,
-        job_cpu=sum(p.cpu_pct / 100 for p in sample.processes),
+        # With the CPU of the processes that exited within the tick: the host counted it as busy.
+        job_cpu=sum(p.cpu_pct / 100 for p in sample.processes) + sample.exited_cpu_pct / 100,
         helpers=len(hs),
         helpers_cpu=sum(p.cpu_pct / 100 for p in hs),
+        exited_cpu=sample.exited_cpu_pct / 100,
         stopped=all(p.state in STOPPED_STATES and p.cpu_pct / 100 < MAIN_CPU_IDLE for p in ms),
     )
 

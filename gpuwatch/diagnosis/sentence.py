@@ -11,6 +11,7 @@ from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     MAIN_CPU_BUSY,
+    MAIN_CPU_IDLE,
     MIN_EVIDENCE_SAMPLES,
     RX_PAGEABLE_MAX,
     SM_HEALTHY,
@@ -119,6 +120,12 @@ def epochs(phases: Sequence[Phase]) -> str:
             wait = "briefly (about a tick or less each)" if brief else each
             said.append(f"each new set of workers makes the main thread wait {wait} for its first batches "
                         f"({fmt(p.share)} of the time)")
+        elif p.kind in (VALIDATION, CHECKPOINT) and p.count == 1:
+            # One is no share of the time yet: over a short watch it read "checkpoint saves take
+            # 100 % of the time" on the first tick, falling as the watch went on.
+            what = "a validation pass" if p.kind == VALIDATION else "a checkpoint save"
+            took = f" (~{p.each_s:.1f} s)" if p.each_s is not None else ""
+            said.append(f"{what}{took} was seen once in {p.span_s:.0f} s")
         elif p.kind == VALIDATION:
             how = "about a tick or less each, so how often is not measured" if brief else f"{each}{every}"
             said.append(f"validation passes take {fmt(p.share)} of the time ({how})")
@@ -409,14 +416,18 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
 
 def _off_pipeline(f: dict, sub: str, s: Signals) -> str:
     detail = s.stacks.top(lb.ROLE_MAIN_THREAD, lb.OTHER)
+    ran = s.job.exited_cpu
+    # Commands run and waited for use CPU no stack shows: say it where it is worth a line.
+    commands = (f"; commands it runs and waits for use {fmt(ran, 'cores')}"
+                if ran is not None and ran >= MAIN_CPU_IDLE else "")
     if not s.gpu.present:
         held = "the job holds no GPU" if s.gpu.has_gpus else "there is no GPU"
         return (f"The main thread is outside every training frame {fmt(s.stacks.share(lb.OTHER))} of the time"
                 f"{_in(detail)}: the job's own code, not a pipeline stage or the model's compute, sets the pace "
-                f"({held}).")
+                f"({held}){commands}.")
     return (f"The GPU has work only {_busy(s)} of the time, but the main thread is outside every training "
             f"frame {fmt(s.stacks.share(lb.OTHER))} of the time{_in(detail)}: the job's own code, not a "
-            "pipeline stage, holds the GPU back.")
+            f"pipeline stage, holds the GPU back{commands}.")
 
 
 def _input_unmeasured(f: dict, sub: str, s: Signals) -> str:

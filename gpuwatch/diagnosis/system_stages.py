@@ -182,6 +182,12 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
                                       "job's threads ready to run but waiting for a CPU (mean)",
                                       unit="threads", kind=REQ) is False:
         host_quiet = False
+    # Commands the job runs and waits for (subprocess.run) are its work, done where no stack is
+    # sampled: a main thread waiting on them is not a job at rest.
+    if job.exited_cpu is not None and c.check("exited_cpu", job.exited_cpu, MAIN_CPU_IDLE, "<",
+                                              "CPU of commands the job ran and waited for", unit="cores",
+                                              kind=REQ) is False:
+        host_quiet = False
     c.support.extend(x for x in (main_quiet, workers_quiet, host_quiet) if x is not None)
     ops, outside, n = _ops_seen(s)
     if g.present:

@@ -59,6 +59,11 @@ class ProcsSample:
     processes: tuple[ProcInfo, ...]
     usable_cpus: int
     """CPUs the job may run on (its affinity mask)."""
+    exited_cpu_pct: float = 0.0
+    """Percent of one core the job's processes that exited during the tick used and no row shows:
+    commands the job ran and waited for within one tick (``subprocess.run``), and the last moments
+    of workers that ended. Read from their parents' counters of waited-for children (cutime and
+    cstime), less what earlier ticks counted of the ones the table had shown."""
 
     def by_role(self, role: str) -> tuple[ProcInfo, ...]:
         return tuple(p for p in self.processes if p.role == role)
