@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter, deque
+from statistics import median
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
@@ -145,7 +146,10 @@ def frame_for_rank(frame: Frame, rank: int | None, devices: Sequence[int] | None
     if known(procs):
         mine = tuple(p for p in procs.processes if p.pid in pids)
         main = next((p for p in mine if p.role == ROLE_MAIN), None)
-        procs = dataclasses.replace(procs, processes=mine)
+        # The other ranks' CPU stays the job's: the host's busy time less this rank's alone named
+        # a sibling rank as contention "outside the job" (trial 24's two-rank DDP job).
+        siblings = sum(p.cpu_pct for p in procs.processes if p.pid not in pids)
+        procs = dataclasses.replace(procs, processes=mine, siblings_cpu_pct=procs.siblings_cpu_pct + siblings)
     stacks = frame.stacks
     if known(stacks):
         stacks = dataclasses.replace(
@@ -237,11 +241,15 @@ def rank_signals(frames: Sequence[Frame], rank: int, window_s: float = SIGNAL_WI
     mains = threads(stack_samples(window), lambda th: th.rank == rank and th.role == ROLE_MAIN_THREAD)
     labels = count(mains, lambda th: COLLECTIVE if is_collective_wait(th) else th.label)
     n = sum(labels.values())
-    worker_cpu = []
+    worker_cpu, main_cpu = [], []
     for procs in unique_samples(window, "procs"):
-        workers = [p for p in rank_processes(procs, rank) if p.role == ROLE_WORKER]
+        mine = rank_processes(procs, rank)
+        workers = [p for p in mine if p.role == ROLE_WORKER]
         if workers:
             worker_cpu.append(sum(p.cpu_pct for p in workers) / 100.0 / len(workers))
+        main_cpu += [p.cpu_pct / 100.0 for p in mine if p.role == ROLE_MAIN]
+    # A rank's compute is its CPU only where no GPU is read: on a GPU its step costs the CPU little.
+    gpu_seen = any(known(f.gpus) and f.gpus for f in window)
     own = Counter({k: v for k, v in labels.items() if k != COLLECTIVE})
     return RankSignals(
         rank=rank,
@@ -250,6 +258,7 @@ def rank_signals(frames: Sequence[Frame], rank: int, window_s: float = SIGNAL_WI
         collective_share=labels[COLLECTIVE] / n if n else None,
         top_label=own.most_common(1)[0][0] if own else None,
         worker_cpu=sum(worker_cpu) / len(worker_cpu) if worker_cpu else None,
+        cpu_only_main_cpu=median(main_cpu) if main_cpu and not gpu_seen else None,
     )
 
 

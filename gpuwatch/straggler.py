@@ -21,6 +21,7 @@ from statistics import median
 
 from gpuwatch.diagnosis.thresholds import (  # the cuts and their bases: docs/THRESHOLDS.md
     STRAGGLER_COLLECTIVE_WAIT as COLLECTIVE_WAIT,
+    STRAGGLER_CPU_SHARE,
     STRAGGLER_GAP as GAP,
     STRAGGLER_MIN_SAMPLES as MIN_SAMPLES,
     STRAGGLER_SLOW_STEPS as SLOW_STEPS,
@@ -48,6 +49,9 @@ class RankSignals:
     """Mean CPU of this rank's DataLoader workers, in cores per worker."""
     steps_per_s: float | None = None
     """Training steps per second, when something measured them."""
+    cpu_only_main_cpu: float | None = None
+    """CPU of the rank's training process (cores, median over the window) where no GPU is read: its
+    step's compute is then its CPU. None on a GPU job."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,8 @@ def _by_collectives(sig: list[RankSignals]) -> Straggler | None:
     waiting = median(s.collective_share for s in others)
     if waiting < COLLECTIVE_WAIT or not _clear_gap(waiting, min(s.samples for s in others),
                                                    cand.collective_share, cand.samples):
+        return None
+    if _computes_less(cand, others):
         return None
     cause = "input" if (cand.input_share or 0.0) >= INPUT_BOUND else (cand.top_label or "unknown")
     evidence = (
@@ -117,6 +123,18 @@ def _by_steps(sig: Sequence[RankSignals]) -> Straggler | None:
     sentence = (f"Rank {cand.rank} is the slowest: {cand.steps_per_s:.2f} steps/s against "
                 f"{typical:.2f} on the other ranks.")
     return Straggler(cand.rank, "unknown", "steps", sentence, evidence)
+
+
+def _computes_less(cand: RankSignals, others: Sequence[RankSignals]) -> bool:
+    """On a CPU-only job, whether the rank said to be busy uses clearly less CPU than the ranks said
+    to wait for it: then its "busy" samples hide a wait. DDP's gradient all-reduce runs inside
+    backward with no Python frame, so a rank blocked there reads "backward" while the slow rank,
+    arriving late at an explicit all_reduce, reads "collectives" (trial 24: rank 0 at 0.33 core named
+    as holding back rank 1 at 0.73 core, the rank that computed an extra filter every step)."""
+    theirs = [s.cpu_only_main_cpu for s in others if s.cpu_only_main_cpu is not None]
+    if cand.cpu_only_main_cpu is None or not theirs:
+        return False
+    return cand.cpu_only_main_cpu < STRAGGLER_CPU_SHARE * median(theirs)
 
 
 def _clear_gap(high: float, n_high: int, low: float, n_low: int) -> bool:

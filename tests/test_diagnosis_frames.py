@@ -24,7 +24,7 @@ from gpuwatch.model.host import CgroupCpu, HostSample, OtherProc, Psi
 from gpuwatch.model.pcie import PcieSample
 from gpuwatch.model.procs import ProcInfo, ProcsSample, ThreadCpu
 from gpuwatch.model.stacks import DumpResult, StackSample, ThreadStack
-from gpuwatch.model.values import Unsupported
+from gpuwatch.model.values import Unsupported, known
 
 # name: (util.gpu, util.mem, GR, SM active, SM occupancy, tensor, DRAM, PCIe RX MiB/s), h200-signatures.md
 H200 = {
@@ -242,7 +242,9 @@ def merge(a: list[Frame], b: list[Frame]) -> list[Frame]:
     for fa, fb in zip(a, b):
         procs = ProcsSample(fa.t, fa.procs.processes + fb.procs.processes, fa.procs.usable_cpus)
         stacks = StackSample(fa.t, fa.stacks.threads + fb.stacks.threads, fa.stacks.dumps + fb.stacks.dumps)
-        out.append(replace(fa, gpus=fa.gpus + fb.gpus, pcie=fa.pcie + fb.pcie, procs=procs, stacks=stacks))
+        joined = {k: getattr(fa, k) + getattr(fb, k) if known(getattr(fa, k)) and known(getattr(fb, k))
+                  else getattr(fa, k) for k in ("gpus", "pcie")}  # no GPU: the one reason stands
+        out.append(replace(fa, **joined, procs=procs, stacks=stacks))
     return out
 
 

@@ -134,3 +134,47 @@ def test_workers_that_came_during_the_window_are_never_said_as_none():
 
     assert _workers({"workers": 0.4}, "compute", "computes") == "1 DataLoader worker computes"
     assert _workers({"workers": 2.4}, "compute", "computes") == "2 DataLoader workers compute"
+
+
+def test_workers_that_leave_cpu_idle_are_not_said_to_fill_it():
+    """Trial 24's sharded IterableDataset on 2 CPUs: one worker at 0.99 core, the other at 0.22, the
+    host 66 % busy, the main thread waiting: "The 2 workers already fill the 2 usable CPUs" said what
+    the readings deny. Uneven workers are said as such, with the idle CPU."""
+    from dataclasses import replace
+
+    from gpuwatch.model import stacks as lb
+    from gpuwatch.model import verdict as v
+    from tests.test_diagnosis_frames import Knobs, build, run
+
+    k = Knobs(gpu=None, cpu_count=2, usable=2, workers=2, main_cpu=0.12, worker_cpu=0.6,
+              main_labels={lb.DATA_WAIT: 0.9, lb.DISPATCH: 0.1}, worker_labels={lb.W_BUSY: 1.0})
+    frames = build(k, 20)
+    uneven = []
+    for f in frames:  # the same total, split 0.99 / 0.21 between the two workers
+        w0, w1 = f.procs.by_role("worker")
+        procs = (f.procs.processes[0], replace(w0, cpu_pct=99.0), replace(w1, cpu_pct=21.0))
+        uneven.append(replace(f, procs=replace(f.procs, processes=procs)))
+    verdict = run(uneven)[-1]
+    assert verdict.stage == v.DECODE, verdict.sentence
+    said = " ".join(verdict.remedies)
+    assert "already fill" not in said, said
+    assert "Even out the workers' work: the busiest uses 0.99 core, the least busy 0.21 core" in said, said
+    # the same workers with the host full: they fill it, and that is said
+    full = run([replace(f, host=replace(f.host, cpu_pct=97.0)) for f in uneven])[-1]
+    assert "The 2 workers already fill the 2 usable CPUs" in " ".join(full.remedies)
+
+
+def test_a_cpu_bound_remedy_names_where_the_main_thread_computes_not_the_model():
+    """Trial 24: numpy metrics on the main thread (argsort in an AUC, 94 % of the time) read "The model
+    itself is the work: train on a GPU". The remedy names the frames and both readings of them."""
+    from gpuwatch.model import stacks as lb
+    from gpuwatch.model import verdict as v
+    from tests.test_diagnosis_frames import Knobs, build, run
+
+    k = Knobs(gpu=None, cpu_count=2, usable=2, workers=0, main_cpu=1.0, main_labels={lb.DISPATCH: 1.0},
+              main_detail={lb.DISPATCH: "auc (metrics.py:12)"})
+    verdict = run(build(k, 20))[-1]
+    assert verdict.stage == v.CPU_BOUND, verdict.sentence
+    said = verdict.remedies[0]
+    assert said.startswith("The main thread's compute is the work (mostly in auc (metrics.py:12)):"), said
+    assert "The model itself" not in said and "run it less often or off the main thread" in said

@@ -297,3 +297,23 @@ def test_one_save_or_validation_pass_is_said_once_not_as_a_share_of_the_time():
     assert epochs((val,)) == " Epochs: A validation pass (~2.0 s) was seen once in 10 s."
     two = Phase(CHECKPOINT, 2, 0.1, 10.0, 1.0, 20.0)
     assert epochs((two,)) == " Epochs: Checkpoint saves take 10 % of the time (~1.0 s every ~10.0 s)."
+
+
+def test_a_ranks_view_counts_its_sibling_ranks_as_the_job_not_as_contention():
+    """Trial 24's two-rank gloo DDP job on 2 CPUs: each rank's verdict said "processes outside the
+    job use 1.00 core" (its sibling rank's CPU), while the job's verdict had no outside load."""
+    from gpuwatch.ranks import frame_for_rank
+
+    both = 100 * (0.3 + 0.1 + 1.0 + 0.1) / 2  # the host's busy time: the two ranks and nothing else
+    slow = replace(HEALTHY, gpu=None, cpu_count=2, usable=2, workers=0, pid=100, rank=0, main_cpu=0.3,
+                   host_cpu=both, main_run_delay=0.2, main_labels={lb.COLLECTIVE: 0.8, lb.BACKWARD: 0.2})
+    busy = replace(slow, pid=200, rank=1, main_cpu=1.0, main_labels={lb.DISPATCH: 0.9, lb.COLLECTIVE: 0.1})
+    frames = merge(build(slow, 20), build(busy, 20))
+    for rank in (0, 1):
+        view = [frame_for_rank(f, rank) for f in frames]
+        verdict = run(view)[-1]
+        assert verdict.level(v.CONTENTION) == v.LEVEL_OK and "outside the job" not in verdict.sentence, \
+            (rank, verdict.sentence)
+    # rank 0's view with its sibling's 1.1 core forgotten reads it as used outside the job
+    blind = [replace(f, procs=replace(f.procs, siblings_cpu_pct=0.0)) for f in (frame_for_rank(f, 0) for f in frames)]
+    assert run(blind)[-1].level(v.CONTENTION) != v.LEVEL_OK

@@ -98,7 +98,7 @@ def test_markdown_for_gpu_frames_holds_the_values():
     assert "NVIDIA driver 580.159.04, NVML 13.580.159.04, CUDA 13.0" in md
     assert "| 0 | NVIDIA H200 | 0000:17:00.0 | Gen5 x16 | Gen3 x8 (6 ticks) | yes | no | 0 / 0 | 0 (sysfs) | yes |" in md
     assert "**GPU-bound** held the verdict 100% of the time (mean confidence 0.80)" in md
-    assert "- **main thread** 100% (6 samples), waiting for the GPU:" in md
+    assert "- **main thread** 100% (6 samples), syncing (.item()/.cpu()):" in md
     assert "- GPU performance counters (GPM) (6 ticks). Why: GPM off in this test" in md
 
 

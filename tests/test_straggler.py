@@ -72,3 +72,19 @@ def test_steps_rule_when_stacks_are_missing():
 def test_busy_workers_are_called_computing():
     s = find_straggler([sig(0, 0.0, 0.8), sig(1, 0.6, 0.0, worker_cpu=0.95)])
     assert s is not None and any("computing" in e for e in s.evidence)
+
+
+def test_a_busy_rank_at_less_cpu_than_the_waiting_ones_is_no_straggler_on_a_cpu_job():
+    """Trial 24's gloo DDP job (no GPU): rank 1 computes an extra filter each step and reaches the
+    explicit all_reduce late, where it reads "collectives"; rank 0 waits for it inside backward
+    (DDP's all-reduce has no Python frame) at 0.33 core against rank 1's 0.73. Rule 1 named rank 0."""
+    from dataclasses import replace
+
+    fast = replace(sig(0, collective=0.05, top="backward"), cpu_only_main_cpu=0.33)
+    slow = replace(sig(1, collective=0.45, top="dispatch"), cpu_only_main_cpu=0.73)
+    assert find_straggler([fast, slow]) is None
+    # the same shares where the busy rank does use the CPU: named as before
+    s = find_straggler([replace(fast, cpu_only_main_cpu=0.9), slow])
+    assert s is not None and (s.rank, s.rule) == (0, "collectives")
+    # on a GPU job (no CPU reading kept) the shares alone decide
+    assert find_straggler([replace(fast, cpu_only_main_cpu=None), replace(slow, cpu_only_main_cpu=None)]).rank == 0

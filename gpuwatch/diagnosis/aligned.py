@@ -30,6 +30,9 @@ class Aligned:
     """CPU of the busiest worker in those ticks (median over the ticks): the one building the batch
     the main thread waits for. Batches come back in order, so with many workers and short epochs
     most workers idle (done, or not yet asked) while that one runs flat out: their mean hides it."""
+    worker_cpu_least: float | None = None
+    """CPU of the least busy worker in those ticks (median over the ticks): beside the busiest, how
+    evenly the workers share the work."""
     worker_d: float | None = None
     worker_read_bps: float | None = None
     worker_labels: Counter = field(default_factory=Counter)
@@ -57,6 +60,7 @@ def aligned(ticks: Sequence[Tick]) -> Aligned:
         worker_cpu=med(sum(t.worker_cpu) / len(t.worker_cpu) for t in with_workers),
         workers_cpu=med(sum(t.worker_cpu) for t in with_workers),
         worker_cpu_top=med(max(t.worker_cpu) for t in with_workers),
+        worker_cpu_least=med(min(t.worker_cpu) for t in with_workers),
         worker_d=mean(t.worker_d for t in with_workers),
         worker_read_bps=med(t.worker_read_bps for t in with_workers),
         worker_labels=labels,

@@ -49,6 +49,8 @@ class JobSignals:
     """Re-creations of the workers seen over the window (worker_births.recreations)."""
     usable_cpus: int | None = None
     job_cpu: float | None = None
+    """CPU of the whole job (cores): its processes, the commands it ran within the tick and, in one
+    rank's view, its other ranks: what the host's busy time less it leaves is used outside the job."""
     helpers: float = 0.0
     """The job's other processes below its training processes (neither a training process nor a
     DataLoader worker: a multiprocessing.Pool's, a renamed worker, a compile worker), per tick (mean)."""
@@ -207,8 +209,9 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         worker_run_delay=_most_queued(ws),
         worker_read_bps=_sum_known(w.read_bps for w in ws),
         usable_cpus=sample.usable_cpus,
-        # With the CPU of the processes that exited within the tick: the host counted it as busy.
-        job_cpu=sum(p.cpu_pct / 100 for p in sample.processes) + sample.exited_cpu_pct / 100,
+        # With the CPU of the processes that exited within the tick (the host counted it as busy)
+        # and, in one rank's view, the other ranks' (the job's, not used outside it).
+        job_cpu=sum(p.cpu_pct / 100 for p in sample.processes) + (sample.exited_cpu_pct + sample.siblings_cpu_pct) / 100,
         helpers=len(hs),
         helpers_cpu=sum(p.cpu_pct / 100 for p in hs),
         exited_cpu=sample.exited_cpu_pct / 100,

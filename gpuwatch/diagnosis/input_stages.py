@@ -229,6 +229,7 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
         worker_read_bps=job.worker_read_bps, host_cpu=s.host.cpu, psi_io=s.host.psi_io,
         iowait=s.host.iowait, worker_cpu_mean=job.worker_cpu_mean, aligned_ticks=s.aligned.ticks,
         worker_cpu_top=s.aligned.worker_cpu_top if s.aligned.usable else None,
+        worker_cpu_least=s.aligned.worker_cpu_least if s.aligned.usable else None,
         storage=tuple(storage_evidence(s)), starting=s.aligned.starting, no_workers=s.aligned.no_workers,
         sets=worker_sets(s.epoch_ticks), loader_workers=largest_set(s.epoch_ticks),
     )

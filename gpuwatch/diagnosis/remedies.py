@@ -29,6 +29,7 @@ from gpuwatch.diagnosis.thresholds import (
     SM_HEALTHY,
     TENSOR_LOW,
     THREADED_WORKER_CPU,
+    UNEVEN_WORKERS,
 )
 from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN
 from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY, FixGain
@@ -197,8 +198,26 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         # keeps one CPU for it): "the 1 worker already fill the 2 usable CPUs" said what is not so.
         who = (count(workers, 'worker') if workers >= usable
                else f"{count(workers, 'worker')} and the training process")
-        out.append(f"The {who} already fill the {count(usable, 'usable CPU')}: make each "
-                   "sample cheaper rather than adding workers (more workers than cores only queue for CPU)")
+        spare = _unused_cores(s, usable)
+        top, least = f.get("worker_cpu_top"), f.get("worker_cpu_least")
+        if spare < IDLE_FOR_WORKER:
+            out.append(f"The {who} already fill the {count(usable, 'usable CPU')}: make each "
+                       "sample cheaper rather than adding workers (more workers than cores only queue for CPU)")
+        elif top is not None and least is not None and workers >= 2 and top - least >= UNEVEN_WORKERS:
+            # Trial 24: one worker at 0.99 core, the other at 0.22, the host 66 % busy, told the CPUs
+            # were full. Uneven work (an IterableDataset's shards, costly items on one worker) leaves
+            # cores idle that more workers of the same split would not use either.
+            out.append(f"Even out the workers' work: the busiest uses {fmt(top, 'cores')}, the least busy "
+                       f"{fmt(least, 'cores')}, and {fmt(spare, 'cores')} of the {count(usable, 'usable CPU')} "
+                       "sat idle (an IterableDataset's shards of unequal cost, or a sampler that gives one worker "
+                       "the costly items); then make each sample cheaper")
+        elif workers < usable:
+            out.append(f"Raise num_workers from {workers} toward {workers + 1}: {fmt(spare, 'cores')} of the "
+                       f"{count(usable, 'usable CPU')} sat idle, and each worker builds batches on one core")
+        else:
+            out.append(f"The {who} leave {fmt(spare, 'cores')} of the {count(usable, 'usable CPU')} idle: they "
+                       "wait on something besides the CPU while they build batches; make each sample cheaper, "
+                       "and see what the workers wait on (py-spy dump --pid <a worker's pid>)")
     out += _cheaper_items(f, sub, s)
     # Only where a worker was seen running several threads at once: full CPUs or queued workers
     # alone are as true of single-threaded workers that are simply too many.
@@ -209,7 +228,9 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
                    "for the libraries that start their own thread pools (PyTorch already runs its ops on one "
                    "thread in each worker)")
     keep = _workers_keep(f, s)
-    out.append(keep + "; prefetch_factor=4 smooths out slow batches" if keep else "")
+    # The job's own prefetch_factor cannot be read from outside: said against the default, not as
+    # a value to set (trial 23 and 24: "prefetch_factor=4" told to jobs with 4 and 8).
+    out.append(keep + "; a prefetch_factor above its default of 2 smooths out slow batches" if keep else "")
     return out
 
 
@@ -220,8 +241,16 @@ def _idle_cores(s: Signals, usable: float) -> float:
     their own), no cgroup quota may throttle it, and the idle time is the least of the host's
     own idle reading and the CPUs neither the job nor the outside processes used (review: two
     medians alone read 0.52 core idle on a host 94 % busy)."""
+    if s.job.main_cpu is None or s.job.main_cpu >= 0.5:
+        return 0.0
+    return _unused_cores(s, usable)
+
+
+def _unused_cores(s: Signals, usable: float) -> float:
+    """The CPU the job and the outside processes left unused, where it can be read: the job may use
+    every CPU of the host and no cgroup quota throttles it (see _idle_cores); else 0."""
     job, host = s.job, s.host
-    if job.job_cpu is None or job.main_cpu is None or job.main_cpu >= 0.5:
+    if job.job_cpu is None:
         return 0.0
     if host.cpu_count is None or usable < host.cpu_count or host.cpu is None:
         return 0.0
@@ -389,8 +418,13 @@ def _idle(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
-    return ["The model itself is the work: train on a GPU, or make the CPU step cheaper (torch.compile, "
-            "channels_last, torch.set_num_threads to the usable cores)"]
+    # The main thread's CPU time may be the model's or the job's own per-step code (metrics in numpy,
+    # logging): its samples' top frame says which, and the remedy names it rather than assume the
+    # model (trial 24: numpy metrics at 94 % of the time read "The model itself is the work").
+    where = f" (mostly in {f['detail']})" if f.get("detail") else ""
+    return [f"The main thread's compute is the work{where}: where that is the model, train on a GPU or make "
+            "the CPU step cheaper (torch.compile, channels_last, torch.set_num_threads to the usable cores); "
+            "where it is the job's own per-step code (metrics, logging), run it less often or off the main thread"]
 
 
 def _input_unmeasured(f: dict, sub: str, s: Signals) -> list[str]:

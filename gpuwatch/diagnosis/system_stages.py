@@ -274,7 +274,18 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         # stacks), and read "computes the step itself (0.00 core CPU)" in a trial.
         used = c.check("process_cpu", job.main_cpu, MAIN_CPU_IDLE, ">=", "training process CPU (all its threads)",
                        unit="cores", kind=REQ)
-        fires = yes(active) and yes(wait) and yes(bounded) and yes(used)
+        # Compute that is the limit keeps a core busy where one is free: a process in its step at
+        # half a core with CPU to spare is off the CPU half the time, waiting on something the
+        # stacks do not show (a peer rank's all-reduce inside backward, an fsync), and the model is
+        # not the work (trial 24: a gloo DDP rank at 0.50 core read "computes the step itself").
+        # Where the CPUs are full (its own workers fill them too) it gets what is left; under a CPU
+        # quota of less than a core the quota is the core.
+        spare = (h.cpu or 0.0) < CPU_SATURATED and (not usable or (job.job_cpu or 0.0) / usable < CPU_SATURATED)
+        core = min(MAIN_CPU_BUSY, MAIN_CPU_BUSY * h.cg_quota) if h.cg_quota else MAIN_CPU_BUSY
+        full = not spare or c.check("process_busy", job.main_cpu, core, ">=",
+                                    "training process CPU, with CPU to spare (a step that computes keeps a "
+                                    "core busy)", unit="cores", kind=REQ) is not False
+        fires = yes(active) and yes(wait) and yes(bounded) and yes(used) and full
         weight = share
     else:
         cpu = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores", kind=REQ)

@@ -325,6 +325,16 @@ input starvation would cost a single process."""
 STRAGGLER_GAP = 0.25
 """How far the straggler's share must stand from the others': shares over a few dozen samples carry
 10-15 points of noise, so a gap of 0.25 is beyond the noise of both sides."""
+UNEVEN_WORKERS = 0.5
+"""The busiest worker uses half a core more than the least busy one while the main thread waits
+(medians over those ticks): workers of one loader given work of equal cost use about the same CPU
+(within the ~0.1-0.2 core of a tick's reading), so a gap of half a core is work split unevenly."""
+STRAGGLER_CPU_SHARE = 0.8
+"""On a CPU-only job a rank named as busy while the others wait for it in collectives must use at
+least 0.8 of their CPU (median): its step's compute is its CPU, so a "busy" rank at clearly less CPU
+than the waiting ones is itself waiting where no Python frame shows it (DDP's all-reduce inside
+backward). 0.8 leaves room for the CPU readings' tick-to-tick noise (~10 %) and for a collective's
+spin-wait adding CPU to the waiters."""
 STRAGGLER_Z = 2.0
 """The gap must also be this many standard errors of a difference of two sampled shares (a two-
 proportion z-test at about 95 %): with few samples a 0.25 gap alone could be chance."""

@@ -64,6 +64,10 @@ class ProcsSample:
     commands the job ran and waited for within one tick (``subprocess.run``), and the last moments
     of workers that ended. Read from their parents' counters of waited-for children (cutime and
     cstime), less what earlier ticks counted of the ones the table had shown."""
+    siblings_cpu_pct: float = 0.0
+    """In one rank's view of a frame (gpuwatch/ranks.py, frame_for_rank), percent of one core the
+    job's other processes used (its other ranks, their workers, the launcher): the job's, not CPU
+    used outside it. 0 in a whole frame and in recordings."""
 
     def by_role(self, role: str) -> tuple[ProcInfo, ...]:
         return tuple(p for p in self.processes if p.role == role)

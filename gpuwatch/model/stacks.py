@@ -34,13 +34,15 @@ PIN_WORK_DETAIL = "pin_memory"
 
 LABEL_WORDS = {
     DATA_WAIT: "waiting for a batch", DATA_IPC: "receiving a batch", INLINE_LOAD: "loading data itself",
-    H2D: "copying to the GPU", SYNC: "waiting for the GPU", BACKWARD: "backward pass", OPTIMIZER: "optimizer step",
+    H2D: "copying to the GPU", SYNC: "syncing (.item()/.cpu())", BACKWARD: "backward pass", OPTIMIZER: "optimizer step",
     DISPATCH: "running ops", CHECKPOINT: "saving a checkpoint", COLLECTIVE: "in a collective",
     COMPILE: "compiling (torch.compile)", OTHER: "other work",
     W_BUSY: "computing", W_IO: "reading", W_WAIT: "waiting, no read in its stack", W_IDLE: "idle",
     PIN_BUSY: "pinning", PIN_IDLE: "idle",
 }
-"""Activity labels in words, as the views and the report say them."""
+"""Activity labels in words, as the views and the report say them. A sync is said by its calls, not
+as "waiting for the GPU": on a CPU-only job ``.tolist()`` in a Python loop is the same label, and a
+job with no GPU read "waiting for the GPU" (trial 24)."""
 
 MAIN_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, H2D, SYNC, BACKWARD, OPTIMIZER, DISPATCH, CHECKPOINT, COLLECTIVE,
                COMPILE, OTHER)
