@@ -66,3 +66,30 @@ def test_a_save_seen_earlier_in_the_run_is_not_said_unseen():
     assert "checkpoint save was named in it (one under 2% of the minute is left out" in section
     # one save is said as one, with no share of the time beside it (sentence.epochs)
     assert 'the verdict said: "A checkpoint save (~0.5 s) was seen once in 25 s."' in section
+
+
+def test_a_remedy_quoting_a_hostile_frame_is_escaped_in_the_markdown_report():
+    """Remedies quote the job's own frames ("the workers spend their time in X") and hold "<a worker's
+    pid>" placeholders: rendered raw, a crafted function name made a link or HTML, and the placeholder
+    an HTML tag (trial 24 saw the verdict escaped and the remedy not)."""
+    from markdown_it import MarkdownIt
+
+    from gpuwatch.model import stacks as lb
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+    from tests.test_diagnosis_frames import Knobs, build
+
+    evil = "[x](http://evil.example) <img src=x onerror=alert(1)> _raw_fft"
+    k = Knobs(gpu=None, cpu_count=2, usable=2, workers=2, main_cpu=0.05, worker_cpu=0.95,
+              main_labels={lb.DATA_WAIT: 1.0}, worker_labels={lb.W_BUSY: 1.0}, worker_detail={lb.W_BUSY: evil})
+    got = from_frames(build(k, 20))
+    text = render_markdown(build_report(got, NOT_RECORDED, "replay", path="x.jsonl.gz"))
+    remedies = text.split("## Remedies", 1)[1].split("\n## ", 1)[0]
+    assert "onerror" in remedies and "pid>" in remedies, remedies  # the remedy quoting it is there
+    tokens = []
+    for t in MarkdownIt("commonmark").enable("table").parse(remedies):
+        tokens += [t, *(t.children or [])]
+    assert not [t for t in tokens if t.type in ("html_inline", "html_block", "link_open")], \
+        [t for t in tokens if t.type in ("html_inline", "html_block", "link_open")]

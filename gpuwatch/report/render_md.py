@@ -96,11 +96,13 @@ def _remedies(r: Report) -> list[str]:
         if rem.stage is not None and rem.stage != stage:
             n, stage = n + 1, rem.stage
             out.append(f"{n}. **{_title(rem.stage)}** ({stage_gain(rem)})")
+        # A remedy quotes the job's own strings (a frame, a function), and its own words hold "<...>"
+        # placeholders: escaped as the verdict is, or a crafted name would be Markdown or HTML.
         if rem.stage is not None:
-            out.append(f"   - {rem.text}")
+            out.append(f"   - {markdown(rem.text)}")
         else:
             n += 1
-            out.append(f"{n}. **{rem.title or rem.check}** (a failed or warned check): {rem.text}")
+            out.append(f"{n}. **{markdown(rem.title or rem.check)}** (a failed or warned check): {markdown(rem.text)}")
     return out
 
 
