@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import psutil
 
@@ -70,19 +71,28 @@ class _Reading:
 
 
 OWED_PASSES = 3
-"""Passes the CPU of a process gone from the tree waits for its parent's counter of waited-for
-children to rise (exited_cpu): a zombie is reaped when its parent next waits, mostly at once, and a
-DataLoader's workers are joined within a second or two of leaving."""
+"""Passes the CPU of a process gone from /proc (reaped) waits for its ancestor's counter of
+waited-for children to rise (exited_cpu): reading the two is not atomic, so the rise can come a pass
+after the process is gone. While the process is a zombie, not yet reaped, it waits on."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Total:
     pid: int
     ppid: int
+    starttime: int
     own_s: float
     """utime + stime."""
     children_s: float
     """cutime + cstime."""
+
+
+class _Owed(NamedTuple):
+    """CPU already counted of a process gone from the tree, to be paid from a later rise."""
+
+    pid: int
+    starttime: int
+    cpu_s: float
 
 
 class ProcsCollector(Collector):
@@ -106,9 +116,9 @@ class ProcsCollector(Collector):
         self._first = FirstWindow()
         self._totals: dict[tuple[int, float], _Total] = {}
         """(pid, create time) -> its CPU counters at this pass (see exited_cpu)."""
-        self._owed: list[tuple[int, float]] = []
-        """CPU seconds of processes gone from the tree whose parents have not yet been seen to count
-        them (a zombie leaves the tree before it is reaped), with the passes left to wait."""
+        self._owed: list[tuple[_Owed, int]] = []
+        """Processes gone from the tree whose CPU their ancestors have not yet been seen to count (a
+        zombie leaves the tree before it is reaped), with the passes left to wait once gone."""
         self._exited_pct = 0.0
 
     def probe(self) -> Unsupported | None:
@@ -150,7 +160,8 @@ class ProcsCollector(Collector):
             if row is not None:
                 rows.append(row)
         if self._last_pass is not None:
-            self._exited_pct = self._exited_cpu(before, self._totals) / max(began - self._last_pass, 1e-3) * 100.0
+            pct = self._exited_cpu(before, self._totals) / max(began - self._last_pass, 1e-3) * 100.0
+            self._exited_pct = min(pct, 100.0 * (os.cpu_count() or 1))  # never more than the host's CPUs
         for cache in (self._prev, self._starts):
             for key in [k for k in cache if k not in seen]:
                 del cache[key]
@@ -172,26 +183,41 @@ class ProcsCollector(Collector):
         what no row showed: a command the job ran and waited for within one tick (``subprocess.run``
         of a tokenizer, ffmpeg or ``du``) and the last moments of an ending worker. The host counts
         that CPU as busy; without this it read as used outside the job, and named contention with
-        no outside process behind it (trial 23: a job pacing on ``subprocess.run``). A process gone
-        from the tree is subtracted once its parent's counter can have risen: a zombie leaves the
-        tree before its parent reaps it, so what is owed waits OWED_PASSES passes for the rise."""
+        no outside process behind it (trial 23: a job pacing on ``subprocess.run``).
+
+        What is owed for a process gone from the tree is paid from a later rise: its parent's, or,
+        where the parent left in the same pass (``sh -c`` around a command, a launcher and its
+        ranks), the nearest ancestor still here. A zombie leaves the tree before its parent reaps
+        it, so what is owed waits for the rise while the zombie is still there, and OWED_PASSES
+        passes after it is gone (review: a child reaped 4 s late was counted again in full)."""
         rose = 0.0
         for key, cur in now.items():
             was = before.get(key)
             if was is not None:  # first seen: its counter holds children reaped before gpuwatch looked
                 rose += max(0.0, cur.children_s - was.children_s)
         alive = {cur.pid for cur in now.values()}
-        owed = [(s, n - 1) for s, n in self._owed if n > 1]
-        owed += [(was.own_s + was.children_s, OWED_PASSES) for key, was in before.items()
-                 if key not in now and was.ppid in alive]
+        gone = {was.pid: was for key, was in before.items() if key not in now}
+        owed = [(o, n if self._zombie(o) else n - 1) for o, n in self._owed]
+        owed = [(o, n) for o, n in owed if n > 0]
+        for was in gone.values():
+            up, hops = was.ppid, 0
+            while up in gone and hops < len(gone):  # its parent left too: the rise is further up
+                up, hops = gone[up].ppid, hops + 1
+            if up in alive:
+                owed.append((_Owed(was.pid, was.starttime, was.own_s + was.children_s), OWED_PASSES))
         left = rose
         self._owed = []
-        for s, n in owed:  # oldest first
-            paid = min(s, left)
+        for o, n in owed:  # oldest first
+            paid = min(o.cpu_s, left)
             left -= paid
-            if s - paid > 0:
-                self._owed.append((s - paid, n))
+            if o.cpu_s - paid > 0:
+                self._owed.append((o._replace(cpu_s=o.cpu_s - paid), n))
         return left
+
+    def _zombie(self, o: _Owed) -> bool:
+        """The owed process is still there, exited but not yet reaped (state Z)."""
+        st = read_stat(o.pid, self.root)
+        return st is not None and st.starttime == o.starttime and st.state in ("Z", "X")
 
     def _same_process(self, key: tuple[int, float], node: Node, starttime: int) -> bool:
         """Whether the stat just read is the process the tree named: its start time (ticks after
@@ -240,7 +266,7 @@ class ProcsCollector(Collector):
             return None
         if not self._same_process(key, node, st.starttime):  # the PID now belongs to someone else
             return None
-        self._totals[key] = _Total(node.pid, st.ppid, st.cpu_ticks / CLK_TCK, st.child_ticks / CLK_TCK)
+        self._totals[key] = _Total(node.pid, st.ppid, st.starttime, st.cpu_ticks / CLK_TCK, st.child_ticks / CLK_TCK)
         try:
             raw = self.files.read(f"{base}/io")
             if raw is None:  # exited since its stat was read

@@ -31,8 +31,8 @@ from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.stacks import (
     BACKWARD, CHECKPOINT, COLLECTIVE, COMPILE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
-    PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, W_BUSY, W_IDLE, W_IO,
-    W_WAIT,
+    PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, D_STATE_DETAIL, W_BUSY,
+    W_IDLE, W_IO, W_WAIT,
     ThreadStack,
 )
 from gpuwatch.model.stacks import ROLE_WORKER as ROLE_WORKER_THREAD
@@ -515,11 +515,12 @@ def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> t
         return W_IO, hot
     if state == "D":
         # Blocked in the kernel under __getitem__ with no Python frame that names a read (os.preadv
-        # and other C calls have none): the state is the sign, and the detail says so, or the views
-        # and the diagnosis, which count a read only where the detail names one (stacks.activity),
-        # said "waiting, no read in its stack" beside 406 MB/s of reads (trial 24).
+        # and other C calls have none): the state is the sign of I/O (a read, a write, a swap-in),
+        # and the detail says so, or the views and the diagnosis, which count I/O only where the
+        # detail shows it (stacks.activity), said "waiting, no read in its stack" beside 406 MB/s
+        # of reads (trial 24).
         named = any(w in hot.lower() for w in READ_WORDS)
-        return W_IO, hot if named else f"{hot} (D state: blocked in a read)"
+        return W_IO, hot if named else hot + D_STATE_DETAIL
     if not active:
         # Off the CPU inside __getitem__: a read only where something names one (a loader frame,
         # a function named for reading); a sleep, a lock or an unnamed C call is a wait.

@@ -148,8 +148,11 @@ def frame_for_rank(frame: Frame, rank: int | None, devices: Sequence[int] | None
         main = next((p for p in mine if p.role == ROLE_MAIN), None)
         # The other ranks' CPU stays the job's: the host's busy time less this rank's alone named
         # a sibling rank as contention "outside the job" (trial 24's two-rank DDP job).
-        siblings = sum(p.cpu_pct for p in procs.processes if p.pid not in pids)
-        procs = dataclasses.replace(procs, processes=mine, siblings_cpu_pct=procs.siblings_cpu_pct + siblings)
+        # The CPU of processes that exited within the tick is the job's but no rank's in particular:
+        # it goes with the siblings', so a rank is not told of commands another rank ran.
+        siblings = sum(p.cpu_pct for p in procs.processes if p.pid not in pids) + procs.exited_cpu_pct
+        procs = dataclasses.replace(procs, processes=mine, exited_cpu_pct=0.0,
+                                    siblings_cpu_pct=procs.siblings_cpu_pct + siblings)
     stacks = frame.stacks
     if known(stacks):
         stacks = dataclasses.replace(
@@ -248,8 +251,9 @@ def rank_signals(frames: Sequence[Frame], rank: int, window_s: float = SIGNAL_WI
         if workers:
             worker_cpu.append(sum(p.cpu_pct for p in workers) / 100.0 / len(workers))
         main_cpu += [p.cpu_pct / 100.0 for p in mine if p.role == ROLE_MAIN]
-    # A rank's compute is its CPU only where no GPU is read: on a GPU its step costs the CPU little.
-    gpu_seen = any(known(f.gpus) and f.gpus for f in window)
+    # A rank's compute is its CPU only where it holds no GPU: on a GPU its step costs the CPU little.
+    # A GPU host that lists none of the rank's processes runs it on the CPU (a gloo job beside it).
+    gpu_seen = any(known(f.gpus) and gpus_of(f.gpus, rank_pids(f, rank)) for f in window)
     own = Counter({k: v for k, v in labels.items() if k != COLLECTIVE})
     return RankSignals(
         rank=rank,

@@ -178,3 +178,25 @@ def test_a_cpu_bound_remedy_names_where_the_main_thread_computes_not_the_model()
     said = verdict.remedies[0]
     assert said.startswith("The main thread's compute is the work (mostly in auc (metrics.py:12)):"), said
     assert "The model itself" not in said and "run it less often or off the main thread" in said
+
+
+def test_the_fill_remedy_agrees_with_the_sentence_read_in_the_waiting_ticks():
+    """Ticks alternate between waiting (workers at 0.97 core each) and computing (workers idle): the
+    sentence, read over the waiting ticks, says the workers fill the CPUs; a remedy read over the
+    whole window said they "leave 0.80 core idle" (review)."""
+    from dataclasses import replace
+
+    from gpuwatch.model import stacks as lb
+    from tests.test_diagnosis_frames import Knobs, build, run
+
+    wait = Knobs(gpu=None, cpu_count=2, usable=2, workers=2, main_cpu=0.05, worker_cpu=0.97,
+                 main_labels={lb.DATA_WAIT: 1.0}, worker_labels={lb.W_BUSY: 1.0},
+                 worker_detail={lb.W_BUSY: "Image.convert"})
+    step = replace(wait, main_cpu=1.0, worker_cpu=0.05, main_labels={lb.DISPATCH: 1.0}, worker_labels={lb.W_IDLE: 1.0})
+    frames = []
+    for i in range(30):
+        frames += build(wait if i % 3 == 0 else step, 1, t0=1000.0 + i, seq0=i, seed=i)
+    verdict = run(frames)[-1]
+    said = " ".join(verdict.remedies)
+    assert "The workers fill the 2 usable CPUs." in verdict.sentence, verdict.sentence
+    assert "already fill the 2 usable CPUs" in said and "sat idle" not in said and "leave" not in said, said

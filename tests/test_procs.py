@@ -360,3 +360,65 @@ def test_a_child_seen_in_the_table_is_not_counted_again_when_it_exits():
     finally:
         job.kill()
         job.wait()
+
+
+def _watch(job: subprocess.Popen, c: ProcsCollector, gap: float = 0.25) -> tuple[float, float]:
+    """(CPU seconds the rows of the job's other processes showed, CPU seconds counted as exited) until
+    the job ends."""
+    rows = extra = 0.0
+    t = time.monotonic()
+    while job.poll() is None:
+        time.sleep(gap)
+        try:
+            s = c.sample()
+        except TargetGone:
+            break
+        now = time.monotonic()
+        dt, t = now - t, now
+        rows += sum(p.cpu_pct / 100 * dt for p in s.processes if p.pid != job.pid)
+        extra += s.exited_cpu_pct / 100 * dt
+    return rows, extra
+
+
+BURN_S = "import time\nwhile time.process_time() < 1.0: pass\n"
+
+
+def test_a_command_under_a_shell_that_both_exit_in_one_tick_is_not_counted_twice(tmp_path):
+    """main -> sh -c -> command: the command exits, sh reaps it and exits, main reaps sh, all in one
+    tick. Main's counter rises by the command's whole CPU, which the rows had shown: what is owed for
+    it is paid from the nearest ancestor still there (review: 2.46 s in rows, then 2.50 s again)."""
+    burn = tmp_path / "burn.py"
+    burn.write_text(BURN_S)
+    job = subprocess.Popen([sys.executable, "-c",
+                            "import subprocess, sys, time\ntime.sleep(0.5)\n"
+                            f"subprocess.run(['sh', '-c', sys.executable + ' {burn}; true'])\ntime.sleep(1.0)\n"])
+    try:
+        c = ProcsCollector(Target(job.pid, refresh_s=0.05))
+        c.sample()
+        rows, extra = _watch(job, c)
+        assert rows > 0.4, rows  # the command was seen running
+        assert extra < 0.5, (rows, extra)  # only its unseen tail, not its whole second again
+    finally:
+        job.kill()
+        job.wait()
+
+
+def test_a_child_reaped_late_is_not_counted_again_in_full():
+    """A child that exits and stays a zombie for seconds (Popen without wait, a launcher's slow
+    monitor) is reaped long after it left the tree: what the rows counted of it waits while it is a
+    zombie (review: a child reaped 4 s late added its whole 1.5 s again)."""
+    job = subprocess.Popen([sys.executable, "-c",
+                            "import subprocess, sys, time\n"
+                            f"p = subprocess.Popen([sys.executable, '-c', {BURN_S!r}])\n"
+                            "while open(f'/proc/{p.pid}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z':\n"
+                            "    time.sleep(0.05)\n"
+                            "time.sleep(2.5)\np.wait()\ntime.sleep(1.0)\n"])
+    try:
+        c = ProcsCollector(Target(job.pid, refresh_s=0.05))
+        c.sample()
+        rows, extra = _watch(job, c)
+        assert rows > 0.4, rows
+        assert extra < 0.5, (rows, extra)
+    finally:
+        job.kill()
+        job.wait()

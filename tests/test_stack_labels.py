@@ -283,7 +283,7 @@ def test_a_worker_off_the_cpu_reads_only_on_a_sign_of_a_read():
     # diagnosis (which count a read only where the detail names one) keep it one (trial 24: a worker
     # in os.preadv at 406 MB/s read "waiting, no read in its stack").
     label, detail = classify(rec(*SLEEPY, active=False), S.ROLE_WORKER, "D")
-    assert (label, detail) == (S.W_IO, "DS.__getitem__ (D state: blocked in a read)")
+    assert (label, detail) == (S.W_IO, "DS.__getitem__ (D state: blocked on I/O)")
     assert S.activity(S.ROLE_WORKER, label, detail) == S.W_IO
 
 

@@ -88,3 +88,22 @@ def test_a_busy_rank_at_less_cpu_than_the_waiting_ones_is_no_straggler_on_a_cpu_
     assert s is not None and (s.rank, s.rule) == (0, "collectives")
     # on a GPU job (no CPU reading kept) the shares alone decide
     assert find_straggler([replace(fast, cpu_only_main_cpu=None), replace(slow, cpu_only_main_cpu=None)]).rank == 0
+
+
+def test_a_gloo_job_on_a_gpu_host_is_judged_by_its_cpu():
+    """The ranks hold no GPU though the host has some (NVML lists none of their processes): their
+    step is CPU work, and the CPU rule applies as on a host with no GPU (review: 'none_held' brought
+    trial 24's misnaming back)."""
+    from dataclasses import replace as dc_replace
+
+    from gpuwatch.model import stacks as lb
+    from gpuwatch.ranks import rank_signals
+    from tests.test_diagnosis_frames import Knobs, build, merge
+
+    fast = Knobs(gpu="none_held", cpu_count=2, usable=2, workers=0, pid=100, rank=0, main_cpu=0.33,
+                      main_labels={lb.BACKWARD: 0.95, lb.COLLECTIVE: 0.05})
+    slow = dc_replace(fast, pid=200, rank=1, main_cpu=0.73, main_labels={lb.DISPATCH: 0.55, lb.COLLECTIVE: 0.45})
+    frames = merge(build(fast, 20), build(slow, 20))
+    sig = [rank_signals(frames, r) for r in (0, 1)]
+    assert [s.cpu_only_main_cpu is not None for s in sig] == [True, True], sig
+    assert find_straggler(sig) is None

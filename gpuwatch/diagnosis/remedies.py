@@ -200,7 +200,9 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
                else f"{count(workers, 'worker')} and the training process")
         spare = _unused_cores(s, usable)
         top, least = f.get("worker_cpu_top"), f.get("worker_cpu_least")
-        if spare < IDLE_FOR_WORKER:
+        # Where the ticks it waited in read the CPUs full (cpu_short, what the sentence says), the
+        # window's idle time is the ticks between: no remedy may say otherwise (review).
+        if f.get("cpu_short") or spare < IDLE_FOR_WORKER:
             out.append(f"The {who} already fill the {count(usable, 'usable CPU')}: make each "
                        "sample cheaper rather than adding workers (more workers than cores only queue for CPU)")
         elif top is not None and least is not None and workers >= 2 and top - least >= UNEVEN_WORKERS:

@@ -125,7 +125,8 @@ def epochs(phases: Sequence[Phase]) -> str:
             # 100 % of the time" on the first tick, falling as the watch went on.
             what = "a validation pass" if p.kind == VALIDATION else "a checkpoint save"
             took = f" (~{p.each_s:.1f} s)" if p.each_s is not None else ""
-            said.append(f"{what}{took} was seen once in {p.span_s:.0f} s")
+            within = f" in {p.span_s:.0f} s" if p.span_s >= 1.5 else ""  # not "once in 0 s"
+            said.append(f"{what}{took} was seen once{within}")
         elif p.kind == VALIDATION:
             how = "about a tick or less each, so how often is not measured" if brief else f"{each}{every}"
             said.append(f"validation passes take {fmt(p.share)} of the time ({how})")

@@ -51,6 +51,9 @@ READ_WORDS = ("read", "open", "load", "recv", "fetch", "download", "get_object",
 """Function names that read (``read_uncached``, ``ImageFile.load``, ``socket.recv_into``, ``np.load``):
 a worker off the CPU in one of them reads; in anything else it may sleep or wait on a lock."""
 PIN_LABELS = (PIN_BUSY, PIN_IDLE)
+D_STATE_DETAIL = " (D state: blocked on I/O)"
+"""Ends the detail of a worker sample labelled io for its D state alone (no frame names a read: a C
+call such as os.preadv shows none): the state is the sign of I/O, which the detail keeps."""
 
 
 def activity(role: str, label: str, detail: str | None, active: bool = True) -> str:
@@ -58,7 +61,8 @@ def activity(role: str, label: str, detail: str | None, active: bool = True) -> 
     "wait" label existed counts as a read only where its function is named for reading (READ_WORDS),
     as the diagnosis counts it; a sleep or a lock in ``__getitem__`` is a wait. A pin-thread sample
     is read by :func:`pin_activity`."""
-    if role == ROLE_WORKER and label == W_IO and not any(w in (detail or "").lower() for w in READ_WORDS):
+    if (role == ROLE_WORKER and label == W_IO and not (detail or "").endswith(D_STATE_DETAIL)
+            and not any(w in (detail or "").lower() for w in READ_WORDS)):
         return W_WAIT
     if role == ROLE_PIN:
         return pin_activity(label, detail, active)
