@@ -192,12 +192,23 @@ def test_slow_input_without_any_storage_sign_is_not_blamed_on_storage():
 
 
 def test_storage_needs_one_positive_sign_and_names_it():
-    for sign in (dict(worker_read_bps=5e7), dict(worker_d=True), dict(psi_io=30.0), dict(iowait=12.0),
-                 dict(worker_detail={lb.W_IO: "ImageFile.load"})):
+    for sign in (dict(worker_read_bps=5e7), dict(worker_d=True), dict(worker_detail={lb.W_IO: "ImageFile.load"}),
+                 dict(worker_read_bps=5e7, psi_io=30.0, iowait=12.0)):
         last = run(build(replace(SLEEPING, **sign), 12))[-1]
         assert last.stage == v.IO, (sign, last.sentence)
         shown = next(e for e in last.evidence if e.stage == v.IO and e.signal == "workers_waiting")
         assert shown.supports and "the workers wait on storage (" in shown.text
+
+
+def test_the_hosts_storage_signs_alone_name_no_storage_stage():
+    """Trial 25: workers that only sleep (a remote call's stand-in) beside another process's dd loop
+    writing to the same disk read Disk, "3.34x faster or more", with no read, no D state and 0 B/s
+    of the workers' own. I/O pressure, iowait and a busy disk are the host's: alone they name nothing."""
+    for host_only in (dict(psi_io=39.0), dict(iowait=23.0), dict(psi_io=39.0, iowait=23.0, disk_busy=80.0)):
+        last = run(build(replace(SLEEPING, **host_only), 12))[-1]
+        assert last.stage != v.IO and last.level(v.IO) != v.LEVEL_BOTTLENECK, (host_only, last.sentence)
+        shown = next(e for e in last.evidence if e.stage == v.IO and e.signal == "workers_waiting")
+        assert not shown.supports and "only the host's" in shown.text, shown.text
 
 
 def test_inline_loading_without_storage_signs_is_not_storage():

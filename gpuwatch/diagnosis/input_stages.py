@@ -129,10 +129,24 @@ def reads_in_stacks(s: Signals) -> float | None:
     return min(1.0, n / st.n_worker)
 
 
+JOB_STORAGE_SIGNS = ("worker stacks in reads", "workers in D state", "storage reads")
+"""The storage signs of the job's own processes. I/O pressure, iowait and a busy disk are the
+host's: another process's writes raise them as much (trial 25: a job whose workers only slept read
+Disk, "3.34x faster or more", beside a dd loop writing to the same disk, with no read, no D state
+and 0 B/s from its workers). They back the job's own signs and are said with them; alone they name
+nothing."""
+
+
+def own_storage_sign(seen: list[str]) -> bool:
+    """``seen`` (storage_evidence) holds a sign of the job's own processes."""
+    return any(x in JOB_STORAGE_SIGNS for x in seen)
+
+
 def storage_bound(s: Signals) -> bool:
     """Positive evidence of storage (issue: no cause without it): worker samples in reads, workers
-    in D state, I/O pressure, iowait, storage reads by the job, or the data's disk busy."""
-    return bool(storage_evidence(s))
+    in D state or storage reads by the job; the host's signs (I/O pressure, iowait, the data's disk
+    busy) only beside one of them."""
+    return own_storage_sign(storage_evidence(s))
 
 
 def storage_evidence(s: Signals, inline: bool = False) -> list[str]:
@@ -156,8 +170,8 @@ def storage_evidence(s: Signals, inline: bool = False) -> list[str]:
 
 
 def storage_signs(s: Signals) -> bool:
-    """Storage signs the host or the kernel gives (no stacks needed)."""
-    return bool([x for x in storage_evidence(s) if x != "worker stacks in reads"])
+    """Storage signs the kernel gives of the job's processes (no stacks needed): D state or reads."""
+    return own_storage_sign([x for x in storage_evidence(s) if x != "worker stacks in reads"])
 
 
 def workers_ahead(s: Signals) -> bool:
@@ -334,9 +348,11 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
         _worker_checks(c, s, io_side=True)
         c.check("job_reads", s.disk.read_bps, READS_BPS, ">=", "storage reads of the job", unit="B/s")
         seen = storage_evidence(s, inline=True)
-        c.note("storage_seen", f"storage signs: {', '.join(seen)}" if seen else "no storage sign (no reads, D state, "
-               "I/O pressure or iowait)", bool(seen), kind=REQ)
-        fires = gate and yes(load) and yes(cpu) and bool(seen)
+        own = own_storage_sign(seen)
+        c.note("storage_seen", f"storage signs: {', '.join(seen)}" if own else
+               f"no storage sign of the job's own (only the host's: {', '.join(seen)})" if seen else
+               "no storage sign (no reads, D state, I/O pressure or iowait)", own, kind=REQ)
+        fires = gate and yes(load) and yes(cpu) and own
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
     wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ)
     _worker_checks(c, s, io_side=True)
@@ -344,6 +360,8 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
     seen = storage_evidence(s)
     c.note("workers_waiting", f"the workers wait on storage ({', '.join(seen)})" if waiting
            else "no storage sign (no reads, D state, I/O pressure or iowait)" if not seen
+           else f"no storage sign of the workers' own (no reads, D state or read frames; only the host's: "
+                f"{', '.join(seen)})" if not own_storage_sign(seen)
            else "the workers compute, so storage is not what they wait on", waiting, kind=REQ)
     fires = gate and yes(wait) and waiting
     warn = (s.input_wait or 0.0) >= s.wait_moderate and waiting
@@ -387,7 +405,7 @@ def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
                        "main thread loading data itself (num_workers=0)", kind=REQ)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU", unit="cores", kind=REQ)
-        fires = gate and yes(load) and yes(cpu) and not storage_evidence(s, inline=True)
+        fires = gate and yes(load) and yes(cpu) and not own_storage_sign(storage_evidence(s, inline=True))
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
     wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ)
     fires = gate and yes(wait) and not workers_starting(s) and workers_stalled(s)

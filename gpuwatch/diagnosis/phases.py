@@ -14,7 +14,8 @@ validation passes and checkpoint saves, each with its count, share of the time a
 - validation: ticks in which most main-thread samples are inside an evaluation pass
   (timeline.validation_frame).
 - checkpoint: main-thread samples in torch.save & co. (stack_labels.CHECKPOINTS); where no stack
-  sample covers a tick, a write burst of the main process (CHECKPOINT_WRITE_BPS) stands in.
+  sample covers a tick, a write burst of the main process (CHECKPOINT_WRITE_BPS) stands in, unless
+  a sampled tick shows the process writing that fast while its main thread does not save.
 
 A tick is found in a phase by most of its main-thread samples, but it counts for the share of its
 samples in the phase (its waiting samples for a first-batch wait, its evaluation samples for a
@@ -80,8 +81,9 @@ def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
     out += _from_runs(EPOCH_START, ticks, runs, span, tick, lambda t: t.wait or 0.0)
     out += _from_runs(VALIDATION, ticks, _runs(ticks, in_validation), span, tick,
                       lambda t: t.validation / t.n_main if t.n_main else 0.0)
-    ckpt = _runs(ticks, _saving)
-    share = _checkpoint_share(ticks, span)
+    bursts = not _writes_without_saving(ticks)
+    ckpt = _runs(ticks, lambda t: _saving(t, bursts))
+    share = _checkpoint_share(ticks, span, bursts)
     out += _from_runs(CHECKPOINT, ticks, ckpt, span, tick, None, share)
     return tuple(p for p in out if p.kind == RESPAWN or (p.share or 0.0) >= PHASE_MIN_SHARE)
 
@@ -225,20 +227,30 @@ def in_validation(t: Tick) -> bool:
     return t.stacks and t.validation * 2 >= t.n_main > 0
 
 
-def _saving(t: Tick) -> bool:
+def _saving(t: Tick, bursts: bool = True) -> bool:
     if t.stacks:
         return t.main[lb.CHECKPOINT] > 0
-    return (t.main_write_bps or 0.0) >= CHECKPOINT_WRITE_BPS
+    return bursts and (t.main_write_bps or 0.0) >= CHECKPOINT_WRITE_BPS
 
 
-def _checkpoint_share(ticks: Sequence[Tick], span: float) -> float:
+def _writes_without_saving(ticks: Sequence[Tick]) -> bool:
+    """A tick whose stack samples show the main thread not saving while the process writes at a
+    save's rate: its writes are another thread's (a logger, an uploader), so a write burst in a tick
+    no sample covers is no sign of a save (trial 25: a TensorBoard-like writer thread at 80-100 MB/s
+    read "a checkpoint save (~1.0 s) was seen once" in a job that saved none)."""
+    return any(t.stacks and t.n_main and not t.main[lb.CHECKPOINT]
+               and (t.main_write_bps or 0.0) >= CHECKPOINT_WRITE_BPS for t in ticks)
+
+
+def _checkpoint_share(ticks: Sequence[Tick], span: float, bursts: bool = True) -> float:
     """Seconds saving: each tick's share of main samples in a save (or the whole tick of a write
-    burst where no stack sample covers it), over the span."""
+    burst where no stack sample covers it, unless ``bursts`` is off: _writes_without_saving), over
+    the span."""
     total = 0.0
     for t in ticks[1:]:
         if t.stacks:
             total += t.dt * (t.share(lb.CHECKPOINT) or 0.0)
-        elif (t.main_write_bps or 0.0) >= CHECKPOINT_WRITE_BPS:
+        elif bursts and (t.main_write_bps or 0.0) >= CHECKPOINT_WRITE_BPS:
             total += t.dt
     return total / span
 
