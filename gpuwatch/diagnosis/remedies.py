@@ -165,7 +165,8 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
 def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     usable, workers = f.get("usable"), loader_workers(f)
     target = worker_target(usable)
-    idle = _idle_cores(s, usable) if usable else 0.0
+    spare = _unused_cores(s, usable) if usable else 0.0
+    idle = _idle_cores(s, spare)
     out = []
     if sub == "inline":
         # "prepare", not "decode": the main thread's own per-item work may be tokenising or parsing
@@ -198,7 +199,6 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         # keeps one CPU for it): "the 1 worker already fill the 2 usable CPUs" said what is not so.
         who = (count(workers, 'worker') if workers >= usable
                else f"{count(workers, 'worker')} and the training process")
-        spare = _unused_cores(s, usable)
         top, least = f.get("worker_cpu_top"), f.get("worker_cpu_least")
         # Where the ticks it waited in read the CPUs full (cpu_short, what the sentence says), the
         # window's idle time is the ticks between: no remedy may say otherwise (review).
@@ -236,21 +236,20 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     return out
 
 
-def _idle_cores(s: Signals, usable: float) -> float:
-    """The CPU a waiting training process leaves idle for one more worker, or 0 where that is not
-    what was seen: the trainer must use under half a core (it waits for batches), the job may use
-    every CPU of the host (a taskset's few CPUs share the host's idle time with no reading of
-    their own), no cgroup quota may throttle it, and the idle time is the least of the host's
-    own idle reading and the CPUs neither the job nor the outside processes used (review: two
-    medians alone read 0.52 core idle on a host 94 % busy)."""
+def _idle_cores(s: Signals, spare: float) -> float:
+    """The CPU a waiting training process leaves idle for one more worker (``spare``, from
+    _unused_cores), or 0 where the trainer uses half a core or more (it does not wait for batches)."""
     if s.job.main_cpu is None or s.job.main_cpu >= 0.5:
         return 0.0
-    return _unused_cores(s, usable)
+    return spare
 
 
 def _unused_cores(s: Signals, usable: float) -> float:
-    """The CPU the job and the outside processes left unused, where it can be read: the job may use
-    every CPU of the host and no cgroup quota throttles it (see _idle_cores); else 0."""
+    """The CPU the job and the outside processes left unused, where it can be read, else 0: the job
+    may use every CPU of the host (a taskset's few CPUs share the host's idle time with no reading
+    of their own), no cgroup quota may throttle it, and the idle time is the least of the host's own
+    idle reading and the CPUs neither the job nor the outside processes used (review: two medians
+    alone read 0.52 core idle on a host 94 % busy)."""
     job, host = s.job, s.host
     if job.job_cpu is None:
         return 0.0
