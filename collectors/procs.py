@@ -330,6 +330,7 @@ class ProcsCollector(Collector):
             run_delay_frac=_run_delay(cur, prev, n_tasks, dt),
             threads=_threads(node, tasks, cur, prev, dt) if node.role == ROLE_MAIN else (),
             affinity=affinity,
+            started=node.create_time or None,
         )
 
 

@@ -236,3 +236,18 @@ def test_a_cpu_bound_step_that_shares_the_cpus_with_its_workers_says_so():
     assert verdict.stage == v.CPU_BOUND
     assert ("It gets under a core because the job's DataLoader workers use 1.70 cores of the 2 usable CPUs: "
             "the step and its input share the CPUs.") in verdict.sentence
+
+
+def test_an_outside_process_is_named_only_with_a_share_of_the_outside_cpu():
+    """Trial 25: "Processes outside the job use 1.00 core of 2 CPUs: kdamond (pid 52)", the daemon at
+    0.01 core, the core used by short-lived processes no sample listed (OUTSIDER_SHARE)."""
+    hog = replace(DECODING, others=(("stress-ng", 900, 0.9), ("kdamond", 52, 0.01)), worker_run_delay=0.4)
+    said = " ".join(run(_epochs(((hog, 3), (replace(VAL_CPU, others=hog.others, worker_run_delay=0.4), 1)), 4))[-1].remedies)
+    assert "stress-ng (pid 900, 0.90 core)" in said and "kdamond" not in said, said
+    # one steady worker: the host's busy time less the job's (1.30 cores) is outside use no sample listed
+    unlisted = replace(hog, workers=1, worker_cpu=0.5, others=(("kdamond", 52, 0.01),), host_cpu=100.0)
+    verdicts = run(build(unlisted, 20))
+    assert verdicts[-1].stage == v.CONTENTION
+    said = [r for x in verdicts for r in x.remedies if r.startswith("Processes outside the job use")]
+    assert said and not any("kdamond" in r for r in said), said
+    assert all("no single process held a share of it in the latest sample" in r for r in said), said

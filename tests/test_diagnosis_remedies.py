@@ -83,7 +83,7 @@ def test_contention_remedies_name_the_tenants_and_the_quota():
     tenant = last(replace(HEALTHY, tenants=((4242, "other_train.py", 40.0),), our_sm_util=55.0))
     assert "other_train.py (pid 4242)" in _text(tenant)
     quota = last(replace(DECODE, cg_throttled=0.35, cg_quota=3.0, workers=6))
-    assert "3.0 cores" in _text(quota) and "num_workers 6" in _text(quota)
+    assert "3.0 cores" in _text(quota) and "fewer DataLoader workers than the 6 alive now" in _text(quota)
     thermal = last(replace(HEALTHY, throttle=(("hw_thermal_slowdown", 0.3),)))
     assert "cooling" in _text(thermal) and "hw_thermal_slowdown" in _text(thermal)
     assert "numactl" in _text(tenant)

@@ -84,7 +84,7 @@ def test_sw_power_cap_alone_is_healthy_not_contention():
 def test_cpu_neighbours_matter_only_while_the_host_limits_the_job():
     hogs = (("stress-ng", 900, 12.0),)
     starved = last(replace(DECODE, others=hogs, worker_run_delay=0.35, main_run_delay=0.2, host_cpu=99.0))
-    assert starved.stage == v.CONTENTION and "stress-ng (pid 900)" in " ".join(starved.remedies)
+    assert starved.stage == v.CONTENTION and "stress-ng (pid 900, 12.00 cores)" in " ".join(starved.remedies)
     saturated = last(replace(HEALTHY, others=hogs, main_run_delay=0.02, host_cpu=95.0))
     assert saturated.stage == v.GPU_BOUND
 
@@ -335,3 +335,12 @@ def test_a_writer_threads_writes_are_no_checkpoint_save():
     verdict = run(thinned)[-1]
     assert not any(p.kind == "checkpoint" for p in verdict.phases), verdict.phases
     assert "checkpoint" not in verdict.sentence.lower(), verdict.sentence
+
+
+def test_a_cpu_job_that_fills_its_cgroup_quota_on_a_large_host_computes():
+    """A CPU-only job under a 2-core quota on a 16-core host: its main process at 0.60 core beside
+    two workers at 0.70 fills the quota. Read against the host's 16 CPUs the CPU looked spare, and
+    a process under a core with CPU to spare is no compute-bound step (review)."""
+    job = replace(HEALTHY, gpu=None, cpu_count=16, usable=16, workers=2, worker_cpu=0.7, main_cpu=0.6)
+    assert last(replace(job, cg_quota=2.0)).stage == v.CPU_BOUND
+    assert last(job).stage != v.CPU_BOUND  # no quota: 14 CPUs idle, the process is off the CPU 40 % of the time

@@ -140,12 +140,12 @@ def test_a_loaders_worker_count_is_its_own_set():
     assert MARKERS["imagefolder_few"]["markers"][0]["workers"] == 2
     few = render_markdown(_report("imagefolder_few"))
     assert "Raise num_workers from 2 toward 15" in few
-    assert "4 DataLoader workers of 2 loaders (2 + 2, one set a loader)" in few
-    said = [v.sentence for v in _verdicts("imagefolder_few") if "DataLoader workers of 2 loaders (2 + 2" in v.sentence]
+    assert "4 DataLoader workers in 2 sets of 2 (each forked together" in few
+    said = [v.sentence for v in _verdicts("imagefolder_few") if "DataLoader workers in 2 sets of 2 (" in v.sentence]
     assert len(said) >= 10
     persistent = render_markdown(_report("imagefolder_persistent"))
     assert "lower num_workers" not in persistent and "more workers than cores" not in persistent
-    assert "28 DataLoader workers of 2 loaders (14 + 14, one set a loader)" in persistent
+    assert "28 DataLoader workers in 2 sets of 14 (each forked together" in persistent
     assert MARKERS["imagefolder_epochs"]["markers"][0]["workers"] == 14
     epochs = render_markdown(_report("imagefolder_epochs"))
     assert "Raise num_workers from 14 toward 15" in epochs, epochs.split("## Remedies")[1][:600]
@@ -166,7 +166,7 @@ def test_an_unsettled_tick_says_the_data_wait_it_saw(name):
         assert re.search(r"the main thread waits for data \d+ % of the time, but what holds the input back is "
                          r"not settled \(the workers use \d\.\d\d core each", v.sentence), v.sentence
     if name == "imagefolder_persistent":
-        assert any("over 28 workers of 2 loaders (14 + 14)" in v.sentence for v in unsettled)
+        assert any("over 28 workers in 2 sets of 14" in v.sentence for v in unsettled)
 
 
 def test_a_gpu_bound_sentence_never_calls_a_counted_wait_keeping_up():

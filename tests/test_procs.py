@@ -58,6 +58,10 @@ def test_busy_worker_uses_clearly_more_cpu_than_idle_one(busy_job):
         assert w.state in "RSD"
         assert w.rss > 50 * 2**20  # torch is imported
         assert "cpu_train.py" in w.cmdline
+        # forked by one iterator: started within a fraction of a second of each other, after the job
+        assert w.started == pytest.approx(psutil.Process(w.pid).create_time(), abs=0.02)
+    a, b = (w.started for w in workers)
+    assert abs(a - b) < 0.25 and min(a, b) >= main.started
 
 
 @pytest.mark.slow

@@ -78,6 +78,13 @@ def count(n: float, noun: str, plural: str | None = None) -> str:
     return f"{k} {noun if k == 1 else plural or noun + 's'}"
 
 
+def sets_of(sets: tuple[int, ...]) -> str:
+    """Worker sets in words: ``2 sets (2 + 14)``, or ``13 sets of 2`` where all are alike."""
+    if len(set(sets)) == 1:
+        return f"{len(sets)} sets of {sets[0]}"
+    return f"{len(sets)} sets ({' + '.join(str(x) for x in sets)})"
+
+
 OP_WORDS = {">=": "at least", ">": "over", "<=": "at most", "<": "under"}
 """A comparison in words, as the evidence text says it."""
 

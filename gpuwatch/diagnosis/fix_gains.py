@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from gpuwatch.diagnosis.evidence import count, fmt
-from gpuwatch.diagnosis.phases import find, in_validation, workers_survive_epochs
+from gpuwatch.diagnosis.phases import find, in_validation, sets_left_alive, workers_survive_epochs
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import pageable_share, speedup
 from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult
@@ -89,7 +89,10 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
     if r is None or not r.fires:
         return ()
     out: list[FixGain | None] = []
-    if stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub != "checkpoint" and not workers_survive_epochs(s.phases):
+    # Not where sets pile up beside the old ones: the remedy is to release the old iterators, and
+    # no set was replaced to time a restart by.
+    if (stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub != "checkpoint" and not workers_survive_epochs(s.phases)
+            and sets_left_alive(s.epoch_ticks) is None):
         out.append(persistent_workers(s))
     if stage == GPU_BOUND and restarts_idle_gpu(r.facts, s):
         # No more than the GPU's idle time: kept workers can at most fill it, so a figure at that

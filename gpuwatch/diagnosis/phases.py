@@ -50,6 +50,7 @@ from gpuwatch.diagnosis.thresholds import (
     PERIOD_SPREAD,
     PHASE_MIN_SHARE,
     PHASE_MIN_TICKS,
+    SET_GAP_S,
 )
 from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.diagnosis.worker_births import recreations
@@ -99,6 +100,25 @@ def worker_sets(ticks: Sequence[Tick], at: int | None = None) -> tuple[int, ...]
     return tuple(n for n in (len(g & live) for g in _sets(ticks)) if n)
 
 
+def sets_left_alive(ticks: Sequence[Tick]) -> tuple[int, tuple[int, ...], float] | None:
+    """(sets started, the sets alive at the end, seconds) where new sets of workers kept starting
+    beside the earlier ones, which all lived on: two or more started after the first tick with
+    workers, none was replaced (worker_births.recreations), and three or more sets are alive at the
+    end. A validation loader with persistent_workers=True adds one set, once; sets that keep piling
+    up are iterators the job made anew while something still holds the old ones (a kept exception's
+    traceback holds its iterator's frames: tests/data/cpu_field/retry_loader.jsonl.gz). None
+    otherwise."""
+    with_workers = [i for i, t in enumerate(ticks) if t.workers]
+    if not with_workers or recreations([t.workers for t in ticks]):
+        return None
+    first = {pid: i for i in reversed(with_workers) for pid in ticks[i].workers}
+    started = [g for g in _sets(ticks) if min(first[p] for p in g) > with_workers[0]]
+    alive = worker_sets(ticks)
+    if len(started) < 2 or len(alive) < 3:
+        return None
+    return len(started), alive, ticks[with_workers[-1]].t - ticks[with_workers[0]].t
+
+
 def largest_set(ticks: Sequence[Tick]) -> int:
     """The most workers one set had: one loader's num_workers (0 without workers). Where loaders
     re-create their workers, the window's mean count mixes a new set with none alive (run 25's
@@ -113,7 +133,12 @@ def _sets(ticks: Sequence[Tick]) -> tuple[frozenset[int], ...]:
     25's ImageFolder job saw its 14 workers as 4 + 10, 1 + 13, 7 + 7). A set that joins the live ones later, while they live on, is
     another loader's: a validation loader with persistent_workers=True keeps its own (run 25:
     2 + 2, 14 + 14). Two loaders whose sets start a tick apart read as one set (Lightning's 2 + 2
-    read 4): the count never splits one loader's workers, it may only miss a split."""
+    read 4). Where the workers' start times are known (forked workers: Tick.worker_started), a set
+    whose workers started more than SET_GAP_S apart is split there: the sets alive before the watch
+    began are all first seen in its first tick, and sets started within a second of each other in
+    one tick or two (a job whose crashed iterators stayed alive: 26 workers in sets of 2 read as
+    2 + 4 + 2 + 2 + 2 + 4 + 4 + 4 + 2). The count may miss a split (sets started within
+    SET_GAP_S), and splits one loader's workers only where a fork took longer than that."""
     key = tuple(ticks)
     if key == _LAST_SETS[0]:  # compared item by item, by identity first: a few microseconds
         return _LAST_SETS[1]
@@ -145,7 +170,23 @@ def _find_sets(ticks: Sequence[Tick]) -> tuple[frozenset[int], ...]:
             out[-1] = (start + 1, out[-1][1])  # closed: nothing more joins it
         else:
             out.append((start, by_tick[start]))
-    return tuple(frozenset(g) for _, g in out)
+    started = {pid: at for t in ticks for pid, at in t.worker_started}
+    return tuple(part for _, g in out for part in _by_start(g, started))
+
+
+def _by_start(group: set[int], started: dict[int, float]) -> list[frozenset[int]]:
+    """``group`` split where its workers' start times, in order, lie more than SET_GAP_S apart,
+    oldest first; whole where a start is unknown (a recording made before they were kept)."""
+    if len(group) < 2 or any(pid not in started for pid in group):
+        return [frozenset(group)]
+    parts: list[set[int]] = []
+    last = None
+    for pid in sorted(group, key=lambda p: (started[p], p)):
+        if last is None or started[pid] - last > SET_GAP_S:
+            parts.append(set())
+        parts[-1].add(pid)
+        last = started[pid]
+    return [frozenset(p) for p in parts]
 
 
 def workers_survive_epochs(ps: Sequence[Phase]) -> bool:

@@ -6,7 +6,7 @@ tutorial, DS-Analyzer and the H200 measurements; each is worded with the job's o
 
 from __future__ import annotations
 
-from gpuwatch.diagnosis.evidence import count, fmt
+from gpuwatch.diagnosis.evidence import count, fmt, sets_of
 from gpuwatch.diagnosis.fix_gains import (
     decoding_seen,
     inline_decoding_seen,
@@ -16,12 +16,13 @@ from gpuwatch.diagnosis.fix_gains import (
     words,
 )
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.phases import find, workers_survive_epochs
+from gpuwatch.diagnosis.phases import find, sets_left_alive, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     CG_THROTTLED,
     DISK_BUSY,
     IDLE_FOR_WORKER,
+    OUTSIDER_SHARE,
     PAGEABLE_GAIN,
     PINNED_RX_MIBS,
     REPLAYS_PER_S,
@@ -90,6 +91,23 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
 
 
+def _outsiders(f: dict) -> str:
+    """": pip (pid 8092, 0.95 core)", the outside processes of the latest sample that hold a share
+    of the outside CPU (OUTSIDER_SHARE), and a word for the rest where they hold little of it: the
+    outside CPU is also read as the host's busy time less the job's, which short-lived processes
+    fill without showing in any sample's list (a trial's remedy named kdamond at 0.01 core as the
+    process behind 1.00 core)."""
+    total = f.get("others_cpu") or 0.0
+    named = [(n, p, c) for n, p, c in (f.get("others") or ())[:3] if c >= OUTSIDER_SHARE * total]
+    if not named:
+        return (" (no single process held a share of it in the latest sample: short-lived processes, or many "
+                "small ones)")
+    text = ": " + ", ".join(f"{n} (pid {p}, {fmt(c, 'cores')})" for n, p, c in named)
+    if sum(c for _, _, c in named) < total / 2:
+        text += "; the rest by processes too short-lived or small to list"
+    return text
+
+
 def _n(x: object) -> str:
     return "?" if x is None else f"{float(x):.0f}"  # type: ignore[arg-type]
 
@@ -110,6 +128,14 @@ def _workers_keep(f: dict, s: Signals) -> str:
     if f.get("respawns"):
         return (f"persistent_workers=True: the workers were re-created {count(f['respawns'], 'time')} in the "
                 "window (each epoch restarts them, with cold caches and file handles)")
+    left = sets_left_alive(s.epoch_ticks)
+    if left is not None:
+        started, alive, span = left
+        return (f"Release the DataLoader iterators the job no longer uses: {count(started, 'new set')} of workers "
+                f"started in {span:.0f} s while the earlier ones stayed alive ({sum(alive)} workers in "
+                f"{sets_of(alive)} now), so something still holds the old iterators (a kept exception and its "
+                "traceback, a list of iterators); each new iterator starts its workers and builds its first "
+                "batches from scratch, and the idle sets keep their memory")
     if workers_survive_epochs(s.phases):
         return ""
     return ("persistent_workers=True, if the job's epochs re-create its workers (no set was re-created while "
@@ -148,11 +174,11 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
             # more of them, "even more than the CPUs", would queue as well.
             why = (f"they queue for a CPU {fmt(min(queue, 1.0))} of the time" if (queue or 0.0) >= RUN_DELAY
                    else f"they fill the {count(usable, 'usable CPU')}")
-            out.append(f"Raise num_workers above {_n(f.get('workers'))} only once the workers get a CPU: {why}, "
+            out.append(f"Raise num_workers above {loader_workers(f)} only once the workers get a CPU: {why}, "
                        f"so their low CPU{each} is not only the reads' doing, and more workers would queue as well")
         else:
             cores = f" (even more than the {count(usable, 'usable CPU')})" if usable else ""
-            out.append(f"Raise num_workers above {_n(f.get('workers'))}: workers waiting on reads use little CPU{each}, "
+            out.append(f"Raise num_workers above {loader_workers(f)}: workers waiting on reads use little CPU{each}, "
                        f"so more of them can overlap reads{cores}; raise prefetch_factor (default 2) to keep more "
                        "batches in flight")
     out.append(_workers_keep(f, s))
@@ -232,7 +258,8 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     keep = _workers_keep(f, s)
     # The job's own prefetch_factor cannot be read from outside: said against the default, not as
     # a value to set (trial 23 and 24: "prefetch_factor=4" told to jobs with 4 and 8).
-    out.append(keep + "; a prefetch_factor above its default of 2 smooths out slow batches" if keep else "")
+    kept = keep.startswith(HEADS[PERSISTENT_WORKERS])  # not a line on iterators left alive
+    out.append(keep + "; a prefetch_factor above its default of 2 smooths out slow batches" if kept else keep)
     return out
 
 
@@ -369,13 +396,11 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
     if "cgroup" in causes:
         quota = f" of {f['quota']:.1f} cores" if f.get("quota") else ""
         out.append(f"The job's cgroup CPU quota{quota} throttles it {fmt((f.get('values') or {}).get('cgroup'))} "
-                   f"of the time: raise the container's CPU limit, or fit the job to it (num_workers "
-                   f"{_n(f.get('workers'))} now, plus OMP threads)")
+                   f"of the time: raise the container's CPU limit, or fit the job to it (fewer DataLoader "
+                   f"workers than the {_n(f.get('workers'))} alive now, fewer OMP threads)")
     if "neighbours" in causes:
-        names = ", ".join(f"{n} (pid {p})" for n, p, _ in (f.get("others") or ())[:3])
         out.append(f"Processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of {_n(f.get('usable'))} CPUs"
-                   f"{': ' + names if names else ' (none was named in the latest sample: top lists them)'}: move or "
-                   "renice them, or give the job its own cores (taskset)")
+                   f"{_outsiders(f)}: move or renice them, or give the job its own cores (taskset)")
     if "steal" in causes:
         out.append(f"The hypervisor steals {fmt(f.get('steal'))} of the CPU: ask for dedicated vCPUs or a "
                    "larger instance")

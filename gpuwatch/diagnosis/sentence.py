@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuwatch.diagnosis.evidence import count, fmt
+from gpuwatch.diagnosis.evidence import count, fmt, sets_of
 from gpuwatch.diagnosis.fix_gains import decoding_seen, restarts_idle_gpu
 from gpuwatch.diagnosis.phases import find, worker_sets
 from gpuwatch.diagnosis.signals import Signals
@@ -139,13 +139,14 @@ def epochs(phases: Sequence[Phase]) -> str:
 
 
 def _workers(f: dict, verb: str, verb_one: str) -> str:
-    """``2 DataLoader workers compute`` / ``1 DataLoader worker computes``; where several loaders
-    keep workers alive together (phases.worker_sets), ``4 DataLoader workers of 2 loaders (2 + 2;
-    ...) compute``: the count is all of them, one loader's num_workers is a set's."""
+    """``2 DataLoader workers compute`` / ``1 DataLoader worker computes``; where several sets of
+    workers live together (phases.worker_sets: several loaders, or the workers an earlier pass left
+    alive), ``4 DataLoader workers in 2 sets (2 + 2: ...) compute``: the count is all of them, one
+    loader's num_workers is a set's."""
     sets = f.get("sets") or ()
     if len(sets) >= 2:
-        return (f"{sum(sets)} DataLoader workers of {len(sets)} loaders ({' + '.join(str(x) for x in sets)}; "
-                f"a loader's workers idle while another's run) {verb}")
+        return (f"{sum(sets)} DataLoader workers in {sets_of(sets)} (each a loader's, or an earlier pass's "
+                f"still alive; a set idles while another runs) {verb}")
     # One loader's num_workers as the remedies quote it ("raise num_workers from 14"): the largest set
     # of the minute. Where sets are re-created, the window's mean alive (11 of 14 on the H200 field
     # job) would read as another number for the same loader.
@@ -477,7 +478,7 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         top = s.aligned.worker_cpu_top if s.aligned.usable else None
         busiest = f", the busiest {fmt(top, 'cores')}" if top is not None else ""
         sets = worker_sets(s.epoch_ticks)
-        of = (f" over {sum(sets)} workers of {len(sets)} loaders ({' + '.join(str(x) for x in sets)})"
+        of = (f" over {sum(sets)} workers in {sets_of(sets)}"
               if len(sets) >= 2 else "")
         both = f"{gpu.removesuffix(', but ')} and " if gpu else ""
         return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} of "

@@ -278,9 +278,11 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         # half a core with CPU to spare is off the CPU half the time, waiting on something the
         # stacks do not show (a peer rank's all-reduce inside backward, an fsync), and the model is
         # not the work (trial 24: a gloo DDP rank at 0.50 core read "computes the step itself").
-        # Where the CPUs are full (its own workers fill them too) it gets what is left; under a CPU
-        # quota of less than a core the quota is the core.
-        spare = (h.cpu or 0.0) < CPU_SATURATED and (not usable or (job.job_cpu or 0.0) / usable < CPU_SATURATED)
+        # Where the CPUs are full (its own workers fill them too, or its processes fill a cgroup
+        # quota on a larger host) it gets what is left; under a quota of less than a core the
+        # quota is the core.
+        cap = min(usable, h.cg_quota) if usable and h.cg_quota else usable
+        spare = (h.cpu or 0.0) < CPU_SATURATED and (not cap or (job.job_cpu or 0.0) / cap < CPU_SATURATED)
         core = min(MAIN_CPU_BUSY, MAIN_CPU_BUSY * h.cg_quota) if h.cg_quota else MAIN_CPU_BUSY
         full = not spare or c.check("process_busy", job.main_cpu, core, ">=",
                                     "training process CPU, with CPU to spare (a step that computes keeps a "

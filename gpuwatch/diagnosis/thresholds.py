@@ -241,6 +241,11 @@ OTHERS_CPU_SHARE = 0.25
 """Processes outside the job using a quarter of the usable CPUs. An outside tenant is told apart
 from self-contention (too many workers), but no source gives a number; a quarter of the machine is well
 above background daemons and is enough to starve a job that needs every core."""
+OUTSIDER_SHARE = 0.1
+"""An outside process is named as one that crowds the job where it holds at least a tenth of the
+CPU used outside the job: a daemon at 0.01 core beside 1.00 core of outside use is no lead. Up to
+three are named, so the named ones may fall short of the whole; the rest is then said to be
+processes too short-lived or small to list."""
 PSI_MEM = 0.10
 """Memory pressure: PSI memory "some" avg10 >= 10 %, the same cut as for I/O."""
 SWAP_IN_BPS = 1e6
@@ -433,6 +438,17 @@ pass, read "~1.0 s"; run 25's ImageFolder passes of 2-4 s read 1.9-4.0 s)."""
 CHECKPOINT_WRITE_BPS = 1e7
 """A main process writing >= 10 MB/s in a tick with no stack sample counts as saving: a training
 loop's own writes (logs, metrics) run at kB/s, and the smallest model checkpoints are MBs."""
+
+SET_GAP_S = 0.25
+"""Workers forked straight from the training process whose start times lie more than 0.25 s apart
+belong to different sets. A DataLoader iterator forks its workers in a loop, each fork copying the
+page tables (about 0.5 ms a GB resident, measured on the CPU VM: 1-3 ms for 0.2-3 GB), and its
+workers started 10-30 ms apart on the loaded 2-core VM; a 100 GB process would fork in tens of ms.
+A later set starts after the earlier one's workers ran and a batch or error came back: sets of a
+job whose crashed iterators stayed alive started 0.45-9 s apart
+(tests/data/cpu_field/retry_loader.jsonl.gz). Spawned or forkserver workers start as slowly as
+their dataset pickles, so they are told by the ticks they were first seen in instead. Sets started
+less than 0.25 s apart read as one."""
 
 # -- ranking by cost (decide.py) ----------------------------------------------------------------
 COST_MARGIN = 1.5

@@ -51,6 +51,10 @@ class ProcInfo:
     """Share of the tick the process's threads spent runnable but waiting for a CPU (schedstat)."""
     threads: tuple[ThreadCpu, ...]
     affinity: tuple[int, ...]
+    started: float | None = None
+    """When the process started, in Unix seconds (psutil's create_time): a DataLoader forks all the
+    workers of one iterator together, so their start times tell its set from sets of earlier passes
+    still alive. None in recordings made before it was kept."""
 
 
 @dataclass(frozen=True, slots=True)

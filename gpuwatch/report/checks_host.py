@@ -15,7 +15,7 @@ from gpuwatch.diagnosis.thresholds import (
     SWAP_FAIL_SHARE,
     SWAP_IN_BPS,
 )
-from gpuwatch.diagnosis.evidence import count
+from gpuwatch.diagnosis.evidence import count, sets_of
 from gpuwatch.diagnosis.fix_gains import worker_target
 from gpuwatch.diagnosis.phases import worker_sets
 from gpuwatch.diagnosis.timeline import timeline
@@ -87,8 +87,9 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
     cores = min(usable, quota) if quota is not None else usable
     where = count(usable, "usable CPU") + (f", a CPU quota of {quota:g} cores" if quota is not None else "")
     alive = count(workers, "DataLoader worker") if workers else NO_WORKER_SEEN
-    if len(sets) >= 2:  # several loaders keep workers alive together: one loader's num_workers is a set's
-        alive += f" of {len(sets)} loaders ({' + '.join(str(x) for x in sets)}, one set a loader)"
+    if len(sets) >= 2:  # several sets live together (loaders, or passes that left theirs): num_workers is a set's
+        alive += (f" in {sets_of(sets)} (each forked together, by a loader or an earlier pass over one "
+                  "that left them alive)")
         workers = max(sets)
     counted = f"{alive} for {count(mains, 'training process', 'training processes')} on {where}"
     # PyTorch's own rule: the DataLoader warns when num_workers exceeds the CPUs the process may use

@@ -1,0 +1,92 @@
+"""Worker sets told by the workers' start times, and sets a job leaves alive.
+
+A job that keeps each worker exception (``errors.append(e)``) keeps its old iterator, whose workers
+live on asleep beside each new loader's (tests/data/cpu_field/retry_loader.jsonl.gz: 2 workers at
+the first tick, 26 in 13 sets of 2 at the last). Counted by the tick they were first seen in, sets
+started within a second read as one ("2 + 4 + 2 + ...") and all the sets alive before the watch
+began as one; the remedies told the job "The 4 workers already fill the 2 usable CPUs" and, with
+no set replaced, "no set was re-created while gpuwatch watched".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from gpuwatch.analysis import Analysis
+from gpuwatch.diagnosis.phases import largest_set, sets_left_alive, worker_sets
+from gpuwatch.diagnosis.timeline import Tick, timeline
+from gpuwatch.model.procs import ROLE_WORKER
+from gpuwatch.replay import load_frames
+from gpuwatch.report import NOT_RECORDED
+from gpuwatch.report.build import build_report
+from gpuwatch.report.gather import from_frames
+from gpuwatch.report.render_md import render_markdown
+
+RETRY = "tests/data/cpu_field/retry_loader.jsonl.gz"
+
+
+def test_sets_are_told_by_start_time_in_a_real_recording():
+    ticks = timeline(load_frames(RETRY), None)
+    assert largest_set(ticks) == 2
+    assert worker_sets(ticks) == (2,) * 13
+    left = sets_left_alive(ticks)
+    assert left is not None and left[0] == 12 and left[1] == (2,) * 13
+
+
+def test_the_remedies_name_the_loader_num_workers_and_the_sets_left_alive():
+    frames = load_frames(RETRY)
+    a = Analysis()
+    vs = [a.update(f) for f in frames]
+    said = [r for v in vs for r in v.remedies]
+    assert not any(re.search(r"The [3-9]\d* workers|num_workers (above|from) (?!2\b)\d+", r) for r in said), said
+    # true while only the first set was seen (ticks 0-9); never once sets had started beside it
+    started = next(i for i, f in enumerate(frames) if len(worker_sets(timeline(frames[:i + 1], None))) > 1)
+    assert started == 10
+    assert not any("no set was re-created" in r for v in vs[started:] for r in v.remedies)
+    assert all(any(r.startswith("Release the DataLoader iterators") for r in v.remedies) for v in vs[started:])
+    last = vs[-1]
+    assert any(r.startswith("Release the DataLoader iterators the job no longer uses: 12 new sets of workers")
+               and "(26 workers in 13 sets of 2 now)" in r for r in last.remedies), last.remedies
+    assert "26 DataLoader workers in 13 sets of 2" in last.sentence
+    md = render_markdown(build_report(from_frames(frames), NOT_RECORDED, "replay", path=RETRY))
+    assert "| WARN | DataLoader workers fit the CPUs" not in md and "lower num_workers" not in md
+    assert "26 DataLoader workers in 13 sets of 2 (each forked together" in md
+
+
+def _ticks(starts: list[list[tuple[int, float]]]) -> list[Tick]:
+    return [Tick(t=float(i), dt=1.0, workers=frozenset(p for p, _ in live), worker_started=tuple(sorted(live)))
+            for i, live in enumerate(starts)]
+
+
+def test_workers_forked_together_are_one_set_and_sets_apart_are_two():
+    one = [(10, 100.00), (11, 100.02), (12, 100.05), (13, 100.09)]  # one loop of forks
+    other = [(20, 100.60), (21, 100.62)]  # a later iterator, 0.5 s on, seen in the same first tick
+    ticks = _ticks([one + other, one + other])
+    assert worker_sets(ticks) == (4, 2) and largest_set(ticks) == 4
+    assert sets_left_alive(ticks) is None  # nothing started while watched
+
+
+def test_without_start_times_the_first_tick_is_one_set():
+    """Older recordings (no start times) and spawned workers keep the tick rule."""
+    ticks = [replace(t, worker_started=()) for t in _ticks([[(10, 0.0), (11, 0.0), (20, 5.0), (21, 5.0)]] * 2)]
+    assert worker_sets(ticks) == (4,)
+
+
+def test_spawned_workers_are_not_split_by_start_time():
+    """A spawned worker starts after its dataset pickles: seconds apart within one set."""
+    frames = load_frames(RETRY)
+    f = frames[-1]
+    rows = tuple(replace(p, cmdline="python -c from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5)")
+                 if p.role == ROLE_WORKER else p for p in f.procs.processes)
+    spawned = replace(f, procs=replace(f.procs, processes=rows))
+    ticks = timeline([spawned], None)
+    assert ticks[0].worker_started == () and worker_sets(ticks) == (26,)
+
+
+def test_a_persistent_validation_set_is_not_sets_left_alive():
+    train = [(10, 100.0), (11, 100.01)]
+    val = [(20, 130.0), (21, 130.01)]
+    ticks = _ticks([train, train, train + val, train + val])
+    assert worker_sets(ticks) == (2, 2)
+    assert sets_left_alive(ticks) is None
