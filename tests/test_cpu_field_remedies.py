@@ -46,7 +46,7 @@ def test_the_inline_loader_gets_advice_for_what_its_main_thread_does():
     assert all(r.startswith("If the loading decodes images") for v in vs[:first] for r in v.remedies
                if "faster decoder" in r)
     cheaper = [r for r in said if r.startswith("Make each item cheaper to build")]
-    assert cheaper and all("job_text.tokenize" in r and "no sample of the main thread's loading" in r
+    assert cheaper and all("job_text.tokenize" in r and "no stack sample of the main thread's loading" in r
                            for r in cheaper)
 
 

@@ -154,7 +154,7 @@ def test_cheaper_transform_gain_follows_the_decoders_share_of_the_workers():
     g = fg.cheaper_transform(_signals(ticks=ticks))
     assert g.factor == pytest.approx(1 / 0.6, abs=0.01) and "4 of 10" in g.basis
     none = fg.cheaper_transform(_signals(ticks=tuple(replace(t, worker_decoding=0) for t in ticks)))
-    assert none.factor == 1.0 and "no worker sample was in an image decoder" in none.basis
+    assert none.factor == 1.0 and "no stack sample of the workers was in an image decoder" in none.basis
     thin = fg.cheaper_transform(_signals(ticks=ticks[:3]))
     assert thin.factor is None and "too few" in thin.basis
 

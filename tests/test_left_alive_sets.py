@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 
 from gpuwatch.analysis import Analysis
-from gpuwatch.diagnosis.phases import largest_set, sets_left_alive, worker_sets
+from gpuwatch.diagnosis.phases import largest_set, sets_left_alive, worker_sets, workers_outlive_window
 from gpuwatch.diagnosis.timeline import Tick, timeline
 from gpuwatch.model.procs import ROLE_WORKER
 from gpuwatch.replay import load_frames
@@ -90,3 +90,14 @@ def test_a_persistent_validation_set_is_not_sets_left_alive():
     ticks = _ticks([train, train, train + val, train + val])
     assert worker_sets(ticks) == (2, 2)
     assert sets_left_alive(ticks) is None
+
+
+def test_workers_that_lived_through_the_minute_are_not_told_to_be_kept():
+    """Trial 26: "persistent_workers=True, if the job's epochs re-create its workers" to jobs that set it.
+    Workers alive through a whole minute with none added point at no restart cost."""
+    live = [(10, 100.0), (11, 100.01)]
+    minute = [replace(t, t=float(i)) for i, t in enumerate(_ticks([live] * 60))]
+    assert workers_outlive_window(minute)
+    assert not workers_outlive_window(minute[:30])  # half a minute: an epoch may still end
+    joined = minute[:40] + [replace(t, workers=t.workers | {20}) for t in minute[40:]]
+    assert not workers_outlive_window(joined)

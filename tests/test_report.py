@@ -326,6 +326,19 @@ def test_one_remedy_worded_in_the_singular_and_the_plural_is_listed_once():
     assert [x.text for x in r.remedies if x.stage] == ["other processes use 0.51 core of 2 CPUs: pytest (pid 7)"]
 
 
+def test_the_decoder_advice_given_as_a_condition_goes_once_the_samples_settle_it():
+    """Trial 26: the report listed "If the workers decode images, use a faster decoder" (early
+    verdicts, too few worker samples) beside "Make each item cheaper to build ...: no worker sample
+    was in an image decoder" (the later ones)."""
+    frames = [make_frame(i) for i in range(6)]
+    early = ("If the workers decode images, use a faster decoder: torchvision.io.decode_jpeg",)
+    late = ("Make each item cheaper to build (the workers spend their time in f): no stack sample of the workers was in an "
+            "image decoder",)
+    verdicts = [verdict(f.t, "decode", 0.7, 2.0, early if i < 3 else late) for i, f in enumerate(frames)]
+    texts = [x.text for x in build_report(collected(frames, verdicts), make_env(), "live", pid=1).remedies if x.stage]
+    assert texts == [late[0]]
+
+
 def test_evidence_renders_per_stage_with_median_and_share():
     frames, verdicts = decode_then_gpu_bound()
     md = render_markdown(build_report(collected(frames, verdicts), make_env(), "live", pid=1))

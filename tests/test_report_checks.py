@@ -235,6 +235,10 @@ def test_numa_job_on_the_far_node_fails_pinned_passes():
     assert checks_of([make_frame(0)], env=near)["numa"].status == PASS
     one_node = make_env(nodes=((0, tuple(range(16))),))
     assert checks_of([make_frame(0)], env=one_node)["numa"].reason == "the host has one NUMA node: nothing to mismatch"
+    # no GPU seen (NVML missing on a CPU host): no GPU's node to be on, so no PASS (trial 26)
+    cpu_host = replace(one_node, gpus=Unsupported("NVML library (libnvidia-ml.so.1) not found"))
+    c = checks_of([make_frame(0)], env=cpu_host)["numa"]
+    assert c.status == NOT_CHECKED and "NVML" in c.reason
 
 
 def test_numa_unknown_on_the_gpu_is_not_checked_with_the_reason():

@@ -43,7 +43,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from gpuwatch.diagnosis.evidence import count, fmt
-from gpuwatch.diagnosis.phases import find, in_validation, sets_left_alive, workers_survive_epochs
+from gpuwatch.diagnosis.phases import (
+    find,
+    in_validation,
+    sets_left_alive,
+    workers_outlive_window,
+    workers_survive_epochs,
+)
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import pageable_share, speedup
 from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult
@@ -92,7 +98,7 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
     # Not where sets pile up beside the old ones: the remedy is to release the old iterators, and
     # no set was replaced to time a restart by.
     if (stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub != "checkpoint" and not workers_survive_epochs(s.phases)
-            and sets_left_alive(s.epoch_ticks) is None):
+            and sets_left_alive(s.epoch_ticks) is None and not workers_outlive_window(s.epoch_ticks)):
         out.append(persistent_workers(s))
     if stage == GPU_BOUND and restarts_idle_gpu(r.facts, s):
         # No more than the GPU's idle time: kept workers can at most fill it, so a figure at that
@@ -306,11 +312,11 @@ def cheaper_transform(s: Signals) -> FixGain:
     decoding, working = decoder_samples(s)
     parts = split(s)
     if working < MIN_STACK_SAMPLES or parts is None:
-        return FixGain(CHEAPER_TRANSFORM, None, f"{count(working, 'worker sample')} at work over the last minute: "
-                       "too few to tell how much of a batch is decoding")
+        return FixGain(CHEAPER_TRANSFORM, None, f"{count(working, 'stack sample')} of the workers at work over the "
+                       "last minute: too few to tell how much of a batch is decoding")
     d = decoding / working
     if not decoding:
-        return FixGain(CHEAPER_TRANSFORM, 1.0, f"no worker sample was in an image decoder (0 of {working}): "
+        return FixGain(CHEAPER_TRANSFORM, 1.0, f"no stack sample of the workers was in an image decoder (0 of {working}): "
                        "a faster decoder takes nothing off a batch")
     k = 1.0 / max(1.0 - d, 1.0 / MAX_SPEEDUP)
     x = faster_input(parts, k)

@@ -12,7 +12,7 @@ from gpuwatch.diagnosis.worker_births import recreations
 from gpuwatch.model.disk import DataLocation, DiskSample
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
-from gpuwatch.model.procs import ROLE_MAIN, ROLE_OTHER, ROLE_WORKER, ProcInfo, ProcsSample
+from gpuwatch.model.procs import ROLE_MAIN, ROLE_OTHER, ROLE_WORKER, ProcInfo, ProcsSample, spawned
 from gpuwatch.model.values import known
 
 D_STATES = ("D", "disk-sleep")
@@ -63,6 +63,8 @@ class JobSignals:
     stopped: bool = False
     """Every training process of the newest sample is stopped (state T/t) and used no CPU over its
     tick: the job is frozen, not slow (py-spy's own attach stops a process for milliseconds only)."""
+    spawned_workers: bool = False
+    """Some DataLoader worker of the window was started by spawn or forkserver (procs.spawned)."""
 
     @property
     def helpers_busy(self) -> bool:
@@ -157,6 +159,7 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
         helpers_cpu=med(r.helpers_cpu for r in rows),
         exited_cpu=med(r.exited_cpu for r in every),
         stopped=rows[-1].stopped,
+        spawned_workers=any(r.spawned for r in rows),
     )
 
 
@@ -184,6 +187,7 @@ class _Row:
     helpers_cpu: float
     exited_cpu: float
     stopped: bool
+    spawned: bool
 
 
 _ROWS: SampleMemo[_Row] = SampleMemo(2048)
@@ -216,6 +220,7 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         helpers_cpu=sum(p.cpu_pct / 100 for p in hs),
         exited_cpu=sample.exited_cpu_pct / 100,
         stopped=all(p.state in STOPPED_STATES and p.cpu_pct / 100 < MAIN_CPU_IDLE for p in ms),
+        spawned=any(spawned(w) for w in ws),
     )
 
 

@@ -50,6 +50,7 @@ from gpuwatch.diagnosis.thresholds import (
     PERIOD_SPREAD,
     PHASE_MIN_SHARE,
     PHASE_MIN_TICKS,
+    PHASE_WINDOW_S,
     SET_GAP_S,
 )
 from gpuwatch.diagnosis.timeline import Tick
@@ -194,6 +195,17 @@ def workers_survive_epochs(ps: Sequence[Phase]) -> bool:
     epoch boundary, so they are kept already (persistent_workers=True, or one loader that never
     ends); advice to keep them would not apply."""
     return find(ps, VALIDATION) is not None and find(ps, RESPAWN) is None
+
+
+def workers_outlive_window(ticks: Sequence[Tick]) -> bool:
+    """Every worker of the first tick lived through to the last, over a whole minute
+    (PHASE_WINDOW_S, less a tenth for the ticks' spacing) and with none added: kept workers, or a
+    loader whose epochs are longer than a minute, where a restart's first batches are a small
+    share of an epoch. Advice to keep the workers would point at no cost that was seen (trial 26:
+    "persistent_workers=True, if the job's epochs re-create its workers" to jobs that set it)."""
+    if len(ticks) < 2 or not ticks[0].workers or ticks[-1].t - ticks[0].t < 0.9 * PHASE_WINDOW_S:
+        return False
+    return all(t.workers == ticks[0].workers for t in ticks)
 
 
 def periodic(p: Phase | None) -> bool:

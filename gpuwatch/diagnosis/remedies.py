@@ -16,7 +16,7 @@ from gpuwatch.diagnosis.fix_gains import (
     words,
 )
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.phases import find, sets_left_alive, workers_survive_epochs
+from gpuwatch.diagnosis.phases import find, sets_left_alive, workers_outlive_window, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     CG_THROTTLED,
@@ -80,6 +80,13 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
             fix = (f"persistent_workers=True: the DataLoader's workers were re-created {times} in "
                    f"{p.span_s:.0f} s, and each new set builds its first batches from scratch (where it is set "
                    "already, the workers crash: their exit is the thing to fix)")  # type: ignore[union-attr]
+            if s.job.spawned_workers:
+                # Seen on their command lines: each new spawned worker imports the script and torch
+                # again before its first item (trial 26: seconds a set, ~60 % of a job's time).
+                fix += ("; the workers are started by spawn or forkserver, so each new one first imports the "
+                        "training script and its libraries again: multiprocessing_context='fork' (where nothing "
+                        "in the parent forbids it, such as CUDA initialised before the loader) starts them "
+                        "from the parent's memory")
         # When the waits are the workers' start-up itself (the "starting workers" form), keeping the
         # workers is the fix for what was seen, so it leads; otherwise it follows the stage's own.
         # GPU-bound: after the GPU's own line (the GPU is still the main limit), before the kernel
@@ -136,7 +143,7 @@ def _workers_keep(f: dict, s: Signals) -> str:
                 f"{sets_of(alive)} now), so something still holds the old iterators (a kept exception and its "
                 "traceback, a list of iterators); each new iterator starts its workers and builds its first "
                 "batches from scratch, and the idle sets keep their memory")
-    if workers_survive_epochs(s.phases):
+    if workers_survive_epochs(s.phases) or workers_outlive_window(s.epoch_ticks):
         return ""
     return ("persistent_workers=True, if the job's epochs re-create its workers (no set was re-created while "
             "gpuwatch watched): workers and their open files and caches then survive epochs")
@@ -303,7 +310,7 @@ def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
            f"{detail})") if detail else ""
     seen = inline_decoding_seen(s) if inline else decoding_seen(s)
     if seen is False:
-        whose = "sample of the main thread's loading" if inline else "worker sample"
+        whose = "stack sample of the main thread's loading" if inline else "stack sample of the workers"
         profile = ("the training process (py-spy top --pid <its pid>)" if inline
                    else "one worker (py-spy top --pid <a worker's pid>)")
         return [f"Make each item cheaper to build{hot}: no {whose} was in an image decoder, so the cost is "

@@ -215,9 +215,11 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         return (f"Input-bound on loading in the training process: with num_workers=0 the main thread loads and "
                 f"prepares each batch itself {fmt(f.get('inline'))} of the time{_in(f.get('main_detail'))}.")
     if sub == "starting":
+        spawn = (" Its workers are started by spawn or forkserver: each new one imports the training script "
+                 "and its libraries again before its first item.") if f.get("spawned") else ""
         return (f"Input-bound on starting workers: the main thread waits for data {_of_samples(f)}, "
                 "mostly while the DataLoader starts or stops a set of workers (or has none yet), before they "
-                "deliver their first batches.")
+                f"deliver their first batches.{spawn}")
     if sub == "ipc":
         return (f"Input-bound on batch transfer: the main thread spends {fmt(f.get('wait'))} of its time "
                 "receiving batches from the workers (shared-memory IPC and unpickling).")

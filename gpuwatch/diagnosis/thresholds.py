@@ -439,16 +439,16 @@ CHECKPOINT_WRITE_BPS = 1e7
 """A main process writing >= 10 MB/s in a tick with no stack sample counts as saving: a training
 loop's own writes (logs, metrics) run at kB/s, and the smallest model checkpoints are MBs."""
 
-SET_GAP_S = 0.25
-"""Workers forked straight from the training process whose start times lie more than 0.25 s apart
+SET_GAP_S = 0.15
+"""Workers forked straight from the training process whose start times lie more than 0.15 s apart
 belong to different sets. A DataLoader iterator forks its workers in a loop, each fork copying the
-page tables (about 0.5 ms a GB resident, measured on the CPU VM: 1-3 ms for 0.2-3 GB), and its
-workers started 10-30 ms apart on the loaded 2-core VM; a 100 GB process would fork in tens of ms.
-A later set starts after the earlier one's workers ran and a batch or error came back: sets of a
-job whose crashed iterators stayed alive started 0.45-9 s apart
-(tests/data/cpu_field/retry_loader.jsonl.gz). Spawned or forkserver workers start as slowly as
-their dataset pickles, so they are told by the ticks they were first seen in instead. Sets started
-less than 0.25 s apart read as one."""
+page tables (about 0.5 ms a GB resident, measured on the CPU VM: 1-3 ms for 0.2-3 GB), and a set's
+workers started 10-40 ms apart on the loaded 2-core VM; a 100 GB process would fork in tens of ms.
+A later set starts after the earlier one's workers ran and a batch or an error came back: 0.45-9 s
+apart where kept exceptions held old iterators (tests/data/cpu_field/retry_loader.jsonl.gz), from
+0.24 s where workers crashed about every second (trial 26). Spawned or forkserver workers start
+as slowly as their dataset pickles, so they are told by the ticks they were first seen in instead.
+Sets started less than 0.15 s apart read as one."""
 
 # -- ranking by cost (decide.py) ----------------------------------------------------------------
 COST_MARGIN = 1.5

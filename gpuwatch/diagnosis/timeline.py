@@ -19,7 +19,7 @@ from gpuwatch.diagnosis.host_signals import D_STATES
 from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.frame import Frame
-from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
+from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, spawned
 from gpuwatch.model.values import known
 
 VALIDATION_WORDS = re.compile(
@@ -69,7 +69,8 @@ class Tick:
     """CPU (cores) of each live worker over the tick."""
     worker_started: tuple[tuple[int, float], ...] = ()
     """(pid, start time in Unix seconds) of the live workers forked straight from the training
-    process whose start is known, by pid (phases._sets tells sets apart by them)."""
+    process whose start is known, by pid (phases._sets tells sets apart by them). Not spawned or
+    forkserver workers (procs.spawned), whose starts wait on pickling the dataset."""
     worker_d: float | None = None
     """Share of the live workers with a thread in D state at the sample."""
     worker_read_bps: float | None = None
@@ -178,12 +179,6 @@ a tick: fewer than the 900 frames the history keeps alive anyway, so no sample o
 by much) and an 8-rank job's last ~75 (27 a tick: more than the minute the epoch window reads)."""
 
 
-def _forked(w) -> bool:
-    """A worker forked by its DataLoader, not started by multiprocessing's spawn or forkserver (their
-    command lines name them), whose start waits on pickling the dataset."""
-    return "spawn_main" not in w.cmdline and "multiprocessing.forkserver" not in w.cmdline
-
-
 def _procs_fields(p, rank: int | None, new: bool) -> dict:
     return _MEMO.get(p, (id(p), "procs", rank, new), lambda: _with_procs(p, rank, new))
 
@@ -203,7 +198,7 @@ def _with_procs(p, rank: int | None, new: bool) -> dict:
     reads = [w.read_bps for w in workers if known(w.read_bps)]
     writes = [m.write_bps for m in mains if known(m.write_bps)]
     return dict(workers=frozenset(w.pid for w in workers), worker_cpu=tuple(w.cpu_pct / 100 for w in workers),
-                worker_started=tuple(sorted((w.pid, w.started) for w in workers if w.started is not None and _forked(w))),
+                worker_started=tuple(sorted((w.pid, w.started) for w in workers if w.started is not None and not spawned(w))),
                 worker_d=d, worker_read_bps=float(sum(reads)) if reads else None,
                 main_write_bps=float(sum(writes)) if writes else None, procs=bool(mains) and new)
 

@@ -57,6 +57,16 @@ class ProcInfo:
     still alive. None in recordings made before it was kept."""
 
 
+SPAWN_MARKS = ("spawn_main", "multiprocessing.forkserver")
+"""What the command line of a process started by multiprocessing's spawn or forkserver holds (``python
+-c 'from multiprocessing.spawn import spawn_main; ...'``): such a worker imports the training script
+and its libraries again before its first item, where a forked one starts from its parent's memory."""
+
+
+def spawned(p: ProcInfo) -> bool:
+    return any(m in p.cmdline for m in SPAWN_MARKS)
+
+
 @dataclass(frozen=True, slots=True)
 class ProcsSample:
     t: float

@@ -196,10 +196,10 @@ def check_numa(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
     title = "Job runs on the GPU's NUMA node"
     if isinstance(env, Unsupported):
         return CheckResult("numa", title, NOT_CHECKED, env.reason)
+    if isinstance(env.gpus, Unsupported):  # no GPU seen, so no GPU's node to be on (trial 26: a PASS on a CPU host)
+        return CheckResult("numa", title, NOT_CHECKED, env.gpus.reason)
     if isinstance(env.cpus.numa_nodes, tuple) and len(env.cpus.numa_nodes) == 1:
         return CheckResult("numa", title, PASS, "the host has one NUMA node: nothing to mismatch")
-    if isinstance(env.gpus, Unsupported):
-        return CheckResult("numa", title, NOT_CHECKED, env.gpus.reason)
     idx = target_gpus(frames) or {g.index for g in env.gpus if g.used_by_target}
     gpus = [g for g in env.gpus if g.index in idx]
     if not gpus:

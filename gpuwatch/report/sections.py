@@ -225,6 +225,14 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
     return tuple(ranked)
 
 
+UNSETTLED = ("if the workers decode images", "if the loading decodes images")
+SETTLED = "make each item cheaper"
+"""The "cheaper item" remedy once worker or loading samples showed no image decoder (remedies.py
+_cheaper_items) replaces the decoder advice earlier verdicts gave as a condition while samples were
+few: listed together, the report said "If the workers decode images, use a faster decoder" beside
+"no worker sample was in an image decoder" (trial 26)."""
+
+
 def _key(text: str) -> str:
     """What a remedy is about: its words up to the first colon or comma, numbers left out, and the
     noun after a number taken in the singular (the same fix worded with other live numbers, or with a
@@ -250,7 +258,10 @@ def _stage_remedies(mine: Sequence[Verdict]) -> list[str]:
         for t in v.remedies:
             newest[_key(t)] = t
         freq.update(list(dict.fromkeys(_key(t) for t in v.remedies)))  # in order: ties keep the first seen, not a hash order
+    settled = {k for k in keys if k.startswith(SETTLED)}
     for k, n in freq.most_common():
+        if settled and k.startswith(UNSETTLED):
+            continue  # the decoder advice said as a condition before the samples settled it
         if k not in keys and n >= FREQUENT_REMEDY * len(mine):
             texts.append(newest[k])
             keys.add(k)
