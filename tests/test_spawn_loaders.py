@@ -69,3 +69,15 @@ def test_the_spawned_workers_start_is_the_stage_not_their_item_work(verdicts):
         assert v.sentence.startswith("Input-bound on starting workers") and "spawn or forkserver" in v.sentence
         assert not any("make each sample cheaper" in r for r in v.remedies)
         assert v.remedies[0].startswith("persistent_workers=True")
+
+
+def test_the_reports_hottest_stacks_say_the_shutdown_wait_as_such(tmp_path):
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+
+    path = relabelled(RECORDING, tmp_path / "spawn.jsonl", _where)
+    md = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
+    line = next(x for x in md.splitlines() if "_shutdown_workers" in x and x.startswith("- **main thread**"))
+    assert "waiting while the DataLoader starts or stops its workers:" in line, line

@@ -7,6 +7,7 @@ import time
 from gpuwatch.collectors.environment import Environment
 from gpuwatch.diagnosis.evidence import EVIDENCE_MARKS, count
 from gpuwatch.diagnosis.sentence import epochs
+from gpuwatch.diagnosis.timeline import STARTING
 from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.model.stacks import ROLE_TITLES as ROLE_WORDS
 from gpuwatch.model.values import Unsupported
@@ -161,14 +162,21 @@ def _epochs(r: Report) -> list[str]:
     return out + [epochs(r.epochs).strip()]
 
 
+STARTING_WORDS = "waiting while the DataLoader starts or stops its workers"
+
+
 def _stacks(r: Report) -> list[str]:
     out = ["", "## Hottest stacks per thread role", ""]
     if not r.stacks:
         return out + ["No stack samples (see Checks and Not checked)."]
     for h in r.stacks:
         leaf = " <- ".join(h.frames) or "(no frames)"  # leaf first, as deep as samples were told apart
+        # A wait inside the DataLoader's worker start-up or shutdown says so, as the evidence does (its
+        # label is the data wait's: "waiting for a batch" beside a stack in _shutdown_workers).
+        doing = (STARTING_WORDS if STARTING in (h.detail or "")
+                 else LABEL_WORDS.get(h.label, _job(h.label)))
         out.append(f"- **{ROLE_WORDS.get(h.role, _job(h.role))}** {h.share:.0%} ({count(h.count, 'sample')}), "
-                   f"{LABEL_WORDS.get(h.label, _job(h.label))}: {markdown_code(leaf)}")
+                   f"{doing}: {markdown_code(leaf)}")
     return out
 
 
