@@ -112,8 +112,8 @@ def sets_left_alive(ticks: Sequence[Tick]) -> tuple[int, tuple[int, ...], float]
     with_workers = [i for i, t in enumerate(ticks) if t.workers]
     if not with_workers or recreations([t.workers for t in ticks]):
         return None
-    first = {pid: i for i in reversed(with_workers) for pid in ticks[i].workers}
-    started = [g for g in _sets(ticks) if min(first[p] for p in g) > with_workers[0]]
+    at_first = ticks[with_workers[0]].workers
+    started = [g for g in _sets(ticks) if not g & at_first]  # none of it alive at the first tick with workers
     alive = worker_sets(ticks)
     if len(started) < 2 or len(alive) < 3:
         return None
