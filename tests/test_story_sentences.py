@@ -103,7 +103,7 @@ def test_the_worker_busy_evidence_does_not_claim_decoding():
     from gpuwatch.diagnosis.input_stages import decode
 
     busy = next(e for e in decode(_signals(DECODE)).evidence if e.signal == "worker_busy")
-    assert busy.what.startswith("worker samples computing")
+    assert busy.what.startswith("stack samples of the workers computing")
 
 
 # -- remedies that suggest what is already true ---------------------------------------------------

@@ -85,13 +85,13 @@ def gpu_memory(s: Signals, relax: float = 0.0) -> StageResult:
         occ = c.check("occupancy", while_active(s, g.occ), OCC_MEMORY, ">=", "SM occupancy (warps resident)",
                       kind=REQ)
         # Kernels run asynchronously, so the main thread rarely sits in the layout op itself: shown only.
-        c.check("layout_ops", layout_share, LAYOUT_SHARE, ">=", "main-thread samples in layout ops", kind=INFO)
+        c.check("layout_ops", layout_share, LAYOUT_SHARE, ">=", "stack samples of the main thread in layout ops (permute, contiguous, cat)", kind=INFO)
         c.support.extend(x for x in (dram, occ) if x is not None)  # both signs of memory-bound kernels
         fires = busy and yes(sm) and yes(tensor) and (yes(dram) or yes(occ))
         warn = fires or ((g.dram or 0.0) >= DRAM_BOUND and busy)
     else:
         c.note("gpm", f"no GPM ({g.gpm_reason}): DRAM and tensor activity unknown", False, kind=INFO)
-        layout = c.check("layout_ops", layout_share, LAYOUT_SHARE, ">=", "main-thread samples in layout ops", kind=REQ)
+        layout = c.check("layout_ops", layout_share, LAYOUT_SHARE, ">=", "stack samples of the main thread in layout ops (permute, contiguous, cat)", kind=REQ)
         c.check("util_mem", g.util_mem, DRAM_BOUND, ">=", "NVML memory util (time-active, weak)")
         fires = busy and yes(layout)
         warn = fires  # without GPM only the verdict's own cuts: no warning of its own to word

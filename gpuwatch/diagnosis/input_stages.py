@@ -253,7 +253,7 @@ def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
     st, job, host = s.stacks, s.job, s.host
     na = NO_WORKER_SEEN if job.seen and job.workers <= 0 else ""
     if io_side:
-        c.check("worker_io", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "worker samples in a read", na=na)
+        c.check("worker_io", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "stack samples of the workers in a read", na=na)
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, ">=", "workers in D state (waiting on the disk)", na=na)
         c.check("worker_cpu", job.worker_cpu, WORKER_CPU_IO, "<", "CPU per DataLoader worker", unit="cores", na=na)
         c.check("psi_io", host.psi_io, PSI_IO, ">=", "I/O pressure (PSI io some avg10)")
@@ -265,7 +265,7 @@ def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
                 na=na)
         c.check("iowait", host.iowait, IOWAIT, ">=", "host CPU time in iowait")
     else:
-        c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, ">=", "worker samples computing",
+        c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, ">=", "stack samples of the workers computing",
                 na=na)
         c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, ">=", "CPU per DataLoader worker", unit="cores", na=na)
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, "<", "workers in D state (waiting on the disk)", na=na)

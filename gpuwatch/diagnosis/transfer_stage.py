@@ -52,7 +52,7 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
     pin_cpu = c.check("pin_cpu", job.pin_cpu, PIN_CPU_SATURATED, ">=", "pin-memory thread CPU", unit="cores",
                       kind=REQ)
     pin_busy = c.check("pin_busy", st.pshare(lb.PIN_BUSY), PIN_BUSY_SHARE, ">=",
-                       "pin-memory thread samples in pin_memory", kind=REQ)
+                       "stack samples of the pin-memory thread copying into pinned memory", kind=REQ)
     wait = c.check("data_wait", st.wait, high_cut(st.n_main, s.gpu_starved), ">=", "main thread waiting for a batch", kind=REQ)
     if gpu.link:
         c.note("link", f"the PCIe link runs at {gpu.link} under load", True)
