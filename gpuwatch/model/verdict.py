@@ -148,7 +148,11 @@ class FixGain:
     cost no signal shows (persistent workers: a new worker's warm-up on its first items). Said as
     "about 1.3x from what was measured, more where ...", never as "little or no gain"."""
     more: str = ""
-    """For a partial figure: where the gain may be larger, in words."""
+    """For a partial figure: where the gain may be larger, in words ("where each new worker warms up ...")."""
+    upper: float | None = None
+    """For a partial figure, the most the fix can give where all that no signal shows is its to take
+    (kept workers: every wait for data gone, where the waits are the sets' start-up); None where not
+    bounded. Said "about 1.3x from what was measured, up to 4.8x"."""
     bound: bool = False
     """The figure is an upper bound, not an estimate: the most the fix can give (keeping workers
     under a GPU-bound verdict: the GPU's idle time made busy). Said "up to", not "about"."""

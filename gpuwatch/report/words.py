@@ -39,7 +39,9 @@ def headline(m: Summary) -> tuple[str, str]:
         # The ceiling above is the stage's whole cost gone; a fix removes its own part of it.
         # A part no signal shows, said beside the figure ("1.40x while the stage holds from what was
         # measured" read as the stage holding from it).
-        part = " from what was measured, maybe more," if m.best_fix.partial else ""
+        part = (f" from what was measured, up to {speedup(m.best_fix.upper)}," if m.best_fix.partial
+                and m.best_fix.upper is not None else " from what was measured, maybe more," if m.best_fix.partial
+                else "")
         if m.best_fix.factor < MIN_GAIN and not m.best_fix.partial:
             # "expected to gain most: about 1.01x" named a winner among fixes that gain nothing measurable
             text += (f" None of the fixes proposed is expected to gain much: the largest estimate, for "

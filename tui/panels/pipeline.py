@@ -10,7 +10,8 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
 
-from gpuwatch.model.verdict import FIX_WORDS, LEVEL_BOTTLENECK, LEVEL_WARNING, PIPELINE, STAGE_TITLES, Verdict, gain_words
+from gpuwatch.model.verdict import (FIX_WORDS, LEVEL_BOTTLENECK, LEVEL_WARNING, PIPELINE, STAGE_TITLES, FixGain,
+                                    Verdict, gain_words)
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WAITING, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.lazy_static import LazyStatic
 from gpuwatch.tui.panels.steady import SteadyHorizontal, SteadyLines, SteadyStatic
@@ -56,12 +57,19 @@ def verdict_text(v: Verdict) -> str:
     best = max((g for g in v.gains if g.factor is not None), key=lambda g: g.factor or 0.0, default=None)
     if best is not None:  # the ceiling above is the stage made free; this is what a proposed fix gives
         head.append(f"{FIX_WORDS[best.fix]}: {'up to' if best.bound else 'about'} {best.factor:.1f}×"
-                    f"{', maybe more' if best.partial else ''}")
+                    f"{more_words(best)}")
     lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
     text = f"{lead}: {escape(said)}"
     if v.secondary:  # each warning with its reason: its cut is not among the verdict's, so it is said here
         text += " Also: " + escape("; ".join(also(v, s) for s in v.secondary)) + "."
     return text
+
+
+def more_words(g: FixGain) -> str:
+    """Beside a fix's figure, what it may give beyond it: its bound where one is known."""
+    if not g.partial:
+        return ""
+    return f", up to {g.upper:.1f}×" if g.upper is not None else ", maybe more"
 
 
 def also(v: Verdict, stage: str) -> str:
