@@ -101,3 +101,35 @@ def test_workers_that_lived_through_the_minute_are_not_told_to_be_kept():
     assert not workers_outlive_window(minute[:30])  # half a minute: an epoch may still end
     joined = minute[:40] + [replace(t, workers=t.workers | {20}) for t in minute[40:]]
     assert not workers_outlive_window(joined)
+
+
+def test_sets_piling_up_beside_a_few_replaced_ones_are_said_as_such():
+    """Trial 26: a job kept every iterator (a new set of 2 each second) while a few crashed and were
+    replaced. The epochs read only "re-created every ~2.0 s (18 times in 39 s)"; ~3 sets had died
+    and ~36 lived on. A pile-up beside replaced sets needs PILED_SETS new sets alive (a job's own
+    three persistent loaders add three, once), and the epochs name it with the replacements."""
+    from gpuwatch.diagnosis.phases import find, phases
+    from gpuwatch.diagnosis.sentence import epochs
+    from gpuwatch.diagnosis.thresholds import PILED_SETS
+    from gpuwatch.model.verdict import RESPAWN
+
+    def sets(k: int) -> list[tuple[int, float]]:
+        return [(100 + 2 * k, 10.0 * k), (101 + 2 * k, 10.0 * k + 0.01)]
+
+    alive = sets(0) + sets(1)
+    seq = [list(alive)]
+    for k in range(2, 2 + PILED_SETS + 2):
+        if k == 3:
+            alive = [w for w in alive if w[0] not in (100, 101)]  # the first set crashed
+        alive = alive + sets(k)
+        seq.append(list(alive))
+    ticks = _ticks(seq)
+    left = sets_left_alive(ticks)
+    assert left is not None and left[0] == PILED_SETS + 2
+    ps = phases(ticks)
+    assert find(ps, RESPAWN) is not None and find(ps, RESPAWN).count == 1
+    said = epochs(ps)
+    assert "new set of DataLoader workers replaced the last one (once in" in said, said
+    assert f"{PILED_SETS + 2} new sets of DataLoader workers started in" in said and "stayed alive" in said, said
+    # three loaders of the job's own, each joining once beside one replacement: no pile-up
+    assert sets_left_alive(_ticks(seq[:4])) is None

@@ -51,12 +51,13 @@ from gpuwatch.diagnosis.thresholds import (
     PHASE_MIN_SHARE,
     PHASE_MIN_TICKS,
     PHASE_WINDOW_S,
+    PILED_SETS,
     SET_GAP_S,
 )
 from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.diagnosis.worker_births import recreations
 from gpuwatch.model import stacks as lb
-from gpuwatch.model.verdict import CHECKPOINT, EPOCH_START, RESPAWN, VALIDATION, Phase
+from gpuwatch.model.verdict import CHECKPOINT, EPOCH_START, LEFT_ALIVE, RESPAWN, VALIDATION, Phase
 
 
 def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
@@ -87,7 +88,10 @@ def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
     ckpt = _runs(ticks, lambda t: _saving(t, bursts))
     share = _checkpoint_share(ticks, span, bursts)
     out += _from_runs(CHECKPOINT, ticks, ckpt, span, tick, None, share)
-    return tuple(p for p in out if p.kind == RESPAWN or (p.share or 0.0) >= PHASE_MIN_SHARE)
+    left = sets_left_alive(ticks)
+    if left is not None:
+        out.append(Phase(LEFT_ALIVE, left[0], None, None, None, left[2]))
+    return tuple(p for p in out if p.kind in (RESPAWN, LEFT_ALIVE) or (p.share or 0.0) >= PHASE_MIN_SHARE)
 
 
 def find(ps: Sequence[Phase], kind: str) -> Phase | None:
@@ -102,22 +106,24 @@ def worker_sets(ticks: Sequence[Tick], at: int | None = None) -> tuple[int, ...]
 
 
 def sets_left_alive(ticks: Sequence[Tick]) -> tuple[int, tuple[int, ...], float] | None:
-    """(sets started, the sets alive at the end, seconds) where new sets of workers kept starting
-    beside the earlier ones, which all lived on: two or more started after the first tick with
-    workers, none was replaced (worker_births.recreations), and three or more sets are alive at the
-    end. A validation loader with persistent_workers=True adds one set, once; sets that keep piling
-    up are iterators the job made anew while something still holds the old ones (a kept exception's
-    traceback holds its iterator's frames: tests/data/cpu_field/retry_loader.jsonl.gz). None
-    otherwise."""
+    """(new sets still alive, the sets alive at the end, seconds) where new sets of workers kept
+    starting beside the earlier ones, which lived on: two or more started after the first tick with
+    workers and are alive at the end, with three or more sets alive then; where other sets were
+    replaced (worker_births.recreations: crashed iterators, epochs), PILED_SETS or more. A validation
+    loader with persistent_workers=True adds one set, once; sets that keep piling up are iterators
+    the job made anew while something still holds the old ones (a kept exception's traceback holds
+    its iterator's frames: tests/data/cpu_field/retry_loader.jsonl.gz). None otherwise."""
     with_workers = [i for i, t in enumerate(ticks) if t.workers]
-    if not with_workers or recreations([t.workers for t in ticks]):
+    if not with_workers:
         return None
-    at_first = ticks[with_workers[0]].workers
-    started = [g for g in _sets(ticks) if not g & at_first]  # none of it alive at the first tick with workers
+    at_first, live = ticks[with_workers[0]].workers, ticks[with_workers[-1]].workers
+    # none of it alive at the first tick with workers, some of it at the last
+    kept = [g for g in _sets(ticks) if not g & at_first and g & live]
     alive = worker_sets(ticks)
-    if len(started) < 2 or len(alive) < 3:
+    need = PILED_SETS if recreations([t.workers for t in ticks]) else 2
+    if len(kept) < need or len(alive) < 3:
         return None
-    return len(started), alive, ticks[with_workers[-1]].t - ticks[with_workers[0]].t
+    return len(kept), alive, ticks[with_workers[-1]].t - ticks[with_workers[0]].t
 
 
 def largest_set(ticks: Sequence[Tick]) -> int:

@@ -132,9 +132,6 @@ def _workers_keep(f: dict, s: Signals) -> str:
     unreplaced already survive epochs, so the advice is left out."""
     if f.get("workers") == 0 and not f.get("loader_workers") and not f.get("respawns"):
         return ""  # num_workers=0: no worker to keep (the inline remedy proposes workers, kept)
-    if f.get("respawns"):
-        return (f"persistent_workers=True: the workers were re-created {count(f['respawns'], 'time')} in the "
-                "window (each epoch restarts them, with cold caches and file handles)")
     left = sets_left_alive(s.epoch_ticks)
     if left is not None:
         started, alive, span = left
@@ -143,6 +140,9 @@ def _workers_keep(f: dict, s: Signals) -> str:
                 f"{sets_of(alive)} now), so something still holds the old iterators (a kept exception and its "
                 "traceback, a list of iterators); each new iterator starts its workers and builds its first "
                 "batches from scratch, and the idle sets keep their memory")
+    if f.get("respawns"):
+        return (f"persistent_workers=True: the workers were re-created {count(f['respawns'], 'time')} in the "
+                "window (each epoch restarts them, with cold caches and file handles)")
     if workers_survive_epochs(s.phases) or workers_outlive_window(s.epoch_ticks):
         return ""
     return ("persistent_workers=True, if the job's epochs re-create its workers (no set was re-created while "

@@ -30,6 +30,7 @@ from gpuwatch.model.verdict import (
     IO,
     LAUNCH,
     EPOCH_START,
+    LEFT_ALIVE,
     RESPAWN,
     VALIDATION,
     Phase,
@@ -132,6 +133,9 @@ def epochs(phases: Sequence[Phase]) -> str:
             said.append(f"validation passes take {fmt(p.share)} of the time ({how})")
         elif p.kind == CHECKPOINT:
             said.append(f"checkpoint saves take {fmt(p.share)} of the time ({each}{every})")
+        elif p.kind == LEFT_ALIVE:
+            said.append(f"{count(p.count, 'new set')} of DataLoader workers started in {p.span_s:.0f} s and stayed "
+                        "alive beside the earlier ones: the job still holds their iterators")
     if not said:
         return ""
     text = "; ".join(said)

@@ -80,7 +80,8 @@ RESPAWN = "respawn"
 EPOCH_START = "epoch_start"
 VALIDATION = "validation"
 CHECKPOINT = "checkpoint"
-PHASE_KINDS = (RESPAWN, EPOCH_START, VALIDATION, CHECKPOINT)
+LEFT_ALIVE = "left_alive"
+PHASE_KINDS = (RESPAWN, EPOCH_START, VALIDATION, CHECKPOINT, LEFT_ALIVE)
 PHASE_SIGNAL = "epoch_"
 """The evidence rows of the epoch structure are signals ``epoch_<kind>`` (facts, no threshold)."""
 
@@ -92,11 +93,13 @@ class Phase:
     kind: str
     """respawn (DataLoader workers replaced by new ones: persistent_workers=False), epoch_start (the
     main thread waiting for the first batches after new workers start), validation (the main thread
-    in an eval/no_grad pass), checkpoint (the main thread saving: torch.save, or a write burst)."""
+    in an eval/no_grad pass), checkpoint (the main thread saving: torch.save, or a write burst),
+    left_alive (new sets of workers that started beside earlier ones, which stayed alive: iterators
+    the job still holds)."""
     count: int
     """Times it started within ``span_s``."""
     share: float | None
-    """Share of ``span_s`` it took (None for respawn, an instant)."""
+    """Share of ``span_s`` it took (None for respawn, an instant, and for left_alive)."""
     period_s: float | None
     """Median seconds between two starts (None under two starts, and where ``uneven`` or ``sparse``
     says why, or where they come at about every tick)."""
