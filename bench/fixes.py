@@ -13,6 +13,9 @@ sets beside the measured gain the speed-up gpuwatch estimated while watching "be
   the stage's whole cost gone", the upper bound of every fix; where a verdict's wait was nearly all
   of a few samples, its figure is the floor they bound instead (``speedup_floor``), so the median
   reads lower than the ceiling;
+- ``up to, now``: where the estimate is partial and bounded (``FixGain.upper``: keeping workers
+  whose waits are mostly their sets' start-up), the same median of the most the fix can give; a
+  bound is right where it is at least the measured gain;
 - ``then``: the fix's own estimate and the ceiling, medians over the verdicts gpuwatch printed
   during the run (recordings made before the per-fix estimates existed carry only the ceiling).
 
@@ -89,6 +92,12 @@ def gain(v: dict, fix: str) -> float | None:
     return float(x) if isinstance(x, (int, float)) else None
 
 
+def upper(v: dict, fix: str) -> float | None:
+    """The most the verdict says ``fix`` can give beside a partial figure (FixGain.upper), or None."""
+    x = next((g.get("upper") for g in v.get("gains") or () if g.get("fix") == fix), None)
+    return float(x) if isinstance(x, (int, float)) else None
+
+
 def estimates(recording: Path, markers: list[dict], stage: str, fix: str = CEILING,
               warmup: float = WARMUP_S) -> dict:
     """Median estimate for ``fix`` and median ceiling on scored ticks (and how many named ``stage``):
@@ -102,7 +111,7 @@ def estimates(recording: Path, markers: list[dict], stage: str, fix: str = CEILI
     for frame in load_frames(str(recording)):
         v = to_dict(analysis.update(frame))
         walls.append(frame.wall)
-        now.append((verdict_stage(v), gain(v, fix), gain(v, CEILING)))
+        now.append((verdict_stage(v), gain(v, fix), gain(v, CEILING), upper(v, fix)))
     then, then_walls = [], []
     opener = __import__("gzip").open if recording.suffix == ".gz" else open
     with opener(recording, "rt") as f:
@@ -119,8 +128,9 @@ def estimates(recording: Path, markers: list[dict], stage: str, fix: str = CEILI
                 sum(row[0] == stage for row in kept), len(kept))
 
     (e_now, st_now, n_now, scored), (c_now, _, _, _) = pick(now, walls, 1), pick(now, walls, 2)
+    u_now = pick(now, walls, 3)[0]
     (e_then, _, _, _), (c_then, st_then, n_then, _) = pick(then, then_walls, 1), pick(then, then_walls, 2)
-    return {"now": e_now, "now_stage": st_now, "now_right": n_now, "ceiling_now": c_now, "then": e_then,
+    return {"now": e_now, "upper_now": u_now, "now_stage": st_now, "now_right": n_now, "ceiling_now": c_now, "then": e_then,
             "ceiling_then": c_then, "then_stage": st_then, "then_right": n_then, "scored": scored}
 
 
@@ -149,8 +159,8 @@ def table(d: Path) -> tuple[list[dict], str]:
                      "steps_per_s_after": sa, "measured": measured, **{f"estimate_{k}": v for k, v in est.items()},
                      "ratio": ratio})
     lines = ["| before -> after | fix | steps/s before -> after | measured | the fix's estimate now (stage; right ticks) "
-             "| estimate then | ceiling now | ceiling then (stage) | estimate / measured |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| up to, now | estimate then | ceiling now | ceiling then (stage) | estimate / measured |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = (lambda x, p=2: "-" if x is None else f"{x:.{p}f}")
         fx = (lambda x, p=2: "-" if x is None else f"{x:.{p}f}x")
@@ -158,7 +168,7 @@ def table(d: Path) -> tuple[list[dict], str]:
             f"| {r['before']} -> {r['after']} | {r['fix']} | {f(r['steps_per_s_before'])} -> "
             f"{f(r['steps_per_s_after'])} | {fx(r['measured'])} | {fx(r.get('estimate_now'))} "
             f"({r.get('estimate_now_stage') or '-'}; {r.get('estimate_now_right', 0)}/{r.get('estimate_scored', 0)}) "
-            f"| {fx(r.get('estimate_then'))} | {fx(r.get('estimate_ceiling_now'), 1)} "
+            f"| {fx(r.get('estimate_upper_now'))} | {fx(r.get('estimate_then'))} | {fx(r.get('estimate_ceiling_now'), 1)} "
             f"| {fx(r.get('estimate_ceiling_then'), 1)} ({r.get('estimate_then_stage') or '-'}) "
             f"| {f(r['ratio'])} |")
     return rows, "\n".join(lines) + "\n"
