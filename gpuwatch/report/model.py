@@ -92,6 +92,12 @@ class Summary:
     verdicts' figures were (Verdict.speedup_floor)."""
     most_held: StageShare | None = None
     """The stage held most of the time, when it is not the headline."""
+    beside: StageShare | None = None
+    """The other side of a run that trained only part of the time, where it held RUN_WARNING_SHARE of
+    the run or more and is not already said as the stage held most: Idle (not training), with its
+    sentence, beside a headline stage; or, beside an Idle headline, the stage that held while the
+    job trained, with its sentence. A job that paused 20 s in every 30 s for an upload read only
+    "CPU-bound held the verdict 66% of the time", or over a shorter watch only "Idle held 61%"."""
     warnings: tuple[StageShare, ...] = ()
     """Pipeline stages at warning level (close to their cuts) in a good part of the run."""
     straggler: StragglerSeen | None = None

@@ -102,10 +102,15 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     held = max(costs, key=lambda c: (c.stage != UNKNOWN, c.share))
     most = (StageShare(held.stage, _title(held.stage), held.share, _idle_sentence(verdicts) if held.stage == IDLE else "")
             if held.stage != top.stage else None)
+    other = next((c for c in costs if (c.stage not in (IDLE, UNKNOWN) if top.stage == IDLE else c.stage == IDLE)), None)
+    beside = None
+    if other is not None and other.share >= RUN_WARNING_SHARE and other.stage != held.stage:
+        why = _idle_sentence(verdicts) if other.stage == IDLE else _sentence(other.stage, verdicts)
+        beside = StageShare(other.stage, _title(other.stage), other.share, why)
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
                    speedup_run=top.speedup_run, speedup_while=top.speedup_while, speedup_floor=top.floor,
-                   most_held=most, warnings=_warnings(verdicts, top.stage),
+                   most_held=most, beside=beside, warnings=_warnings(verdicts, top.stage),
                    straggler=lagging, best_fix=best_fix([v for v in verdicts if v.stage == top.stage]))
 
 

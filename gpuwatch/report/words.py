@@ -64,6 +64,13 @@ def headline(m: Summary) -> tuple[str, str]:
         text += f" Most of the time ({most.share:.0%}) the verdict was {most.title}, with no pipeline stage to fix{what}"
     elif most is not None:
         text += f" Most of the time ({most.share:.0%}) the verdict was {most.title}, which cost the run less."
+    side = m.beside
+    if side is not None:
+        what = f". {side.why}" if side.why else "."
+        if side.stage == IDLE:
+            text += f" For {side.share:.0%} of the time the verdict was {side.title}, with no pipeline stage to fix{what}"
+        else:
+            text += f" While the job trained ({side.share:.0%} of the time) the verdict was {side.title}{what}"
     if m.warnings:
         near = "; ".join(f"{w.title} {w.share:.0%} of the time" + (f" (last: {w.why})" if w.why else "")
                          for w in m.warnings)

@@ -1,0 +1,36 @@
+"""A run that trained only part of the time says both sides in the report's verdict.
+
+tests/data/cpu_field/upload_pause.jsonl.gz (trial 27): a CPU job that computes ~30 s, then sleeps 20 s
+in ``upload()``. Its report read only "Idle held the verdict 61% of the time ... in upload", the
+training time's CPU-bound verdict unsaid; cut to its first 20 ticks (10 training, 8 asleep), only
+"CPU-bound held the verdict", the pause unsaid.
+"""
+
+from __future__ import annotations
+
+from gpuwatch.replay import load_frames
+from gpuwatch.report import NOT_RECORDED
+from gpuwatch.report.build import build_report
+from gpuwatch.report.gather import from_frames
+from gpuwatch.report.render_md import render_markdown
+
+RECORDING = "tests/data/cpu_field/upload_pause.jsonl.gz"
+
+
+def _verdict(frames) -> str:
+    md = render_markdown(build_report(from_frames(frames), NOT_RECORDED, "replay", path=RECORDING))
+    return md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+
+
+def test_an_idle_headline_says_what_held_while_the_job_trained():
+    text = _verdict(load_frames(RECORDING))
+    assert text.lstrip().startswith("**Idle** held the verdict"), text
+    assert "in upload (j6_pause.py:14)" in text
+    assert "While the job trained (32% of the time) the verdict was CPU-bound. CPU-bound: " in text, text
+
+
+def test_a_stage_headline_says_the_time_not_training():
+    text = _verdict(load_frames(RECORDING)[:20])
+    assert text.lstrip().startswith("**CPU-bound**"), text
+    assert "the verdict was Idle, with no pipeline stage to fix. Not training: " in text, text
+    assert "in upload (j6_pause.py:14)" in text
