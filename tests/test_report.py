@@ -97,7 +97,7 @@ def test_markdown_for_gpu_frames_holds_the_values():
     assert md.index("| FAIL |") < md.index("| WARN |") < md.index("| PASS |")
     assert "NVIDIA driver 580.159.04, NVML 13.580.159.04, CUDA 13.0" in md
     assert "| 0 | NVIDIA H200 | 0000:17:00.0 | Gen5 x16 | Gen3 x8 (6 ticks) | yes | no | 0 / 0 | 0 (sysfs) | yes |" in md
-    assert "**GPU-bound** held the verdict 100% of the time (mean confidence 0.80)" in md
+    assert "**GPU-bound** held the verdict 100% of those ticks (mean confidence 0.80)" in md
     assert "- **main thread** 100% (6 samples), syncing (.item()/.cpu()):" in md
     assert "- GPU performance counters (GPM) (6 ticks). Why: GPM off in this test" in md
 
@@ -116,7 +116,7 @@ def test_markdown_for_a_cpu_only_job_says_why_the_gpu_is_missing():
                   "No uncorrected ECC errors", "Job runs on the GPU's NUMA node"):
         assert f"*{title}*" in line
     assert line.startswith("- GPU readings (NVML) (3 ticks), PCIe link and traffic (3 ticks), NVIDIA driver and CUDA versions, the GPUs' setup; the checks")
-    assert "**Unknown** held the verdict 100% of the time" in md
+    assert "**Unknown** held the verdict 100% of those ticks" in md
 
 
 def test_early_exit_is_said():

@@ -40,6 +40,7 @@ bunched late in the minute, or too few for their interval; _covers): "every ~5.0
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from statistics import median
 
 from gpuwatch.diagnosis.thresholds import (
@@ -87,7 +88,13 @@ def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
     bursts = not _writes_without_saving(ticks)
     ckpt = _runs(ticks, lambda t: _saving(t, bursts))
     share = _checkpoint_share(ticks, span, bursts)
-    out += _from_runs(CHECKPOINT, ticks, ckpt, span, tick, None, share)
+    saves = _from_runs(CHECKPOINT, ticks, ckpt, span, tick, None, share)
+    if saves and all(ticks[k].stacks for a, b in ckpt for k in range(a, b + 1)) and all(
+            sum(ticks[k].main[lb.CHECKPOINT] for k in range(a, b + 1)) <= 1 for a, b in ckpt):
+        # One stack sample a save: it lasted anything up to the samples' spacing, so no duration is
+        # said (trial 27: a 0.05 s save read "~0.5 s", half its tick's two samples).
+        saves = [replace(p, each_s=None) for p in saves]
+    out += saves
     left = sets_left_alive(ticks)
     if left is not None:
         out.append(Phase(LEFT_ALIVE, left[0], None, None, None, left[2]))

@@ -15,6 +15,7 @@ from gpuwatch.diagnosis.thresholds import (
     MIN_EVIDENCE_SAMPLES,
     RX_PAGEABLE_MAX,
     SM_HEALTHY,
+    WAIT_HIGH,
     WAIT_MODERATE,
 )
 from gpuwatch.model import stacks as lb
@@ -132,7 +133,10 @@ def epochs(phases: Sequence[Phase]) -> str:
             how = "about a tick or less each, so how often is not measured" if brief else f"{each}{every}"
             said.append(f"validation passes take {fmt(p.share)} of the time ({how})")
         elif p.kind == CHECKPOINT:
-            said.append(f"checkpoint saves take {fmt(p.share)} of the time ({each}{every})")
+            # no duration where each save held one stack sample (phases.py): how often, if known, after it
+            pace = every.removeprefix(" each").replace(" every", ", every")
+            how = f"{each}{every}" if each else f"each shorter than the stack samples' spacing{pace}"
+            said.append(f"checkpoint saves take {fmt(p.share)} of the time ({how})")
         elif p.kind == LEFT_ALIVE:
             said.append(f"{count(p.count, 'new set')} of DataLoader workers started in {p.span_s:.0f} s and stayed "
                         "alive beside the earlier ones: the job still holds their iterators")
@@ -424,8 +428,13 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
         shared = (f" It gets under a core because the job's DataLoader workers use "
                   f"{fmt(s.job.workers_cpu, 'cores')} of the {count(s.job.usable_cpus, 'usable CPU')}: the step and "
                   "its input share the CPUs.")
+    # Validation passes compute on the main thread too: "computes the step itself" beside "validation
+    # passes take 58 % of the time" read as two stories (trial 27).
+    val = find(s.phases, VALIDATION)
+    what = ("computes the step and its validation passes itself" if val is not None and (val.share or 0.0) >= WAIT_HIGH
+            else "computes the step itself")
     return (f"CPU-bound: the job's own compute on the CPU is the limit, not its input. The main thread "
-            f"computes the step itself "
+            f"{what} "
             f"({fmt(f.get('main_cpu'), 'cores')} CPU{_mostly(f.get('detail'))}{wait}); {where}, so no GPU stage applies."
             f"{shared}")
 

@@ -21,7 +21,7 @@ from gpuwatch.report.render_md import render_markdown
 from gpuwatch.report.series import DATA_WAIT_WINDOW_S, WORKER_STATES, Tick
 from gpuwatch.report.svg import Axis, Line, band_chart, line_chart, stacked_bars
 from gpuwatch.report.units import rate, value
-from gpuwatch.report.words import headline, stage_gain
+from gpuwatch.report.words import headline, stage_gain, too_short
 from gpuwatch.untrusted import html
 
 STAGE_COLOURS = {
@@ -58,7 +58,10 @@ def render_html(r: Report, series: Sequence[Tick]) -> str:
                f"{html(s.ended)}.</p>")
     if s.scope:
         out.append(f"<p>{html(s.scope)}.</p>")
-    title, rest = headline(m)
+    short = too_short(r.source)
+    if short:
+        out.append(f"<p>{html(short)}</p>")
+    title, rest = headline(m, bool(short))
     out.append(f'<p class="verdict"><b>{html(title)}</b> {html(rest)}</p>')
     out += _glance(r) + _remedies(r) + ["<h2>Over time</h2>"] + charts(series, r.source.covered_s) + _checks(r)
     out += _stacks(r)

@@ -15,7 +15,7 @@ from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
 from gpuwatch.model.field_words import words
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
-from gpuwatch.report.words import epochs_none, headline, stage_gain
+from gpuwatch.report.words import epochs_none, headline, stage_gain, too_short
 from gpuwatch.untrusted import clean, markdown, markdown_code
 
 STATUS_WORD = {PASS: "PASS", WARN: "WARN", FAIL: "FAIL", NOT_CHECKED: "not checked"}
@@ -70,7 +70,10 @@ def render_markdown(r: Report) -> str:
                    f"{'was' if s.bad_lines == 1 else 'were'} skipped.")
     out += ["", "## Verdict", ""]
     m = r.summary
-    title, rest = headline(m)
+    short = too_short(r.source)
+    if short:
+        out += [short, ""]
+    title, rest = headline(m, bool(short))
     # The sentence quotes the job's own strings (a frame, a file): no Markdown of theirs survives.
     out.append(f"**{title}** {markdown(rest, HEADLINE_LIMIT)}")
     out += _checks(r) + _remedies(r) + _timeline(r) + _evidence(r) + _stall(r) + _epochs(r) + _stacks(r)

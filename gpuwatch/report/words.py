@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from gpuwatch.diagnosis.sentence import epochs
-from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE
+from gpuwatch.diagnosis.evidence import count
+from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE, PHASE_WINDOW_S, WINDOW_S
 from gpuwatch.model.verdict import FIX_WORDS, GPU_BOUND, IDLE, gain_words
-from gpuwatch.report.model import Remedy, Report, Summary
+from gpuwatch.report.model import Remedy, Report, Source, Summary
 
 
 def speedup(x: float) -> str:
@@ -24,8 +25,23 @@ def floor_why(x: float | None) -> str:
     return f"the samples gpuwatch took bound it at {speedup(x or 0.0)} or more while it holds"
 
 
-def headline(m: Summary) -> tuple[str, str]:
-    """(the stage's title, the rest of the paragraph): what cost the job most, how much, and why."""
+def too_short(s: Source) -> str:
+    """Where the report covers less than one verdict window (WINDOW_S): that it is a snapshot, in
+    words, said before the headline; else "". A one-tick replay read "Contention cost the job most:
+    it held the verdict 100% of the time, and fixing it could make the whole run about 1.90x
+    faster" (trial 27)."""
+    if s.covered_s >= WINDOW_S:
+        return ""
+    return (f"Watched only {s.covered_s:.0f} s ({count(s.frames, 'tick')}), less than the {WINDOW_S:.0f} s one verdict "
+            "is judged over: too short to tell what costs the run. What those ticks showed:")
+
+
+def headline(m: Summary, short: bool = False) -> tuple[str, str]:
+    """(the stage's title, the rest of the paragraph): what cost the job most, how much, and why;
+    for a report too short to judge a run (too_short), only what its ticks held."""
+    if short:
+        return m.title, (f"held the verdict {m.share:.0%} of those ticks (mean confidence {m.confidence:.2f}). "
+                         f"{m.sentence}").rstrip()
     if m.speedup_run is not None:
         much = (f"{speedup(m.speedup_run)} faster or more, as its wait was nearly all the time and "
                 f"{floor_why(m.speedup_while)}" if m.speedup_floor
@@ -112,7 +128,14 @@ def epochs_none(r: Report) -> str:
             "name of the function it runs in, such as validate or evaluate, so one written inline in the "
             "training loop is not seen).")
     if r.epochs_earlier:
-        when = f", {r.epochs_earlier_s:.0f} s into the run," if r.epochs_earlier_s is not None else ""
+        # "Earlier, 24 s into the run" read as before the last minute in a 61 s watch (trial 27): the
+        # time is said alone, and why the last minute no longer names it.
+        when = f"{r.epochs_earlier_s:.0f} s into the run" if r.epochs_earlier_s is not None else "earlier in the run"
         said = epochs(r.epochs_earlier).removeprefix(" Epochs: ")
-        text += f' Earlier{when} the verdict said: "{said}"'
+        text += f' At {when}, over what it had seen by then, the verdict said: "{said}"'
+        if r.epochs_earlier_s is not None and r.source.covered_s - r.epochs_earlier_s <= PHASE_WINDOW_S:
+            text += (f" Over the run's last minute, which holds that moment, that is under {PHASE_MIN_SHARE:.0%} of "
+                     "the time, so it is no longer named.")
+        else:
+            text += " The run's last minute came after it."
     return text

@@ -1,0 +1,35 @@
+"""A report over less than one verdict window is a snapshot, and says so.
+
+Trial 27: ``diagnose --replay tests/data/cpu_demo.jsonl --duration 1`` read "Contention cost the job
+most: it held the verdict 100% of the time, and fixing it could make the whole run about 1.90x
+faster" from one tick.
+"""
+
+from __future__ import annotations
+
+from gpuwatch.replay import load_frames
+from gpuwatch.report import NOT_RECORDED
+from gpuwatch.report.build import build_report
+from gpuwatch.report.gather import from_frames
+from gpuwatch.report.render_html import render_html
+from gpuwatch.report.render_md import render_markdown
+
+DEMO = "tests/data/cpu_demo.jsonl"
+
+
+def _report(n: int):
+    return build_report(from_frames(load_frames(DEMO)[:n]), NOT_RECORDED, "replay", path=DEMO)
+
+
+def test_one_tick_is_said_as_a_snapshot_not_a_run():
+    r = _report(1)
+    verdict = render_markdown(r).split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    assert "Watched only 1 s (1 tick), less than the 8 s one verdict is judged over" in verdict, verdict
+    assert "cost the job most" not in verdict and "whole run" not in verdict, verdict
+    assert "held the verdict 100% of those ticks" in verdict
+    assert "Watched only 1 s (1 tick)" in render_html(r, ())
+
+
+def test_a_run_of_a_window_or_more_is_judged_as_one():
+    verdict = render_markdown(_report(20)).split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    assert "Watched only" not in verdict and "cost the job most" in verdict, verdict
