@@ -9,7 +9,7 @@ import pytest
 
 from gpuwatch.model import stacks as lb
 from gpuwatch.model import verdict as v
-from tests.test_diagnosis_frames import build, last, run, then
+from tests.test_diagnosis_frames import Knobs, build, last, run, then
 from tests.test_diagnosis_stages import DECODE, HEALTHY, IO, LAUNCH, LAYOUT, PAGEABLE, PINNED
 
 
@@ -26,7 +26,7 @@ def test_decode_remedies_weigh_workers_against_cores():
     assert "Raise num_workers from 4 toward 15" in _text(few)
     assert "Image.convert" in _text(few) and "decode_jpeg" in _text(few)
     full = last(replace(DECODE, workers=8, worker_cpu=0.97, usable=8, cpu_count=8))
-    assert "already fill the 8 usable CPUs" in _text(full)
+    assert "The 8 usable CPUs are already full (the 8 workers use" in _text(full)
     assert "Raise num_workers" not in _text(full)
 
 
@@ -157,11 +157,13 @@ def test_workers_that_leave_cpu_idle_are_not_said_to_fill_it():
     verdict = run(uneven)[-1]
     assert verdict.stage == v.DECODE, verdict.sentence
     said = " ".join(verdict.remedies)
-    assert "already fill" not in said, said
+    assert "already full" not in said, said
     assert "Even out the workers' work: the busiest uses 0.99 core, the least busy 0.21 core" in said, said
     # the same workers with the host full: they fill it, and that is said
     full = run([replace(f, host=replace(f.host, cpu_pct=97.0)) for f in uneven])[-1]
-    assert "The 2 workers already fill the 2 usable CPUs" in " ".join(full.remedies)
+    said = " ".join(full.remedies)
+    assert ("The 2 usable CPUs are already full (the 2 workers use 1.20 cores, the training process and any "
+            "other processes the rest)") in said, said
 
 
 def test_a_cpu_bound_remedy_names_where_the_main_thread_computes_not_the_model():
@@ -199,4 +201,41 @@ def test_the_fill_remedy_agrees_with_the_sentence_read_in_the_waiting_ticks():
     verdict = run(frames)[-1]
     said = " ".join(verdict.remedies)
     assert "The workers fill the 2 usable CPUs." in verdict.sentence, verdict.sentence
-    assert "already fill the 2 usable CPUs" in said and "sat idle" not in said and "leave" not in said, said
+    assert "The 2 usable CPUs are already full" in said and "sat idle" not in said and "leave" not in said, said
+
+
+def test_workers_queued_beside_idle_cores_are_told_to_grow():
+    """Trial 27: one worker reading small files, queued for a CPU 16 % of the time (wake-up after each
+    read) while ~1 core of 2 sat idle, was told "Raise num_workers above 1 only once the workers get a
+    CPU ... more workers would queue as well"; a second worker ran the job 1.3x faster. With the
+    cores full the queue is a shortage, and that advice stands."""
+    base = replace(IO, workers=1, worker_cpu=0.45, cpu_count=2, usable=2, main_cpu=0.1, worker_run_delay=0.16)
+    idle = run(build(base, 20))[-1]
+    assert idle.stage == v.IO, idle.sentence
+    said = " ".join(idle.remedies)
+    assert "Raise num_workers above 1: workers waiting on reads use little CPU" in said, said
+    full = run(build(replace(base, host_cpu=98.0, others=(("hog", 900, 1.3),)), 20))[-1]
+    assert "Raise num_workers above 1 only once the workers get a CPU: they queue for a CPU" in " ".join(full.remedies)
+
+
+def test_a_job_that_validates_half_its_time_is_told_so_beside_its_step():
+    """Trial 27: a CPU job that spent 55-57 % of its time in evaluate() (every ~3 s) read "The main thread
+    computes the step itself" and "main thread computing the step: 100 %", its one remedy about the
+    model, beside "Validation passes take 58 % of the time"."""
+    from gpuwatch.diagnosis.stages import CPU_COMPUTE
+    from tests.test_diagnosis_field import VALIDATE
+
+    train = Knobs(gpu=None, cpu_count=2, usable=2, workers=2, worker_cpu=0.02, main_cpu=0.95,
+                  main_labels={lb.DISPATCH: 0.5, lb.BACKWARD: 0.3, lb.OPTIMIZER: 0.2})
+    val = replace(train, main_labels={lb.DISPATCH: 1.0}, main_frames=VALIDATE)
+    frames = build(train, 2)
+    for i in range(14):
+        frames = then(frames, val if i % 2 == 0 else train, 2 if i % 2 == 0 else 1, seed=i)
+    verdict = run(frames)[-1]
+    assert verdict.stage == CPU_COMPUTE, verdict.sentence
+    assert "computes the step and its validation passes itself" in verdict.sentence, verdict.sentence
+    said = [r for r in verdict.remedies if r.startswith("Validation passes take")]
+    assert said and "validate less often or on part of the validation set" in said[0], verdict.remedies
+    # a job with no validation pass is not told about one
+    plain = run(build(train, 20))[-1]
+    assert "validation" not in plain.sentence and not any("Validation" in r for r in plain.remedies)

@@ -94,7 +94,7 @@ def test_self_contention_is_decode_not_an_outside_tenant():
     many = replace(DECODE, workers=8, worker_cpu=0.24, worker_run_delay=0.6, cpu_count=2, usable=2)
     verdict = last(many)
     assert verdict.stage == v.DECODE
-    assert any("already fill the 2 usable CPUs" in r for r in verdict.remedies)
+    assert any("The 2 usable CPUs are already full" in r for r in verdict.remedies)
 
 
 def test_inline_loading_on_the_main_thread():
@@ -280,11 +280,11 @@ def test_a_trainer_that_waits_leaves_its_core_to_one_more_worker():
     second worker ran the job 1.5x faster. The idle CPU is measured, not assumed full."""
     job = replace(DECODE, gpu=None, workers=1, worker_cpu=1.0, main_cpu=0.15, cpu_count=2, usable=2)
     text = " ".join(last(job).remedies)
-    assert "already fill" not in text
+    assert "already full" not in text
     assert "Raise num_workers from 1 toward 2" in text and "sat idle" in text
     # Where the trainer does use its core, the CPUs are full and the advice stays as it was.
     busy = replace(job, main_cpu=0.95)
-    assert "already fill the 2 usable CPUs" in " ".join(last(busy).remedies)
+    assert "The 2 usable CPUs are already full" in " ".join(last(busy).remedies)
 
 
 def test_one_save_or_validation_pass_is_said_once_not_as_a_share_of_the_time():

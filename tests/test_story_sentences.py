@@ -114,7 +114,8 @@ def test_no_raise_num_workers_from_1_toward_1():
     text = " ".join(remedies(v.DECODE, r, _signals(DECODE)))
     assert "toward 1" not in text and "from 1" not in text
     # one worker fills the 2 CPUs only with the training process beside it, and the sentence says so
-    assert "The 1 worker and the training process already fill the 2 usable CPUs" in text
+    assert ("The 2 usable CPUs are already full (the 1 worker uses 0.95 core, the training process and any other "
+            "processes the rest)") in text, text
 
 
 def test_a_worker_count_is_never_raised_to_itself_and_plurals_agree():

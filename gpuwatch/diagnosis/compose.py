@@ -141,10 +141,10 @@ def measured(r: StageResult) -> bool:
     return not r.evidence or any(status(e) not in (NOT_APPLICABLE, NOT_MEASURED) for e in r.evidence)
 
 
-MET_AS_WELL = "its cuts are met too, but the verdict's stage ranks first"
+MET_AS_WELL = "it meets its thresholds too, but the stage the verdict names takes precedence"
 """Why a stage that fires warns beside the verdict, where the verdict's window ranks the verdict's
 stage first (the stage precedence, or contention's cost against the other stage's)."""
-MET_NOT_STEADY = "its cuts are met, but not steadily enough to change the verdict"
+MET_NOT_STEADY = "it meets its thresholds, but not steadily enough to change the verdict"
 """Why a stage that fires warns beside a verdict the stability rule holds (stability.py): over the
 verdict's window another stage ranks first, often the warning's own, but the last seconds do not
 name it. "The verdict's stage ranks first" was false there: "Unknown: not enough evidence to name

@@ -31,12 +31,16 @@ from gpuwatch.diagnosis.thresholds import (
     TENSOR_LOW,
     THREADED_WORKER_CPU,
     UNEVEN_WORKERS,
+    WAIT_HIGH,
 )
-from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN
+from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN, VALIDATION
 from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY, FixGain
 
-NUMA = ("Keep the trainer and its workers on the CPU socket the GPU hangs off (nvidia-smi topo -m "
-        "names it): numactl --cpunodebind=N --membind=N")
+NUMA = ("On a host with several NUMA nodes, keep the trainer and its workers on the CPU socket the GPU hangs "
+        "off (nvidia-smi topo -m names it): numactl --cpunodebind=N --membind=N")
+"""Said as a condition: the frames do not carry the host's NUMA layout (the report's environment
+does, and its check says whether the job runs on the GPU's node); a trial's 2-core, one-node VM was
+told to run numactl."""
 
 
 HEADS = {PERSISTENT_WORKERS: ("persistent_workers=True",),
@@ -95,6 +99,14 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
             out = [GPU_HEAD, fix, *out[1:]]
         else:
             out = [fix, *out] if sub == "starting" else [*out, fix]
+    val = find(s.phases, VALIDATION)
+    if val is not None and (val.share or 0.0) >= WAIT_HIGH and stage != IDLE:
+        # Time no input or GPU fix touches (fix_gains.split leaves it out): said where it is a large
+        # part of the job (trial 27: 58 % in validation, the only remedy about the model's step).
+        pace = f" (~{val.each_s:.1f} s every ~{val.period_s:.1f} s)" if val.each_s and val.period_s else ""
+        out.append(f"Validation passes take {fmt(val.share)} of the time{pace}: validate less often or on part of "
+                   "the validation set (Lightning: check_val_every_n_epoch, val_check_interval, limit_val_batches), "
+                   "and under torch.no_grad() or torch.inference_mode()")
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
 
 
@@ -175,11 +187,15 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
     else:
         each = f" ({fmt(f['worker_cpu'], 'cores')} each)" if f.get("worker_cpu") is not None else ""
         queue = s.job.worker_run_delay
-        if (queue or 0.0) >= RUN_DELAY or f.get("cpu_short"):
+        # A queue beside idle cores is wake-up latency after each read, not a CPU shortage (trial 27:
+        # one worker queued 16 % of the time with ~1 core of 2 idle was told more workers would queue
+        # as well; a second worker ran its job 1.3x faster).
+        short = (queue or 0.0) >= RUN_DELAY and _unused_cores(s, float(usable or 0)) < IDLE_FOR_WORKER
+        if short or f.get("cpu_short"):
             # Workers queued for a CPU use little of it because they wait for one, not only for the
             # reads (a disk job on a full 2-core host: 0.20 core each, queued 0.3-0.7 of each tick):
             # more of them, "even more than the CPUs", would queue as well.
-            why = (f"they queue for a CPU {fmt(min(queue, 1.0))} of the time" if (queue or 0.0) >= RUN_DELAY
+            why = (f"they queue for a CPU {fmt(min(queue, 1.0))} of the time" if short
                    else f"they fill the {count(usable, 'usable CPU')}")
             out.append(f"Raise num_workers above {loader_workers(f)} only once the workers get a CPU: {why}, "
                        f"so their low CPU{each} is not only the reads' doing, and more workers would queue as well")
@@ -230,13 +246,18 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     elif usable:
         # Fewer workers than CPUs fill them only with the training process beside them (worker_target
         # keeps one CPU for it): "the 1 worker already fill the 2 usable CPUs" said what is not so.
-        who = (count(workers, 'worker') if workers >= usable
-               else f"{count(workers, 'worker')} and the training process")
+        # What the workers use of them, and that the rest is others' where it is (trial 27: 2 workers
+        # at 0.57 core each beside a busy training process read "The 2 workers already fill the 2
+        # usable CPUs"; "1 worker" had read so beside the training process's core).
+        own = (f.get("worker_cpu") or 0.0) * workers
+        rest = ("" if own >= usable - IDLE_FOR_WORKER
+                else ", the training process and any other processes the rest")
+        who = f"the {count(workers, 'worker')} {'uses' if workers == 1 else 'use'} {fmt(own, 'cores')}{rest}"
         top, least = f.get("worker_cpu_top"), f.get("worker_cpu_least")
         # Where the ticks it waited in read the CPUs full (cpu_short, what the sentence says), the
         # window's idle time is the ticks between: no remedy may say otherwise (review).
         if f.get("cpu_short") or spare < IDLE_FOR_WORKER:
-            out.append(f"The {who} already fill the {count(usable, 'usable CPU')}: make each "
+            out.append(f"The {count(usable, 'usable CPU')} are already full ({who}): make each "
                        "sample cheaper rather than adding workers (more workers than cores only queue for CPU)")
         elif top is not None and least is not None and workers >= 2 and top - least >= UNEVEN_WORKERS:
             # Trial 24: one worker at 0.99 core, the other at 0.22, the host 66 % busy, told the CPUs
@@ -250,7 +271,7 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
             out.append(f"Raise num_workers from {workers} toward {workers + 1}: {fmt(spare, 'cores')} of the "
                        f"{count(usable, 'usable CPU')} sat idle, and each worker builds batches on one core")
         else:
-            out.append(f"The {who} leave {fmt(spare, 'cores')} of the {count(usable, 'usable CPU')} idle: they "
+            out.append(f"The {count(workers, 'worker')} leave {fmt(spare, 'cores')} of the {count(usable, 'usable CPU')} idle: they "
                        "wait on something besides the CPU while they build batches; make each sample cheaper, "
                        "and see what the workers wait on (py-spy dump --pid <a worker's pid>)")
     out += _cheaper_items(f, sub, s)
@@ -266,7 +287,7 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     # The job's own prefetch_factor cannot be read from outside: said against the default, not as
     # a value to set (trial 23 and 24: "prefetch_factor=4" told to jobs with 4 and 8).
     kept = keep.startswith(HEADS[PERSISTENT_WORKERS])  # not a line on iterators left alive
-    out.append(keep + "; a prefetch_factor above its default of 2 smooths out slow batches" if kept else keep)
+    out.append(keep + "; where prefetch_factor is still at its default of 2, a larger one smooths out slow batches" if kept else keep)
     return out
 
 
@@ -314,7 +335,7 @@ def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
         profile = ("the training process (py-spy top --pid <its pid>)" if inline
                    else "one worker (py-spy top --pid <a worker's pid>)")
         return [f"Make each item cheaper to build{hot}: no {whose} was in an image decoder, so the cost is "
-                "the dataset's own per-item code; do its fixed part once, offline (pre-tokenise or pre-process "
+                "the job's own per-item code (the dataset's __getitem__, or the collate_fn); do its fixed part once, offline (pre-tokenise or pre-process "
                 f"the dataset and save the result), keep only the random part online, and profile {profile} "
                 "for the rest"]
     # the GPU's part of the advice only where the job has a GPU to hand the work to
@@ -415,8 +436,8 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
         out.append("Memory pressure stalls every stage: fewer workers or a smaller prefetch_factor, or more RAM")
     if "link" in causes:
         out.append("PCIe replays point to a bad link: reseat the card, check the riser")
-    out.append(NUMA if s.gpu.present else "Give the job cores of its own (taskset / cpuset) on one NUMA node "
-               "(numactl --cpunodebind=N --membind=N)")
+    out.append(NUMA if s.gpu.present else "Give the job cores of its own (taskset / cpuset), on one NUMA node "
+               "where the host has several (numactl --cpunodebind=N --membind=N)")
     return out
 
 

@@ -249,7 +249,7 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         # A main thread in user code (OTHER) that burns a full core computes too (numpy, Python).
         busy_cpu = (job.main_thread_cpu or 0.0) >= MAIN_CPU_BUSY
         share = (st.active or 0.0) + ((st.share(lb.OTHER) or 0.0) if busy_cpu else 0.0)
-        active = c.check("main_active", share, MAIN_ACTIVE_SHARE, ">=", "main thread computing the step", kind=REQ)
+        active = c.check("main_active", share, MAIN_ACTIVE_SHARE, ">=", "main thread computing (the step, and any validation pass)", kind=REQ)
         # The wait the input stages judge (Signals.input_wait): over the minute where the waits recur
         # with the epochs. Judged over the window here, a job whose first batches of each epoch keep
         # it waiting fell between the two: under the input stages' cut over the minute, over this
