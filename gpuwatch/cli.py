@@ -329,6 +329,13 @@ def _main(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except RuntimeError as e:
+        # A stop signal during an import can land in a class body's __set_name__, which Python
+        # re-raises as "Error calling __set_name__" caused by it (a Ctrl-C 0.1 s into a start
+        # printed that traceback): the stop it is, as clean as any other.
+        if isinstance(e.__cause__, Stopped):
+            return finish(exit_code(e.__cause__.signum))
+        raise
     except BrokenPipeError:
         # The reader of --json went away (e.g. `| head`): quiet exit, as Unix tools do.
         try:

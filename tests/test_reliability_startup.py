@@ -100,3 +100,23 @@ def test_sigterm_while_the_tui_starts_is_clean(target, offset):
         tui.proc.send_signal(signal.SIGTERM)
         tui.proc.wait(timeout=30)
     assert tui.proc.returncode == 0 and "Traceback" not in tui.text, tui.text[-3000:]
+
+
+def test_a_stop_wrapped_by_a_class_body_is_the_stop(monkeypatch):
+    """Run under load, a SIGINT 0.1 s into a headless start landed while gpuwatch.source's dataclass
+    was being made: Python re-raised it as RuntimeError("Error calling __set_name__ ...") from the
+    Stopped, and the command printed that traceback. It is the stop, with its exit code."""
+    from gpuwatch import cli
+    from gpuwatch.stopping import Stopped, exit_code
+
+    def interrupted(ns):
+        try:
+            raise Stopped(signal.SIGINT)
+        except Stopped as e:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from e
+
+    monkeypatch.setattr(cli, "_dispatch", interrupted)
+    assert cli._main(["--pid", "1"]) == exit_code(signal.SIGINT)
+    monkeypatch.setattr(cli, "_dispatch", lambda ns: (_ for _ in ()).throw(RuntimeError("a bug")))
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli._main(["--pid", "1"])
