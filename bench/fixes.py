@@ -15,7 +15,8 @@ sets beside the measured gain the speed-up gpuwatch estimated while watching "be
   reads lower than the ceiling;
 - ``up to, now``: where the estimate is partial and bounded (``FixGain.upper``: keeping workers
   whose waits are mostly their sets' start-up), the same median of the most the fix can give; a
-  bound is right where it is at least the measured gain;
+  bound is right where it is at least the measured gain (its median is over the ticks that carried
+  a bound, which may be fewer than the estimate's);
 - ``then``: the fix's own estimate and the ceiling, medians over the verdicts gpuwatch printed
   during the run (recordings made before the per-fix estimates existed carry only the ceiling).
 
@@ -159,7 +160,7 @@ def table(d: Path) -> tuple[list[dict], str]:
                      "steps_per_s_after": sa, "measured": measured, **{f"estimate_{k}": v for k, v in est.items()},
                      "ratio": ratio})
     lines = ["| before -> after | fix | steps/s before -> after | measured | the fix's estimate now (stage; right ticks) "
-             "| up to, now | estimate then | ceiling now | ceiling then (stage) | estimate / measured |",
+             "| up to, now (ticks with a bound) | estimate then | ceiling now | ceiling then (stage) | estimate / measured |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = (lambda x, p=2: "-" if x is None else f"{x:.{p}f}")

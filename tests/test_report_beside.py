@@ -26,7 +26,7 @@ def test_an_idle_headline_says_what_held_while_the_job_trained():
     text = _verdict(load_frames(RECORDING))
     assert text.lstrip().startswith("**Idle** held the verdict"), text
     assert "in upload (j6_pause.py:14)" in text
-    assert "While the job trained (32% of the time) the verdict was CPU-bound. CPU-bound: " in text, text
+    assert "For 32% of the time, while the job trained, the verdict was CPU-bound. CPU-bound: " in text, text
 
 
 def test_a_stage_headline_says_the_time_not_training():

@@ -67,7 +67,7 @@ def test_a_save_seen_earlier_in_the_run_is_not_said_unseen():
     # one save is said as one, with no share of the time beside it (sentence.epochs), and no duration:
     # one stack sample fell in it, which a 0.05 s save gives as well as a 0.5 s one (trial 27)
     assert 'the verdict said: "A checkpoint save was seen once in 25 s."' in section
-    assert "Over the run's last minute, which holds that moment, that is under 2% of the time" in section
+    assert "The run's last minute no longer names it: under 2% of that minute, or before it." in section
 
 
 def test_a_remedy_quoting_a_hostile_frame_is_escaped_in_the_markdown_report():
@@ -95,3 +95,21 @@ def test_a_remedy_quoting_a_hostile_frame_is_escaped_in_the_markdown_report():
         tokens += [t, *(t.children or [])]
     assert not [t for t in tokens if t.type in ("html_inline", "html_block", "link_open")], \
         [t for t in tokens if t.type in ("html_inline", "html_block", "link_open")]
+
+
+def test_a_re_creation_that_left_the_minute_is_said_to_be_before_it():
+    """Review: H100 run 37's switch job (102 s) read "At 84 s into the run ... 'A new set of DataLoader
+    workers replaced the last one (once in 60 s).' Over the run's last minute, which holds that
+    moment, that is under 2% of the time", while re-creations are named at any share: it had left
+    the minute."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+
+    path = "bench/results/2026-12-05-h100/run37/accuracy/switch.jsonl.gz"
+    text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
+    section = text.split("## Epoch structure", 1)[1].split("##", 1)[0]
+    assert "replaced the last one" in section and "That was before the run's last minute." in section, section
+    assert "under 2% of that minute" not in section

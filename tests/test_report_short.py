@@ -27,9 +27,16 @@ def test_one_tick_is_said_as_a_snapshot_not_a_run():
     assert "Watched only 1 s (1 tick), less than the 8 s one verdict is judged over" in verdict, verdict
     assert "cost the job most" not in verdict and "whole run" not in verdict, verdict
     assert "held the verdict 100% of those ticks" in verdict
-    assert "Watched only 1 s (1 tick)" in render_html(r, ())
+    assert r.summary.snapshot and r.figures is not None and r.figures.speedup_left is None
+    remedies = render_markdown(r).split("## Remedies", 1)[1].split("\n## ", 1)[0]
+    assert "what cost the job most" not in remedies and "over this run" not in remedies, remedies
+    assert "held 100% of those ticks; fixing it: about 1.90x while it holds" in remedies, remedies
+    page = render_html(r, ())
+    assert "Watched only 1 s (1 tick)" in page and "speed-up left" not in page and "over this run" not in page
 
 
 def test_a_run_of_a_window_or_more_is_judged_as_one():
-    verdict = render_markdown(_report(20)).split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    r = _report(20)
+    verdict = render_markdown(r).split("## Verdict", 1)[1].split("\n## ", 1)[0]
     assert "Watched only" not in verdict and "cost the job most" in verdict, verdict
+    assert not r.summary.snapshot and "over this run" in render_markdown(r)

@@ -154,7 +154,7 @@ def test_idle_is_not_a_remedy_and_speed_ups_are_never_not_estimated_numbers():
 def _report(rems):
     from types import SimpleNamespace
 
-    return SimpleNamespace(remedies=rems)
+    return SimpleNamespace(remedies=rems, summary=SimpleNamespace(snapshot=False))
 
 
 # -- the headline: the stage that cost the job most ---------------------------------------------

@@ -59,6 +59,9 @@ def test_an_exit_pays_for_one_re_creation_only():
     assert recreations(_sets({1}, {2}, {2, 3}, {2, 3, 4})) == [(1, 2)]
     piling = _sets({1, 2}, {1, 2, 3, 4}, {2, 3, 4, 5, 6}, {2, 3, 4, 5, 6, 7, 8}, {2, 3, 4, 5, 6, 7, 8, 9, 10})
     assert recreations(piling) == [(2, 3)]  # 1 exited once: one replacement (over two samples); the rest joined
+    # the old set's last worker exiting while the new set's second part is born is that replacement's
+    # exit: a persistent loader joining later is no second one
+    assert recreations(_sets({1, 2}, {2, 3}, {3, 4}, {3, 4}, {3, 4, 5, 6})) == [(1, 2)]
 
 
 def test_a_loader_joining_beside_live_workers_is_no_re_creation():

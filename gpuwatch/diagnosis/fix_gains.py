@@ -140,6 +140,11 @@ def _capped(g: FixGain, ceiling: float | None) -> FixGain:
         g = replace(g, factor=ceiling)
     if g.upper is not None and g.upper > ceiling:
         g = replace(g, upper=ceiling)
+    if g.upper is not None and g.factor is not None and g.upper < g.factor * MIN_GAIN:
+        # The window's ceiling cut the bound down onto the figure ("about 1.30x ..., up to about
+        # 1.30x where all of the waiting (30 % of the last minute) ..." whose premise gives 1.43x):
+        # no bound is said, only that more may come where no signal shows (review).
+        g = replace(g, upper=None)
     return g
 
 

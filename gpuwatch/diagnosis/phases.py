@@ -91,8 +91,8 @@ def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
     saves = _from_runs(CHECKPOINT, ticks, ckpt, span, tick, None, share)
     if saves and all(ticks[k].stacks for a, b in ckpt for k in range(a, b + 1)) and all(
             sum(ticks[k].main[lb.CHECKPOINT] for k in range(a, b + 1)) <= 1 for a, b in ckpt):
-        # One stack sample a save: it lasted anything up to the samples' spacing, so no duration is
-        # said (trial 27: a 0.05 s save read "~0.5 s", half its tick's two samples).
+        # One stack sample a save: it lasted anything under about two of the samples' spacings, so
+        # no duration is said (trial 27: a 0.05 s save read "~0.5 s", half its tick's two samples).
         saves = [replace(p, each_s=None) for p in saves]
     out += saves
     left = sets_left_alive(ticks)
@@ -114,9 +114,9 @@ def worker_sets(ticks: Sequence[Tick], at: int | None = None) -> tuple[int, ...]
 
 def sets_left_alive(ticks: Sequence[Tick]) -> tuple[int, tuple[int, ...], float] | None:
     """(new sets still alive, the sets alive at the end, seconds) where new sets of workers kept
-    starting beside the earlier ones, which lived on: two or more started after the first tick with
-    workers and are alive at the end, with three or more sets alive then; where other sets were
-    replaced (worker_births.recreations: crashed iterators, epochs), PILED_SETS or more. A validation
+    starting beside the earlier ones, which lived on: PILED_SETS - 1 or more started after the first
+    tick with workers and are alive at the end, with three or more sets alive then; where other sets
+    were replaced (worker_births.recreations: crashed iterators, epochs), PILED_SETS or more. A validation
     loader with persistent_workers=True adds one set, once; sets that keep piling up are iterators
     the job made anew while something still holds the old ones (a kept exception's traceback holds
     its iterator's frames: tests/data/cpu_field/retry_loader.jsonl.gz). None otherwise."""
@@ -127,7 +127,8 @@ def sets_left_alive(ticks: Sequence[Tick]) -> tuple[int, tuple[int, ...], float]
     # none of it alive at the first tick with workers, some of it at the last
     kept = [g for g in _sets(ticks) if not g & at_first and g & live]
     alive = worker_sets(ticks)
-    need = PILED_SETS if recreations([t.workers for t in ticks]) else 2
+    # A replaced set is new too: beside replacements the job's own loaders may show one more
+    need = PILED_SETS if recreations([t.workers for t in ticks]) else PILED_SETS - 1
     if len(kept) < need or len(alive) < 3:
         return None
     return len(kept), alive, ticks[with_workers[-1]].t - ticks[with_workers[0]].t

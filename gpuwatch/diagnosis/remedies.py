@@ -16,7 +16,7 @@ from gpuwatch.diagnosis.fix_gains import (
     words,
 )
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.phases import find, sets_left_alive, workers_outlive_window, workers_survive_epochs
+from gpuwatch.diagnosis.phases import find, periodic, sets_left_alive, workers_outlive_window, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     CG_THROTTLED,
@@ -33,7 +33,8 @@ from gpuwatch.diagnosis.thresholds import (
     UNEVEN_WORKERS,
     WAIT_HIGH,
 )
-from gpuwatch.model.verdict import CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN, VALIDATION
+from gpuwatch.model.verdict import (CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN, UNKNOWN,
+                                    VALIDATION)
 from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY, FixGain
 
 NUMA = ("On a host with several NUMA nodes, keep the trainer and its workers on the CPU socket the GPU hangs "
@@ -100,9 +101,10 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         else:
             out = [fix, *out] if sub == "starting" else [*out, fix]
     val = find(s.phases, VALIDATION)
-    if val is not None and (val.share or 0.0) >= WAIT_HIGH and stage != IDLE:
-        # Time no input or GPU fix touches (fix_gains.split leaves it out): said where it is a large
-        # part of the job (trial 27: 58 % in validation, the only remedy about the model's step).
+    if periodic(val) and (val.share or 0.0) >= WAIT_HIGH and stage not in (IDLE, UNKNOWN):  # type: ignore[union-attr]
+        # Time no input or GPU fix touches (fix_gains.split leaves it out): said where it is a large,
+        # recurring part of the job (trial 27: 58 % in validation, the only remedy about the model's
+        # step). One pass is no share of the time yet (sentence.epochs).
         pace = f" (~{val.each_s:.1f} s every ~{val.period_s:.1f} s)" if val.each_s and val.period_s else ""
         out.append(f"Validation passes take {fmt(val.share)} of the time{pace}: validate less often or on part of "
                    "the validation set (Lightning: check_val_every_n_epoch, val_check_interval, limit_val_batches), "
@@ -271,8 +273,10 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
             out.append(f"Raise num_workers from {workers} toward {workers + 1}: {fmt(spare, 'cores')} of the "
                        f"{count(usable, 'usable CPU')} sat idle, and each worker builds batches on one core")
         else:
-            out.append(f"The {count(workers, 'worker')} leave {fmt(spare, 'cores')} of the {count(usable, 'usable CPU')} idle: they "
-                       "wait on something besides the CPU while they build batches; make each sample cheaper, "
+            they = "it waits" if workers == 1 else "they wait"
+            out.append(f"The {count(workers, 'worker')} {'leaves' if workers == 1 else 'leave'} {fmt(spare, 'cores')} of "
+                       f"the {count(usable, 'usable CPU')} idle: {they} "
+                       "on something besides the CPU while building batches; make each sample cheaper, "
                        "and see what the workers wait on (py-spy dump --pid <a worker's pid>)")
     out += _cheaper_items(f, sub, s)
     # Only where a worker was seen running several threads at once: full CPUs or queued workers

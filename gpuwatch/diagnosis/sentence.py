@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from gpuwatch.diagnosis.evidence import count, fmt, sets_of
 from gpuwatch.diagnosis.fix_gains import decoding_seen, restarts_idle_gpu
-from gpuwatch.diagnosis.phases import find, worker_sets
+from gpuwatch.diagnosis.phases import find, periodic, worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
@@ -135,7 +135,7 @@ def epochs(phases: Sequence[Phase]) -> str:
         elif p.kind == CHECKPOINT:
             # no duration where each save held one stack sample (phases.py): how often, if known, after it
             pace = every.removeprefix(" each").replace(" every", ", every")
-            how = f"{each}{every}" if each else f"each shorter than the stack samples' spacing{pace}"
+            how = f"{each}{every}" if each else f"each too short to time from the stack samples{pace}"
             said.append(f"checkpoint saves take {fmt(p.share)} of the time ({how})")
         elif p.kind == LEFT_ALIVE:
             said.append(f"{count(p.count, 'new set')} of DataLoader workers started in {p.span_s:.0f} s and stayed "
@@ -193,10 +193,14 @@ def _io(f: dict, sub: str, s: Signals) -> str:
             # A save seen once is an event of the window, not a rate: a watch begun during a save read
             # "spends 60 % of its time writing checkpoints" over its first 2 s (trial 26: 8 % by the
             # job's clock, a save every ~11 s).
+            # Said over its samples, not seconds: the stack window widens back to enough samples.
             share, n = f.get("checkpoint"), f.get("checkpoint_n")
-            of = f" ({round(share * n)} of its {count(n, 'stack sample')})" if share is not None and n else ""
-            return (f"Checkpoint saving holds training: the main thread spent {fmt(share)} of the last "
-                    f"{max(1.0, s.span_s):.0f} s writing a checkpoint{_in(f.get('ckpt_detail'))}{of}.")
+            if share is not None and n:
+                return (f"Checkpoint saving holds training: the main thread was writing a checkpoint"
+                        f"{_in(f.get('ckpt_detail'))} in {round(share * n)} of its last {count(n, 'stack sample')} "
+                        f"({fmt(share)}).")
+            return (f"Checkpoint saving holds training: the main thread was writing a checkpoint"
+                    f"{_in(f.get('ckpt_detail'))} {fmt(share)} of the time.")
         return (f"Checkpoint saving holds training: the main thread spends {fmt(f.get('checkpoint'))} of its "
                 f"time writing checkpoints{_in(f.get('ckpt_detail'))}.")
     loc = f.get("location")
@@ -431,7 +435,7 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
     # Validation passes compute on the main thread too: "computes the step itself" beside "validation
     # passes take 58 % of the time" read as two stories (trial 27).
     val = find(s.phases, VALIDATION)
-    what = ("computes the step and its validation passes itself" if val is not None and (val.share or 0.0) >= WAIT_HIGH
+    what = ("computes the step and its validation passes itself" if periodic(val) and (val.share or 0.0) >= WAIT_HIGH  # type: ignore[union-attr]
             else "computes the step itself")
     return (f"CPU-bound: the job's own compute on the CPU is the limit, not its input. The main thread "
             f"{what} "

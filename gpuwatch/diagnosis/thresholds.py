@@ -451,12 +451,13 @@ as slowly as their dataset pickles, so they are told by the ticks they were firs
 Sets started less than 0.15 s apart read as one."""
 
 PILED_SETS = 4
-"""New sets of workers, still alive at the end, that make a pile-up beside sets that were replaced.
-A job's own loaders (training, validation, test), each with persistent_workers=True, add up to
-three sets, once each; four or more that started during the watch and lived on, while other sets
-were re-created, are iterators the job made anew and still holds (trial 26: a job that kept every
-iterator while some crashed had 98 workers alive after 35 s, its remedy-free sentence saying only
-"re-created every ~2.0 s"). Without re-creations, two such sets are enough (sets_left_alive)."""
+"""New sets of workers, started during the watch and alive at its end, that make a pile-up beside
+sets that were replaced. A job's own loaders (training, validation, test), each with
+persistent_workers=True, add up to three sets, once each, and a watch begun beside the first may
+see the other two start; where a set was replaced, the replacement is a new set too. So four or
+more new sets alive beside re-created ones, or three where none was replaced, are iterators the job
+made anew and still holds (trial 26: a job that kept every iterator while some crashed had 98
+workers alive after 35 s, its sentence saying only "re-created every ~2.0 s")."""
 
 # -- ranking by cost (decide.py) ----------------------------------------------------------------
 COST_MARGIN = 1.5

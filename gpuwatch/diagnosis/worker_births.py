@@ -57,6 +57,7 @@ def recreations(worker_sets: Sequence[frozenset[int]]) -> list[tuple[int, ...]]:
             prev_i, prev_born = last_born
             if out and out[-1] == (prev_i,) and prev_i == i - 1 and prev_born <= live:
                 out[-1] = (prev_i, i)  # beside the last sample's births, which live on: the same re-creation
+                gone = False  # exits meanwhile (the old set's last workers) are this one's, paid
             elif gone:  # workers exited since the last one counted: the new ones replace them
                 out.append((i,))
                 gone = False

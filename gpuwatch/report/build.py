@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpuwatch.collectors.environment import Environment
+from gpuwatch.diagnosis.thresholds import WINDOW_S
 from gpuwatch.model.values import Maybe
 from gpuwatch.ranks import scope_words
 from gpuwatch.report import sections
@@ -40,11 +43,15 @@ def build_report(
     checks = run_checks(got.frames, got.verdicts, environment)
     costs = stage_costs(got.marks, got.verdicts)
     remedies = sections.remedies(got.marks, got.verdicts, checks, costs)
+    snapshot = covered < WINDOW_S  # too short to judge the run: what its ticks held (words.too_short)
+    figures = run_figures(got.marks, run_series(got.frames, got.verdicts), got.frames, remedies, covered,
+                          source.cmdline)
     return Report(
         source=source,
         environment=environment,
         links=links_under_load(got.frames),
-        summary=sections.summary(got.marks, got.verdicts, costs, sections.straggler(got.stragglers, got.rank_ticks)),
+        summary=replace(sections.summary(got.marks, got.verdicts, costs,
+                                         sections.straggler(got.stragglers, got.rank_ticks)), snapshot=snapshot),
         checks=checks,
         remedies=remedies,
         timeline=sections.timeline(got.marks, got.interval),
@@ -52,8 +59,7 @@ def build_report(
         stall=sections.stall(got.verdicts),
         stacks=hot_stacks(got.frames),
         not_checked=collect_gaps(got.frames, environment),
-        figures=run_figures(got.marks, run_series(got.frames, got.verdicts), got.frames, remedies, covered,
-                            source.cmdline),
+        figures=figures if not snapshot else replace(figures, speedup_left=None),
         epochs=got.verdicts[-1].phases if got.verdicts else (),
         **_earlier_epochs(got),
     )

@@ -92,6 +92,9 @@ class Summary:
     verdicts' figures were (Verdict.speedup_floor)."""
     most_held: StageShare | None = None
     """The stage held most of the time, when it is not the headline."""
+    snapshot: bool = False
+    """The run covers less than one verdict window (WINDOW_S): its figures are what those ticks
+    held, not what costs the run; the words say so and give no run-level speed-up."""
     beside: StageShare | None = None
     """The other side of a run that trained only part of the time, where it held RUN_WARNING_SHARE of
     the run or more and is not already said as the stage held most: Idle (not training), with its

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Sequence
 
+from gpuwatch.diagnosis.evidence import count
 from gpuwatch.model.codec import to_dict
 from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.model.verdict import STAGE_TITLES
@@ -54,14 +55,13 @@ def render_html(r: Report, series: Sequence[Tick]) -> str:
     ]
     if s.cmdline:
         out.append(f"<p><code>{html(s.cmdline)}</code></p>")
-    out.append(f"<p>{html(what)}, started {html(started)}, {s.covered_s:.0f} s over {s.frames} ticks; "
+    out.append(f"<p>{html(what)}, started {html(started)}, {s.covered_s:.0f} s over {count(s.frames, 'tick')}; "
                f"{html(s.ended)}.</p>")
     if s.scope:
         out.append(f"<p>{html(s.scope)}.</p>")
-    short = too_short(r.source)
-    if short:
-        out.append(f"<p>{html(short)}</p>")
-    title, rest = headline(m, bool(short))
+    if m.snapshot:
+        out.append(f"<p>{html(too_short(r.source))}</p>")
+    title, rest = headline(m)
     out.append(f'<p class="verdict"><b>{html(title)}</b> {html(rest)}</p>')
     out += _glance(r) + _remedies(r) + ["<h2>Over time</h2>"] + charts(series, r.source.covered_s) + _checks(r)
     out += _stacks(r)
@@ -148,7 +148,7 @@ def _remedies(r: Report) -> list[str]:
     out = ["<h2>What to do</h2>", "<ol>"]
     for x in r.remedies:
         about = STAGE_TITLES.get(x.stage, x.stage) if x.stage else (x.title or "check")
-        why = f" <i>({html(stage_gain(x))})</i>" if x.stage else " <i>(a failed or warned check)</i>"
+        why = f" <i>({html(stage_gain(x, r.summary.snapshot))})</i>" if x.stage else " <i>(a failed or warned check)</i>"
         out.append(f"<li><b>{html(about)}</b>: {html(x.text)}{why}</li>")
     return out + ["</ol>"]
 

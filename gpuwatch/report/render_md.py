@@ -59,7 +59,7 @@ def render_markdown(r: Report) -> str:
         out.append("")
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.started_wall)) if s.started_wall else "n/a"
     what = f"replay of {markdown_code(s.path or '')}" if s.kind == "replay" else "live watch"
-    out.append(f"{what}, started {started}, {s.covered_s:.0f} s over {s.frames} ticks; {s.ended}.")
+    out.append(f"{what}, started {started}, {s.covered_s:.0f} s over {count(s.frames, 'tick')}; {s.ended}.")
     if s.scope:
         out.append(f"{s.scope}.")
     if s.early:
@@ -70,10 +70,9 @@ def render_markdown(r: Report) -> str:
                    f"{'was' if s.bad_lines == 1 else 'were'} skipped.")
     out += ["", "## Verdict", ""]
     m = r.summary
-    short = too_short(r.source)
-    if short:
-        out += [short, ""]
-    title, rest = headline(m, bool(short))
+    if m.snapshot:
+        out += [too_short(r.source), ""]
+    title, rest = headline(m)
     # The sentence quotes the job's own strings (a frame, a file): no Markdown of theirs survives.
     out.append(f"**{title}** {markdown(rest, HEADLINE_LIMIT)}")
     out += _checks(r) + _remedies(r) + _timeline(r) + _evidence(r) + _stall(r) + _epochs(r) + _stacks(r)
@@ -92,14 +91,15 @@ def _checks(r: Report) -> list[str]:
 
 def _remedies(r: Report) -> list[str]:
     """One numbered item per stage (best first) with its remedies below, then the check fixes."""
-    out = ["", "## Remedies, what cost the job most first", ""]
+    snapshot = r.summary.snapshot
+    out = ["", "## Remedies" if snapshot else "## Remedies, what cost the job most first", ""]
     if not r.remedies:
         return out + ["Nothing to fix was found."]
     n, stage = 0, None
     for rem in r.remedies:
         if rem.stage is not None and rem.stage != stage:
             n, stage = n + 1, rem.stage
-            out.append(f"{n}. **{_title(rem.stage)}** ({stage_gain(rem)})")
+            out.append(f"{n}. **{_title(rem.stage)}** ({stage_gain(rem, snapshot)})")
         # A remedy quotes the job's own strings (a frame, a function), and its own words hold "<...>"
         # placeholders: escaped as the verdict is, or a crafted name would be Markdown or HTML.
         if rem.stage is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuwatch.diagnosis.sentence import epochs
 from gpuwatch.diagnosis.evidence import count
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE, PHASE_WINDOW_S, WINDOW_S
-from gpuwatch.model.verdict import FIX_WORDS, GPU_BOUND, IDLE, gain_words
+from gpuwatch.model.verdict import FIX_WORDS, GPU_BOUND, IDLE, LEFT_ALIVE, RESPAWN, gain_words
 from gpuwatch.report.model import Remedy, Report, Source, Summary
 
 
@@ -26,20 +26,18 @@ def floor_why(x: float | None) -> str:
 
 
 def too_short(s: Source) -> str:
-    """Where the report covers less than one verdict window (WINDOW_S): that it is a snapshot, in
-    words, said before the headline; else "". A one-tick replay read "Contention cost the job most:
-    it held the verdict 100% of the time, and fixing it could make the whole run about 1.90x
-    faster" (trial 27)."""
-    if s.covered_s >= WINDOW_S:
-        return ""
-    return (f"Watched only {s.covered_s:.0f} s ({count(s.frames, 'tick')}), less than the {WINDOW_S:.0f} s one verdict "
-            "is judged over: too short to tell what costs the run. What those ticks showed:")
+    """For a snapshot report (Summary.snapshot: under one verdict window, WINDOW_S), that it is one,
+    said before the headline. A one-tick replay read "Contention cost the job most: it held the
+    verdict 100% of the time, and fixing it could make the whole run about 1.90x faster" (trial 27)."""
+    secs = f"{int(s.covered_s * 10) / 10:g}"  # floored: 7.95 s is not "8 s", the window itself
+    return (f"Watched only {secs} s ({count(s.frames, 'tick')}), less than the {WINDOW_S:.0f} s one verdict is "
+            "judged over: too short to tell what costs the run. What those ticks showed:")
 
 
-def headline(m: Summary, short: bool = False) -> tuple[str, str]:
+def headline(m: Summary) -> tuple[str, str]:
     """(the stage's title, the rest of the paragraph): what cost the job most, how much, and why;
-    for a report too short to judge a run (too_short), only what its ticks held."""
-    if short:
+    for a report too short to judge a run (Summary.snapshot, too_short), only what its ticks held."""
+    if m.snapshot:
         return m.title, (f"held the verdict {m.share:.0%} of those ticks (mean confidence {m.confidence:.2f}). "
                          f"{m.sentence}").rstrip()
     if m.speedup_run is not None:
@@ -85,8 +83,8 @@ def headline(m: Summary, short: bool = False) -> tuple[str, str]:
         what = f". {side.why}" if side.why else "."
         if side.stage == IDLE:
             text += f" For {side.share:.0%} of the time the verdict was {side.title}, with no pipeline stage to fix{what}"
-        else:
-            text += f" While the job trained ({side.share:.0%} of the time) the verdict was {side.title}{what}"
+        else:  # its own share: a run may hold two stages while it trains
+            text += f" For {side.share:.0%} of the time, while the job trained, the verdict was {side.title}{what}"
     if m.warnings:
         near = "; ".join(f"{w.title} {w.share:.0%} of the time" + (f" (last: {w.why})" if w.why else "")
                          for w in m.warnings)
@@ -103,9 +101,13 @@ def headline(m: Summary, short: bool = False) -> tuple[str, str]:
     return m.title, text
 
 
-def stage_gain(r: Remedy) -> str:
-    """``held 95% of the time; fixing it: up to 1.86x over this run (1.95x while it holds)``."""
-    held = f"held {r.share:.0%} of the time"
+def stage_gain(r: Remedy, snapshot: bool = False) -> str:
+    """``held 95% of the time; fixing it: up to 1.86x over this run (1.95x while it holds)``; for a
+    snapshot (Summary.snapshot) only the figure while it holds."""
+    held = f"held {r.share:.0%} of {'those ticks' if snapshot else 'the time'}"
+    if snapshot and r.speedup_while is not None:
+        more = " or more" if r.speedup_floor else ""
+        return f"{held}; fixing it: {gain_words(r.stage or '')} {speedup(r.speedup_while)}{more} while it holds"
     if r.speedup_run is not None and r.speedup_floor:
         why = ": the cap" if capped(r.speedup_while) else ", as far as its samples bound it"
         return (f"{held}; fixing it: {speedup(r.speedup_run)} or more over this run ({speedup(r.speedup_while)} or "
@@ -129,13 +131,18 @@ def epochs_none(r: Report) -> str:
             "training loop is not seen).")
     if r.epochs_earlier:
         # "Earlier, 24 s into the run" read as before the last minute in a 61 s watch (trial 27): the
-        # time is said alone, and why the last minute no longer names it.
-        when = f"{r.epochs_earlier_s:.0f} s into the run" if r.epochs_earlier_s is not None else "earlier in the run"
+        # moment is said, and why the last minute no longer names it. Re-created and piled-up sets
+        # are named at any share, so they were before that minute; the others may also be under
+        # PHASE_MIN_SHARE of it (where the moment lies within it, which of the two is not known).
+        at = (f"At {r.epochs_earlier_s:.0f} s into the run" if r.epochs_earlier_s is not None
+              else "Earlier in the run")
         said = epochs(r.epochs_earlier).removeprefix(" Epochs: ")
-        text += f' At {when}, over what it had seen by then, the verdict said: "{said}"'
-        if r.epochs_earlier_s is not None and r.source.covered_s - r.epochs_earlier_s <= PHASE_WINDOW_S:
-            text += (f" Over the run's last minute, which holds that moment, that is under {PHASE_MIN_SHARE:.0%} of "
-                     "the time, so it is no longer named.")
+        text += f' {at}, over what it had seen by then, the verdict said: "{said}"'
+        any_share = all(p.kind in (RESPAWN, LEFT_ALIVE) for p in r.epochs_earlier)
+        within = r.epochs_earlier_s is not None and r.source.covered_s - r.epochs_earlier_s <= PHASE_WINDOW_S
+        if any_share or not within:
+            text += " That was before the run's last minute."
         else:
-            text += " The run's last minute came after it."
+            text += (f" The run's last minute no longer names it: under {PHASE_MIN_SHARE:.0%} of that minute, or "
+                     "before it.")
     return text
