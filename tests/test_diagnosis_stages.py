@@ -282,6 +282,10 @@ def test_a_trainer_that_waits_leaves_its_core_to_one_more_worker():
     text = " ".join(last(job).remedies)
     assert "already full" not in text
     assert "Raise num_workers from 1 toward 2" in text and "sat idle" in text
+    # with its figure beside it: the gain comes from the same proposal (fix_gains.proposed_workers);
+    # the demo's line had carried neither a figure nor a reason
+    raise_line = next(r for r in last(job).remedies if r.startswith("Raise num_workers from 1 toward 2"))
+    assert "; expected: about 1.75x faster, because 2 workers would build 1.8x the batches of 1" in raise_line, raise_line
     # Where the trainer does use its core, the CPUs are full and the advice stays as it was.
     busy = replace(job, main_cpu=0.95)
     assert "The 2 usable CPUs are already full" in " ".join(last(busy).remedies)

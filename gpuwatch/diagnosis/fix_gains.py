@@ -57,7 +57,8 @@ from gpuwatch.diagnosis.phases import (
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import pageable_share, speedup
 from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult
-from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, MIN_STACK_SAMPLES, PAGEABLE_GAIN, WAIT_MODERATE
+from gpuwatch.diagnosis.thresholds import (CG_THROTTLED, IDLE_FOR_WORKER, MAX_SPEEDUP, MIN_GAIN, MIN_STACK_SAMPLES,
+                                           PAGEABLE_GAIN, UNEVEN_WORKERS, WAIT_MODERATE)
 from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
@@ -92,6 +93,56 @@ def worker_target(usable: float | None, mains: int = 1) -> int | None:
     warns above the CPUs the process may use). The remedies and the report's workers check suggest
     the same."""
     return None if not usable else max(1, int(usable) - mains)
+
+
+def idle_cores(s: Signals, spare: float) -> float:
+    """The CPU a waiting training process leaves idle for one more worker (``spare``, from
+    unused_cores), or 0 where the trainer uses half a core or more (it does not wait for batches)."""
+    if s.job.main_cpu is None or s.job.main_cpu >= 0.5:
+        return 0.0
+    return spare
+
+
+def unused_cores(s: Signals, usable: float) -> float:
+    """The CPU the job and the outside processes left unused, where it can be read, else 0: the job
+    may use every CPU of the host (a taskset's few CPUs share the host's idle time with no reading
+    of their own), no cgroup quota may throttle it, and the idle time is the least of the host's own
+    idle reading and the CPUs neither the job nor the outside processes used (review: two medians
+    alone read 0.52 core idle on a host 94 % busy)."""
+    job, host = s.job, s.host
+    if job.job_cpu is None:
+        return 0.0
+    if host.cpu_count is None or usable < host.cpu_count or host.cpu is None:
+        return 0.0
+    if (host.cg_throttled or 0.0) >= CG_THROTTLED:
+        return 0.0
+    cap = min(float(usable), host.cg_quota) if host.cg_quota else float(usable)
+    unused = cap - job.job_cpu - (host.others_cpu or 0.0)
+    host_idle = host.cpu_count * (1.0 - host.cpu)  # host.cpu: the busy share, 0..1
+    return max(0.0, min(unused, host_idle))
+
+
+def proposed_workers(f: Mapping[str, object], s: Signals) -> int | None:
+    """The num_workers the CPU-prep remedy proposes (remedies._decode), one rule for its words and
+    for the figure beside it: a worker per usable core beside the training process (worker_target);
+    else, beside a training process that waits, one per core it leaves idle (trial 23); else one
+    more where a core's worth sat idle and the workers' work is even. None where none is proposed
+    (the demo's "Raise num_workers from 1 toward 2" had carried no figure and no reason)."""
+    usable, n = f.get("usable"), loader_workers(f)
+    if not usable or f.get("cpu_short"):
+        return None
+    target = worker_target(usable)  # type: ignore[arg-type]
+    if target and n < target:
+        return target
+    spare = unused_cores(s, float(usable))  # type: ignore[arg-type]
+    idle = idle_cores(s, spare)
+    if n < usable and idle >= IDLE_FOR_WORKER:  # type: ignore[operator]
+        return min(int(usable), n + max(1, int(idle + 0.5)))  # type: ignore[call-overload]
+    top, least = f.get("worker_cpu_top"), f.get("worker_cpu_least")
+    uneven = top is not None and least is not None and n >= 2 and top - least >= UNEVEN_WORKERS  # type: ignore[operator]
+    if n < usable and spare >= IDLE_FOR_WORKER and not uneven:  # type: ignore[operator]
+        return n + 1
+    return None
 
 
 def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
@@ -252,8 +303,8 @@ def persistent_workers(s: Signals, starting: bool = False) -> FixGain:
 def more_workers(r: StageResult, s: Signals) -> FixGain | None:
     f = r.facts
     n = loader_workers(f)
-    target = worker_target(f.get("usable"))  # type: ignore[arg-type]
-    if not n or not target or target <= n or f.get("cpu_short"):
+    target = proposed_workers(f, s)
+    if not n or not target or target <= n:
         return None  # the remedies do not propose more workers: they already fill the cores
     each = s.job.worker_cpu
     parts = split(s)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from gpuwatch.diagnosis.evidence import count, fmt, sets_of
 from gpuwatch.diagnosis.fix_gains import (
     decoding_seen,
+    idle_cores,
     inline_decoding_seen,
     loader_workers,
     restarts_idle_gpu,
+    unused_cores,
     worker_target,
     words,
 )
@@ -19,7 +21,6 @@ from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find, periodic, sets_left_alive, workers_outlive_window, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
-    CG_THROTTLED,
     DISK_BUSY,
     IDLE_FOR_WORKER,
     OUTSIDER_SHARE,
@@ -192,7 +193,7 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
         # A queue beside idle cores is wake-up latency after each read, not a CPU shortage (trial 27:
         # one worker queued 16 % of the time with ~1 core of 2 idle was told more workers would queue
         # as well; a second worker ran its job 1.3x faster).
-        short = (queue or 0.0) >= RUN_DELAY and _unused_cores(s, float(usable or 0)) < IDLE_FOR_WORKER
+        short = (queue or 0.0) >= RUN_DELAY and unused_cores(s, float(usable or 0)) < IDLE_FOR_WORKER
         if short or f.get("cpu_short"):
             # Workers queued for a CPU use little of it because they wait for one, not only for the
             # reads (a disk job on a full 2-core host: 0.20 core each, queued 0.3-0.7 of each tick):
@@ -216,8 +217,8 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
 def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     usable, workers = f.get("usable"), loader_workers(f)
     target = worker_target(usable)
-    spare = _unused_cores(s, usable) if usable else 0.0
-    idle = _idle_cores(s, spare)
+    spare = unused_cores(s, usable) if usable else 0.0
+    idle = idle_cores(s, spare)
     out = []
     if sub == "inline":
         # "prepare", not "decode": the main thread's own per-item work may be tokenising or parsing
@@ -239,7 +240,7 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     elif usable and workers < usable and not f.get("cpu_short") and idle >= IDLE_FOR_WORKER:
         # worker_target keeps a core for the training process; one that mostly waits for batches
         # leaves most of it idle (trial 23: one worker at 1.0 core, the trainer at 0.15, the host 59 %
-        # busy, told the CPUs were full; a second worker ran the job 1.5x faster). _idle_cores reads
+        # busy, told the CPUs were full; a second worker ran the job 1.5x faster). idle_cores reads
         # it only where that is what was seen.
         more = workers + max(1, int(idle + 0.5))  # a worker for each idle core, rounded, at least one
         out.append(f"Raise num_workers from {workers} toward {min(int(usable), more)}: "
@@ -293,33 +294,6 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     kept = keep.startswith(HEADS[PERSISTENT_WORKERS])  # not a line on iterators left alive
     out.append(keep + "; where prefetch_factor is still at its default of 2, a larger one smooths out slow batches" if kept else keep)
     return out
-
-
-def _idle_cores(s: Signals, spare: float) -> float:
-    """The CPU a waiting training process leaves idle for one more worker (``spare``, from
-    _unused_cores), or 0 where the trainer uses half a core or more (it does not wait for batches)."""
-    if s.job.main_cpu is None or s.job.main_cpu >= 0.5:
-        return 0.0
-    return spare
-
-
-def _unused_cores(s: Signals, usable: float) -> float:
-    """The CPU the job and the outside processes left unused, where it can be read, else 0: the job
-    may use every CPU of the host (a taskset's few CPUs share the host's idle time with no reading
-    of their own), no cgroup quota may throttle it, and the idle time is the least of the host's own
-    idle reading and the CPUs neither the job nor the outside processes used (review: two medians
-    alone read 0.52 core idle on a host 94 % busy)."""
-    job, host = s.job, s.host
-    if job.job_cpu is None:
-        return 0.0
-    if host.cpu_count is None or usable < host.cpu_count or host.cpu is None:
-        return 0.0
-    if (host.cg_throttled or 0.0) >= CG_THROTTLED:
-        return 0.0
-    cap = min(float(usable), host.cg_quota) if host.cg_quota else float(usable)
-    unused = cap - job.job_cpu - (host.others_cpu or 0.0)
-    host_idle = host.cpu_count * (1.0 - host.cpu)  # host.cpu: the busy share, 0..1
-    return max(0.0, min(unused, host_idle))
 
 
 def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
