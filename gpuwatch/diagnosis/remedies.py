@@ -12,6 +12,7 @@ from gpuwatch.diagnosis.fix_gains import (
     idle_cores,
     inline_decoding_seen,
     loader_workers,
+    proposed_workers,
     restarts_idle_gpu,
     unused_cores,
     worker_target,
@@ -242,8 +243,8 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         # leaves most of it idle (trial 23: one worker at 1.0 core, the trainer at 0.15, the host 59 %
         # busy, told the CPUs were full; a second worker ran the job 1.5x faster). idle_cores reads
         # it only where that is what was seen.
-        more = workers + max(1, int(idle + 0.5))  # a worker for each idle core, rounded, at least one
-        out.append(f"Raise num_workers from {workers} toward {min(int(usable), more)}: "
+        # a worker for each idle core, rounded, at least one: the count the figure beside it is for
+        out.append(f"Raise num_workers from {workers} toward {proposed_workers(f, s)}: "
                    f"{fmt(idle, 'cores')} of the {count(usable, 'usable CPU')} sat idle (the training process "
                    "uses little of its own while it waits), and each worker builds batches on one core")
     elif usable:
@@ -271,7 +272,7 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
                        "sat idle (an IterableDataset's shards of unequal cost, or a sampler that gives one worker "
                        "the costly items); then make each sample cheaper")
         elif workers < usable:
-            out.append(f"Raise num_workers from {workers} toward {workers + 1}: {fmt(spare, 'cores')} of the "
+            out.append(f"Raise num_workers from {workers} toward {proposed_workers(f, s)}: {fmt(spare, 'cores')} of the "
                        f"{count(usable, 'usable CPU')} sat idle, and each worker builds batches on one core")
         else:
             they = "it waits" if workers == 1 else "they wait"
