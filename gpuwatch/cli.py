@@ -300,16 +300,38 @@ def check_recording(path: str) -> None:
         raise UsageError(f"{path} is a device, not a recording")
     if not stat.S_ISREG(st.st_mode):
         return
-    if st.st_size == 0:
+    if st.st_size == 0 and _reads_empty(path):  # /proc and /sys files say 0 bytes and hold text
         raise UsageError(f"{path} is empty: no frames to replay")
     try:
         for item in read_recording(path):
             if isinstance(item, Tick):
                 return
     except NotARecording as e:
+        if _is_report(path):
+            raise UsageError(f"{path} is a gpuwatch report (diagnose --format json), not a recording: replay "
+                             "reads what --record wrote") from None
         raise UsageError(str(e)) from None
     except OSError as e:
         raise UsageError(f"cannot read recording {path}: {e.strerror or e}") from None
+
+
+def _reads_empty(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return not f.read(1)
+    except OSError:
+        return True
+
+
+def _is_report(path: str) -> bool:
+    """The file begins as a JSON report does (render_json: an indented object whose first keys are
+    "schema" and "type": "report"), read from its first few KiB only."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and b'"type": "report"' in head
 
 
 def main(argv: Sequence[str] | None = None) -> int:

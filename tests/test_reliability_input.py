@@ -55,6 +55,17 @@ def test_replay_of_an_empty_file(tmp_path):
     one_line_usage_error(run("replay", str(empty), "--json"), "is empty: no frames to replay")
 
 
+def test_replay_of_a_proc_file_or_a_report_says_what_it_is(tmp_path):
+    """Trial 27: /proc/self/status (0 bytes by stat, text when read) read "is empty", and a JSON report
+    passed to replay read "line 1 is not a gpuwatch record (not valid JSON ...; truncated?)"."""
+    one_line_usage_error(run("replay", "/proc/self/status", "--json"), "line 1 is not a gpuwatch record")
+    report = tmp_path / "report.json"
+    r = run("diagnose", "--replay", "tests/data/cpu_demo.jsonl", "--format", "json", "-o", str(report))
+    assert r.returncode == 0, r.stderr
+    for args in (("replay", str(report), "--json"), ("diagnose", "--replay", str(report))):
+        one_line_usage_error(run(*args), "is a gpuwatch report (diagnose --format json), not a recording")
+
+
 def test_record_to_a_folder_or_a_full_device(tmp_path, sleeper):
     one_line_usage_error(run("--pid", str(sleeper.pid), "--json", "--no-stacks", "--record", str(tmp_path)),
                          "cannot write recording")
