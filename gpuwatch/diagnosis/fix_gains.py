@@ -50,7 +50,6 @@ from gpuwatch.diagnosis.evidence import count, fmt
 from gpuwatch.diagnosis.phases import (
     find,
     in_validation,
-    sets_left_alive,
     workers_outlive_window,
     workers_survive_epochs,
 )
@@ -69,6 +68,7 @@ from gpuwatch.model.verdict import (
     GPU_BOUND,
     H2D,
     IO,
+    LEFT_ALIVE,
     MORE_WORKERS,
     PERSISTENT_WORKERS,
     PINNED_MEMORY,
@@ -153,7 +153,7 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
     # Not where sets pile up beside the old ones: the remedy is to release the old iterators, and
     # no set was replaced to time a restart by.
     if (stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub != "checkpoint" and not workers_survive_epochs(s.phases)
-            and sets_left_alive(s.epoch_ticks) is None and not workers_outlive_window(s.epoch_ticks)):
+            and find(s.phases, LEFT_ALIVE) is None and not workers_outlive_window(s.epoch_ticks)):
         out.append(persistent_workers(s, starting=r.sub == "starting"))
     if stage == GPU_BOUND and restarts_idle_gpu(r.facts, s):
         # No more than the GPU's idle time: kept workers can at most fill it, so a figure at that

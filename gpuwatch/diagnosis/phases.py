@@ -95,7 +95,7 @@ def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
         # no duration is said (trial 27: a 0.05 s save read "~0.5 s", half its tick's two samples).
         saves = [replace(p, each_s=None) for p in saves]
     out += saves
-    left = sets_left_alive(ticks)
+    left = sets_left_alive(ticks, recs)
     if left is not None:
         out.append(Phase(LEFT_ALIVE, left[0], None, None, None, left[2]))
     return tuple(p for p in out if p.kind in (RESPAWN, LEFT_ALIVE) or (p.share or 0.0) >= PHASE_MIN_SHARE)
@@ -112,14 +112,16 @@ def worker_sets(ticks: Sequence[Tick], at: int | None = None) -> tuple[int, ...]
     return tuple(n for n in (len(g & live) for g in _sets(ticks)) if n)
 
 
-def sets_left_alive(ticks: Sequence[Tick]) -> tuple[int, tuple[int, ...], float] | None:
+def sets_left_alive(ticks: Sequence[Tick], recs: list[tuple[int, ...]] | None = None
+                    ) -> tuple[int, tuple[int, ...], float] | None:
     """(new sets still alive, the sets alive at the end, seconds) where new sets of workers kept
     starting beside the earlier ones, which lived on: PILED_SETS - 1 or more started after the first
     tick with workers and are alive at the end, with three or more sets alive then; where other sets
     were replaced (worker_births.recreations: crashed iterators, epochs), PILED_SETS or more. A validation
     loader with persistent_workers=True adds one set, once; sets that keep piling up are iterators
     the job made anew while something still holds the old ones (a kept exception's traceback holds
-    its iterator's frames: tests/data/cpu_field/retry_loader.jsonl.gz). None otherwise."""
+    its iterator's frames: tests/data/cpu_field/retry_loader.jsonl.gz). None otherwise. ``recs``:
+    the ticks' re-creations where the caller has them already (phases)."""
     with_workers = [i for i, t in enumerate(ticks) if t.workers]
     if not with_workers:
         return None
@@ -128,7 +130,9 @@ def sets_left_alive(ticks: Sequence[Tick]) -> tuple[int, tuple[int, ...], float]
     kept = [g for g in _sets(ticks) if not g & at_first and g & live]
     alive = worker_sets(ticks)
     # A replaced set is new too: beside replacements the job's own loaders may show one more
-    need = PILED_SETS if recreations([t.workers for t in ticks]) else PILED_SETS - 1
+    if recs is None:
+        recs = recreations([t.workers for t in ticks])
+    need = PILED_SETS if recs else PILED_SETS - 1
     if len(kept) < need or len(alive) < 3:
         return None
     return len(kept), alive, ticks[with_workers[-1]].t - ticks[with_workers[0]].t

@@ -19,7 +19,7 @@ from gpuwatch.diagnosis.fix_gains import (
     words,
 )
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.phases import find, periodic, sets_left_alive, workers_outlive_window, workers_survive_epochs
+from gpuwatch.diagnosis.phases import find, periodic, worker_sets, workers_outlive_window, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     DISK_BUSY,
@@ -35,8 +35,8 @@ from gpuwatch.diagnosis.thresholds import (
     UNEVEN_WORKERS,
     WAIT_HIGH,
 )
-from gpuwatch.model.verdict import (CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, RESPAWN, UNKNOWN,
-                                    VALIDATION)
+from gpuwatch.model.verdict import (CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, LEFT_ALIVE,
+                                    RESPAWN, UNKNOWN, VALIDATION)
 from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY, FixGain
 
 NUMA = ("On a host with several NUMA nodes, keep the trainer and its workers on the CPU socket the GPU hangs "
@@ -148,11 +148,11 @@ def _workers_keep(f: dict, s: Signals) -> str:
     unreplaced already survive epochs, so the advice is left out."""
     if f.get("workers") == 0 and not f.get("loader_workers") and not f.get("respawns"):
         return ""  # num_workers=0: no worker to keep (the inline remedy proposes workers, kept)
-    left = sets_left_alive(s.epoch_ticks)
+    left = find(s.phases, LEFT_ALIVE)  # the minute's phases (phases.sets_left_alive): the epochs say the same
     if left is not None:
-        started, alive, span = left
-        return (f"Release the DataLoader iterators the job no longer uses: {count(started, 'new set')} of workers "
-                f"started in {span:.0f} s while the earlier ones stayed alive ({sum(alive)} workers in "
+        alive = worker_sets(s.epoch_ticks)
+        return (f"Release the DataLoader iterators the job no longer uses: {count(left.count, 'new set')} of workers "
+                f"started in {left.span_s:.0f} s while the earlier ones stayed alive ({sum(alive)} workers in "
                 f"{sets_of(alive)} now), so something still holds the old iterators (a kept exception and its "
                 "traceback, a list of iterators); each new iterator starts its workers and builds its first "
                 "batches from scratch, and the idle sets keep their memory")
