@@ -165,13 +165,16 @@ def test_collector_main_waits_for_slow_workers_that_read_files():
 def test_workers_decoding_jpegs_are_busy_in_pil():
     with job("jpeg") as info:
         spy = Pyspy(PYSPY)
-        workers = worker_labels(spy, info, rounds=5)
+        workers = worker_labels(spy, info, rounds=8)
         main = main_thread_samples(spy, info, want=12)
     labels = Counter(t.label for t in workers)
     assert majority(labels) == S.W_BUSY, labels
-    details = Counter(t.detail for t in workers if t.label == S.W_BUSY)
-    pil = {"ImageFile.load", "Image.convert", "Image.resize", "Image.open", "Image.copy", "ImageFile.load_prepare"}
-    assert sum(n for d, n in details.items() if d in pil) >= 0.5 * sum(details.values()), details
+    busy = [t for t in workers if t.label == S.W_BUSY]
+    # In PIL = any frame in a PIL source file: decode, convert, resize and the tobytes copy for numpy
+    # all count, however PIL names its functions (a hand list missed JpegImagePlugin.APP and
+    # Image.tobytes). The rest is the default collate and the result queue.
+    in_pil = [t for t in busy if any("(PIL/" in f for f in t.frames)]  # frames read "name (PIL/x.py:n)"
+    assert len(in_pil) >= 0.5 * len(busy), Counter(t.detail for t in busy)
     waiting = Counter(t.label for t in main)
     assert waiting[S.DATA_WAIT] + waiting[S.DATA_IPC] >= len(main) / 2, waiting
 
