@@ -83,6 +83,10 @@ class Summary:
     """Mean confidence over those ticks."""
     sentence: str
     """A verdict sentence for that stage: the latest one whose readings still held the stage."""
+    sentence_at_s: float | None = None
+    """Seconds from the first verdict to the one ``sentence`` is from: its readings are that tick's,
+    where the evidence section gives each signal's middle reading over the ticks the stage held (the
+    words say which: "processes outside the job use 1.00 core" beside a median of 43 % of 2 CPUs)."""
     speedup_run: float | None = None
     """What fixing the stage would give over the whole run (None: not estimated, or not a bottleneck)."""
     speedup_while: float | None = None

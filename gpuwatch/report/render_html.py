@@ -22,7 +22,7 @@ from gpuwatch.report.render_md import render_markdown
 from gpuwatch.report.series import DATA_WAIT_WINDOW_S, WORKER_STATES, Tick
 from gpuwatch.report.svg import Axis, Line, band_chart, line_chart, stacked_bars
 from gpuwatch.report.units import rate, value
-from gpuwatch.report.words import headline, stage_gain, too_short
+from gpuwatch.report.words import REMEDIES_READ_AT, headline, stage_gain, too_short
 from gpuwatch.untrusted import html
 
 STAGE_COLOURS = {
@@ -145,7 +145,10 @@ def _glance(r: Report) -> list[str]:
 def _remedies(r: Report) -> list[str]:
     if not r.remedies:
         return []
-    out = ["<h2>What to do</h2>", "<ol>"]
+    out = ["<h2>What to do</h2>"]
+    if any(x.stage is not None for x in r.remedies):
+        out.append(f"<p>{html(REMEDIES_READ_AT)}</p>")
+    out.append("<ol>")
     for x in r.remedies:
         about = STAGE_TITLES.get(x.stage, x.stage) if x.stage else (x.title or "check")
         why = f" <i>({html(stage_gain(x, r.summary.snapshot))})</i>" if x.stage else " <i>(a failed or warned check)</i>"

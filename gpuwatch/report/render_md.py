@@ -15,7 +15,7 @@ from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
 from gpuwatch.model.field_words import words
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
-from gpuwatch.report.words import epochs_none, headline, stage_gain, too_short
+from gpuwatch.report.words import REMEDIES_READ_AT, epochs_none, headline, stage_gain, too_short
 from gpuwatch.untrusted import clean, markdown, markdown_code
 
 STATUS_WORD = {PASS: "PASS", WARN: "WARN", FAIL: "FAIL", NOT_CHECKED: "not checked"}
@@ -95,6 +95,8 @@ def _remedies(r: Report) -> list[str]:
     out = ["", "## Remedies" if snapshot else "## Remedies, what cost the job most first", ""]
     if not r.remedies:
         return out + ["Nothing to fix was found."]
+    if any(rem.stage is not None for rem in r.remedies):
+        out += [REMEDIES_READ_AT, ""]
     n, stage = 0, None
     for rem in r.remedies:
         if rem.stage is not None and rem.stage != stage:

@@ -49,16 +49,21 @@ def _title(stage: str) -> str:
     return STAGE_TITLES.get(stage, stage)
 
 
-def _sentence(stage: str, verdicts: Sequence[Verdict]) -> str:
-    """The latest sentence of the stage whose readings still held it (one said while the verdict was
-    only being held on weaker readings describes the stage less well), else the latest. Its epoch
-    clause is the run's last (the report's epoch section): a count over the last minute read at the
-    headline's tick said "re-created every ~3.0 s (15 times in 59 s)" above "every ~2.0 s (18 times)"."""
+def _said(stage: str, verdicts: Sequence[Verdict]) -> Verdict | None:
+    """The stage's latest verdict with a sentence whose readings still held it (one said while the
+    verdict was only being held on weaker readings describes the stage less well), else its latest."""
     mine = [v for v in verdicts if v.stage == stage and v.sentence]
     held = [v for v in mine if HOLDING not in v.sentence]
-    if not (held or mine):
+    return (held or mine)[-1] if (held or mine) else None
+
+
+def _sentence(stage: str, verdicts: Sequence[Verdict]) -> str:
+    """The sentence of _said. Its epoch clause is the run's last (the report's epoch section): a count
+    over the last minute read at the headline's tick said "re-created every ~3.0 s (15 times in 59 s)"
+    above "every ~2.0 s (18 times)"."""
+    v = _said(stage, verdicts)
+    if v is None:
         return ""
-    v = (held or mine)[-1]
     said, last = epochs(v.phases), epochs(verdicts[-1].phases)
     if said and v.sentence.endswith(said) and last:
         return v.sentence.removesuffix(said) + last
@@ -107,8 +112,10 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     if other is not None and other.share >= RUN_WARNING_SHARE and other.stage != held.stage:
         why = _idle_sentence(verdicts) if other.stage == IDLE else _sentence(other.stage, verdicts)
         beside = StageShare(other.stage, _title(other.stage), other.share, why)
+    said = _said(top.stage, verdicts)
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
+                   sentence_at_s=round(said.t - verdicts[0].t, 1) if said is not None else None,
                    speedup_run=top.speedup_run, speedup_while=top.speedup_while, speedup_floor=top.floor,
                    most_held=most, beside=beside, warnings=_warnings(verdicts, top.stage),
                    straggler=lagging, best_fix=best_fix([v for v in verdicts if v.stage == top.stage]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuwatch.diagnosis.sentence import epochs
 from gpuwatch.diagnosis.evidence import count
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE, PHASE_WINDOW_S, WINDOW_S
-from gpuwatch.model.verdict import FIX_WORDS, GPU_BOUND, IDLE, LEFT_ALIVE, RESPAWN, gain_words
+from gpuwatch.model.verdict import FIX_WORDS, GPU_BOUND, IDLE, LEFT_ALIVE, RESPAWN, UNKNOWN, gain_words
 from gpuwatch.report.model import Remedy, Report, Source, Summary
 
 
@@ -34,12 +34,27 @@ def too_short(s: Source) -> str:
             "judged over: too short to tell what costs the run. What those ticks showed:")
 
 
+def read_at(m: Summary) -> str:
+    """When the headline sentence's readings were taken (Summary.sentence_at_s): one tick's, where the
+    evidence section gives medians. "Processes outside the job use 1.00 core of 2 CPUs" stood above
+    a median of 43 % with nothing to say which was which."""
+    if m.sentence_at_s is None or m.stage in (IDLE, UNKNOWN) or not any(c.isdigit() for c in m.sentence):
+        return ""  # "collecting evidence: 1 stack sample" and "in upload (job.py:14)" are no readings
+    return (f" (These readings are from {m.sentence_at_s:.0f} s into the run; the evidence section gives "
+            "each signal's middle reading over the ticks the stage held.)")
+
+
+REMEDIES_READ_AT = "A stage's remedies quote the readings of the latest tick that gave them."
+"""Said above the stage remedies: their live numbers and PIDs are one tick's (sections._stage_remedies),
+not the medians of the evidence section."""
+
+
 def headline(m: Summary) -> tuple[str, str]:
     """(the stage's title, the rest of the paragraph): what cost the job most, how much, and why;
     for a report too short to judge a run (Summary.snapshot, too_short), only what its ticks held."""
     if m.snapshot:
         return m.title, (f"held the verdict {m.share:.0%} of those ticks (mean confidence {m.confidence:.2f}). "
-                         f"{m.sentence}").rstrip()
+                         f"{m.sentence}{read_at(m)}").rstrip()
     if m.speedup_run is not None:
         much = (f"{speedup(m.speedup_run)} faster or more, as its wait was nearly all the time and "
                 f"{floor_why(m.speedup_while)}" if m.speedup_floor
@@ -48,7 +63,7 @@ def headline(m: Summary) -> tuple[str, str]:
                 f"the whole run {much}")
     else:
         lead = f"held the verdict {m.share:.0%} of the time"
-    text = f"{lead} (mean confidence {m.confidence:.2f}). {m.sentence}".rstrip()
+    text = f"{lead} (mean confidence {m.confidence:.2f}). {m.sentence}{read_at(m)}".rstrip()
     if m.best_fix is not None and m.best_fix.factor is not None:
         # The ceiling above is the stage's whole cost gone; a fix removes its own part of it.
         # A part no signal shows, said beside the figure ("1.40x while the stage holds from what was

@@ -1,0 +1,67 @@
+"""The report's headline says when its sentence's readings were taken, and the remedies say whose
+readings they quote: both are one tick's, where the evidence section gives medians.
+
+tests/data/cpu_field/image_workers.jsonl.gz (a CPU image job beside an outside load): its headline
+read "processes outside the job use 1.00 core of 2 CPUs" above an evidence median of 43 %, with
+nothing to say which reading was which.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+from gpuwatch.diagnosis.sentence import HOLDING
+from gpuwatch.replay import load_frames
+from gpuwatch.report import NOT_RECORDED
+from gpuwatch.report.build import build_report
+from gpuwatch.report.gather import from_frames
+from gpuwatch.report.render_html import render_html
+from gpuwatch.report.render_json import render_json
+from gpuwatch.report.render_md import render_markdown
+from gpuwatch.report.words import REMEDIES_READ_AT
+
+RECORDING = "tests/data/cpu_field/image_workers.jsonl.gz"
+
+
+def _report(frames):
+    return build_report(from_frames(frames), NOT_RECORDED, "replay", path=RECORDING)
+
+
+def test_the_headline_says_the_second_its_readings_are_from():
+    frames = load_frames(RECORDING)
+    got = from_frames(frames)
+    r = _report(frames)
+    # the tick the sentence is from: the stage's latest verdict whose readings held it on full thresholds
+    said = [v for v in got.verdicts if v.stage == r.summary.stage and v.sentence and HOLDING not in v.sentence][-1]
+    at = said.t - got.verdicts[0].t
+    assert r.summary.sentence_at_s == round(at, 1)
+    md = render_markdown(r)
+    verdict = md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    assert said.sentence.split(":")[0] in verdict  # the sentence quoted is that stage's
+    assert f"(These readings are from {at:.0f} s into the run; the evidence section gives each signal's " \
+           "middle reading over the ticks the stage held.)" in verdict, verdict
+    assert "the middle reading is shown" in md  # which the evidence section does say
+    assert json.loads(render_json(r))["summary"]["sentence_at_s"] == round(at, 1)
+
+
+def test_the_remedies_say_they_quote_one_ticks_readings():
+    r = _report(load_frames(RECORDING))
+    md = render_markdown(r)
+    remedies = md.split("## Remedies", 1)[1].split("\n## ", 1)[0]
+    assert remedies.split("\n")[2] == REMEDIES_READ_AT
+    page = render_html(r, ())
+    assert html.escape(REMEDIES_READ_AT) in page or REMEDIES_READ_AT in page
+
+
+def test_no_readings_note_where_the_sentence_holds_none():
+    # two ticks: not yet judged, "1 stack sample of the main thread so far, 3 needed" is a count, no reading
+    r = _report(load_frames(RECORDING)[:2])
+    assert r.summary.stage == "unknown" and any(c.isdigit() for c in r.summary.sentence)
+    md = render_markdown(r)
+    assert "These readings are from" not in md
+    assert not r.remedies and REMEDIES_READ_AT not in md
+    # Idle's sentence names where the job sleeps, "in upload (j6_pause.py:14)": a line number, no reading
+    idle = _report(load_frames("tests/data/cpu_field/upload_pause.jsonl.gz"))
+    assert idle.summary.stage == "idle" and "j6_pause.py:14" in idle.summary.sentence
+    assert "These readings are from" not in render_markdown(idle)
