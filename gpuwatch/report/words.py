@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuwatch.diagnosis.sentence import epochs
 from gpuwatch.diagnosis.evidence import count
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE, PHASE_WINDOW_S, WINDOW_S
-from gpuwatch.model.verdict import FIX_WORDS, GPU_BOUND, IDLE, LEFT_ALIVE, RESPAWN, UNKNOWN, gain_words
+from gpuwatch.model.verdict import FIX_WORDS, FixGain, GPU_BOUND, IDLE, LEFT_ALIVE, RESPAWN, UNKNOWN, gain_words
 from gpuwatch.report.model import Remedy, Report, Source, Summary
 
 
@@ -49,6 +49,18 @@ REMEDIES_READ_AT = "A stage's remedies quote the readings of the latest tick tha
 not the medians of the evidence section."""
 
 
+def _unmeasured_part(fix: FixGain) -> str:
+    """The ceiling in the headline is the stage's whole cost gone; a fix removes its own part of it.
+    Where part of that is a cost no signal shows (FixGain.partial), it is said beside the figure, with
+    its bound where one is known ("1.40x while the stage holds from what was measured" read as the
+    stage holding from it)."""
+    if not fix.partial:
+        return ""
+    if fix.upper is not None:
+        return f" from what was measured, up to {speedup(fix.upper)},"
+    return " from what was measured, maybe more,"
+
+
 def headline(m: Summary) -> tuple[str, str]:
     """(the stage's title, the rest of the paragraph): what cost the job most, how much, and why;
     for a report too short to judge a run (Summary.snapshot, too_short), only what its ticks held."""
@@ -65,12 +77,7 @@ def headline(m: Summary) -> tuple[str, str]:
         lead = f"held the verdict {m.share:.0%} of the time"
     text = f"{lead} (mean confidence {m.confidence:.2f}). {m.sentence}{read_at(m)}".rstrip()
     if m.best_fix is not None and m.best_fix.factor is not None:
-        # The ceiling above is the stage's whole cost gone; a fix removes its own part of it.
-        # A part no signal shows, said beside the figure ("1.40x while the stage holds from what was
-        # measured" read as the stage holding from it).
-        part = (f" from what was measured, up to {speedup(m.best_fix.upper)}," if m.best_fix.partial
-                and m.best_fix.upper is not None else " from what was measured, maybe more," if m.best_fix.partial
-                else "")
+        part = _unmeasured_part(m.best_fix)
         if m.best_fix.factor < MIN_GAIN and not m.best_fix.partial:
             # "expected to gain most: about 1.01x" named a winner among fixes that gain nothing measurable
             text += (f" None of the fixes proposed is expected to gain much: the largest estimate, for "
