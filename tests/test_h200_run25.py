@@ -16,12 +16,14 @@ from pathlib import Path
 import pytest
 
 from gpuwatch.analysis import Analysis
+from gpuwatch.diagnosis.sentence import epochs as sentence_epochs
 from gpuwatch.model import verdict as v
 from gpuwatch.replay import load_frames
 from gpuwatch.report import NOT_RECORDED
 from gpuwatch.report.build import build_report
 from gpuwatch.report.gather import from_frames
 from gpuwatch.report.render_md import render_markdown
+from gpuwatch.report.words import EPOCHS_AT_END
 
 DATA = Path(__file__).parent / "data" / "h200"
 MARKERS = json.loads((DATA / "run25_markers.json").read_text())
@@ -320,14 +322,21 @@ def test_the_headline_says_a_partial_figure_beside_the_figure():
     assert f"up to about {head.group(2)}x where all of the main thread's waiting for data" in remedies
 
 
-def test_the_headline_and_the_epoch_section_count_the_same_re_creations():
-    """bench/field_cpu/respawn_workers.py (CPU VM, 2026-12-05): the headline quoted its stage's latest
-    sentence, whose epoch clause was counted at that tick ("every ~3.0 s (15 times in 59 s)"), above
-    the epoch section's run-end count ("every ~2.0 s (18 times in 59 s)"). Both now say the run's last."""
+def test_the_headline_and_the_epoch_section_each_say_when_they_counted():
+    """bench/field_cpu/respawn_workers.py (CPU VM, 2026-12-05): the headline quotes its stage's latest
+    sentence, counted at that tick ("every ~3.0 s (15 times in 59 s)" at 70 s), and the epoch section
+    the run's end ("every ~2.0 s (18 times in 59 s)" at 75 s). Splicing the end's count into the
+    headline's sentence made it one no tick said, beside "(These readings are from 70 s into the run)";
+    each now says when it counted, and each count is the one its tick said."""
     path = Path(__file__).parent.parent / "bench/results/2026-12-05-cpu-field/respawn_workers.jsonl.gz"
-    text = render_markdown(build_report(from_frames(load_frames(str(path))), NOT_RECORDED, "replay", path=str(path)))
+    got = from_frames(load_frames(str(path)))
+    r = build_report(got, NOT_RECORDED, "replay", path=str(path))
+    text = render_markdown(r)
     verdict = text.split("## Verdict", 1)[1].split("\n## ", 1)[0]
     epochs = text.split("## Epoch structure", 1)[1].split("\n## ", 1)[0]
     said = re.compile(r"re-created every \\?~(\d+\.\d) s \((\d+) times in (\d+) s")
-    head, tail = said.findall(verdict), said.findall(epochs)
-    assert head and tail and head == tail, (head, tail)
+    at = next(v for v in got.verdicts if round(v.t - got.verdicts[0].t, 1) == r.summary.sentence_at_s)
+    assert said.findall(verdict) == said.findall(at.sentence) == [("3.0", "15", "59")], verdict  # the tick's own
+    assert f"(These readings are from {r.summary.sentence_at_s:.0f} s into the run;" in verdict
+    assert epochs.strip().startswith(EPOCHS_AT_END.strip())
+    assert said.findall(epochs) == said.findall(sentence_epochs(got.verdicts[-1].phases)) == [("2.0", "18", "59")], epochs

@@ -15,7 +15,7 @@ from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
 from gpuwatch.model.field_words import words
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
-from gpuwatch.report.words import REMEDIES_READ_AT, epochs_none, headline, stage_gain, too_short
+from gpuwatch.report.words import EPOCHS_AT_END, REMEDIES_READ_AT, epochs_none, headline, stage_gain, too_short
 from gpuwatch.untrusted import clean, markdown, markdown_code
 
 STATUS_WORD = {PASS: "PASS", WARN: "WARN", FAIL: "FAIL", NOT_CHECKED: "not checked"}
@@ -164,7 +164,7 @@ def _epochs(r: Report) -> list[str]:
     out = ["", "## Epoch structure", ""]
     if not r.epochs:
         return out + [epochs_none(r)]
-    return out + [epochs(r.epochs).strip()]
+    return out + [EPOCHS_AT_END + epochs(r.epochs).strip().removeprefix("Epochs: ")]
 
 
 STARTING_WORDS = "waiting while the DataLoader starts or stops its workers"

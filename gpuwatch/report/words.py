@@ -142,6 +142,11 @@ def stage_gain(r: Remedy, snapshot: bool = False) -> str:
     return f"{held}; speed-up not estimated"
 
 
+EPOCHS_AT_END = "Over the last minute of the run, to its end: "
+"""The epoch section's lead: its counts are the run's last verdict's, where the headline's are the
+tick it names (read_at)."""
+
+
 def epochs_none(r: Report) -> str:
     """The epoch section where the run's last minute says no phase. A phase under PHASE_MIN_SHARE
     of the minute is left out, so "none was seen" is said only of re-created workers (named at any
