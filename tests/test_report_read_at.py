@@ -65,3 +65,22 @@ def test_no_readings_note_where_the_sentence_holds_none():
     idle = _report(load_frames("tests/data/cpu_field/upload_pause.jsonl.gz"))
     assert idle.summary.stage == "idle" and "j6_pause.py:14" in idle.summary.sentence
     assert "These readings are from" not in render_markdown(idle)
+
+
+def test_the_evidence_median_in_json_is_the_reading_its_words_show():
+    # tests/data/h200/field_checkpoint.jsonl.gz: GPU kernel-active read "51 %" in the words beside a
+    # JSON value_median of 0.553 (the mean of the two middle readings of 26 ticks)
+    path = "tests/data/h200/field_checkpoint.jsonl.gz"
+    got = from_frames(load_frames(path))
+    r = build_report(got, NOT_RECORDED, "replay", path=path)
+    even = 0
+    for line in r.evidence:
+        if line.latest or line.value_median is None:
+            continue
+        values = sorted(e.value for v in got.verdicts if v.stage == line.stage
+                        for e in v.evidence if e.stage == v.stage and e.signal == line.signal and e.value is not None)
+        assert line.value_median == values[(len(values) - 1) // 2], line
+        even += len(values) % 2 == 0 and values[len(values) // 2 - 1] != values[len(values) // 2]
+    assert even  # the recording has lines whose two middle readings differ: the case this is about
+    busy = next(x for x in json.loads(render_json(r))["evidence"] if x["signal"] == "gpu_active" and x["stage"] == "io")
+    assert f"{busy['value_median']:.0%}".rstrip("%") in busy["text"]

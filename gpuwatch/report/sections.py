@@ -179,7 +179,7 @@ def evidence(verdicts: Sequence[Verdict]) -> tuple[EvidenceLine, ...]:
         mid = items[-1] if latest else _middle(items)
         out.append(EvidenceLine(
             stage=stage, signal=signal, supports_share=sum(1 for e in items if e.supports) / len(items),
-            value_median=(mid.value if latest else median(values)) if values else None, threshold=mid.threshold,
+            value_median=mid.value if values else None, threshold=mid.threshold,
             op=mid.op, text=mid.text, status=evidence_status(mid), latest=latest,
         ))
     order = {s: i for i, s in enumerate(Counter(v.stage for v in verdicts))}
@@ -189,7 +189,8 @@ def evidence(verdicts: Sequence[Verdict]) -> tuple[EvidenceLine, ...]:
 
 def _middle(items: list) -> object:
     """The item with the middle reading (the lower median: a real item, so its text, value and cut
-    agree with each other and with the median beside it); the latest where nothing was measured."""
+    agree with each other, and ``value_median`` is its value: the mean of the two middle readings of
+    an even count said 55 % in the JSON beside "51 %" in the words); the latest where nothing was measured."""
     measured = sorted((e for e in items if e.value is not None), key=lambda e: e.value)
     return measured[(len(measured) - 1) // 2] if measured else items[-1]
 
