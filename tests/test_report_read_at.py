@@ -84,3 +84,33 @@ def test_the_evidence_median_in_json_is_the_reading_its_words_show():
     assert even  # the recording has lines whose two middle readings differ: the case this is about
     busy = next(x for x in json.loads(render_json(r))["evidence"] if x["signal"] == "gpu_active" and x["stage"] == "io")
     assert f"{busy['value_median']:.0%}".rstrip("%") in busy["text"]
+
+
+def test_a_fix_above_the_stages_ceiling_over_the_run_says_its_tick():
+    # tests/data/h200/field_tokenize.jsonl.gz: the stage's ceiling over the run (the verdicts' median)
+    # read "2.80x while it holds", and its best fix, quoted from the latest tick, "about 4.67x while the
+    # stage holds" with nothing to say the two were read over different spans
+    path = "tests/data/h200/field_tokenize.jsonl.gz"
+    got = from_frames(load_frames(path))
+    r = build_report(got, NOT_RECORDED, "replay", path=path)
+    m = r.summary
+    assert m.best_fix is not None and m.speedup_while is not None and m.best_fix.factor > m.speedup_while
+    quoted = [v for v in got.verdicts if v.stage == m.stage and v.remedies][-1]
+    assert m.best_fix_at_s == round(quoted.t - got.verdicts[0].t, 1)
+    verdict = render_markdown(r).split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    assert (f"about {m.best_fix.factor:.2f}x while the stage holds, read at its latest tick "
+            f"({m.best_fix_at_s:.0f} s into the run); over the whole run the stage's own ceiling, "
+            f"{m.speedup_while:.2f}x while it holds, bounds any fix") in verdict, verdict
+    stage = next(x for x in r.remedies if x.stage == m.stage)
+    assert stage.latest_while == quoted.speedup and quoted.speedup >= m.best_fix.factor
+    assert (f"({m.speedup_while:.2f}x while it holds; up to {quoted.speedup:.2f}x at the latest tick, whose "
+            "readings the remedies below quote)") in render_markdown(r)
+
+
+def test_a_fix_within_the_stages_ceiling_says_no_tick():
+    r = _report(load_frames("tests/data/h200/run25_lightning.jsonl.gz"))
+    m = r.summary
+    assert m.best_fix is not None and m.best_fix.factor <= m.speedup_while
+    md = render_markdown(r)
+    assert "read at its latest tick" not in md and "at the latest tick, whose" not in md
+    assert all(x.latest_while is None for x in r.remedies)

@@ -109,6 +109,8 @@ class Summary:
     """Pipeline stages at warning level (close to their cuts) in a good part of the run."""
     straggler: StragglerSeen | None = None
     """A rank that held the others back (multi-rank jobs), when one was named."""
+    best_fix_at_s: float | None = None
+    """Seconds from the first verdict to the one ``best_fix`` is from."""
     best_fix: FixGain | None = None
     """The proposed fix expected to gain most while the stage held: the largest estimate in the verdict
     whose remedies the report lists (the stage's latest with remedies), so the headline and the
@@ -204,6 +206,11 @@ class Remedy:
     """Both figures are floors ("or more"): see Summary.speedup_floor."""
     title: str | None = None
     """The check's title, for a remedy that comes from a check."""
+    latest_while: float | None = None
+    """The ceiling while the stage held at the tick whose remedies are quoted (the stage's latest with
+    remedies, sections._stage_remedies), where a fix's figure there is above ``speedup_while``: their
+    own figures are bounded by it, and a fix quoted at 4.7x stood under a stage line of "2.80x while
+    it holds"."""
 
 
 @dataclass(frozen=True, slots=True)

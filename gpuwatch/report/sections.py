@@ -111,10 +111,16 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     said = _said(top.stage, verdicts)
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
-                   sentence_at_s=round(said.t - verdicts[0].t, 1) if said is not None else None,
+                   sentence_at_s=_at(said, verdicts),
                    speedup_run=top.speedup_run, speedup_while=top.speedup_while, speedup_floor=top.floor,
                    most_held=most, beside=beside, warnings=_warnings(verdicts, top.stage),
-                   straggler=lagging, best_fix=best_fix([v for v in verdicts if v.stage == top.stage]))
+                   straggler=lagging, best_fix=best_fix([v for v in verdicts if v.stage == top.stage]),
+                   best_fix_at_s=_at(_with_remedies([v for v in verdicts if v.stage == top.stage]), verdicts))
+
+
+def _at(v: Verdict | None, verdicts: Sequence[Verdict]) -> float | None:
+    """Seconds from the first verdict to ``v``."""
+    return round(v.t - verdicts[0].t, 1) if v is not None else None
 
 
 def best_fix(mine: Sequence[Verdict]) -> FixGain | None:
@@ -220,10 +226,16 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
             # a healthy, CPU-bound or idle stage's advice only where it is the headline (an idle job
             # not training has none; one that trains slowly is told where its main thread waits)
             continue
-        for text in _stage_remedies([v for v in verdicts if v.stage == c.stage]):
+        mine = [v for v in verdicts if v.stage == c.stage]
+        quoted = _with_remedies(mine)
+        above = (quoted.speedup if quoted is not None and quoted.speedup is not None and c.bottleneck
+                 and not (c.floor or quoted.speedup_floor) and c.speedup_while is not None
+                 and any(g.factor is not None and g.factor > c.speedup_while + 0.05 for g in quoted.gains)
+                 else None)  # said where a fix's figure there is above the stage's own ceiling over the run
+        for text in _stage_remedies(mine):
             ranked.append(Remedy(text=text, stage=c.stage, check=None, share=c.share,
                                  speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run,
-                                 speedup_floor=c.floor and c.bottleneck))
+                                 speedup_floor=c.floor and c.bottleneck, latest_while=above))
     said = " ".join(r.text for r in ranked).lower()
     for status in (FAIL, WARN):
         for c in checks:
