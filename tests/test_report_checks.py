@@ -21,7 +21,7 @@ from gpuwatch.model import (
     Verdict,
 )
 from gpuwatch.model.host import NO_CPU_QUOTA
-from gpuwatch.model.verdict import PIPELINE
+from gpuwatch.model.verdict import MORE_WORKERS, PERSISTENT_WORKERS, PIPELINE, FixGain
 from gpuwatch.report.checks import run_checks
 from gpuwatch.report.checks_gpu import check_other_processes
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, WARN
@@ -133,6 +133,19 @@ def test_far_fewer_workers_warns_only_when_loading_holds_the_gpu_back():
     c = checks_of(frames, decode)["workers_vs_cores"]
     assert c.status == WARN and c.reason.startswith("far fewer workers than cores") and "100%" in c.reason
     assert "while loading data held the job back" in c.reason  # a CPU-only job has no GPU to hold back
+
+
+def test_far_fewer_workers_is_no_warning_where_the_wait_is_their_start_up():
+    # a loader whose wait is its workers' start-up proposes keeping them (persistent workers), not
+    # more of them: this check had added "raise num_workers toward 15" beside it (review 28, run 50's
+    # Lightning job: 4 workers re-created every epoch on 16 CPUs, idle at 0.05 core each)
+    frames = [make_frame(i, workers=1, usable=32) for i in range(10)]
+    keep = FixGain(PERSISTENT_WORKERS, 1.2, "the sets' start-up")
+    starting = [replace(verdict(f.t, stage="decode"), gains=(keep,)) for f in frames]
+    assert checks_of(frames, starting)["workers_vs_cores"].status == PASS
+    more = [replace(v, gains=(keep, FixGain(MORE_WORKERS, 1.8, "more workers"))) for v in starting]
+    c = checks_of(frames, more)["workers_vs_cores"]
+    assert c.status == WARN and c.fix.startswith("raise num_workers toward ")
 
 
 def test_data_on_a_network_file_system_warns():

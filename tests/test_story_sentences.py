@@ -132,7 +132,7 @@ def test_the_report_suggests_the_same_worker_count_as_the_verdict_and_says_it_on
     assert "toward 15" in stage_text
     marks, verdicts = _run([(v.DECODE, 10, 5.0, verdict.remedies)])
     check = CheckResult("workers_vs_cores", "DataLoader workers fit the CPUs", WARN, "far fewer workers",
-                        "raise num_workers towards 15")
+                        "raise num_workers toward 15")
     got = report_remedies(marks, verdicts, [check])
     assert [r.check for r in got if r.check] == []  # the stage remedy already says it
     assert not any("`" in line for line in md_remedies(_report(got)))

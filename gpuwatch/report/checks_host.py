@@ -24,7 +24,7 @@ from gpuwatch.model.host import HostSample
 from gpuwatch.model.procs import NO_WORKER_SEEN, ROLE_MAIN, ROLE_WORKER, ProcsSample
 from gpuwatch.model.stacks import StackSample
 from gpuwatch.model.values import Maybe, Unsupported, known
-from gpuwatch.model.verdict import DECODE, IO, Verdict
+from gpuwatch.model.verdict import DECODE, IO, MORE_WORKERS, Verdict
 from gpuwatch.report.checks_gpu import NO_JOB_GPU, target_gpus
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, WARN, CheckResult
 from gpuwatch.report.units import rate
@@ -67,6 +67,14 @@ def _loading(v: Verdict) -> bool:
     return v.stage in (IO, DECODE) and not saving
 
 
+def _more_workers_help(v: Verdict) -> bool:
+    """A loading verdict whose fixes include more workers, or that carries no fix figures at all
+    (recordings from before them). One whose wait is the workers' start-up proposes keeping them,
+    not more of them: a Lightning job re-creating idle workers was told "raise num_workers towards 15"
+    by this check beside its own stage's remedies, and more workers make each re-creation slower."""
+    return not v.gains or any(g.fix == MORE_WORKERS for g in v.gains)
+
+
 def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: Maybe[Environment]) -> CheckResult:
     title = "DataLoader workers fit the CPUs"
     procs = [f.procs for f in frames if isinstance(f.procs, ProcsSample)]
@@ -102,12 +110,12 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
                            # where the training process needs little of its core.
                            f"lower num_workers to at most {cores:g} (the CPUs it may use{_own_core(cores, mains)}), "
                            "or give the job more CPUs")
-    input_share = sum(1 for v in verdicts if _loading(v)) / len(verdicts) if verdicts else 0.0
+    input_share = sum(1 for v in verdicts if _loading(v) and _more_workers_help(v)) / len(verdicts) if verdicts else 0.0
     if workers * FEW_WORKERS_RATIO <= cores and input_share >= RUN_INPUT_SHARE and worker_target(cores, mains) > workers:
         return CheckResult("workers_vs_cores", title, WARN,
                            f"far fewer workers than cores while loading data held the job back "
                            f"{input_share:.0%} of the time: {counted}",
-                           f"raise num_workers towards {worker_target(cores, mains)}")
+                           f"raise num_workers toward {worker_target(cores, mains)}")
     return CheckResult("workers_vs_cores", title, PASS, counted)
 
 
