@@ -308,3 +308,20 @@ def test_a_plain_recording_named_gz_and_a_report_with_sorted_keys(tmp_path, caps
     capsys.readouterr()
     rc, out, err = run(capsys, str(plain_gz), str(sorted_keys))
     assert rc == 0 and err == ""
+
+
+def test_a_stall_period_measured_as_absent_reads_none_seen(capsys):
+    # run 50 (H100): the Lightning job stalled every ~1.4 s; kept workers, it had no stall, and its
+    # period read "not measured" beside a stall share measured at 0.0 %
+    run50 = ROOT / "bench" / "results" / "2026-12-06-h100" / "run50" / "accuracy"
+    before, after = str(run50 / "lightning.jsonl.gz"), str(run50 / "lightning_persistent.jsonl.gz")
+    c = compare(load_side(before).figures, load_side(after).figures, before, after)
+    assert row(c, "stall_share").after == 0.0 and row(c, "stall_period_s").after is None
+    assert row(c, "stall_period_s").absent == (False, True)
+    rc, out, _ = run(capsys, before, after)
+    line = next(x for x in out.splitlines() if "stall period" in x)
+    assert rc == 0 and "none seen" in line and "not measured" not in line, line
+    # a run with no GPU utilization read has its stall "not measured", never "none seen"
+    c = compare(load_side(before).figures, load_side(CPU_ONLY).figures, before, CPU_ONLY)
+    assert load_side(CPU_ONLY).figures.stall_measured is None
+    assert row(c, "stall_period_s").absent == (False, False)

@@ -26,6 +26,9 @@ class Row:
     note: str = ""
     ceiling: tuple[bool, bool] = (False, False)
     """Whether the value before / after is a ceiling ("at most"), not an estimate."""
+    absent: tuple[bool, bool] = (False, False)
+    """Whether a missing value before / after was measured as absent (a stall period where the run
+    had no stall), said "none seen", not "not measured"."""
 
     @property
     def change(self) -> float | None:
@@ -94,8 +97,12 @@ def _stall_rows(b: Figures, a: Figures) -> tuple[Row, ...]:
                 _missing(Mean(pct(b), 0), Mean(pct(a), 0)))
     if b.stall_period_s is None and a.stall_period_s is None:
         return (share,)
+    # A run whose stall share was measured at 0 had no stall to time: its period is "none seen", not
+    # "not measured" (review 28: "1.4 s -> not measured" beside "33.3 % -> 0.0 %").
+    none = tuple(f.stall_period_s is None and f.stall_measured == 0.0 for f in (b, a))
     return share, Row("stalls", "stall_period_s", "stall period (median)", "s", b.stall_period_s, a.stall_period_s,
-                      NEUTRAL, "" if None not in (b.stall_period_s, a.stall_period_s) else "seen in one run only")
+                      NEUTRAL, "" if None not in (b.stall_period_s, a.stall_period_s) else "seen in one run only",
+                      absent=none)  # type: ignore[arg-type]
 
 
 def _speedup_row(b: Figures, a: Figures) -> Row:

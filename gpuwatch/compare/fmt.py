@@ -23,5 +23,5 @@ def change(r: Row) -> str:
 
 def cells(r: Row) -> tuple[str, str]:
     """The before and after values as written ("at most 6.33x" for a ceiling)."""
-    return tuple(("at most " if ceiling else "") + value(v, r.unit)  # type: ignore[return-value]
-                 for v, ceiling in zip((r.before, r.after), r.ceiling))
+    return tuple("none seen" if v is None and absent else ("at most " if ceiling else "") + value(v, r.unit)
+                 for v, ceiling, absent in zip((r.before, r.after), r.ceiling, r.absent))  # type: ignore[return-value]
