@@ -111,6 +111,7 @@ def test_healthy_gpu_job_passes_everything():
         "workers_vs_cores": PASS, "cpu_quota": PASS, "swap": PASS, "network_fs": PASS, "numa": WARN, "stacks": PASS,
     }
     assert "Gen5 x16 = maximum in all 10 loaded ticks" in c["pcie_link"].reason
+    assert c["pageable_h2d"].reason == "copies dominated no tick of 10"  # not "only 0 of 10 ticks"
     assert "SW power cap 50% of the time (normal" in c["throttling"].reason
 
 

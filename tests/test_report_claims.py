@@ -67,7 +67,9 @@ def test_a_save_seen_earlier_in_the_run_is_not_said_unseen():
     # one save is said as one, with no share of the time beside it (sentence.epochs), and no duration:
     # one stack sample fell in it, which a 0.05 s save gives as well as a 0.5 s one (trial 27)
     assert 'the verdict said: "A checkpoint save was seen once in 25 s."' in section
-    assert "The run's last minute no longer names it: under 2% of that minute, or before it." in section
+    # the run is 44 s: all of it is its last minute, so "or before it" could not be (review 28)
+    assert "The run's last verdict no longer names it: under 2% of the 44 s watched." in section
+    assert "before it" not in section
 
 
 def test_a_remedy_quoting_a_hostile_frame_is_escaped_in_the_markdown_report():
@@ -113,3 +115,20 @@ def test_a_re_creation_that_left_the_minute_is_said_to_be_before_it():
     section = text.split("## Epoch structure", 1)[1].split("##", 1)[0]
     assert "replaced the last one" in section and "That was before the run's last minute." in section, section
     assert "under 2% of that minute" not in section
+
+
+def test_a_largest_share_under_half_is_not_called_most_of_the_time():
+    """Review 28: H100 run 37's switch job read "Most of the time (25%) the verdict was GPU-bound",
+    beside PCIe and CPU prep at 25 % each."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+
+    path = "bench/results/2026-12-05-h100/run37/accuracy/switch.jsonl.gz"
+    r = build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path)
+    assert r.summary.most_held is not None and r.summary.most_held.share < 0.5
+    verdict = render_markdown(r).split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    assert f"For the largest share of the time ({r.summary.most_held.share:.0%}) the verdict was GPU-bound" in verdict
+    assert "Most of the time" not in verdict

@@ -220,6 +220,7 @@ def check_pageable_copies(frames: Sequence[Frame], verdicts: Sequence[Verdict], 
             return CheckResult("pageable_h2d", title, NOT_CHECKED,
                                "no stack samples and no h2d verdict: nothing tells when copies dominate")
         return CheckResult("pageable_h2d", title, PASS,
+                           f"copies dominated no tick of {len(frames)}" if not copies else
                            f"copies dominated only {len(copies)} of {len(frames)} ticks: not a pattern")
     fr = [x for f in copies if isinstance(f.pcie, tuple) for p in f.pcie if p.index in idx
           if (x := _rx_fraction(p)) is not None]

@@ -109,13 +109,15 @@ def headline(m: Summary) -> tuple[str, str]:
                      f"{speedup(m.best_fix.factor)}{part} while the stage holds (each fix's own figure is under "
                      "Remedies).")
     most = m.most_held
+    # "Most of the time (25%)" read as a majority: under half, it is the largest share
+    lead = "" if most is None else "Most of the time" if most.share > 0.5 else "For the largest share of the time"
     if most is not None and most.stage == IDLE:
         # Not training has no cost a fix would give back, yet it is not "less": a torch.compile
         # start held 69 % of a run. What the job did instead is said, from its own sentence.
         what = f". {most.why}" if most.why else "."
-        text += f" Most of the time ({most.share:.0%}) the verdict was {most.title}, with no pipeline stage to fix{what}"
+        text += f" {lead} ({most.share:.0%}) the verdict was {most.title}, with no pipeline stage to fix{what}"
     elif most is not None:
-        text += f" Most of the time ({most.share:.0%}) the verdict was {most.title}, which cost the run less."
+        text += f" {lead} ({most.share:.0%}) the verdict was {most.title}, which cost the run less."
     side = m.beside
     if side is not None:
         what = f". {side.why}" if side.why else "."
@@ -185,7 +187,11 @@ def epochs_none(r: Report) -> str:
         text += f' {at}, over what it had seen by then, the verdict said: "{said}"'
         any_share = all(p.kind in (RESPAWN, LEFT_ALIVE) for p in r.epochs_earlier)
         within = r.epochs_earlier_s is not None and r.source.covered_s - r.epochs_earlier_s <= PHASE_WINDOW_S
-        if any_share or not within:
+        if r.source.covered_s <= PHASE_WINDOW_S:
+            # the whole run is its last minute: "or before it" could not be (accum_ckpt, 44 s)
+            text += (" The run's last verdict no longer names it" + ("." if any_share else
+                     f": under {PHASE_MIN_SHARE:.0%} of the {r.source.covered_s:.0f} s watched."))
+        elif any_share or not within:
             text += " That was before the run's last minute."
         else:
             text += (f" The run's last minute no longer names it: under {PHASE_MIN_SHARE:.0%} of that minute, or "
