@@ -104,3 +104,21 @@ def test_pageable_share_takes_the_larger_of_stacks_and_the_copy_engine():
     assert pageable_share({"h2d_share": 0.7, "copy_frac": 0.05}) == 0.7
     assert pageable_share({"h2d_share": 0.0, "copy_frac": 0.3}) == 1.0
     assert pageable_share({"h2d_share": None, "copy_frac": None}) is None
+
+
+def test_the_pinned_memory_figure_says_what_the_copies_share_rests_on():
+    """Review 28: "pageable copies take 100 % of the job's time" stood beside a copy engine busy 14 %
+    and 0 % of the main thread's samples in copies; the 100 % was 14 % x 8.6, capped."""
+    from gpuwatch.diagnosis.fix_gains import _copy_share_words
+    from gpuwatch.diagnosis.speedup import pageable_share
+
+    engine = {"h2d_share": 0.0, "copy_frac": 0.14}
+    text = _copy_share_words(engine, pageable_share(engine))
+    assert text == ("the GPU is busy with copies only 14 % of the time, and a pageable copy holds the job about "
+                    "8.6x as long as the GPU's own part of it (staged by the CPU), so copies take about all of "
+                    "the job's time")
+    part = {"h2d_share": 0.0, "copy_frac": 0.05}
+    assert _copy_share_words(part, pageable_share(part)).endswith("so copies take about 43 % of the job's time")
+    stacks = {"h2d_share": 0.7, "copy_frac": 0.05}
+    assert _copy_share_words(stacks, pageable_share(stacks)) == \
+        "the main thread is in host-to-device copies 70 % of its stack samples"
