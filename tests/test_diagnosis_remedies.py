@@ -56,7 +56,7 @@ def test_h2d_remedies_depend_on_whether_memory_is_pinned():
     unpinned = last(PAGEABLE)
     assert "pin_memory=True" in _text(unpinned) and "non_blocking=True" in _text(unpinned)
     pinned_loader = last(replace(PAGEABLE, pin=True))
-    assert "pt_data_pin thread exists" in _text(pinned_loader)
+    assert "pin-memory thread runs" in _text(pinned_loader)
     link = last(PINNED)
     assert "link is full" in _text(link) and "uint8" in _text(link)
 

@@ -373,7 +373,7 @@ async def test_a_source_that_breaks_midway_still_yields_what_was_seen():
 
 
 def test_a_fact_without_a_cut_is_not_said_unseen_while_it_held():
-    """field_lightning's report: "○ pin_memory is on (a pt_data_pin thread exists): seen in 0% of
+    """field_lightning's report: "○ pin_memory is on (its pin-memory thread runs): seen in 0% of
     the ticks PCIe held", while the pinned-memory check beside it says the pin thread exists. The
     share is of the ticks the fact pointed to the stage (the mark's meaning), not of those it was seen."""
     path = Path(__file__).parent / "data" / "h200" / "field_lightning.jsonl.gz"
@@ -381,7 +381,7 @@ def test_a_fact_without_a_cut_is_not_said_unseen_while_it_held():
 
     frames = load_frames(str(path))
     md = render_markdown(build_report(gather.from_frames(frames), NOT_RECORDED, "replay", path=str(path)))
-    assert "a pt_data_pin thread exists)" in md
+    assert "its pin-memory thread runs)" in md
     assert not re.search(r": seen in \d+% of the ticks", md)
-    assert "○ pin_memory is on (a pt_data_pin thread exists): pointed to PCIe in 0% of the ticks PCIe held" in md
+    assert "○ pin_memory is on (its pin-memory thread runs): pointed to PCIe in 0% of the ticks PCIe held" in md
     assert re.search(r"● GPU kernel-active time: \d+ % \(needs under 90 %[^)]*\): met in 100% of the ticks PCIe held", md)

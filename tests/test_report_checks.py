@@ -332,5 +332,5 @@ def test_pinned_copy_check_does_not_ask_to_pin_what_the_loader_already_pins():
     analysis = Analysis()
     verdicts = [analysis.update(f) for f in frames]
     result = check_pageable_copies(frames, verdicts, Unsupported("recording"))
-    assert "pt_data_pin thread exists" in result.reason, result
+    assert "pin-memory thread runs" in result.reason, result
     assert "pin_memory=True" not in (result.fix or ""), result

@@ -117,7 +117,7 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
     ratio = sm_per_gr(s)
     # With stacks the kernel shape corroborates; without, it is the only GPU-side proof: a gate.
     idle = g.gr is not None and g.gr < BUSY_IDLE
-    tiny = c.check("sm_per_gr", ratio, TINY_KERNEL_RATIO, "<=", "SM active / GR engine active (tiny kernels)",
+    tiny = c.check("sm_per_gr", ratio, TINY_KERNEL_RATIO, "<=", "SM active / graphics-engine active (GPM; tiny kernels read low)",
                    unit="x", kind=SUP if st.available else REQ, na=NO_KERNELS if idle else "")
     # The launching threads run flat out, dispatching or spin-waiting in a sync (a spin-waiting CUDA sync burns a core). An unknown
     # CPU (no process sample) does not block.
@@ -147,7 +147,7 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
         weight = 1.0 - (g.compute_busy or 0.0)
     warn = fires or (yes(busy) and yes(tiny))
     def why() -> str:
-        return (warned_by(ratio, TINY_KERNEL_RATIO, "<=", "tiny kernels: SM active / GR engine active", "x")
+        return (warned_by(ratio, TINY_KERNEL_RATIO, "<=", "tiny kernels: SM / graphics-engine active", "x")
                 + f", while the GPU is kernel-active {fmt(g.compute_busy)}")
     return result(c, fires, warn, weight, sub, why, busy=g.compute_busy, sm=g.sm, gr=g.gr, ratio=ratio,
                   # The step's ops as the sub-stage reads them (forward dispatch, backward, optimizer):

@@ -344,7 +344,7 @@ def _h2d(f: dict, sub: str, s: Signals) -> list[str]:
         out.append(f"The pin-memory thread runs at {fmt(f.get('pin_cpu'), 'cores')}: pinning copies every batch once "
                    "more; return uint8 from the workers (4x less to pin) and convert on the GPU")
     elif f.get("pin_seen"):
-        out.append("pin_memory is on (a pt_data_pin thread exists): copy with .to(device, non_blocking=True), and "
+        out.append("pin_memory is on (its pin-memory thread runs): copy with .to(device, non_blocking=True), and "
                    "copy the pinned batch itself, not a new CPU tensor made after the loader (e.g. by .float())")
     else:
         out.append("Pin host memory: " + pin)

@@ -44,7 +44,7 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
     rx = c.check("rx_link", gpu.rx_frac, RX_SATURATED, ">=", "PCIe RX (host to device) of the link",
                  kind=REQ)
     sm_low = c.check("sm_active", gpu.sm, SM_INEFFECTIVE, "<", "SMs active (GPM)", kind=REQ)
-    copy = c.check("copy_only", gpu.copy_frac, COPY_SHARE, ">=", "GPU busy with copies only (NVML util - GPM GR)",
+    copy = c.check("copy_only", gpu.copy_frac, COPY_SHARE, ">=", "GPU busy with copies only (NVML utilization above GPM graphics-engine activity)",
                    kind=REQ)
     rx_some = c.check("rx_some", gpu.rx_frac, RX_SIGNIFICANT, ">=", "PCIe RX share of the link", kind=REQ)
     share = c.check("main_h2d", st.share(lb.H2D), H2D_SHARE, ">=", "main thread in host-to-device copies",
@@ -58,8 +58,8 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
         c.note("link", f"the PCIe link runs at {gpu.link} under load", True)
     if gpu.replays_per_s is not None:
         c.check("replays", gpu.replays_per_s, REPLAYS_PER_S, ">=", "PCIe replays (link retries)", unit="/s", kind=INFO)
-    c.note("pin_memory", "pin_memory is on (a pt_data_pin thread exists)" if job.pin_seen
-           else "no pt_data_pin thread: the DataLoader does not pin memory", not job.pin_seen, kind=INFO)
+    c.note("pin_memory", "pin_memory is on (its pin-memory thread runs)" if job.pin_seen
+           else "no pin-memory thread: the DataLoader does not pin memory", not job.pin_seen, kind=INFO)
 
     # The link case needs GPM's SM reading when there is one; without GPM, RX at the link's
     # capacity is itself the proof (util cannot tell copies from kernels).

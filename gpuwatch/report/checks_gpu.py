@@ -242,7 +242,7 @@ def check_pageable_copies(frames: Sequence[Frame], verdicts: Sequence[Verdict], 
             # a tensor made after the loader (pageable again) or small copies, not pin_memory off;
             # the PCIe remedy says the same, so the check does not ask for what is already on.
             return CheckResult("pageable_h2d", title, WARN,
-                               said + "; the DataLoader pins its batches (a pt_data_pin thread exists)",
+                               said + "; the DataLoader pins its batches (its pin-memory thread runs)",
                                "copy the pinned batch itself with .to(device, non_blocking=True), not a new CPU "
                                "tensor made after the loader (e.g. by .float())")
         return CheckResult("pageable_h2d", title, WARN, said,
