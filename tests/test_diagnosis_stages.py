@@ -6,6 +6,8 @@ host-side knobs (thread CPU, stack labels) describe the job each test models.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import replace
 
 import pytest
@@ -183,6 +185,18 @@ def test_without_stacks_input_stages_come_from_worker_cpu_and_storage_with_less_
         assert blind.stage == stage and blind.confidence < full.confidence
         assert "no stacks" in blind.sentence
         assert any("CAP_SYS_PTRACE" in e.text or "ptrace" in e.text for e in blind.evidence)
+
+
+def test_without_stacks_or_a_gpu_the_sentence_says_the_main_threads_cpu():
+    """Trial 28: `--no-stacks` on a host with no GPU read "the GPU has work only not measured of the
+    time"; what the verdict rests on there is a main thread that uses little CPU."""
+    cpu = {"gpu": None, "cpu_count": 2, "usable": 2, "workers": 2, "stacks": False}
+    for knobs, stage in ((DECODE, v.DECODE), (IO, v.IO)):
+        blind = last(replace(knobs, **cpu))
+        assert blind.stage == stage, blind.sentence
+        assert "GPU" not in blind.sentence and "not measured of the time" not in blind.sentence, blind.sentence
+        assert re.search(r"the main thread uses only 0\.\d\d core CPU \(a thread waiting for data uses none\)",
+                         blind.sentence), blind.sentence
 
 
 def test_without_stacks_launch_needs_the_tiny_kernel_signature():

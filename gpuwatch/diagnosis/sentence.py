@@ -187,6 +187,16 @@ def _busy(s: Signals) -> str:
     return fmt(s.gpu.compute_busy)
 
 
+def _starved(s: Signals) -> str:
+    """What a verdict without stacks rests on (input_stages._without_stacks): a starved GPU, or
+    without one a main thread that uses little CPU. "The GPU has work only not measured of the time"
+    was said on a host with no GPU (trial 28)."""
+    if s.gpu.present and s.gpu.compute_busy is not None:
+        return f"the GPU has work only {fmt(s.gpu.compute_busy)} of the time"
+    return (f"the main thread uses only {fmt(s.job.main_thread_cpu, 'cores')} CPU (a thread waiting for data "
+            "uses none)")
+
+
 def _io(f: dict, sub: str, s: Signals) -> str:
     if sub == "checkpoint":
         if not f.get("recurring"):
@@ -219,7 +229,7 @@ def _io(f: dict, sub: str, s: Signals) -> str:
         parts.append(f"disk {f.get('device') or ''} {fmt(f.get('disk_busy'))} busy".replace("  ", " "))
     if sub == "no_stacks":
         said = f" ({', '.join(parts)})" if parts else ""
-        return (f"Probably input-bound on storage: the GPU has work only {_busy(s)} of the time while the "
+        return (f"Probably input-bound on storage: {_starved(s)} while the "
                 f"{_workers(f, 'wait', 'waits')} on reads{said}; no stacks "
                 f"to confirm the data wait.{where}")
     if f.get("io_detail"):
@@ -247,8 +257,8 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
     if f.get("cpu_short") and f.get("usable"):
         full = f" The workers fill the {count(f['usable'], 'usable CPU')}."
     if sub == "no_stacks":
-        return (f"Probably input-bound on the DataLoader workers' CPU work: the GPU has work only {_busy(s)} of the "
-                f"time while the {_workers(f, 'each use', 'uses')} {fmt(f.get('worker_cpu'), 'cores')}; "
+        return (f"Probably input-bound on the DataLoader workers' CPU work: {_starved(s)} "
+                f"while the {_workers(f, 'each use', 'uses')} {fmt(f.get('worker_cpu'), 'cores')}; "
                 f"no stacks to confirm the data wait or to tell what the workers compute.{full}")
     # "Decode/augmentation" only where a worker sample was seen in an image decoder
     # (fix_gains.decoding_seen): a tokenising loader's workers compute, they decode no image.
