@@ -10,9 +10,10 @@ sets beside the measured gain the speed-up gpuwatch estimated while watching "be
   whatever stage they name, with the stage most of them named and how many of the scored ticks
   named the scenario's true stage (refreshable after a change of the diagnosis, no GPU run);
 - ``ceiling (now)``: the same median of the verdict's ``speedup``, "the most the job could gain with
-  the stage's whole cost gone", the upper bound of every fix; where a verdict's wait was nearly all
-  of a few samples, its figure is the floor they bound instead (``speedup_floor``), so the median
-  reads lower than the ceiling;
+  the stage's whole cost gone", the upper bound of every fix; where a verdict's samples could not
+  bound its wait below the cap's share (nearly all of a few samples waiting), its figure is the floor
+  they bound instead (``speedup_floor``), so the median reads lower than the ceiling and a fix's own
+  figure may be above it (``ceiling_floors_now``: the share of those ticks whose figure was a floor);
 - ``up to, now``: where the estimate is partial and bounded (``FixGain.upper``: keeping workers
   whose waits are mostly their sets' start-up), the same median of the most the fix can give; a
   bound is right where it is at least the measured gain (its median is over the ticks that carried
@@ -112,7 +113,8 @@ def estimates(recording: Path, markers: list[dict], stage: str, fix: str = CEILI
     for frame in load_frames(str(recording)):
         v = to_dict(analysis.update(frame))
         walls.append(frame.wall)
-        now.append((verdict_stage(v), gain(v, fix), gain(v, CEILING), upper(v, fix)))
+        now.append((verdict_stage(v), gain(v, fix), gain(v, CEILING), upper(v, fix),
+                    (1.0 if v.get("speedup_floor") else 0.0) if gain(v, CEILING) is not None else None))
     then, then_walls = [], []
     opener = __import__("gzip").open if recording.suffix == ".gz" else open
     with opener(recording, "rt") as f:
@@ -130,8 +132,11 @@ def estimates(recording: Path, markers: list[dict], stage: str, fix: str = CEILI
 
     (e_now, st_now, n_now, scored), (c_now, _, _, _) = pick(now, walls, 1), pick(now, walls, 2)
     u_now = pick(now, walls, 3)[0]
+    floors = [row[4] for row, k in zip(now, _scored(markers, walls, warmup)) if k and row[4] is not None]
+    f_now = sum(floors) / len(floors) if floors else None  # share of the ceilings that were floors
     (e_then, _, _, _), (c_then, st_then, n_then, _) = pick(then, then_walls, 1), pick(then, then_walls, 2)
-    return {"now": e_now, "upper_now": u_now, "now_stage": st_now, "now_right": n_now, "ceiling_now": c_now, "then": e_then,
+    return {"now": e_now, "upper_now": u_now, "now_stage": st_now, "now_right": n_now, "ceiling_now": c_now,
+            "ceiling_floors_now": f_now, "then": e_then,
             "ceiling_then": c_then, "then_stage": st_then, "then_right": n_then, "scored": scored}
 
 
@@ -169,7 +174,8 @@ def table(d: Path) -> tuple[list[dict], str]:
             f"| {r['before']} -> {r['after']} | {r['fix']} | {f(r['steps_per_s_before'])} -> "
             f"{f(r['steps_per_s_after'])} | {fx(r['measured'])} | {fx(r.get('estimate_now'))} "
             f"({r.get('estimate_now_stage') or '-'}; {r.get('estimate_now_right', 0)}/{r.get('estimate_scored', 0)}) "
-            f"| {fx(r.get('estimate_upper_now'))} | {fx(r.get('estimate_then'))} | {fx(r.get('estimate_ceiling_now'), 1)} "
+            f"| {fx(r.get('estimate_upper_now'))} | {fx(r.get('estimate_then'))} | {fx(r.get('estimate_ceiling_now'), 1)}"
+            f"{' or more' if (r.get('estimate_ceiling_floors_now') or 0.0) > 0.5 else ''} "
             f"| {fx(r.get('estimate_ceiling_then'), 1)} ({r.get('estimate_then_stage') or '-'}) "
             f"| {f(r['ratio'])} |")
     return rows, "\n".join(lines) + "\n"

@@ -53,19 +53,24 @@ def test_each_fixs_own_estimate_holds_within_1_5x(rows, pair):
     r = rows[pair]
     assert r["key"] != CEILING and r["estimate_now"] is not None, r
     assert 1 / 1.5 <= r["estimate_now"] / r["measured"] <= 1.5, r
-    assert r["estimate_now"] <= r["estimate_ceiling_now"] + 0.05, r  # a fix never gains more than the stage costs
+    # a fix never gains more than the stage costs: where the ceilings shown were mostly floors (the
+    # samples bound the wait only from below), their median is no bound on it
+    floors = r["estimate_ceiling_floors_now"] or 0.0
+    assert floors > 0.5 or r["estimate_now"] <= r["estimate_ceiling_now"] + 0.05, r
 
 
 def test_the_torchvision_fixes_are_told_apart_from_the_stages_ceiling(rows):
     """The torchvision job stays input-bound after each fix: the stage made free gives more than any
-    fix (over 10x; where the wait was nearly all of a few samples, the verdicts say what the samples
-    bound, "4.6x or more", so the median reads lower), each fix's own figure is what that fix gives:
+    fix (its wait is nearly all of each dozen samples, so the verdicts say what the samples bound,
+    "3.2x or more", a floor), each fix's own figure is what that fix gives:
     2-4x for 14 workers, about 1x for persistent workers (the restarts cost the job ~5 %), under 2x
     for a cheaper decode."""
     few = rows[("imagefolder_few", "imagefolder_persistent")]
-    assert few["estimate_ceiling_now"] > few["estimate_now"] and 2.0 <= few["estimate_now"] <= 4.0
+    # nearly every sample waiting: the ceilings shown are floors ("3.2x or more"), no bound on the fix
+    assert few["estimate_ceiling_floors_now"] > 0.5 and 2.0 <= few["estimate_now"] <= 4.0
     epochs = rows[("imagefolder_epochs", "imagefolder_persistent")]
-    assert epochs["estimate_ceiling_now"] >= 10 and 1.0 <= epochs["estimate_now"] < 1.2
+    assert epochs["estimate_ceiling_floors_now"] > 0.5 and epochs["estimate_ceiling_now"] >= 3.0
+    assert 1.0 <= epochs["estimate_now"] < 1.2
     cheap = rows[("imagefolder_few", "imagefolder_cheap")]
     assert 1.0 < cheap["estimate_now"] < 2.0
 

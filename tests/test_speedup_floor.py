@@ -77,3 +77,37 @@ def test_the_reports_speed_up_left_says_a_floor_as_one():
     left = report.figures.speedup_left
     assert left is not None and left.floor and not left.upper_bound and left.factor is not None
     assert f"{value(left.factor, 'x')} or more" in render_html(report, ())
+
+
+def test_a_share_whose_interval_reaches_the_caps_share_gives_its_floor():
+    """Trial 28: a job that waited 72-75 % by its own clock (ceiling 3.8x) read "7.0x" at 12 of 14
+    samples waiting, "14.0x" at 13 of 14 and "4.6x or more" at 14 of 14: a higher share gave a
+    smaller claim. Where the share's interval reaches 95 % the samples bound only a floor."""
+    from gpuwatch.diagnosis.speedup import share_ceiling
+
+    said = {}
+    for k in (10, 11, 12, 13, 14):
+        share = k / 14
+        floor = share_ceiling(share, 14) >= 1 - 1 / MAX_SPEEDUP
+        said[k] = (round(1 / (1 - share_floor(share, 14)), 1) if floor else round(1 / (1 - share), 1), floor)
+    assert said == {10: (3.5, False), 11: (4.7, False), 12: (2.5, True), 13: (3.2, True), 14: (4.6, True)}
+    floors = [said[k][0] for k in (12, 13, 14)]
+    assert floors == sorted(floors)  # among floors, more samples waiting never says less
+
+
+def test_a_runs_median_reads_the_point_estimates_where_most_ticks_are_no_floor():
+    """The report's figure while a stage holds is the median over its ticks: floors below the point
+    estimates of the other ticks would drag it down (tests/data/cpu_field/text_inline.jsonl.gz has
+    both), so where most ticks are no floor the floors count with the figure their share gives."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.ranking import stage_costs
+
+    got = from_frames(load_frames("tests/data/cpu_field/text_inline.jsonl.gz"))
+    top = stage_costs(got.marks, got.verdicts)[0]
+    mine = [x for x in got.verdicts if x.stage == top.stage and x.speedup is not None and x.speedup > 1.0]
+    floors = [x for x in mine if x.speedup_floor]
+    assert floors and 2 * len(floors) < len(mine) and not top.floor
+    assert all(x.speedup_point is not None and x.speedup_point >= x.speedup for x in floors)
+    points = sorted(x.speedup_point if x.speedup_floor else x.speedup for x in mine)
+    assert top.speedup_while == pytest.approx((points[(len(points) - 1) // 2] + points[len(points) // 2]) / 2)

@@ -8,7 +8,7 @@ from gpuwatch.diagnosis.fix_gains import gains
 from gpuwatch.diagnosis.remedies import remedies
 from gpuwatch.diagnosis.sentence import epochs, sentence
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.speedup import shown as shown_speedup
+from gpuwatch.diagnosis.speedup import shown as shown_speedup, speedup as ceiling_speedup
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult
 from gpuwatch.diagnosis.thresholds import MAX_CONFIDENCE, MIN_STACK_SAMPLES, SM_HEALTHY
 from gpuwatch.model.verdict import (
@@ -102,6 +102,7 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
     evidence = tuple(e for res in d.results.values() for e in res.evidence) + phase_evidence(s)
     fixes = gains(stage, r, s)
     up, floor = shown_speedup(stage, r, s)
+    point = ceiling_speedup(stage, r, s) if floor else None
     return Verdict(
         t=s.t,
         stage=shown,
@@ -119,6 +120,7 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         gains=fixes,
         warned=tuple((x, _why(d.results[x], d.stage == stage)) for x in secondary),
         speedup_floor=floor,
+        speedup_point=point,
     )
 
 

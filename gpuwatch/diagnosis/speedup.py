@@ -22,8 +22,9 @@
 - At the cap (MAX_SPEEDUP) the figure is a floor ("or more", ``Verdict.speedup_floor``). Where the
   share is one of main-thread stack samples, the floor is what the samples bound: 16 of 16 samples
   waiting bound the wait at 81 % or more (Wilson, 95 %), which gives "5.2x or more", where the cap
-  said "20x or more" (``shown``). Ranking stages (``cost``) and bounding each fix's own figure
-  (fix_gains.py) keep the capped ceiling.
+  said "20x or more"; and so whenever the share's interval reaches the cap's share (``shown``): 13 of
+  14 samples waiting gave "14.0x" on a job whose own clock put its ceiling at 3.8x. Ranking stages
+  (``cost``) and bounding each fix's own figure (fix_gains.py) keep the capped ceiling.
 - GPU-bound, memory-bound (may be inherent), idle, unknown: no pipeline gain to promise (None).
 - Input slow for a reason not measured (shown as unknown): None too. The wait share is measured
   and the sentence states it, but no cause is named, so no fix is either, and an estimate beside
@@ -69,14 +70,24 @@ Z95 = 1.96
 """The normal quantile of the 95 % Wilson interval, whose lower end bounds a share from below."""
 
 
-def share_floor(share: float, n: int) -> float:
-    """The lower end of the 95 % Wilson interval of ``share`` measured over ``n`` samples."""
+def _wilson(share: float, n: int) -> tuple[float, float]:
+    """The 95 % Wilson interval of ``share`` measured over ``n`` samples."""
     if n <= 0:
-        return 0.0
+        return 0.0, 1.0
     z2 = Z95 * Z95
     centre = share + z2 / (2 * n)
     spread = Z95 * math.sqrt(max(0.0, share * (1 - share)) / n + z2 / (4 * n * n))
-    return max(0.0, (centre - spread) / (1 + z2 / n))
+    return max(0.0, (centre - spread) / (1 + z2 / n)), min(1.0, (centre + spread) / (1 + z2 / n))
+
+
+def share_floor(share: float, n: int) -> float:
+    """The lower end of the 95 % Wilson interval of ``share`` measured over ``n`` samples."""
+    return _wilson(share, n)[0]
+
+
+def share_ceiling(share: float, n: int) -> float:
+    """The upper end of the 95 % Wilson interval of ``share`` measured over ``n`` samples."""
+    return _wilson(share, n)[1]
 
 
 def _stack_keys(stage: str, sub: str) -> tuple[str, str] | None:
@@ -101,16 +112,25 @@ def _stack_share(stage: str, r: StageResult) -> tuple[float, int] | None:
 
 
 def shown(stage: str, r: StageResult | None, s: Signals) -> tuple[float | None, bool]:
-    """(the speed-up the verdict shows, whether it is a floor): the ceiling, or at the cap a floor,
-    which for a stack share is what its samples bound (the module's note)."""
+    """(the speed-up the verdict shows, whether it is a floor): the ceiling, or a floor where the
+    samples cannot bound it below the cap (the module's note).
+
+    For a stack share that is whenever the share's 95 % interval reaches the cap's share, not only at
+    the cap: 1 / (1 - w) grows without bound as w nears 1, so over a dozen samples one more waiting
+    sample moves it several-fold. A job that waited 72-75 % of its time by its own clock (ceiling
+    3.8x) read "7.0x" at 12 of 14 samples waiting, "14.0x" at 13 of 14, and "4.6x or more" at 14 of
+    14 (trial 28); the floors those samples bound are 2.5x, 3.2x and 4.6x, each said "or more"."""
     x = speedup(stage, r, s)
-    if x is None or x < MAX_SPEEDUP or r is None:
+    if x is None or r is None:
         return x, False
     measured = _stack_share(stage, r)
-    if measured is not None:
+    if measured is not None and share_ceiling(*measured) >= 1 - 1 / MAX_SPEEDUP:
         floor = share_floor(*measured)
-        if floor < 1 - 1 / MAX_SPEEDUP:
-            return round(1 / (1 - floor), 1), True
+        fx = 1 / (1 - floor) if floor < 1 - 1 / MAX_SPEEDUP else MAX_SPEEDUP
+        if fx >= MIN_GAIN:
+            return round(min(fx, x), 1), True
+    if x < MAX_SPEEDUP:
+        return x, False
     return x, True
 
 

@@ -197,6 +197,11 @@ class Verdict:
     for a share of main-thread stack samples it is what the samples bound (a 95 % Wilson bound on
     the share: 16 of 16 samples waiting bound the wait at 81 % or more, so "5.2x or more", not the
     cap's "20x or more")."""
+    speedup_point: float | None = None
+    """Where ``speedup`` is a floor: the figure the share read gives, ``1 / (1 - share)`` capped (the
+    ceiling the floor stands in for). A run's median over a stage's ticks reads it where most of them
+    were no floor: floors said at 12 of 14 samples waiting ("2.5x or more") sat below the 4.7x of
+    ticks at 11 of 14, and pulled a median of 3.4x down to 2.8x on a job whose own clock gave 3.8x."""
 
     def why_warned(self, stage: str) -> str:
         return dict(self.warned).get(stage, "")

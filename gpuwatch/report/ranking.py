@@ -77,10 +77,13 @@ def stage_costs(marks: Sequence[Mark], verdicts: Sequence[Verdict]) -> list[Stag
     out = []
     for stage, count in ticks.items():
         said = [v for v in verdicts if v.stage == stage and v.speedup is not None and v.speedup > 1.0]
-        ups = [v.speedup for v in said]
         floors = sum(v.speedup_floor for v in said)
+        floor = bool(said) and 2 * floors >= len(said)
+        # Mostly floors: their median, a floor too. Mostly not: the figures the shares read give, a
+        # floor's own point estimate included (Verdict.speedup_point), or the floors drag it down.
+        ups = [v.speedup if floor or v.speedup_point is None else v.speedup_point for v in said]
         out.append(StageCost(stage, count, count / n, median(ups) if ups else None,  # type: ignore[type-var]
-                             floor=bool(said) and 2 * floors >= len(said)))
+                             floor=floor))
     out.sort(key=lambda c: (not c.headline_worthy, -c.weight if c.headline_worthy else 0.0, c.stage == UNKNOWN,
                             -c.share, c.stage))
     return out
