@@ -126,7 +126,8 @@ def test_mild_steal_never_displaces_a_much_costlier_disk_stage():
     verdicts = run(build(DISK_INLINE, 70, noise=0.3))
     judged = verdicts[3:]
     assert {x.stage for x in judged} == {v.IO}, [(x.stage, x.sentence) for x in judged if x.stage != v.IO][:2]
-    assert judged[-1].speedup is not None and judged[-1].speedup >= 10
+    # nearly every sample loading: what the samples bound, "or more", still far above steal's 1.1x
+    assert judged[-1].speedup is not None and judged[-1].speedup_floor and judged[-1].speedup >= 3
     assert v.CONTENTION in judged[-1].secondary  # still shown beside it
 
 
@@ -187,6 +188,8 @@ def test_slow_input_without_any_storage_sign_is_not_blamed_on_storage():
     assert last.stage == v.UNKNOWN, last.sentence
     assert last.sentence.startswith("Input-bound for a reason gpuwatch does not measure"), last.sentence
     assert "no D state" in last.sentence and "75 %" in last.sentence
+    # what was seen, not "the workers neither compute (0.48 core CPU each)" (trial 28)
+    assert "with no stack sample of them at work" in last.sentence and "neither" not in last.sentence
     # No cause named, so no estimate: the wait share is stated instead (trial report item 6).
     assert last.speedup is None
 

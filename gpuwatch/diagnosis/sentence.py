@@ -475,11 +475,14 @@ def _input_unmeasured(f: dict, sub: str, s: Signals) -> str:
                 f"data {fmt(f.get('inline'))} of the time, using only {fmt(s.job.main_thread_cpu, 'cores')} CPU and "
                 "with no storage sign (no reads, D state, I/O pressure or iowait): it may sleep, wait on a lock or "
                 "on the network.")
+    # What was seen, not "the workers neither compute (0.48 core CPU each)": a worker at half a core
+    # does compute some of the time, in code its stack samples did not catch (trial 28: a
+    # worker_init_fn building a table, then crashing).
     return (f"Input-bound for a reason gpuwatch does not measure: the main thread waits for data "
-            f"{fmt(f.get('wait'))} of the time while the {_workers(f, 'neither compute', 'neither computes')} "
-            f"({fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}) nor show a storage sign (reads "
-            f"{fmt(f.get('worker_read_bps'), 'B/s')}, no D state, I/O pressure or iowait): they may sleep, wait on "
-            "a lock or on a remote service.")
+            f"{fmt(f.get('wait'))} of the time while the {_workers(f, 'use', 'uses')} "
+            f"{fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}, with no stack sample of them at work and no "
+            f"storage sign (reads {fmt(f.get('worker_read_bps'), 'B/s')}, no D state, I/O pressure or iowait): "
+            "they may sleep, wait on a lock or on a remote service, or compute in code their samples missed.")
 
 
 def _producers(s: Signals) -> str:
