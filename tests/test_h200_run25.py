@@ -64,7 +64,7 @@ def test_no_decoder_advice_for_jobs_that_decode_no_images(name):
     assert "decodes on one core" not in text
     if name == "tokenize":  # what is seen is named instead: the dataset's own per-item code
         # (Markdown-escaped as the report writes the job's strings: __getitem__ reads as itself)
-        assert "Make each item cheaper to build (the workers spend their time in Documents.\\_\\_getitem\\_\\_)" in text
+        assert "Make each item cheaper to build (the workers are most often in Documents.\\_\\_getitem\\_\\_)" in text
         # and no figure for "a cheaper decode" (it read 1.00x: a number for advice that does not apply)
         assert not [g for v in verdicts for g in v.gains if g.fix == "cheaper_transform" and g.factor is not None]
 

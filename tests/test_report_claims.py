@@ -73,7 +73,7 @@ def test_a_save_seen_earlier_in_the_run_is_not_said_unseen():
 
 
 def test_a_remedy_quoting_a_hostile_frame_is_escaped_in_the_markdown_report():
-    """Remedies quote the job's own frames ("the workers spend their time in X") and hold "<a worker's
+    """Remedies quote the job's own frames ("the workers are most often in X") and hold "<a worker's
     pid>" placeholders: rendered raw, a crafted function name made a link or HTML, and the placeholder
     an HTML tag (trial 24 saw the verdict escaped and the remedy not)."""
     from markdown_it import MarkdownIt

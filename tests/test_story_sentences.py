@@ -93,7 +93,7 @@ def test_the_cpu_prep_sentences_say_decode_only_on_a_decoder_seen():
     for r in (inline, blind):
         text = sentence(v.DECODE, r, _signals(DECODE), None)
         assert "decod" not in text.lower(), text
-    assert "main thread loads and prepares each batch itself 60 % of the time in Documents.__getitem__" in \
+    assert "main thread loads and prepares each batch itself 60 % of the time (most often in Documents.__getitem__)" in \
         sentence(v.DECODE, inline, _signals(DECODE), None)
 
 
