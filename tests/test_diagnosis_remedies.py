@@ -178,7 +178,7 @@ def test_a_cpu_bound_remedy_names_where_the_main_thread_computes_not_the_model()
     verdict = run(build(k, 20))[-1]
     assert verdict.stage == v.CPU_BOUND, verdict.sentence
     said = verdict.remedies[0]
-    assert said.startswith("The main thread's compute is the work (mostly in auc (metrics.py:12)):"), said
+    assert said.startswith("The main thread's compute is the work (most often in auc (metrics.py:12)):"), said
     assert "The model itself" not in said and "run it less often or off the main thread" in said
 
 

@@ -34,3 +34,16 @@ def test_a_stage_headline_says_the_time_not_training():
     assert text.lstrip().startswith("**CPU-bound**"), text
     assert "the verdict was Idle, with no pipeline stage to fix. Not training: " in text, text
     assert "in upload (j6_pause.py:14)" in text
+
+
+def test_an_idle_headline_lists_the_advice_of_the_stage_that_held_while_it_trained():
+    """Review 28: the same report said "Nothing to fix was found" beside "For 32% of the time, while
+    the job trained, the verdict was CPU-bound": the stage its verdict names beside Idle has advice."""
+    frames = load_frames(RECORDING)
+    r = build_report(from_frames(frames), NOT_RECORDED, "replay", path=RECORDING)
+    assert r.summary.stage == "idle" and r.summary.beside is not None and r.summary.beside.stage == "cpu_bound"
+    staged = [x for x in r.remedies if x.stage is not None]
+    assert staged and {x.stage for x in staged} == {"cpu_bound"}
+    md = render_markdown(r)
+    assert "Nothing to fix was found" not in md
+    assert "1. **CPU-bound** (held 32% of the time" in md

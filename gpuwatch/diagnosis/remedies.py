@@ -468,7 +468,7 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
     # The main thread's CPU time may be the model's or the job's own per-step code (metrics in numpy,
     # logging): its samples' top frame says which, and the remedy names it rather than assume the
     # model (trial 24: numpy metrics at 94 % of the time read "The model itself is the work").
-    where = f" (mostly in {f['detail']})" if f.get("detail") else ""
+    where = f" (most often in {f['detail']})" if f.get("detail") else ""
     return [f"The main thread's compute is the work{where}: where that is the model, train on a GPU or make "
             "the CPU step cheaper (torch.compile, channels_last, torch.set_num_threads to the usable cores); "
             "where it is the job's own per-step code (metrics, logging), run it less often or off the main thread"]
