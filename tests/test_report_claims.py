@@ -132,3 +132,20 @@ def test_a_largest_share_under_half_is_not_called_most_of_the_time():
     verdict = render_markdown(r).split("## Verdict", 1)[1].split("\n## ", 1)[0]
     assert f"For the largest share of the time ({r.summary.most_held.share:.0%}) the verdict was GPU-bound" in verdict
     assert "Most of the time" not in verdict
+
+
+def test_a_stage_held_most_at_the_same_figure_is_not_said_to_cost_less():
+    """Trial 28: "Contention cost the job most: ... about 1.12x faster ... Most of the time (66%) the
+    verdict was Disk, which cost the run less", with Disk's own line at "up to 1.12x over this run":
+    the ranking read unrounded costs the words do not show."""
+    from gpuwatch.report.model import StageShare, Summary
+    from gpuwatch.report.words import headline
+
+    def said(disk: float) -> str:
+        m = Summary(stage="contention", title="Contention", share=0.34, confidence=0.8, sentence="",
+                    speedup_run=1.1249, speedup_while=1.4,
+                    most_held=StageShare("io", "Disk", 0.66, speedup_run=disk))
+        return headline(m)[1]
+
+    assert "Disk, which cost the run about as much (fixing it: 1.12x over the run)." in said(1.1201)
+    assert "Disk, which cost the run less." in said(1.05)

@@ -55,6 +55,10 @@ class StageShare:
     why: str = ""
     """For a warning: the latest reading that crossed its warning cut, in words (Verdict.warned). For
     the stage held most when it is Idle: its latest sentence (what the job did instead of training)."""
+    speedup_run: float | None = None
+    """For the stage held most: what fixing it would give over the run (StageCost.speedup_run), so
+    its cost is said beside the headline's as the figures say it ("cost the run less" stood beside two
+    figures of 1.12x; trial 28)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,8 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     sentence = _sentence(top.stage, verdicts) or (
         "The diagnosis could not name a stage." if top.stage == UNKNOWN else "")
     held = max(costs, key=lambda c: (c.stage != UNKNOWN, c.share))
-    most = (StageShare(held.stage, _title(held.stage), held.share, _idle_sentence(verdicts) if held.stage == IDLE else "")
+    most = (StageShare(held.stage, _title(held.stage), held.share, _idle_sentence(verdicts) if held.stage == IDLE else "",
+                       speedup_run=held.speedup_run)
             if held.stage != top.stage else None)
     other = next((c for c in costs if (c.stage not in (IDLE, UNKNOWN) if top.stage == IDLE else c.stage == IDLE)), None)
     beside = None

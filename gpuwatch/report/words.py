@@ -117,7 +117,12 @@ def headline(m: Summary) -> tuple[str, str]:
         what = f". {most.why}" if most.why else "."
         text += f" {lead} ({most.share:.0%}) the verdict was {most.title}, with no pipeline stage to fix{what}"
     elif most is not None:
-        text += f" {lead} ({most.share:.0%}) the verdict was {most.title}, which cost the run less."
+        # Ranked on unrounded costs: two figures that read the same are said as the same
+        same = (most.speedup_run is not None and m.speedup_run is not None
+                and f"{most.speedup_run:.2f}" == f"{m.speedup_run:.2f}")
+        cost = (f"which cost the run about as much (fixing it: {speedup(most.speedup_run or 0.0)} over the run)"
+                if same else "which cost the run less")
+        text += f" {lead} ({most.share:.0%}) the verdict was {most.title}, {cost}."
     side = m.beside
     if side is not None:
         what = f". {side.why}" if side.why else "."
