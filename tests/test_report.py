@@ -272,7 +272,11 @@ def test_diagnose_replay_of_a_real_cpu_recording(tmp_path, capsys):
     assert "| PASS | Python stacks readable (py-spy) | stacks in 20 of 20 ticks |" in md
     assert "- **main thread** 82% (33 samples), waiting for a batch: `" in md
     assert "- **DataLoader workers** 50% (5 samples), computing: `burn (cpu_train.py:40)" in md
-    assert "| not checked | PCIe link at full speed under load | NVML library (libnvidia-ml.so.1) not found" in md
+    # the reason and its fix are said once, under "Not checked, and why", which names the check
+    assert "| not checked | PCIe link at full speed under load | see *Not checked, and why* below |" in md
+    below = md.split("## Not checked, and why", 1)[1]
+    assert "*PCIe link at full speed under load*" in below and "NVML library (libnvidia-ml.so.1) not found" in below
+    assert md.count("install the NVIDIA driver") == 1
     assert f"Not probed: {NOT_RECORDED.reason}" in md
     assert "report written to" in capsys.readouterr().err
 
