@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from gpuwatch.diagnosis.thresholds import CHECKPOINT_SHARE
 from gpuwatch.model import stacks as lb
 from gpuwatch.model import verdict as v
@@ -254,3 +256,17 @@ def test_an_outside_process_is_named_only_with_a_share_of_the_outside_cpu():
     said = [r for x in verdicts for r in x.remedies if r.startswith("Processes outside the job use")]
     assert said and not any("kdamond" in r for r in said), said
     assert all("no single process held a share of it in the latest sample" in r for r in said), said
+
+
+def test_a_share_band_never_takes_the_whole_cut():
+    """Review 28: over a few samples two standard errors exceed the 20 % checkpoint cut, and the
+    evidence read "at least 0 % while this stage holds the verdict": no reading could end the hold."""
+    from gpuwatch.diagnosis.input_stages import share_band
+    from gpuwatch.diagnosis.thresholds import CHECKPOINT_SHARE, HYSTERESIS_ABS
+
+    assert share_band(CHECKPOINT_SHARE, 5) == CHECKPOINT_SHARE / 2
+    assert share_band(CHECKPOINT_SHARE, 120) == pytest.approx(2 * (0.2 * 0.8 / 120) ** 0.5)
+    assert share_band(CHECKPOINT_SHARE, 10_000) == HYSTERESIS_ABS
+    held = run(_ckpt_job(1.0))
+    texts = [e.text for x in held for e in x.evidence if e.signal == "checkpoint"]
+    assert texts and not [t for t in texts if "at least 0 %" in t]

@@ -68,9 +68,11 @@ def mode(s: Signals) -> str:
 def share_band(cut: float, n: int) -> float:
     """Hysteresis for a share read from ``n`` samples: SHARE_SE_BANDS standard errors of a share at
     the cut, at least the usual HYSTERESIS_ABS (a share that wanders by its own noise must not
-    cross back and forth)."""
+    cross back and forth), at most half the cut: over a few samples two standard errors are more
+    than the cut, and "at least 0 % while this stage holds the verdict" let no reading end the hold
+    (review 28)."""
     se = (cut * (1 - cut) / n) ** 0.5 if n > 0 else cut
-    return max(HYSTERESIS_ABS, SHARE_SE_BANDS * se)
+    return min(max(HYSTERESIS_ABS, SHARE_SE_BANDS * se), cut / 2)
 
 
 def checkpoint_share(s: Signals) -> float | None:
