@@ -111,7 +111,8 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "gpuwatch_verdict_speedup_factor": (_G, "What fixing the stage could speed the job up by (x times): the most, or the "
                                         "least where gpuwatch_verdict_speedup_floor is 1", ()),
     "gpuwatch_verdict_speedup_floor": (_G, "1 where gpuwatch_verdict_speedup_factor is a floor ('or more': the stage "
-                                       "took nearly all the time), 0 where it is a ceiling", ()),
+                                       "took nearly all the time, or its samples bound it only from below), 0 where it "
+                                       "is a ceiling", ()),
     "gpuwatch_verdict_fix_speedup_factor": (_G, "What each proposed fix is expected to speed the job up by (x times; for "
                                             "persistent workers while the job waits for data, the measured part: "
                                             "a new worker's warm-up shows in no signal)",

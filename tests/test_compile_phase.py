@@ -92,7 +92,7 @@ def test_the_compile_phase_reads_compiling_and_ends_with_it(verdicts):
     assert all(v.stage == IDLE and not v.secondary for _, v in said)
     # from the fourth second of the compile to its end the verdict says so, every tick
     assert all(v.stage == IDLE for t, v in vs if COMPILE_START + 4 <= t <= COMPILE_END)
-    # the compiler's frames never make a stage: no CPU-bound "mostly in CppCodeCache.load_async"
+    # the compiler's frames never make a stage: no CPU-bound "most often in CppCodeCache.load_async"
     assert not any(v.stage in (CPU_BOUND, LAUNCH) for _, v in vs)
     last = said[-1][1]
     assert "torch.compile's compiler holds the main thread 100 % of the time (14 of its last 14 samples)" in last.sentence

@@ -83,7 +83,7 @@ def test_a_job_that_idles_in_its_own_code_between_steps_is_not_called_not_traini
     assert said and not any("Not training" in v.sentence for v in said)
     for v in said:
         m = re.search(r"of its last (\d+) main-thread samples, (\d+) are outside every training frame, "
-                      r"mostly in fetch_remote_batch \(job_sleep\.py:\d+\), and (\d+) in the model's step", v.sentence)
+                      r"most often in fetch_remote_batch \(job_sleep\.py:\d+\), and (\d+) in the model's step", v.sentence)
         assert m, v.sentence
         n, outside, ops = map(int, m.groups())
         assert ops >= 1 and outside + ops <= n

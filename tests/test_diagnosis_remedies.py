@@ -270,7 +270,7 @@ def test_an_inline_decoder_advice_says_the_decoding_share_of_the_loading_samples
     said = [t for x in got.verdicts for t in x.remedies if t.startswith("Use a faster decoder")]
     assert said  # once the samples settle that the loading decodes (before, said as a condition)
     for text in said:
-        m = re.search(r"\(decoding is (\d+) of the main thread's (\d+) loading samples over the last minute\)", text)
+        m = re.search(r"; decoding is (\d+) of the main thread's last (\d+) loading samples", text)
         assert m and 0 < int(m.group(1)) < int(m.group(2)), text
     assert not [x.sentence for x in got.verdicts if re.search(r"of the time in [A-Z]", x.sentence)]
     assert any("of the time (most often in " in x.sentence for x in got.verdicts)

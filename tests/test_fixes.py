@@ -120,7 +120,7 @@ def test_the_pinned_memory_figure_says_what_the_copies_share_rests_on():
     engine = {"h2d_share": 0.0, "copy_frac": 0.14}
     text = _copy_share_words(engine, pageable_share(engine))
     assert text == ("the GPU is busy with copies only 14 % of the time, and a pageable copy holds the job about "
-                    "8.6x as long as the GPU's own part of it (staged by the CPU), so copies take about all of "
+                    "8.6x as long as the GPU's own part of it (staged by the CPU), so copies take nearly all of "
                     "the job's time")
     part = {"h2d_share": 0.0, "copy_frac": 0.05}
     assert _copy_share_words(part, pageable_share(part)).endswith("so copies take about 43 % of the job's time")

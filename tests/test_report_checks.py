@@ -147,6 +147,11 @@ def test_far_fewer_workers_is_no_warning_where_the_wait_is_their_start_up():
     more = [replace(v, gains=(keep, FixGain(MORE_WORKERS, 1.8, "more workers"))) for v in starting]
     c = checks_of(frames, more)["workers_vs_cores"]
     assert c.status == WARN and c.fix.startswith("raise num_workers toward ")
+    # half the loading ticks propose more workers: enough to warn, and the reason says the time
+    # loading held the job back, all of it, not only the ticks that proposed more
+    half = starting[:5] + more[5:]
+    c = checks_of(frames, half)["workers_vs_cores"]
+    assert c.status == WARN and "while loading data held the job back 100% of the time" in c.reason, c.reason
 
 
 def test_data_on_a_network_file_system_warns():

@@ -95,6 +95,7 @@ def test_a_fix_above_the_stages_ceiling_over_the_run_says_its_tick():
     r = build_report(got, NOT_RECORDED, "replay", path=path)
     m = r.summary
     assert m.best_fix is not None and m.speedup_while is not None and m.best_fix.factor > m.speedup_while
+    assert m.fix_above_ceiling
     quoted = [v for v in got.verdicts if v.stage == m.stage and v.remedies][-1]
     assert m.best_fix_at_s == round(quoted.t - got.verdicts[0].t, 1)
     verdict = render_markdown(r).split("## Verdict", 1)[1].split("\n## ", 1)[0]
@@ -110,7 +111,27 @@ def test_a_fix_above_the_stages_ceiling_over_the_run_says_its_tick():
 def test_a_fix_within_the_stages_ceiling_says_no_tick():
     r = _report(load_frames("tests/data/h200/run25_lightning.jsonl.gz"))
     m = r.summary
-    assert m.best_fix is not None and m.best_fix.factor <= m.speedup_while
+    assert m.best_fix is not None and m.best_fix.factor <= m.speedup_while and not m.fix_above_ceiling
     md = render_markdown(r)
     assert "read at its latest tick" not in md and "at the latest tick, whose" not in md
     assert all(x.latest_while is None for x in r.remedies)
+
+
+def test_the_epoch_section_of_a_run_shorter_than_a_minute_says_the_whole_run():
+    # tests/data/h200/run25_imagefolder_epochs.jsonl.gz is 28 s: "Over the last minute of the run"
+    # led its counts (review 29)
+    path = "tests/data/h200/run25_imagefolder_epochs.jsonl.gz"
+    r = build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path)
+    assert r.epochs and r.source.covered_s < 60
+    section = render_markdown(r).split("## Epoch structure", 1)[1].split("\n## ", 1)[0].strip()
+    assert section.startswith(f"Over the whole run ({r.source.covered_s:.0f} s): the DataLoader workers are re-created")
+
+
+def test_no_best_fix_no_second_for_it():
+    # bench/results/2026-12-05-cpu-field/respawn_workers.jsonl.gz: Contention, no fix figure; its JSON
+    # said "best_fix": null beside "best_fix_at_s": 70.0 (review 29)
+    path = "bench/results/2026-12-05-cpu-field/respawn_workers.jsonl.gz"
+    r = build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path)
+    summary = json.loads(render_json(r))["summary"]
+    assert summary["best_fix"] is None and summary["best_fix_at_s"] is None
+    assert summary["fix_above_ceiling"] is False

@@ -83,16 +83,20 @@ def test_a_share_whose_interval_reaches_the_caps_share_gives_its_floor():
     """Trial 28: a job that waited 72-75 % by its own clock (ceiling 3.8x) read "7.0x" at 12 of 14
     samples waiting, "14.0x" at 13 of 14 and "4.6x or more" at 14 of 14: a higher share gave a
     smaller claim. Where the share's interval reaches 95 % the samples bound only a floor."""
-    from gpuwatch.diagnosis.speedup import share_ceiling
+    from gpuwatch.diagnosis.speedup import shown
+    from gpuwatch.diagnosis.stages import StageResult
 
-    said = {}
-    for k in (10, 11, 12, 13, 14):
-        share = k / 14
-        floor = share_ceiling(share, 14) >= 1 - 1 / MAX_SPEEDUP
-        said[k] = (round(1 / (1 - share_floor(share, 14)), 1) if floor else round(1 / (1 - share), 1), floor)
-    assert said == {10: (3.5, False), 11: (4.7, False), 12: (2.5, True), 13: (3.2, True), 14: (4.6, True)}
-    floors = [said[k][0] for k in (12, 13, 14)]
+    def said(k: int, n: int = 14) -> tuple[float | None, bool]:
+        r = StageResult(stage=v.DECODE, fires=True, warn=True, strength=1.0, weight=k / n, evidence=(),
+                        sub="workers", facts={"wait": k / n, "wait_n": n})
+        return shown(v.DECODE, r, None)  # type: ignore[arg-type]  # a stack share reads no other signal
+
+    assert {k: said(k) for k in (10, 11, 12, 13, 14)} == {
+        10: (3.5, False), 11: (4.7, False), 12: (2.5, True), 13: (3.2, True), 14: (4.6, True)}
+    floors = [said(k)[0] for k in (12, 13, 14)]
     assert floors == sorted(floors)  # among floors, more samples waiting never says less
+    assert said(73, 73) == (MAX_SPEEDUP, True)  # the cap's own share, bound by enough samples
+    assert said(1, 1) == (1.3, True)  # one sample bounds little, and says so
 
 
 def test_a_runs_median_reads_the_point_estimates_where_most_ticks_are_no_floor():

@@ -433,7 +433,7 @@ def _copy_share_words(f: dict, share: float | None) -> str:
     stacks, engine = f.get("h2d_share"), f.get("copy_frac")
     if share is None or engine is None or (stacks is not None and stacks >= share):
         return f"the main thread is in host-to-device copies {fmt(share)} of its stack samples"
-    whole = "about all" if share >= 0.995 else f"about {fmt(share)}"
+    whole = "nearly all" if share >= 0.995 else f"about {fmt(share)}"
     return (f"the GPU is busy with copies only {fmt(engine)} of the time, and a pageable copy holds the job "
             f"about {PAGEABLE_GAIN:.1f}x as long as the GPU's own part of it (staged by the CPU), so copies take "
             f"{whole} of the job's time")

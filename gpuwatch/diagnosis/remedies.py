@@ -336,11 +336,11 @@ def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _inline_decoding(s: Signals) -> str:
-    """" (decoding is 20 of the main thread's 66 loading samples over the last minute)"."""
+    """"; decoding is 20 of the main thread's last 66 loading samples" (those of the last minute)."""
     ticks = [t for t in s.epoch_ticks if t.stacks]
     loading = sum(t.main[lb.INLINE_LOAD] for t in ticks)
     decoding = min(sum(t.main_decoding for t in ticks), loading)
-    return f" (decoding is {decoding} of the main thread's {count(loading, 'loading sample')} over the last minute)"
+    return f"; decoding is {decoding} of the main thread's last {count(loading, 'loading sample')}"
 
 
 def _h2d(f: dict, sub: str, s: Signals) -> list[str]:

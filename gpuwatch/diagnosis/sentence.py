@@ -72,7 +72,7 @@ def _share_of(w: float | None, n: int | None) -> str:
 def _mostly(detail: object) -> str:
     """Where the step's samples mostly are, said before any wait figure: "waiting for data 0 % in
     graph._engine_run_backward" read as a wait inside backward."""
-    return f", mostly in {detail}" if detail else ""
+    return f", most often in {detail}" if detail else ""
 
 
 def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None) -> str:
@@ -406,7 +406,7 @@ def _idle(f: dict, sub: str, s: Signals) -> str:
         return _compiling(f, s)
     doing = f" (in {f['detail']})" if f.get("detail") else ""
     if f.get("ops"):  # the step runs now and then: it trains, and what it idles in sets the pace
-        where = f", mostly in {f['detail']}" if f.get("detail") else ""
+        where = f", most often in {f['detail']}" if f.get("detail") else ""
         gpu = f"the GPU is idle ({fmt(s.gpu.busy)}) and " if sub == "gpu_idle" else ""
         # one count, the minute's, for both: the window's share alone read 100 % beside "4 of 109"
         return (f"Mostly idle: {gpu}of its last {count(f['ops_of'], 'main-thread sample')}, "

@@ -472,8 +472,9 @@ under it, contention wins only where its estimated loss is the larger."""
 SHARE_SE_BANDS = 2.0
 """How far a recurring phase's share (checkpoint saves over the last minute) may fall below its cut
 before the stage in force lets go: two standard errors of a share at the cut, sqrt(p(1-p)/n) over
-the n main-thread samples it is read from (0.20 over 16 samples, 0.07 over 120, a minute at 2 Hz);
-a challenger still needs the cut plus the usual band. A steady share then stays on one side: a
+the n main-thread samples it is read from (0.07 over 120, a minute at 2 Hz; 0.20 over 16 samples,
+held to half the 0.20 cut: input_stages.share_band, or no reading could end the hold); a challenger
+still needs the cut plus the usual band. A steady share then stays on one side: a
 save every 3 s taking about 20 % flipped the verdict on 8 of 26 frames with the fixed 0.05 band."""
 
 # -- the report's straggler ---------------------------------------------------------------------

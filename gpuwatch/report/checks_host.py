@@ -110,8 +110,10 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
                            # where the training process needs little of its core.
                            f"lower num_workers to at most {cores:g} (the CPUs it may use{_own_core(cores, mains)}), "
                            "or give the job more CPUs")
-    input_share = sum(1 for v in verdicts if _loading(v) and _more_workers_help(v)) / len(verdicts) if verdicts else 0.0
-    if workers * FEW_WORKERS_RATIO <= cores and input_share >= RUN_INPUT_SHARE and worker_target(cores, mains) > workers:
+    n = len(verdicts) or 1
+    input_share = sum(1 for v in verdicts if _loading(v)) / n  # said: the time loading held the job back
+    helped = sum(1 for v in verdicts if _loading(v) and _more_workers_help(v)) / n  # judged: where more would help
+    if workers * FEW_WORKERS_RATIO <= cores and helped >= RUN_INPUT_SHARE and worker_target(cores, mains) > workers:
         return CheckResult("workers_vs_cores", title, WARN,
                            f"far fewer workers than cores while loading data held the job back "
                            f"{input_share:.0%} of the time: {counted}",

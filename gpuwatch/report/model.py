@@ -114,7 +114,11 @@ class Summary:
     straggler: StragglerSeen | None = None
     """A rank that held the others back (multi-rank jobs), when one was named."""
     best_fix_at_s: float | None = None
-    """Seconds from the first verdict to the one ``best_fix`` is from."""
+    """Seconds from the first verdict to the one ``best_fix`` is from; None without a best fix."""
+    fix_above_ceiling: bool = False
+    """A fix's own figure in the verdict whose remedies are quoted is above ``speedup_while`` (the
+    stage's ceiling over the run), neither being a floor: the words say the figure is that tick's and
+    that the run's ceiling bounds any fix (sections._above_ceiling, as Remedy.latest_while)."""
     best_fix: FixGain | None = None
     """The proposed fix expected to gain most while the stage held: the largest estimate in the verdict
     whose remedies the report lists (the stage's latest with remedies), so the headline and the

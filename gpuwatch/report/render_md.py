@@ -6,7 +6,6 @@ import time
 
 from gpuwatch.collectors.environment import Environment
 from gpuwatch.diagnosis.evidence import EVIDENCE_MARKS, count
-from gpuwatch.diagnosis.sentence import epochs
 from gpuwatch.diagnosis.timeline import STARTING
 from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.model.stacks import ROLE_TITLES as ROLE_WORDS
@@ -15,7 +14,7 @@ from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
 from gpuwatch.model.field_words import words
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
-from gpuwatch.report.words import EPOCHS_AT_END, REMEDIES_READ_AT, epochs_none, headline, stage_gain, too_short
+from gpuwatch.report.words import REMEDIES_READ_AT, epochs_at_end, epochs_none, headline, stage_gain, too_short
 from gpuwatch.untrusted import clean, markdown, markdown_code
 
 STATUS_WORD = {PASS: "PASS", WARN: "WARN", FAIL: "FAIL", NOT_CHECKED: "not checked"}
@@ -172,7 +171,7 @@ def _epochs(r: Report) -> list[str]:
     out = ["", "## Epoch structure", ""]
     if not r.epochs:
         return out + [epochs_none(r)]
-    return out + [EPOCHS_AT_END + epochs(r.epochs).strip().removeprefix("Epochs: ")]
+    return out + [epochs_at_end(r)]
 
 
 STARTING_WORDS = "waiting while the DataLoader starts or stops its workers"

@@ -110,13 +110,26 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
         why = _idle_sentence(verdicts) if other.stage == IDLE else _sentence(other.stage, verdicts)
         beside = StageShare(other.stage, _title(other.stage), other.share, why)
     said = _said(top.stage, verdicts)
+    mine = [v for v in verdicts if v.stage == top.stage]
+    fix, quoted = best_fix(mine), _with_remedies(mine)
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
                    sentence_at_s=_at(said, verdicts),
                    speedup_run=top.speedup_run, speedup_while=top.speedup_while, speedup_floor=top.floor,
                    most_held=most, beside=beside, warnings=_warnings(verdicts, top.stage),
-                   straggler=lagging, best_fix=best_fix([v for v in verdicts if v.stage == top.stage]),
-                   best_fix_at_s=_at(_with_remedies([v for v in verdicts if v.stage == top.stage]), verdicts))
+                   straggler=lagging, best_fix=fix, best_fix_at_s=_at(quoted, verdicts) if fix is not None else None,
+                   fix_above_ceiling=_above_ceiling(quoted, top) is not None)
+
+
+def _above_ceiling(quoted: Verdict | None, c: StageCost) -> float | None:
+    """The ceiling of the verdict whose remedies are quoted, where a fix's own figure there is above
+    the stage's ceiling over the run (the verdicts' median) and neither is a floor; else None. The
+    headline (Summary.fix_above_ceiling) and the stage's remedy line (Remedy.latest_while) say it."""
+    if (quoted is None or quoted.speedup is None or not c.bottleneck or c.floor or quoted.speedup_floor
+            or c.speedup_while is None):
+        return None
+    over = any(g.factor is not None and g.factor > c.speedup_while + 0.05 for g in quoted.gains)
+    return quoted.speedup if over else None
 
 
 def _at(v: Verdict | None, verdicts: Sequence[Verdict]) -> float | None:
@@ -231,10 +244,7 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
             continue
         mine = [v for v in verdicts if v.stage == c.stage]
         quoted = _with_remedies(mine)
-        above = (quoted.speedup if quoted is not None and quoted.speedup is not None and c.bottleneck
-                 and not (c.floor or quoted.speedup_floor) and c.speedup_while is not None
-                 and any(g.factor is not None and g.factor > c.speedup_while + 0.05 for g in quoted.gains)
-                 else None)  # said where a fix's figure there is above the stage's own ceiling over the run
+        above = _above_ceiling(quoted, c)
         for text in _stage_remedies(mine):
             ranked.append(Remedy(text=text, stage=c.stage, check=None, share=c.share,
                                  speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run,

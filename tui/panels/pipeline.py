@@ -50,7 +50,7 @@ def verdict_text(v: Verdict) -> str:
     head = []
     if v.confidence > 0:
         head.append(f"{v.confidence_word} confidence {v.confidence:.2f}")
-    if v.speedup is not None and v.speedup_floor:  # the wait is nearly all the time: a floor
+    if v.speedup is not None and v.speedup_floor:  # the samples bound it only from below: a floor
         head.append(f"fixing it: {v.speedup:.1f}× faster or more while it holds")
     elif v.speedup is not None and v.speedup > 1.0:
         head.append(f"fixing it: {gain_words(v.stage)} {v.speedup:.1f}× faster while it holds")
