@@ -379,13 +379,21 @@ def decoder_samples(s: Signals) -> tuple[int, int]:
     return decoding, working
 
 
+def inline_decoder_samples(s: Signals) -> tuple[int, int]:
+    """(decoding, loading): the main thread's own loading samples over the last minute (num_workers=0),
+    and those of them inside an image decoder."""
+    ticks = [t for t in s.epoch_ticks if t.stacks]
+    loading = sum(t.main[lb.INLINE_LOAD] for t in ticks)
+    return min(sum(t.main_decoding for t in ticks), loading), loading
+
+
 def inline_decoding_seen(s: Signals) -> bool | None:
     """As :func:`decoding_seen`, for a job that loads its data on the main thread (num_workers=0):
     the main thread's own loading samples (a tokenising job's are in its tokeniser, no decoder)."""
     ticks = [t for t in s.epoch_ticks if t.stacks]
     if any(t.main_decoding for t in ticks):
         return True
-    return False if sum(t.main[lb.INLINE_LOAD] for t in ticks) >= MIN_STACK_SAMPLES else None
+    return False if inline_decoder_samples(s)[1] >= MIN_STACK_SAMPLES else None
 
 
 def decoding_seen(s: Signals) -> bool | None:

@@ -10,6 +10,7 @@ from gpuwatch.diagnosis.evidence import count, fmt, sets_of
 from gpuwatch.diagnosis.fix_gains import (
     decoding_seen,
     idle_cores,
+    inline_decoder_samples,
     inline_decoding_seen,
     loader_workers,
     proposed_workers,
@@ -37,7 +38,6 @@ from gpuwatch.diagnosis.thresholds import (
 )
 from gpuwatch.model.verdict import (CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, LEFT_ALIVE,
                                     RESPAWN, UNKNOWN, VALIDATION)
-from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY, FixGain
 
 NUMA = ("On a host with several NUMA nodes, keep the trainer and its workers on the CPU socket the GPU hangs "
@@ -337,9 +337,7 @@ def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
 
 def _inline_decoding(s: Signals) -> str:
     """"; decoding is 20 of the main thread's last 66 loading samples" (those of the last minute)."""
-    ticks = [t for t in s.epoch_ticks if t.stacks]
-    loading = sum(t.main[lb.INLINE_LOAD] for t in ticks)
-    decoding = min(sum(t.main_decoding for t in ticks), loading)
+    decoding, loading = inline_decoder_samples(s)
     return f"; decoding is {decoding} of the main thread's last {count(loading, 'loading sample')}"
 
 

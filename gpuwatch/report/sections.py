@@ -98,18 +98,18 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
                        sentence="No frames were collected, so there is nothing to judge.")
     top = costs[0]
     confs = [m[2] for m in marks if m[1] == top.stage]
-    sentence = _sentence(top.stage, verdicts) or (
+    said = _said(top.stage, verdicts)
+    sentence = (said.sentence if said is not None else "") or (
         "The diagnosis could not name a stage." if top.stage == UNKNOWN else "")
     held = max(costs, key=lambda c: (c.stage != UNKNOWN, c.share))
     most = (StageShare(held.stage, _title(held.stage), held.share, _idle_sentence(verdicts) if held.stage == IDLE else "",
                        speedup_run=held.speedup_run)
             if held.stage != top.stage else None)
-    other = next((c for c in costs if (c.stage not in (IDLE, UNKNOWN) if top.stage == IDLE else c.stage == IDLE)), None)
+    other = _other_side(costs)
     beside = None
-    if other is not None and other.share >= RUN_WARNING_SHARE and other.stage != held.stage:
+    if other is not None and other.stage != held.stage:
         why = _idle_sentence(verdicts) if other.stage == IDLE else _sentence(other.stage, verdicts)
         beside = StageShare(other.stage, _title(other.stage), other.share, why)
-    said = _said(top.stage, verdicts)
     mine = [v for v in verdicts if v.stage == top.stage]
     fix, quoted = best_fix(mine), _with_remedies(mine)
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
@@ -119,6 +119,15 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
                    most_held=most, beside=beside, warnings=_warnings(verdicts, top.stage),
                    straggler=lagging, best_fix=fix, best_fix_at_s=_at(quoted, verdicts) if fix is not None else None,
                    fix_above_ceiling=_above_ceiling(quoted, top) is not None)
+
+
+def _other_side(costs: Sequence[StageCost]) -> StageCost | None:
+    """The other side of a run that trained only part of the time, where it held RUN_WARNING_SHARE of
+    the run or more: beside an Idle headline, the first stage that held while the job trained; beside
+    any other headline, Idle (Summary.beside). ``costs`` is ranked, the headline first."""
+    top = costs[0].stage
+    other = next((c for c in costs if (c.stage not in (IDLE, UNKNOWN) if top == IDLE else c.stage == IDLE)), None)
+    return other if other is not None and other.share >= RUN_WARNING_SHARE else None
 
 
 def _above_ceiling(quoted: Verdict | None, c: StageCost) -> float | None:
@@ -263,10 +272,7 @@ def _trained_beside_idle(costs: Sequence[StageCost]) -> StageCost | None:
     """Under an Idle headline, the stage that held while the job trained, as the headline's
     Summary.beside names it: its advice is listed. A job that sat in its own upload() 61 % of the
     run and trained CPU-bound 32 % read "Nothing to fix was found" (review 28)."""
-    if not costs or costs[0].stage != IDLE:
-        return None
-    other = next((c for c in costs if c.stage not in (IDLE, UNKNOWN)), None)
-    return other if other is not None and other.share >= RUN_WARNING_SHARE else None
+    return _other_side(costs) if costs and costs[0].stage == IDLE else None
 
 
 UNSETTLED = ("if the workers decode images", "if the loading decodes images")
