@@ -20,6 +20,7 @@ from gpuwatch.model.frame import TargetInfo
 from gpuwatch.multirank import RankTick
 from gpuwatch.replay import load_frames
 from gpuwatch.source import ReplaySource
+from gpuwatch.tui.panels.gpu import GpuArea
 from gpuwatch.tui.panels.gpu_list import GpuList, layout
 from gpuwatch.tui.panels.rank_table import RankTable
 from gpuwatch.tui.panels.ranks import ranks_text, spans
@@ -63,6 +64,14 @@ async def test_every_gpu_and_rank_is_on_screen(size):
         assert gpu_list.region.height == (1 + 4 if size[0] < 120 else 1 + 8)  # two a line when narrow
         for i in range(8):
             assert f"GPU {i} " in text
+        # ... and in view, with the verdict as long as a verdict gets (its height only grows over
+        # a run; this recording's Contention sentence took six lines at 80x24 live and pushed GPUs
+        # 6 and 7 behind a scrollbar): the verdict is cut to make room, the list stays whole
+        app.screen.pipeline.verdict_line.update(" ".join(["Contention slows the job 33 %"] * 40))
+        await pilot.pause()
+        await pilot.pause()
+        gpu_area = app.screen.query_one(GpuArea)
+        assert gpu_area.max_scroll_y == 0 and gpu_area.region.height >= gpu_list.region.height
         assert "Ranks (8):" in text
         table = app.screen.query_one(RankTable)
         if size == (200, 60):  # wide and tall: the ranks as a table beside the processes

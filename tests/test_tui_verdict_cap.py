@@ -21,6 +21,8 @@ REC = Path(__file__).resolve().parent / "data" / "h100" / "lightning_restarts.js
 def test_the_lines_spared_leave_every_other_panel_a_useful_size():
     assert lines_to_spare(24) == 7 and lines_to_spare(20) == 3 and lines_to_spare(10) == 3
     assert lines_to_spare(40) == 12 and lines_to_spare(60) == 26
+    # the ranks line and eight GPUs two a line (five rows, two past one GPU's three) at 80x24
+    assert lines_to_spare(24, 1 + 2) == 4 and lines_to_spare(24, 9) == 3
 
 
 def test_a_long_verdict_is_cut_to_its_lines_with_the_way_to_the_rest():

@@ -163,6 +163,13 @@ class GpuArea(SteadyLines, VerticalScroll):
             else:
                 panel.show(view)
 
+    def rows_beyond_one(self) -> int:
+        """Rows the GPU area needs above one GPU's least (its title and two metric rows) when it
+        stacks over the processes (narrow screens): the lines of the many-GPU list past three."""
+        if self._list is None or self.app.size.width >= NARROW_W:
+            return 0
+        return max(0, self._list.lines - 3)
+
     def _drop_list(self) -> None:
         if self._list is not None:
             self._list.remove()

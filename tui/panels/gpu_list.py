@@ -86,6 +86,11 @@ class GpuList(PartsWidget):
         self._two = False
         self._height = 0
 
+    @property
+    def lines(self) -> int:
+        """The lines the list takes: its header and a line per GPU (or per two)."""
+        return self._height
+
     def show(self, frame: Frame, two_a_line: bool) -> None:
         """The GPUs of ``frame``; ``two_a_line`` puts two GPUs on a line (narrow screens)."""
         gpus = sorted(g.index for g in frame.gpus) if known(frame.gpus) else []  # type: ignore[union-attr]

@@ -126,13 +126,14 @@ class _Tallest(Static):
         return tallest[key]
 
 
-def lines_to_spare(height: int) -> int:
+def lines_to_spare(height: int, more: int = 0) -> int:
     """The most lines the main screen gives its verdict at ``height`` rows: what is left once every
     other panel has its least useful size, at least 3. Short screens (under 34 rows): header 1,
     pipeline 2, charts 4, the GPU's title and two metric rows 3, the processes' header and three
     rows 4, host 2, footer 1 (17); from 34 rows the boxes' borders and the three-plot charts take 28;
-    from 50, the taller charts 34 (tui/gpuwatch.tcss)."""
-    others = 17 if height < 34 else 28 if height < 50 else 34
+    from 50, the taller charts 34 (tui/gpuwatch.tcss). ``more``: rows the other panels need beyond
+    those on this screen (the ranks line; a list of many GPUs, all of which stay in view)."""
+    others = (17 if height < 34 else 28 if height < 50 else 34) + more
     return max(3, height - others)
 
 

@@ -106,7 +106,15 @@ class MainScreen(WatchScreen):
                 self.query_one(GpuArea), self.query_one(ActivityPanel), self.query_one(HostStrip))
 
     def on_resize(self, event: events.Resize) -> None:
-        self.pipeline.verdict_line.cap(lines_to_spare(self.app.size.height))
+        self._cap_verdict()
+
+    def _cap_verdict(self) -> None:
+        """The verdict's most lines: what the terminal's height leaves once the ranks line and every
+        GPU of a many-GPU list are in view (a grown verdict had pushed GPUs 6 and 7 of eight out of
+        sight at 80x24, behind a scrollbar that also dropped the memory column)."""
+        _, rank_bar, _, _, gpu_area, _, _ = self._panels
+        more = (1 if rank_bar.display else 0) + gpu_area.rows_beyond_one()
+        self.pipeline.verdict_line.cap(lines_to_spare(self.app.size.height, more))
 
     def show(self, view: View) -> None:
         header, rank_bar, rank_table, charts, gpu_area, activity, host = self._panels
@@ -114,7 +122,7 @@ class MainScreen(WatchScreen):
         app = self.watch_app
         rank_bar.show(app.rank_tick, app.shown_rank)
         rank_table.show(app.rank_tick, app.shown_rank)
-        self.pipeline.verdict_line.cap(lines_to_spare(self.app.size.height))  # a no-op unless resized
+        self._cap_verdict()  # a no-op unless resized, or the ranks line or the GPU list came or went
         self.pipeline.show(view.verdict)
         charts.show(view)
         gpu_area.show(view)
