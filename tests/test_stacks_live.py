@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -41,9 +42,11 @@ pytestmark = [
 
 @contextmanager
 def job(scenario: str, workers: int = 2):
-    """A running stack_targets.py job; yields its READY info; kills it and its workers after."""
-    proc = subprocess.Popen([sys.executable, str(JOBS), scenario, "--seconds", "60", "--workers", str(workers)],
-                            stdout=subprocess.PIPE, text=True)
+    """A running stack_targets.py job; yields its READY info; kills it and its workers after, and
+    removes its files (a killed job leaves its JPEGs behind)."""
+    files = tempfile.TemporaryDirectory(prefix="gw-stack-target-")
+    proc = subprocess.Popen([sys.executable, str(JOBS), scenario, "--seconds", "60", "--workers", str(workers),
+                             "--tmp", files.name], stdout=subprocess.PIPE, text=True)
     try:
         info = None
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -69,6 +72,7 @@ def job(scenario: str, workers: int = 2):
                 k.wait(5)
             except psutil.Error:
                 pass
+        files.cleanup()
 
 
 def majority(counter: Counter) -> str:

@@ -120,9 +120,12 @@ def consume(loader: DataLoader, scenario: str, deadline: float, step=None) -> No
             step(batch)
 
 
-def run(scenario: str, seconds: float, workers: int, device: str = "cpu", pin: bool = False) -> None:
+def run(scenario: str, seconds: float, workers: int, device: str = "cpu", pin: bool = False,
+        tmp: str | None = None) -> None:
+    """``tmp``: the folder for the job's files (its JPEGs, its blob); a new one in the system's temp
+    folder when None. A test kills the job, so the caller gives a folder it removes itself."""
     deadline = time.monotonic() + seconds
-    tmp = tempfile.mkdtemp(prefix="gw-stack-target-")
+    tmp = tmp or tempfile.mkdtemp(prefix="gw-stack-target-")
     torch.set_num_threads(1)
     if scenario == "data_wait":
         consume(_loader(SleepyDataset(0.25), workers), scenario, deadline)
@@ -184,10 +187,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--device", default="cpu")
     p.add_argument("--pin", action="store_true", help="pin_memory=True (needs CUDA)")
+    p.add_argument("--tmp", help="folder for the job's files (default: a new one under the system's temp folder)")
     a = p.parse_args(argv)
     # Exit by itself if the parent test dies without killing us.
     threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
-    run(a.scenario, a.seconds, a.workers, a.device, a.pin)
+    run(a.scenario, a.seconds, a.workers, a.device, a.pin, a.tmp)
 
 
 def _watch_parent(ppid: int) -> None:
