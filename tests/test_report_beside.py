@@ -47,3 +47,21 @@ def test_an_idle_headline_lists_the_advice_of_the_stage_that_held_while_it_train
     md = render_markdown(r)
     assert "Nothing to fix was found" not in md
     assert "1. **CPU-bound** (held 32% of the time" in md
+
+
+def test_the_stage_held_most_leads_even_when_it_names_no_cause_and_the_start_is_said_beside():
+    """Review 30: the two-rank job whose rank 1 waits on its input (tests/data/ddp_cpu_slow_rank1.jsonl)
+    was Unknown ("Input-bound for a reason gpuwatch does not measure") for 10 of its 13 ticks and
+    Idle for its first 3; the report led with "Idle ... Not training" and its only remedy was "lower
+    num_workers", from workers at 0.01 core each. It now leads with what held most, lists that
+    verdict's advice, says the start beside it, and the workers check passes, saying why."""
+    path = "tests/data/ddp_cpu_slow_rank1.jsonl"
+    md = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
+    text = md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    assert "Per process: Unknown held the verdict 77% of the time. Input-bound for a reason" in text, text
+    assert "largest share" not in text and "mean confidence 0.00" not in text
+    assert "For 23% of the time the verdict was Idle, with no pipeline stage to fix. Not training: " in text
+    assert "holding this verdict" not in text  # the TUI's note on a held verdict is not the run's
+    remedies = md.split("## Remedies", 1)[1].split("\n## ", 1)[0]
+    assert "lower num_workers" not in remedies and "Look at where a DataLoader worker waits" in remedies
+    assert "| PASS | DataLoader workers fit the CPUs | more workers than cores (4 DataLoader workers for 2 " in md

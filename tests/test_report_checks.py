@@ -32,17 +32,17 @@ PAGEABLE_BPS = 6608 * 2**20
 NO_NVML = "NVML library (libnvidia-ml.so.1) not found: install the NVIDIA driver"
 
 
-def proc(pid: int, role: str, affinity=tuple(range(16))) -> ProcInfo:
-    return ProcInfo(pid=pid, ppid=1 if role == "main" else 100, role=role, rank=None,
-                    main_pid=None if role == "main" else 100, name="python" if role == "main" else "pt_data_worker",
-                    cmdline="python train.py", cpu_pct=50.0, state="S", rss=1 << 28, num_threads=4,
+def proc(pid: int, role: str, affinity=tuple(range(16)), cpu_pct=50.0, main=100) -> ProcInfo:
+    return ProcInfo(pid=pid, ppid=1 if role == "main" else main, role=role, rank=None,
+                    main_pid=None if role == "main" else main, name="python" if role == "main" else "pt_data_worker",
+                    cmdline="python train.py", cpu_pct=cpu_pct, state="S", rss=1 << 28, num_threads=4,
                     read_bps=0.0, write_bps=0.0, run_delay_frac=0.0, threads=(), affinity=affinity)
 
 
 def make_frame(seq: int, *, util=95.0, gen=5, width=16, rx=1e9, others=(), throttle=(("sw_power_cap", 0.5),),
                workers=2, usable=16, swap_in=0.0, fstype="ext4", network=False, main_label="sync",
                stacks=True, gpus: object = None, quota=None, throttled=0.0, affinity=tuple(range(16)),
-               alive=True) -> Frame:
+               alive=True, worker_cpu=50.0) -> Frame:
     t = 100.0 + seq
     gpu = GpuSample(
         t=t, index=0, uuid="GPU-0", name="NVIDIA H200", used_by_target=True, util_gpu=util, util_mem=10.0,
@@ -54,7 +54,7 @@ def make_frame(seq: int, *, util=95.0, gen=5, width=16, rx=1e9, others=(), throt
     pcie = PcieSample(t=t, index=0, gen_current=gen, gen_max=5, width_current=width, width_max=16, rx_bps=rx,
                       tx_bps=0.0, capacity_bps=GEN5_X16_BPS, replay_delta=0)
     procs = ProcsSample(t=t, usable_cpus=usable, processes=(proc(100, "main", affinity),)
-                        + tuple(proc(200 + i, "worker", affinity) for i in range(workers)))
+                        + tuple(proc(200 + i, "worker", affinity, worker_cpu) for i in range(workers)))
     host = HostSample(t=t, cpu_count=16, cpu_pct=30.0, steal_pct=0.0, iowait_pct=0.0, load1=2.0,
                       mem_total=64 << 30, mem_available=32 << 30, swap_used=0, swap_in_bps=swap_in,
                       swap_out_bps=0.0, psi=Unsupported("no PSI"),
@@ -123,8 +123,30 @@ def test_two_cpus_and_eight_workers_warns_more_workers_than_cores():
 
 
 def test_cpu_quota_counts_as_the_cores_the_workers_get():
-    c = checks_of([make_frame(i, workers=6, usable=16, quota=4.0) for i in range(3)])["workers_vs_cores"]
+    c = checks_of([make_frame(i, workers=6, usable=16, quota=4.0, worker_cpu=70.0) for i in range(3)])["workers_vs_cores"]
     assert c.status == WARN and "a CPU quota of 4 cores" in c.reason
+
+
+def test_more_workers_than_cores_that_do_not_compute_pass_and_say_why():
+    # Review 30: two CPU ranks with 2 workers each at 0.01 core on 2 CPUs were told "lower num_workers
+    # to at most 2" (they had 2 each) while rank 1 waited on its workers: workers that sleep or wait
+    # on a service take no CPU from anyone. Workers at 0.05 core, no thread queued: a pass, with why.
+    c = checks_of([make_frame(i, workers=8, usable=2, worker_cpu=5.0) for i in range(5)])["workers_vs_cores"]
+    assert c.status == PASS and not c.fix
+    assert c.reason.startswith("more workers than cores (8 DataLoader workers for 1 training process on 2 usable "
+                               "CPUs), but they do not compete for them: the workers use 0.40 core together"), c.reason
+    assert "under 80% of the CPUs" in c.reason and "ready to run with no CPU free (under 0.10)" in c.reason
+
+
+def test_several_training_processes_are_told_each_loaders_share_of_the_cpus():
+    def two_ranks(seq: int) -> Frame:
+        f = make_frame(seq, workers=0, usable=4)
+        mains = (proc(100, "main"), proc(101, "main"))
+        workers = tuple(proc(200 + i, "worker", cpu_pct=90.0, main=100 + i % 2) for i in range(8))
+        return replace(f, procs=replace(f.procs, processes=mains + workers))
+    c = checks_of([two_ranks(i) for i in range(5)])["workers_vs_cores"]
+    assert c.status == WARN and "8 DataLoader workers for 2 training processes on 4 usable CPUs" in c.reason
+    assert c.fix.startswith("lower num_workers to at most 2 in each of the 2 training processes, which share the CPUs")
 
 
 def test_far_fewer_workers_warns_only_when_loading_holds_the_gpu_back():

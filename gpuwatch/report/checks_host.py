@@ -11,12 +11,15 @@ from gpuwatch.collectors.environment import Environment
 from gpuwatch.diagnosis.thresholds import (
     CG_THROTTLED,
     FEW_WORKERS_RATIO,
+    JOB_CPU_SATURATED,
+    RUN_DELAY,
     RUN_INPUT_SHARE,
     SWAP_FAIL_SHARE,
     SWAP_IN_BPS,
 )
 from gpuwatch.diagnosis.evidence import count, sets_of
 from gpuwatch.diagnosis.fix_gains import worker_target
+from gpuwatch.diagnosis.host_signals import job_signals, queued_threads
 from gpuwatch.diagnosis.phases import worker_sets
 from gpuwatch.diagnosis.timeline import timeline
 from gpuwatch.model.frame import Frame
@@ -104,12 +107,17 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
     # (torch/utils/data/dataloader.py, _check_worker_number_rationality): one loader's workers, so
     # a validation loader's persistent set, idle while the training loader runs, is not added.
     if workers > cores:
+        idle = _not_competing(frames, cores) if procs else None
+        if idle is not None:
+            return CheckResult("workers_vs_cores", title, PASS, f"more workers than cores ({counted}), but {idle}")
+        # At most the CPUs, PyTorch's own bound: "about 1" (cores minus the training process) was
+        # read as the advice for a job whose loop waited on its workers, where the training process
+        # needs little of its core. Several training processes share the CPUs: each loader's share.
+        most = cores if mains == 1 else max(1, int(cores // mains))
+        each = "" if mains == 1 else f" in each of the {mains} training processes, which share the CPUs"
         return CheckResult("workers_vs_cores", title, WARN, f"more workers than cores: {counted}",
-                           # At most the CPUs, PyTorch's own bound: "about 1" (cores minus the training
-                           # process) was read as the advice for a job whose loop waited on its workers,
-                           # where the training process needs little of its core.
-                           f"lower num_workers to at most {cores:g} (the CPUs it may use{_own_core(cores, mains)}), "
-                           "or give the job more CPUs")
+                           f"lower num_workers to at most {most:g}{each} (the CPUs it may use"
+                           f"{_own_core(cores, mains) if mains == 1 else ''}), or give the job more CPUs")
     n = len(verdicts) or 1
     input_share = sum(1 for v in verdicts if _loading(v)) / n  # said: the time loading held the job back
     helped = sum(1 for v in verdicts if _loading(v) and _more_workers_help(v)) / n  # judged: where more would help
@@ -119,6 +127,24 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
                            f"{input_share:.0%} of the time: {counted}",
                            f"raise num_workers toward {worker_target(cores, mains)}")
     return CheckResult("workers_vs_cores", title, PASS, counted)
+
+
+def _not_competing(frames: Sequence[Frame], cores: float) -> str | None:
+    """Why more workers than cores cost nothing here, or None where they may: no thread of the job
+    queued for a CPU (under RUN_DELAY threads ready to run with no CPU free, on average) and the
+    workers together used under JOB_CPU_SATURATED of the CPUs, medians over the run. PyTorch's rule
+    (one core a worker) assumes workers that compute; workers that wait on a sleep, a lock or a
+    remote service take no CPU from anyone, and "lower num_workers" for a job waiting on such
+    workers (two CPU ranks with 4 workers at 0.01 core each on 2 CPUs) would slow it."""
+    job = job_signals(frames, None)
+    queued = queued_threads(job)
+    if not job.seen or queued is None or job.workers_cpu is None:
+        return None
+    if queued >= RUN_DELAY or job.workers_cpu >= JOB_CPU_SATURATED * cores:
+        return None
+    return (f"they do not compete for them: the workers use {job.workers_cpu:.2f} core together (under "
+            f"{JOB_CPU_SATURATED:.0%} of the CPUs), and on average {queued:.2f} of the job's threads were "
+            f"ready to run with no CPU free (under {RUN_DELAY:.2f}); middle readings over the run")
 
 
 def _own_core(cores: float, mains: int) -> str:

@@ -71,7 +71,7 @@ def _idle_sentence(verdicts: Sequence[Verdict]) -> str:
     to the first colon: "Compiling, not training", "Not training", ...) that held the most ticks.
     The run's latest Idle sentence is often its last tick's "the job exited", which said nothing of
     the 69 % a compile held."""
-    mine = [v.sentence for v in verdicts if v.stage == IDLE and v.sentence]
+    mine = [v.sentence.replace(HOLDING, "") for v in verdicts if v.stage == IDLE and v.sentence]  # the TUI's hold note
     if not mine:
         return ""
     kinds = Counter(x.split(":", 1)[0] for x in mine)
@@ -101,13 +101,15 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     said = _said(top.stage, verdicts)
     sentence = (said.sentence if said is not None else "") or (
         "The diagnosis could not name a stage." if top.stage == UNKNOWN else "")
+    # The stage held most, said where it held longer than the headline's (a bottleneck's cost can
+    # lead with less time): unknown counts only where nothing else was seen as long
     held = max(costs, key=lambda c: (c.stage != UNKNOWN, c.share))
     most = (StageShare(held.stage, _title(held.stage), held.share, _idle_sentence(verdicts) if held.stage == IDLE else "",
                        speedup_run=held.speedup_run)
-            if held.stage != top.stage else None)
+            if held.stage != top.stage and held.share > top.share else None)
     other = _other_side(costs)
     beside = None
-    if other is not None and other.stage != held.stage:
+    if other is not None and (most is None or other.stage != most.stage):
         why = _idle_sentence(verdicts) if other.stage == IDLE else _sentence(other.stage, verdicts)
         beside = StageShare(other.stage, _title(other.stage), other.share, why)
     mine = [v for v in verdicts if v.stage == top.stage]

@@ -66,9 +66,10 @@ def _unmeasured_part(fix: FixGain) -> str:
 def headline(m: Summary) -> tuple[str, str]:
     """(the stage's title, the rest of the paragraph): what cost the job most, how much, and why;
     for a report too short to judge a run (Summary.snapshot, too_short), only what its ticks held."""
+    # Unknown names no stage, so it has no confidence to give (its verdicts carry 0)
+    conf = "" if m.stage == UNKNOWN else f" (mean confidence {m.confidence:.2f})"
     if m.snapshot:
-        return m.title, (f"held the verdict {m.share:.0%} of those ticks (mean confidence {m.confidence:.2f}). "
-                         f"{m.sentence}{read_at(m)}").rstrip()
+        return m.title, f"held the verdict {m.share:.0%} of those ticks{conf}. {m.sentence}{read_at(m)}".rstrip()
     if m.speedup_run is not None:
         much = (f"{speedup(m.speedup_run)} faster or more, as {floor_why(m.speedup_while)}" if m.speedup_floor
                 else f"{gain_words(m.stage)} {speedup(m.speedup_run)} faster")
@@ -76,7 +77,7 @@ def headline(m: Summary) -> tuple[str, str]:
                 f"the whole run {much}")
     else:
         lead = f"held the verdict {m.share:.0%} of the time"
-    text = f"{lead} (mean confidence {m.confidence:.2f}). {m.sentence}{read_at(m)}".rstrip()
+    text = f"{lead}{conf}. {m.sentence}{read_at(m)}".rstrip()
     if m.best_fix is not None and m.best_fix.factor is not None:
         part = _unmeasured_part(m.best_fix)
         if m.best_fix.factor < MIN_GAIN and not m.best_fix.partial:
