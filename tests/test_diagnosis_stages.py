@@ -362,3 +362,15 @@ def test_a_cpu_job_that_fills_its_cgroup_quota_on_a_large_host_computes():
     job = replace(HEALTHY, gpu=None, cpu_count=16, usable=16, workers=2, worker_cpu=0.7, main_cpu=0.6)
     assert last(replace(job, cg_quota=2.0)).stage == v.CPU_BOUND
     assert last(job).stage != v.CPU_BOUND  # no quota: 14 CPUs idle, the process is off the CPU 40 % of the time
+
+
+def test_launch_says_tiny_kernels_only_where_their_signature_was_read():
+    """Review 30: a GPU-bound job's warm-up tick read "its SMs are 38 % active (tiny kernels)" beside
+    its own evidence "SM active / graphics-engine active: 0.89 (needs at most 0.25)": not met."""
+    from gpuwatch.diagnosis.sentence import _launch
+
+    assert "active (tiny kernels) while" in last(LAUNCH).sentence
+    f = {"busy": 0.42, "sm": 0.38, "ratio": 0.89, "main_cpu": 1.0, "dispatch": 0.9}
+    text = _launch(f, "dispatch", None)
+    assert "its SMs are 38 % active while" in text and "tiny" not in text, text
+    assert "(tiny kernels)" in _launch({**f, "ratio": 0.01}, "dispatch", None)
