@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gpuwatch.diagnosis.host_signals import others_cpu_at
 from gpuwatch.diagnosis.thresholds import BAD_THROTTLE_WORDS
 from gpuwatch.model import verdict as v
 from gpuwatch.model.disk import DiskSample
@@ -135,7 +136,8 @@ SIGNALS: dict[str, tuple[Signal, ...]] = {
         Signal("PSI cpu some", _psi("cpu_some"), 100, "%"),
         Signal("cgroup throttled", _host(lambda h: h.cgroup if isinstance(h.cgroup, Unsupported)
                                          else h.cgroup.throttled_frac * 100), 100, "%"),
-        Signal("CPU outside the job", _host(lambda h: sum(o.cpu_pct for o in h.top_others) / 100), None, "cores"),
+        Signal("CPU outside the job", lambda f: f.host if isinstance(f.host, Unsupported) else others_cpu_at(f),
+               None, "cores"),
         Signal("GPU throttled", _gpus(_gpu_throttle), 100, "%"),
     ),
 }
