@@ -64,6 +64,8 @@ class Exporter:
         self._ranks: RankTick | None = None
         self._count = 0
         self._totals = Totals()
+        self._job_pids: set[int] = set()
+        """PIDs NVML listed as the job's: the last frames after it exits list them as anyone's."""
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
         self._server, self._thread = start_http_server(port, addr=host, registry=self.registry)
@@ -80,6 +82,8 @@ class Exporter:
             self._ranks = tick.ranks
             self._count += 1
             self._totals.add(frame)
+            if known(frame.gpus):
+                self._job_pids.update(_pid(p) for g in frame.gpus for p in g.processes if p.is_target)
 
     def close(self) -> None:
         self._server.shutdown()
@@ -91,11 +95,12 @@ class Exporter:
             totals = Totals()
             totals.values.update(self._totals.values)
             tick = self._ranks
+            job_pids = frozenset(self._job_pids)
         out = _Families()
         out.put("gpuwatch_frames_total", count)
         if frames:
             frame = frames[-1]
-            _frame(out, frame, totals)
+            _frame(out, frame, totals, job_pids)
             if frame.target.alive:  # the job's processes are gone once it exits: so are their series
                 _ranks(out, frames, tick)
         if verdict is not None:
@@ -117,7 +122,7 @@ def start_exporter(host: str = "127.0.0.1", port: int = 9402) -> Exporter:
 
 # -- frame to metrics ------------------------------------------------------------------------------
 
-def _frame(out: _Families, f: Frame, totals: Totals) -> None:
+def _frame(out: _Families, f: Frame, totals: Totals, job_pids: frozenset[int] = frozenset()) -> None:
     out.put("gpuwatch_target_up", 1 if f.target.alive else 0)
     out.put("gpuwatch_frame_timestamp_seconds", f.wall)
     for field in FIELDS:
@@ -125,7 +130,7 @@ def _frame(out: _Families, f: Frame, totals: Totals) -> None:
     ranks = _pid_ranks(f)
     if known(f.gpus):
         for g in f.gpus:
-            _gpu(out, g, ranks, totals, f.target.alive)
+            _gpu(out, g, ranks, totals, f.target.alive, job_pids)
     if known(f.pcie):
         for s in f.pcie:
             for name in ("gpuwatch_pcie_rx_bytes_total", "gpuwatch_pcie_tx_bytes_total", "gpuwatch_pcie_replays_total"):
@@ -148,10 +153,15 @@ def _frame(out: _Families, f: Frame, totals: Totals) -> None:
             out.put("gpuwatch_target_read_bytes_total", totals.get("gpuwatch_target_read_bytes_total"))
 
 
-def _gpu(out: _Families, g, ranks: dict[int, int | None], totals: Totals, alive: bool) -> None:
+def _pid(p) -> int:
+    return p.local_pid if p.local_pid is not None else p.pid
+
+
+def _gpu(out: _Families, g, ranks: dict[int, int | None], totals: Totals, alive: bool,
+         job_pids: frozenset[int] = frozenset()) -> None:
     i = g.index
     out.put("gpuwatch_gpu_info", 1, gpu=i, uuid=g.uuid, name=g.name)
-    out.put("gpuwatch_gpu_used_by_target", 1 if g.used_by_target else 0, gpu=i)
+    out.put("gpuwatch_gpu_used_by_target", 1 if g.used_by_target and alive else 0, gpu=i)
     out.put("gpuwatch_gpu_lost", 1 if g.lost else 0, gpu=i)
     if g.lost:
         return
@@ -174,9 +184,11 @@ def _gpu(out: _Families, g, ranks: dict[int, int | None], totals: Totals, alive:
             out.put("gpuwatch_gpu_throttled_seconds_total", totals.get("gpuwatch_gpu_throttled_seconds_total", i, reason),
                     gpu=i, reason=reason)
     for p in g.processes:
-        if p.is_target and not alive:
-            continue  # NVML may list the job's process for a moment after it exits
-        pid = p.local_pid if p.local_pid is not None else p.pid
+        pid = _pid(p)
+        if not alive and (p.is_target or pid in job_pids):
+            # NVML may list the job's process for a moment after it exits, no longer marked the
+            # job's: it had stayed in the scrape as an outside process (target="0")
+            continue
         lab = {"gpu": i, "pid": pid, "rank": ranks.get(pid), "target": 1 if p.is_target else 0}
         out.put("gpuwatch_gpu_process_memory_used_bytes", p.used_memory, **lab)
         out.put("gpuwatch_gpu_process_sm_utilization_ratio", _scale(p.sm_util, PERCENT), **lab)

@@ -34,7 +34,7 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "gpuwatch_collector_up": (_G, "1 when the collector's latest sample is readable, else 0", ("collector",)),
     # GPUs (NVML)
     "gpuwatch_gpu_info": (_G, "Always 1; names the GPU", ("gpu", "uuid", "name")),
-    "gpuwatch_gpu_used_by_target": (_G, "1 when the job has a process on this GPU", ("gpu",)),
+    "gpuwatch_gpu_used_by_target": (_G, "1 when the job has a process on this GPU (0 once it has exited)", ("gpu",)),
     "gpuwatch_gpu_lost": (_G, "1 when the GPU fell off the bus or stopped answering", ("gpu",)),
     "gpuwatch_gpu_utilization_ratio": (_G, "NVML utilization.gpu over the tick, 0-1 (counts copy-engine time)",
                                        ("gpu",)),

@@ -22,6 +22,7 @@ from gpuwatch.exporter import start_exporter
 from gpuwatch.prom_families import FAMILIES as METRICS
 from gpuwatch.prom_families import LEVELS
 from gpuwatch.model import GpmMetrics, Unsupported
+from gpuwatch.model.gpu import GpuProcess
 from gpuwatch.model.verdict import (
     CONTENTION, DECODE, GPU_MEMORY, H2D, IO, LAUNCH, LEVEL_BOTTLENECK, LEVEL_NA, LEVEL_OK, LEVEL_WARNING, PIPELINE,
     STAGES, Verdict,
@@ -236,10 +237,21 @@ def test_series_of_the_jobs_processes_go_when_it_exits(exporter):
     assert val(m, "gpuwatch_processes", role="main", rank=0) == 1.0
     assert val(m, "gpuwatch_cpu_seconds_total", role="main", rank=0) is not None
     gone = full_gpu_frame(4, 4.0)
-    gone = dataclasses.replace(gone, target=dataclasses.replace(gone.target, alive=False, exit_reason="exit code 0"))
+    # NVML still lists the job's process after it exits, no longer marked the job's (review 30: it
+    # stayed in the scrape as an outside process, target="0"); an outside process stays
+    outside = GpuProcess(4242, 4242, "other", 1 << 30, 5.0, False)
+    gpus = tuple(dataclasses.replace(g, processes=tuple(dataclasses.replace(p, is_target=False) for p in g.processes)
+                                     + (outside,)) for g in gone.gpus)
+    gone = dataclasses.replace(gone, gpus=gpus,
+                               target=dataclasses.replace(gone.target, alive=False, exit_reason="exit code 0"))
     exporter(gone, verdict(4.0))
     m = scrape(exporter.port)
     assert val(m, "gpuwatch_target_up") == 0.0
+    procs = [dict(ls) for n, ls in m if n == "gpuwatch_gpu_process_memory_used_bytes"]
+    job = {str(p.local_pid or p.pid) for g in full_gpu_frame().gpus for p in g.processes if p.is_target}
+    assert job and procs and all(p["pid"] not in job and p["target"] == "0" for p in procs), procs
+    assert {"gpu": "0", "pid": "4242", "rank": "", "target": "0"} in procs
+    assert all(val(m, "gpuwatch_gpu_used_by_target", gpu=g.index) == 0.0 for g in gone.gpus)
     per_process = ("gpuwatch_processes", "gpuwatch_cpu_seconds_total", "gpuwatch_resident_memory_bytes",
                    "gpuwatch_thread_cpu_seconds_total", "gpuwatch_rank_", "gpuwatch_straggler",
                    "gpuwatch_target_read_bytes_total")
