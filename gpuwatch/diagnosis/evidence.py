@@ -9,7 +9,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from gpuwatch.diagnosis.thresholds import HYSTERESIS_ABS, HYSTERESIS_REL
+from gpuwatch.diagnosis.thresholds import HYSTERESIS_ABS, HYSTERESIS_REL, MODERATE_MIN_SAMPLES, WAIT_MODERATE
 from gpuwatch.model.verdict import Evidence
 
 WORDS: ContextVar[bool] = ContextVar("evidence_words", default=True)
@@ -126,15 +126,26 @@ _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt
 """Each comparison as a function: looked up, not a dict of all four comparisons made per check."""
 
 
+def _samples_cut(th: float, threshold: float, op: str, samples: int) -> str | None:
+    """A share's cut that is MODERATE_MIN_SAMPLES samples' worth of the ``samples`` it is read over
+    (thresholds.moderate_cut, high_cut), in samples: "needs under 200 %" (2 of 1) and "needs under
+    66.7 %" (2 of 3) read as impossible or arbitrary percentages (review 30). None for any other cut."""
+    if samples <= 0 or th != threshold or th <= WAIT_MODERATE or abs(th - MODERATE_MIN_SAMPLES / samples) > 1e-9:
+        return None
+    more = ", more than were taken" if samples < MODERATE_MIN_SAMPLES else ""
+    return f"needs {OP_WORDS.get(op, op)} {MODERATE_MIN_SAMPLES} of them{more}"
+
+
 def _item(stage: str, signal: str, value: float | None, th: float, op: str, what: str, unit: str,
-          threshold: float, relax: float, na: str = "") -> Evidence:
+          threshold: float, relax: float, na: str = "", samples: int = 0) -> Evidence:
     """The Evidence item of one check, made once for each set of its inputs and then handed out
     again: most of a verdict's sixty-odd items read as they did a tick before (the same value, or
     none), and their text and the frozen dataclass were most of the verdict decision's cost. An
     item depends on the key's inputs only (``supports`` is the comparison of value and th, the
     text says value, th and threshold); a zero's sign is in the key, as the text and the JSON
     write -0.0 and 0.0 apart. Emptied whole when it holds ITEMS_KEPT."""
-    key = (stage, signal, value, value == 0 and math.copysign(1.0, value), th, op, what, unit, threshold, relax, na)
+    key = (stage, signal, value, value == 0 and math.copysign(1.0, value), th, op, what, unit, threshold, relax, na,
+           samples)
     e = _ITEMS.get(key)
     if e is not None:
         return e
@@ -146,8 +157,10 @@ def _item(stage: str, signal: str, value: float | None, th: float, op: str, what
             e = Evidence(stage, signal, None, th, op, False,
                          f"{what}: not measured ({needs(th, op, unit, threshold, relax)})", what, unit)
     else:
-        e = Evidence(stage, signal, float(value), th, op, _OPS[op](value, th),
-                     f"{what}: {said(value, th, op, unit)} ({needs(th, op, unit, threshold, relax)})", what, unit)
+        by_samples = _samples_cut(th, threshold, op, samples)
+        shown = (f"{said(value, th, op, unit)} of {count(samples, 'sample')} ({by_samples})" if by_samples
+                 else f"{said(value, th, op, unit)} ({needs(th, op, unit, threshold, relax)})")
+        e = Evidence(stage, signal, float(value), th, op, _OPS[op](value, th), f"{what}: {shown}", what, unit)
     if len(_ITEMS) >= ITEMS_KEPT:
         _ITEMS.clear()
     _ITEMS[key] = e
@@ -179,12 +192,14 @@ class Checks:
     """Whether the items are kept (evidence.WORDS, read once as the scorer starts)."""
 
     def check(self, signal: str, value: float | None, threshold: float, op: str, what: str,
-              unit: str = "%", kind: str = SUP, band: float | None = None, na: str = "") -> bool | None:
+              unit: str = "%", kind: str = SUP, band: float | None = None, na: str = "",
+              samples: int = 0) -> bool | None:
         """Compare and record; True/False, or None when the value is unknown. Each threshold's
         basis is in docs/THRESHOLDS.md; the text says the cut in words with its number. ``band``: how
         far a required item of the stage in force may fall before it lets go, where that is wider
         than the usual band (a share's own noise); a challenger still meets the usual band. ``na``
-        says why the signal does not apply to this job (then an unknown value is not "not measured")."""
+        says why the signal does not apply to this job (then an unknown value is not "not measured").
+        ``samples``: the stack samples a share is read over, said where its cut is their count's."""
         th = adjusted(threshold, op, self.relax, unit) if kind == REQ else threshold
         if kind == REQ and band is not None and self.relax > 0:  # the stage in force holds to its wider band
             th = threshold - self.relax * band if op in (">=", ">") else threshold + self.relax * band
@@ -200,7 +215,7 @@ class Checks:
         if self._first(signal):
             if words:
                 self.items.append(_item(self.stage, signal, value, th, op, what, unit, threshold,
-                                        self.relax if kind == REQ else 0.0))
+                                        self.relax if kind == REQ else 0.0, samples=samples))
             if kind == SUP:
                 self.support.append(ok)
         return ok

@@ -130,7 +130,7 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
         # "Not input-bound" is a wait under WAIT_MODERATE (5 %); over a dozen samples that is noise-bound, so the gate is "works more
         # than it waits" and io/decode, which need wait >= 20 % and busy workers, win by share.
         wait = (st.wait or 0.0) < (st.active or 0.0)
-        c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch")
+        c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch", samples=st.n_main)
         fires = yes(busy) and yes(active) and wait and cpu is not False
         # A spin-wait in .item() reads as "dispatch" at the user's line (collectors/stack_labels.py):
         # "sync" is named only when sync frames are seen.
@@ -166,7 +166,7 @@ def gpu_bound(s: Signals, relax: float = 0.0) -> StageResult:
     sm = while_active(s, g.sm)
     useful = c.check("sm_useful", sm, SM_INEFFECTIVE, ">=", "SMs active while the GPU works (GPM)", kind=REQ)
     c.check("sm_active", g.sm, SM_HEALTHY, ">=", "SMs active (GPM)")
-    c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch")
+    c.check("no_wait", st.wait, st.moderate, "<", "main thread waiting for a batch", samples=st.n_main)
     if not g.gpm:
         # "never starved" only of a saturated GPU, as the sentence says it (review of session 22)
         said = "'busy' only means never starved, not efficient" if saturated else "how efficient the kernels are is not known"

@@ -286,7 +286,8 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     m = mode(s)
     if m == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
-                       "main thread loading data itself (num_workers=0)", kind=REQ)
+                       "main thread loading data itself (num_workers=0)", kind=REQ,
+                       samples=st.n_main)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores", kind=REQ)
         fires = gate and yes(load) and cpu is not False
         # A warning too needs the CPU: a main thread loading on 0.06 core decodes nothing on it.
@@ -294,7 +295,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         return result(c, fires, warn, st.share(lb.INLINE_LOAD), "inline",
                       lambda: warned_by(st.share(lb.INLINE_LOAD), st.moderate, ">=", "main thread loading data itself",
                                         samples=st.n_main), **_facts(s))
-    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ, samples=s.wait_samples)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
     # A job with no DataLoader workers all minute (a thread of its own prefetches) reads as "no worker
@@ -350,7 +351,8 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                       **{**_facts(s), "checkpoint": share, "recurring": recurring, "checkpoint_n": n})
     if m == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
-                       "main thread loading data itself (num_workers=0)", kind=REQ)
+                       "main thread loading data itself (num_workers=0)", kind=REQ,
+                       samples=st.n_main)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU", unit="cores", kind=REQ)
         _worker_checks(c, s, io_side=True)
         c.check("job_reads", s.disk.read_bps, READS_BPS, ">=", "storage reads of the job", unit="B/s")
@@ -361,7 +363,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                "no storage sign (no reads, D state, I/O pressure or iowait)", own, kind=REQ)
         fires = gate and yes(load) and yes(cpu) and own
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
-    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ, samples=s.wait_samples)
     _worker_checks(c, s, io_side=True)
     waiting = workers_waiting(s)
     seen = storage_evidence(s)
@@ -410,11 +412,12 @@ def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
     gate = gpu_gate(c, s)
     if mode(s) == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
-                       "main thread loading data itself (num_workers=0)", kind=REQ)
+                       "main thread loading data itself (num_workers=0)", kind=REQ,
+                       samples=st.n_main)
         cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, "<", "main thread CPU", unit="cores", kind=REQ)
         fires = gate and yes(load) and yes(cpu) and not own_storage_sign(storage_evidence(s, inline=True))
         return result(c, fires, fires, st.share(lb.INLINE_LOAD), "inline", **_facts(s))
-    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ)
+    wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ, samples=s.wait_samples)
     fires = gate and yes(wait) and not workers_starting(s) and workers_stalled(s)
     return result(c, fires, fires, s.input_wait, "workers", **_facts(s))
 

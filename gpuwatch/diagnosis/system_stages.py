@@ -255,11 +255,11 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         # it waiting fell between the two: under the input stages' cut over the minute, over this
         # one's in a window that held an epoch start, so no stage held (the Lightning job of
         # tests/data/cpu_field/lightning_two_loaders.jsonl.gz read "Not enough evidence" every ~7 s).
-        wait = c.check("data_wait", s.input_wait, s.wait_high, "<", wait_words(s), kind=REQ)
+        wait = c.check("data_wait", s.input_wait, s.wait_high, "<", wait_words(s), kind=REQ, samples=s.wait_samples)
         # the same share against the cut of a wait seen at all (two samples): worded apart from the
         # required check above, which it sits beside with another cut
         c.check("no_wait", s.input_wait, s.wait_moderate, "<",
-                "main thread waiting for a batch at all (in 2 or more samples)")
+                "main thread waiting for a batch at all (in 2 or more samples)", samples=s.wait_samples)
         # "Not its input" is a claim that the wait is absent, which a few samples cannot make: one wait
         # in 6 samples fits a loop that waits more than half the time (a Pool-fed job waiting 57 %
         # read 1 of 6 in one window). The samples must bound the wait under WAIT_BOUND_CPU.
