@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import json
 
-from gpuwatch.diagnosis.sentence import HOLDING
+from gpuwatch.diagnosis.sentence import HELD
 from gpuwatch.replay import load_frames
 from gpuwatch.report import NOT_RECORDED
 from gpuwatch.report.build import build_report
@@ -33,7 +33,7 @@ def test_the_headline_says_the_second_its_readings_are_from():
     got = from_frames(frames)
     r = _report(frames)
     # the tick the sentence is from: the stage's latest verdict whose readings held it on full thresholds
-    said = [v for v in got.verdicts if v.stage == r.summary.stage and v.sentence and HOLDING not in v.sentence][-1]
+    said = [v for v in got.verdicts if v.stage == r.summary.stage and v.sentence and HELD not in v.sentence][-1]
     at = said.t - got.verdicts[0].t
     assert r.summary.sentence_at_s == round(at, 1)
     md = render_markdown(r)

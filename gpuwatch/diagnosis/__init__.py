@@ -18,6 +18,7 @@ from dataclasses import replace
 from gpuwatch.diagnosis.compose import compose
 from gpuwatch.diagnosis.decide import Decision, decide
 from gpuwatch.diagnosis.phases import phases, recurring_wait
+from gpuwatch.diagnosis.sentence import held_note
 from gpuwatch.diagnosis.signals import Epochs, Signals, extract
 from gpuwatch.diagnosis.stability import WEAK, DiagnosisState, step
 from gpuwatch.diagnosis.stalls import find_stall
@@ -80,7 +81,21 @@ def _diagnose(
         final = decide(signals, new_state.stage, challenge=False)
     stall = find_stall(recent(frames, STALL_WINDOW_S), signals.gpu.indexes) if signals.gpu.present else None
     verdict = compose(new_state.stage, final, signals, stall, candidate.stage, rank)
+    r = final.results.get(new_state.stage)
+    if r is not None and r.fires:
+        new_state = replace(new_state, fired=verdict)
+    elif r is not None and new_state.fired is not None and new_state.fired.stage == verdict.stage:
+        verdict = _held(verdict, new_state.fired)
     return verdict, new_state
+
+
+def _held(verdict: Verdict, fired: Verdict) -> Verdict:
+    """A verdict held on weaker readings (stability.py) says what the stage last fired with, and
+    when: its sentence, speed-up, fixes and remedies; the evidence and confidence stay this tick's
+    (sentence.held_note)."""
+    return replace(verdict, sentence=held_note(fired.sentence, verdict.t - fired.t), speedup=fired.speedup,
+                   speedup_floor=fired.speedup_floor, speedup_point=fired.speedup_point, gains=fired.gains,
+                   remedies=fired.remedies)
 
 
 def _sooner(held: Decision, short_signals: Signals, short: Sequence[Frame], pool: Sequence[Frame],

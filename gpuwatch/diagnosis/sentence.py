@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from gpuwatch.diagnosis.evidence import count, fmt, sets_of
@@ -40,7 +41,21 @@ from gpuwatch.model.verdict import (
 )
 
 
-HOLDING = " (the latest readings are weaker; holding this verdict until another stage clearly wins)"
+HELD = "the latest readings are weaker; holding this verdict until another stage clearly wins"
+HOLDING = f" ({HELD})"
+"""The note on a verdict the stability rule holds (stability.py) without the words it fired with."""
+HELD_NOTE = re.compile(r" \((?:said \d+ s ago; )?" + re.escape(HELD) + r"\)")
+"""Either note on a held verdict (HOLDING, held_note), to find or strip it."""
+
+
+def held_note(sentence: str, ago_s: float) -> str:
+    """The sentence the held stage last fired with, said as such: its claims rest on readings of
+    ``ago_s`` seconds back, and the note goes before its epoch clause. Words made afresh from the
+    weaker readings claimed what none of them showed: a Disk verdict fired by a checkpoint save,
+    held two ticks, read "the workers wait on reads (... I/O pressure 0 %, disk 0 % busy)" and
+    listed storage remedies for a job reading no file (trial 29)."""
+    head, sep, tail = sentence.partition(" Epochs: ")
+    return f"{head} (said {ago_s:.0f} s ago; {HELD}){sep}{tail}"
 """Added to the sentence of a stage held by the stability rule on readings below its cuts."""
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, OFF_PIPELINE
 from gpuwatch.diagnosis.thresholds import WEAK_TICKS
-from gpuwatch.model.verdict import UNKNOWN
+from gpuwatch.model.verdict import UNKNOWN, Verdict
 
 WEAK = (UNKNOWN, OFF_PIPELINE, INPUT_UNMEASURED)
 """Candidates that say "no stage is proved" rather than naming one."""
@@ -36,6 +36,9 @@ class DiagnosisState:
     pending_n: int = 0
     changes: int = 0
     """How many times the stage changed (for tests and the debug view)."""
+    fired: Verdict | None = None
+    """The latest verdict of the stage in force from a tick where its evidence named it: while the
+    stage is held on weaker readings, its words, speed-up and remedies are that verdict's."""
 
 
 def step(state: DiagnosisState | None, candidate: str, t: float, window_start: float) -> DiagnosisState:

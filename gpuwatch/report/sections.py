@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from statistics import median
 
 from gpuwatch.diagnosis.evidence import status as evidence_status
-from gpuwatch.diagnosis.sentence import HOLDING
+from gpuwatch.diagnosis.sentence import HELD, HELD_NOTE
 from gpuwatch.diagnosis.thresholds import RUN_WARNING_SHARE, STRAGGLER_HEADLINE_SHARE
 from gpuwatch.model.verdict import (
     IDLE,
@@ -53,7 +53,7 @@ def _said(stage: str, verdicts: Sequence[Verdict]) -> Verdict | None:
     """The stage's latest verdict with a sentence whose readings still held it (one said while the
     verdict was only being held on weaker readings describes the stage less well), else its latest."""
     mine = [v for v in verdicts if v.stage == stage and v.sentence]
-    held = [v for v in mine if HOLDING not in v.sentence]
+    held = [v for v in mine if HELD not in v.sentence]
     return (held or mine)[-1] if (held or mine) else None
 
 
@@ -71,7 +71,7 @@ def _idle_sentence(verdicts: Sequence[Verdict]) -> str:
     to the first colon: "Compiling, not training", "Not training", ...) that held the most ticks.
     The run's latest Idle sentence is often its last tick's "the job exited", which said nothing of
     the 69 % a compile held."""
-    mine = [v.sentence.replace(HOLDING, "") for v in verdicts if v.stage == IDLE and v.sentence]  # the TUI's hold note
+    mine = [HELD_NOTE.sub("", v.sentence) for v in verdicts if v.stage == IDLE and v.sentence]  # the TUI's hold note
     if not mine:
         return ""
     kinds = Counter(x.split(":", 1)[0] for x in mine)
