@@ -333,9 +333,12 @@ def test_the_headline_and_the_epoch_section_each_say_when_they_counted():
     text = render_markdown(r)
     verdict = text.split("## Verdict", 1)[1].split("\n## ", 1)[0]
     epochs = text.split("## Epoch structure", 1)[1].split("\n## ", 1)[0]
-    said = re.compile(r"re-created every \\?~(\d+\.\d) s \((\d+) times in (\d+) s")
+    said = re.compile(r"re-created every \\?~(\d+\.\d) s \((?:at least )?(\d+) times in (\d+) s")
     at = next(v for v in got.verdicts if round(v.t - got.verdicts[0].t, 1) == r.summary.sentence_at_s)
-    assert said.findall(verdict) == said.findall(at.sentence) == [("3.0", "15", "59")], verdict  # the tick's own
+    # the tick's own; the pace is the gaps' mean per period (phases._period), and where it gives more
+    # starts than were seen the count says "at least" (trial 29: "every ~2.0 s (23 times in 59 s)")
+    assert said.findall(verdict) == said.findall(at.sentence) == [("2.9", "15", "59")], verdict
+    assert "(at least 15 times in 59 s" in verdict
     assert f"(These readings are from {r.summary.sentence_at_s:.0f} s into the run;" in verdict
     assert epochs.strip().startswith("Over the last minute of the run, to its end: the DataLoader workers")  # 76 s
-    assert said.findall(epochs) == said.findall(sentence_epochs(got.verdicts[-1].phases)) == [("2.0", "18", "59")], epochs
+    assert said.findall(epochs) == said.findall(sentence_epochs(got.verdicts[-1].phases)) == [("2.1", "18", "59")], epochs

@@ -293,6 +293,18 @@ def persistent_workers(s: Signals, starting: bool = False) -> FixGain:
         # workers do that once. No sampled signal tells such a warm-up from the pipeline filling up,
         # which kept workers do not shorten (the H200 torchvision job: 1.03x measured), while a job
         # whose workers each loaded a 200 MB table ran 6.4x faster with them kept (field15 trial).
+        # The first-batch waits after each new set, where the epoch structure measured them, bound
+        # it: trial 29's worker_init_fn job read "about 1.02x" from the restarts alone beside its
+        # own "first batches 28 % of the time", and ran 1.40-1.54x faster with the workers kept.
+        first = find(s.phases, EPOCH_START)
+        top = (1.0 / max(1.0 - first.share, 1.0 / MAX_SPEEDUP)
+               if first is not None and first.share is not None and first.share >= WAIT_MODERATE else None)
+        if top is not None and top >= x * MIN_GAIN:
+            return FixGain(PERSISTENT_WORKERS, round(x, 2), basis, partial=True, upper=round(top, 2),
+                           more=f"where each new set's first-batch waits ({fmt(first.share)} of the time) are "
+                                "its start-up and warm-up (worker_init_fn, a lazy load, files it opens), which "
+                                "kept workers do once; no signal tells them from the pipeline filling up, "
+                                "which kept workers do not shorten")
         return FixGain(PERSISTENT_WORKERS, round(x, 2), basis, partial=True,
                        more=f"where each new worker warms up on its first items (a lazy load, files it opens), "
                             f"which kept workers do once and no signal shows: the main thread waited for data "

@@ -87,7 +87,8 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         else:
             fix = (f"persistent_workers=True: the DataLoader's workers were re-created {times} in "
                    f"{p.span_s:.0f} s, and each new set builds its first batches from scratch (where it is set "
-                   "already, the workers crash: their exit is the thing to fix)")  # type: ignore[union-attr]
+                   "already on the training loader, the sets are another loader's, such as a validation loader "
+                   "re-created for each pass, or workers that crash and are restarted)")  # type: ignore[union-attr]
             if s.job.spawned_workers:
                 # Seen on their command lines: each new spawned worker imports the script and torch
                 # again before its first item (trial 26: seconds a set, ~60 % of a job's time).

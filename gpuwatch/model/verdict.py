@@ -101,7 +101,7 @@ class Phase:
     share: float | None
     """Share of ``span_s`` it took (None for respawn, an instant, and for left_alive)."""
     period_s: float | None
-    """Median seconds between two starts (None under two starts, and where ``uneven`` or ``sparse``
+    """Seconds between two starts, the gaps' mean per period (None under two starts, and where ``uneven`` or ``sparse``
     says why, or where they come at about every tick)."""
     each_s: float | None
     """Mean seconds one occurrence lasts (None for respawn)."""
