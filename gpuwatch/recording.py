@@ -239,6 +239,8 @@ class BadLine:
     record it means the file is not a recording."""
     newer: bool = False
     """The line comes from a newer gpuwatch (a higher schema version)."""
+    cut: bool = False
+    """The compressed data ends here or is damaged: nothing after this line could be read."""
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.reason}"
@@ -272,9 +274,13 @@ class BadLineReport:
     def __init__(self, path: str) -> None:
         self.path = clean(path)
         self.count = 0
+        self.cut_at: int | None = None
+        """The line the file's compressed data ends at or is damaged from (BadLine.cut), if so."""
 
     def __call__(self, b: BadLine) -> None:
         self.count += 1
+        if b.cut and self.cut_at is None:
+            self.cut_at = b.line
         if self.count <= self.LIMIT:
             print(f"gpuwatch: {self.path}: {b}", file=sys.stderr)
         elif self.count == self.LIMIT + 1:
@@ -379,7 +385,7 @@ def _first_refusal(n: int, item: Tick | BadLine | str) -> str:
 def _record(n: int, raw: bytes | None) -> Tick | BadLine | str | None:
     """One line: a Tick, a BadLine, ``_HEADER`` for a header, None for a blank line."""
     if raw is _DAMAGED:
-        return BadLine(n, "the compressed data ends early or is damaged; the rest is skipped")
+        return BadLine(n, "the compressed data ends early or is damaged; the rest is skipped", cut=True)
     if raw is None:
         return BadLine(n, f"longer than {MAX_LINE // (1024 * 1024)} MiB, skipped", record=False)
     if not raw.strip():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -201,3 +202,21 @@ def test_disk_full_while_recording_stops_the_recording_and_watching_goes_on(tmp_
         # And the truncated-to-whole-lines recording replays.
         rep = run("replay", str(rec), "--json")
         assert rep.returncode == 0 and len(rep.stdout.splitlines()) == len(seqs), rep.stderr
+
+
+def test_a_cut_gzip_recording_reports_what_it_holds_and_says_the_rest_is_lost(tmp_path):
+    """Trial 29: the first half of a gzip recording (the file cut mid-stream) gave a report that said
+    "31 s over 31 ticks; end of the recording. 1 unreadable line of the recording was skipped": the
+    45 s it lost read as one line."""
+    whole = (Path(__file__).parent / "data" / "cpu_field" / "init_restarts.jsonl.gz").read_bytes()
+    cut = tmp_path / "half.jsonl.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    r = run("diagnose", "--replay", str(cut))
+    assert r.returncode == 0, r.stderr
+    assert "the compressed data ends early or is damaged" in r.stderr and "Traceback" not in r.stderr
+    assert "end of the recording" not in r.stdout
+    assert re.search(r"; the recording is cut short at line \d+, where its compressed data ends or is damaged; "
+                     r"what came after is lost\.", r.stdout), r.stdout[:600]
+    assert "**The recording ends early**: this report covers only the " in r.stdout
+    doc = json.loads(run("diagnose", "--replay", str(cut), "--format", "json").stdout)
+    assert doc["source"]["early"] is True and doc["source"]["ended"].startswith("the recording is cut short")

@@ -72,6 +72,12 @@ def _replay(ns: argparse.Namespace) -> tuple[Collected, Report]:
     if ns.duration is not None and frames:  # the recording's first --duration seconds
         frames = [f for f in frames if f.t - frames[0].t < ns.duration]
     got = from_frames(frames)
+    if bad.cut_at is not None:
+        # Not "end of the recording" with "1 unreadable line skipped": the half a truncated file
+        # lost is said (trial 29: 45 s of 76 lost read as one line)
+        got.ended = (f"the recording is cut short at line {bad.cut_at}, where its compressed data ends or is "
+                     "damaged; what came after is lost")
+        got.early = True
     if len(frames) < whole:
         got.ended = f"--duration {ns.duration:g} s reached, {whole - len(frames)} later tick{'s' if whole - len(frames) != 1 else ''} left out"
     return got, build_report(got, NOT_RECORDED, "replay", path=ns.replay, requested_s=ns.duration,

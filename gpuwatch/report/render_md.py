@@ -63,7 +63,11 @@ def render_markdown(r: Report) -> str:
         out.append(f"{s.scope}.")
     if s.early:
         asked = f" of the {s.requested_s:.0f} s asked for" if s.requested_s else ""
-        out.append(f"**Watching ended early** ({s.ended}): this report covers only the {s.covered_s:.0f} s{asked} that were seen.")
+        if s.kind == "replay":  # the line above says why
+            out.append(f"**The recording ends early**: this report covers only the {s.covered_s:.0f} s{asked} it holds.")
+        else:
+            out.append(f"**Watching ended early** ({s.ended}): this report covers only the {s.covered_s:.0f} s{asked} "
+                       "that were seen.")
     if s.bad_lines:
         out.append(f"{count(s.bad_lines, 'unreadable line')} of the recording "
                    f"{'was' if s.bad_lines == 1 else 'were'} skipped.")
