@@ -327,7 +327,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
             ", while the workers compute" if busy
             else ", while the DataLoader starts or stops its workers" if starting
             else ", while the main thread receives batches from the workers (shared-memory IPC and unpickling)")
-    return result(c, fires, warn, s.input_wait, sub, why, **_facts(s))
+    return result(c, fires, warn, s.input_wait, sub, why, **_facts(s), ipc=st.share(lb.DATA_IPC), ipc_n=st.n_main)
 
 
 def io(s: Signals, relax: float = 0.0) -> StageResult:

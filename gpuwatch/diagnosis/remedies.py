@@ -233,8 +233,9 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         out.append("persistent_workers=True keeps the workers (and their warm state) from one pass over the loader "
                    "to the next, so no epoch or validation pass starts or stops a set of workers")
     elif sub == "ipc":
+        where = "on the GPU" if s.gpu.present else "in the training process"  # a CPU-only job has none
         out.append("Receiving batches from the workers is the cost: return uint8 tensors (4x less than float32), "
-                   "normalise on the GPU, and avoid collate_fn outputs made of many small tensors")
+                   f"normalise {where}, and avoid collate_fn outputs made of many small tensors")
     elif target and workers < target and not f.get("cpu_short"):
         free = target - workers
         out.append(f"Raise num_workers from {workers} toward {target}: {count(free, 'usable CPU')} "
