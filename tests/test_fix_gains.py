@@ -185,7 +185,7 @@ def test_the_tui_names_the_best_fixs_own_gain_beside_the_ceiling():
     g = _gain(verdict.gains, v.MORE_WORKERS)
     text = verdict_text(verdict)
     assert f"up to {verdict.speedup:.1f}× faster while it holds" in text
-    assert f"more workers: about {g.factor:.1f}×" in text
+    assert f"more workers: about {g.factor:.2f}×" in text  # as its remedy line says it
 
 
 def test_workers_for_a_main_thread_that_loads_its_own_data():

@@ -99,4 +99,4 @@ def test_keeping_spawned_workers_is_bounded_by_the_waits_not_only_the_restarts(v
         remedy = v.remedies[0]
         assert f"up to about {g.upper:.1f}x where all of the main thread's waiting for data" in remedy, remedy
         assert "spawned workers import the training script" in remedy
-        assert more_words(g) == f", up to {g.upper:.1f}×"
+        assert more_words(g) == f", up to {g.upper:.2f}×"

@@ -56,7 +56,9 @@ def verdict_text(v: Verdict) -> str:
         head.append(f"fixing it: {gain_words(v.stage)} {v.speedup:.1f}× faster while it holds")
     best = max((g for g in v.gains if g.factor is not None), key=lambda g: g.factor or 0.0, default=None)
     if best is not None:  # the ceiling above is the stage made free; this is what a proposed fix gives
-        head.append(f"{FIX_WORDS[best.fix]}: {'up to' if best.bound else 'about'} {best.factor:.1f}×"
+        # the fix's figure as its remedy line says it (two decimals): "about 1.4×" stood above the
+        # remedy's "about 1.35x" and read as another estimate (review 30)
+        head.append(f"{FIX_WORDS[best.fix]}: {'up to' if best.bound else 'about'} {best.factor:.2f}×"
                     f"{more_words(best)}")
     lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
     text = f"{lead}: {escape(said)}"
@@ -69,7 +71,7 @@ def more_words(g: FixGain) -> str:
     """Beside a fix's figure, what it may give beyond it: its bound where one is known."""
     if not g.partial:
         return ""
-    return f", up to {g.upper:.1f}×" if g.upper is not None else ", maybe more"
+    return f", up to {g.upper:.2f}×" if g.upper is not None else ", maybe more"
 
 
 def also(v: Verdict, stage: str) -> str:
