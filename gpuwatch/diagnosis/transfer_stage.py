@@ -41,12 +41,15 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
         # Nothing of the stage can be read: "does not apply", so its level is n/a (compose.py), not ok.
         c.note("gpu", f"no GPU to copy to ({gpu.reason})", False, kind=INFO, applies=False)
         return result(c, False, False, 0.0)
-    rx = c.check("rx_link", gpu.rx_frac, RX_SATURATED, ">=", "PCIe RX (host to device) of the link",
+    # The same reading against two cuts, each named for what it tells (review 30: two rows of one
+    # reading, one met and one not, read as a contradiction): a full link, and traffic at all
+    rx = c.check("rx_link", gpu.rx_frac, RX_SATURATED, ">=", "PCIe link full: host-to-device RX of the link",
                  kind=REQ)
     sm_low = c.check("sm_active", gpu.sm, SM_INEFFECTIVE, "<", "SMs active (GPM)", kind=REQ)
     copy = c.check("copy_only", gpu.copy_frac, COPY_SHARE, ">=", "GPU busy with copies only (NVML utilization above GPM graphics-engine activity)",
                    kind=REQ)
-    rx_some = c.check("rx_some", gpu.rx_frac, RX_SIGNIFICANT, ">=", "PCIe RX share of the link", kind=REQ)
+    rx_some = c.check("rx_some", gpu.rx_frac, RX_SIGNIFICANT, ">=", "real host-to-device traffic: PCIe RX of the link",
+                      kind=REQ)
     share = c.check("main_h2d", st.share(lb.H2D), H2D_SHARE, ">=", "main thread in host-to-device copies",
                     kind=REQ)
     pin_cpu = c.check("pin_cpu", job.pin_cpu, PIN_CPU_SATURATED, ">=", "pin-memory thread CPU", unit="cores",

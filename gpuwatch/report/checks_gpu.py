@@ -18,6 +18,7 @@ from gpuwatch.diagnosis.thresholds import (
     LINK_DOWN_SHARE,
     LINK_LOAD,
     MIN_COPY_TICKS,
+    PAGEABLE_GAIN,
     PAGEABLE_RX_MIBS,
     PINNED_RX_MIBS,
     RX_PAGEABLE_MAX,
@@ -232,8 +233,9 @@ def check_pageable_copies(frames: Sequence[Frame], verdicts: Sequence[Verdict], 
     # rates in decimal units, as the TUI, the verdict's evidence and the remedies say them
     said = (f"while copies dominated ({len(copies)} ticks), RX ran at {rate(m * cap, 1)} = {m:.0%} of the "
             f"link's {cap / 1e9:.0f} GB/s; copies below {RX_PAGEABLE_MAX:.0%} of the link look pageable "
-            f"(measured on an H200 Gen5 x16: pinned {rate(PINNED_RX_MIBS * 2**20, 1)} = 94 %, "
-            f"pageable at most {rate(PAGEABLE_RX_MIBS * 2**20, 1)} = 35 %)")
+            f"(measured on an H200 Gen5 x16: pinned {rate(PINNED_RX_MIBS * 2**20, 1)} = 94 %, pageable "
+            f"{rate(PINNED_RX_MIBS * 2**20 / PAGEABLE_GAIN, 1)} = 11 % from a host tensor the job wrote, the "
+            f"remedy's figure, and at most {rate(PAGEABLE_RX_MIBS * 2**20, 1)} = 35 % from one never written)")
     if m < RX_PAGEABLE_MAX:
         if job_signals(copies, None).pin_seen:
             # The DataLoader pins its batches (its pt_data_pin thread was seen while the copies
