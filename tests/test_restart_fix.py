@@ -34,3 +34,15 @@ def test_keeping_the_workers_is_bounded_by_the_first_batch_waits_and_the_pace_fi
             assert least or float(every) * int(n) >= 0.8 * int(span), x.sentence
     said = [m for x in verdicts[-10:] for m in pace.findall(x.sentence)]
     assert said and all(2.3 <= float(every) <= 2.7 for every, _, _, _ in said), said  # 2.3-2.6 s by its clock
+
+
+def test_the_epoch_section_is_escaped_as_the_rest_of_the_markdown():
+    """Review 30: the verdict escaped "~" (two of them strike the text between them through in
+    GitHub's Markdown) and the epoch section printed it bare."""
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.render_md import render_markdown
+
+    md = render_markdown(build_report(from_frames(load_frames(RECORDING)), NOT_RECORDED, "replay", path=RECORDING))
+    section = md.split("## Epoch structure", 1)[1].split("\n## ", 1)[0]
+    assert "\\~2.5 s" in section and " ~" not in section.replace("\\~", "")

@@ -173,9 +173,11 @@ def _stall(r: Report) -> list[str]:
 
 def _epochs(r: Report) -> list[str]:
     out = ["", "## Epoch structure", ""]
+    # Escaped as every other paragraph is: two "~" in one paragraph strike the text between them
+    # through in GitHub's Markdown, and this section alone had printed them bare (review 30)
     if not r.epochs:
-        return out + [epochs_none(r)]
-    return out + [epochs_at_end(r)]
+        return out + [markdown(epochs_none(r), HEADLINE_LIMIT)]
+    return out + [markdown(epochs_at_end(r), HEADLINE_LIMIT)]
 
 
 STARTING_WORDS = "waiting while the DataLoader starts or stops its workers"
