@@ -361,3 +361,17 @@ def test_pinned_copy_check_does_not_ask_to_pin_what_the_loader_already_pins():
     result = check_pageable_copies(frames, verdicts, Unsupported("recording"))
     assert "pin-memory thread runs" in result.reason, result
     assert "pin_memory=True" not in (result.fix or ""), result
+
+
+def test_a_stack_read_that_found_the_job_gone_is_no_gap_and_the_tui_drops_the_fields_name():
+    """Review 30: "Not checked: Python stacks (py-spy) (1 tick). Why: stacks: process 559 exited" on the
+    H200 recording of a job that exited (the gaps' edge pattern missed the reason with its number read
+    as N); and the TUI said "Stacks N/A: stacks: ..."."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report.gaps import collect_gaps
+    from gpuwatch.tui import format as fmt
+
+    frames = load_frames("tests/data/h200/field_imagefolder_epochs.jsonl.gz")
+    assert not [g for g in collect_gaps(frames) if "exited" in g.reason]
+    assert fmt.reason(Unsupported("stacks: process 559 exited")) == "process 559 exited"
+    assert fmt.unprefixed("the job's processes: the job exited (process 1)") == "the job exited (process 1)"

@@ -53,9 +53,22 @@ def duration(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
+FIELD_PREFIXES = ("stacks: ", "the job's processes: ", "disk activity: ")
+"""How the collectors start a reason, naming their field for the report's "Not checked" list; the
+TUI shows a reason beside that field's own name ("Stacks N/A: stacks: ...", review 30)."""
+
+
+def unprefixed(text: str) -> str:
+    """A collector's reason without the field name it starts with (FIELD_PREFIXES)."""
+    for p in FIELD_PREFIXES:
+        if text.startswith(p):
+            return text[len(p):]
+    return text
+
+
 def reason(value: object) -> str | None:
-    """The reason text of an Unsupported value, else None."""
-    return value.reason if isinstance(value, Unsupported) else None
+    """The reason text of an Unsupported value (without its field's name: unprefixed), else None."""
+    return unprefixed(value.reason) if isinstance(value, Unsupported) else None
 
 
 def ellipsize(text: str, width: int) -> str:

@@ -25,7 +25,7 @@ _NUMBERS = re.compile(r"\d+(\.\d+)?")
 FRAME_FIELDS = ("gpus", "pcie", "disk", "procs", "host", "stacks")
 NORMAL = frozenset({NO_CPU_QUOTA.reason, NO_IO.reason, REPLAYS_HELD.reason})
 """Reasons that state a fact about the job, or a count left to the next read, not a reading that failed."""
-EDGE = re.compile(rf"{PENDING.reason}|first window|{JOB_EXITED}|TargetGone|process no longer exists|process \d+ exited")
+EDGE = re.compile(rf"{PENDING.reason}|first window|{JOB_EXITED}|TargetGone|process no longer exists|process (?:\d+|N) exited")
 """Reasons met only at the run's edges: before a collector's first sample or its first counter
 window (collectors/gpm.py, gpu.py and pcie.py say "first window"), and after the job exited
 (gpuwatch/engine.py and collectors/stacks.py; recordings from before JOB_EXITED carry psutil's and

@@ -236,7 +236,7 @@ class ProcessPanel(SteadyLines, Vertical):
         notice, stacks_note, _ = self._notes
         table = self.table
         if isinstance(procs, Unsupported):
-            notice.update(f"Processes: unavailable — {procs.reason}")
+            notice.update(f"Processes: unavailable — {fmt.unprefixed(procs.reason)}")
             notice.display = True
             table.display = False
             return

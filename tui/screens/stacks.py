@@ -10,6 +10,7 @@ from gpuwatch.diagnosis.evidence import count
 from gpuwatch.model.procs import NO_WORKER_SEEN
 from gpuwatch.model.stacks import LABEL_WORDS, ROLE_OTHER_THREAD, ROLE_PIN, ROLE_WORKER
 from gpuwatch.model.values import Unsupported
+from gpuwatch.tui import format as fmt
 from gpuwatch.tui.hot import STACK_WINDOW, counted, label_shares, stack_samples, threads
 from gpuwatch.tui.panels.footer import KeysFooter
 from gpuwatch.tui.panels.header import HeaderBar
@@ -49,7 +50,7 @@ class StacksScreen(WatchScreen):
         samples = stack_samples(view.frames)
         status = self.query_one("#stacks-status", Plain)
         if isinstance(view.frame.stacks, Unsupported):
-            status.update(f"Stacks N/A: {view.frame.stacks.reason}")
+            status.update(f"Stacks N/A: {fmt.unprefixed(view.frame.stacks.reason)}")
         else:
             # The samples the sections below count: idle helper threads are in none of them.
             n_threads = sum(1 for s in samples for t in s.threads if counted(t))
