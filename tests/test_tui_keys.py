@@ -158,11 +158,15 @@ async def test_r_records_to_an_auto_named_file_and_stops(tmp_path):
 
 
 async def test_recording_into_a_missing_folder_notifies_and_keeps_watching(tmp_path):
-    source = ListSource(synthetic_frames(3))
+    source = ListSource(synthetic_frames(3), hold=True)  # still watching: an ended one records nothing
     app = make_app(source, record_dir=str(tmp_path / "no" / "such" / "dir"))
     async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
         await pilot.press("r")
-        await settle(pilot, app)
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if any("Cannot record" in n.message for n in app._notifications):
+                break
         assert app.recording_path is None
         assert any("Cannot record" in n.message for n in app._notifications)
         assert app.view is not None and app.view.frame.seq == 3
@@ -292,3 +296,39 @@ async def test_digits_and_arrows_type_into_the_filter_box():
         from textual.widgets import Input
         box = app.screen.query_one(Input)
         assert box.value == "132" and app.screen.pipeline.selected == DECODE
+
+
+async def test_keys_on_an_ended_replay_say_why_nothing_moves_and_r_keeps_no_empty_file(tmp_path):
+    """Review 30: after "replay ended", p and + changed nothing and said nothing, and r then r wrote a
+    recording with its header alone into the working folder."""
+    from gpuwatch.replay_control import ReplayControl
+
+    source = ListSource(synthetic_frames(3))
+    source.control = ReplayControl(1.0)
+    app = make_app(source, record_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        app.ended = "replay ended"  # as the app sets it when a replay's frames run out
+        for key in ("p", "plus", "r"):
+            await pilot.press(key)
+            await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any(m.startswith("The replay ended: [ seeks back") for m in said), said
+        assert any(m.startswith("Speed ") and "for when it plays again" in m for m in said), said
+        assert any(m == "Nothing to record: replay ended." for m in said), said
+        assert app.recording_path is None and not list(tmp_path.iterdir())
+
+
+async def test_a_recording_stopped_before_its_first_tick_leaves_no_file(tmp_path):
+    source = QueueSource()
+    app = make_app(source, record_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        assert app.recording_path is not None
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        assert any("before its first tick: no file kept" in n.message for n in app._notifications)
+        assert not app.recordings
+        source.put(None)
+    assert not list(tmp_path.glob("gpuwatch-*.jsonl"))

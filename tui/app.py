@@ -6,6 +6,7 @@ Thin on purpose: panels live in ``panels/``, screens in ``screens/``, colours in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -365,7 +366,16 @@ class GpuwatchApp(AppKeys, App[int]):
             self._recorder = None
             self.recording_path = None
             await loop.run_in_executor(self._io, rec.close)
+            if rec.ticks == 0:  # a header alone holds nothing to replay: no file left behind for it
+                with contextlib.suppress(OSError):
+                    os.unlink(rec.path)
+                self.recordings.remove(rec)  # nothing to say where it is on quit
+                self.notify("Recording stopped before its first tick: no file kept")
+                return
             self.notify(f"Recording stopped: {rec.ticks} ticks in {rec.path}")
+            return
+        if self.ended:  # no tick will come: a recording would hold its header alone (review 30)
+            self.notify(f"Nothing to record: {self.ended}.", timeout=3)
             return
         try:
             rec = await loop.run_in_executor(self._io, open_recording, self.record_dir)

@@ -83,6 +83,9 @@ class AppKeys:
     def toggle_pause(self) -> None:
         """p / space: pause a replay's playback; in a live watch, freeze the display."""
         if self.replay is not None:
+            if self.ended:  # nothing plays: say so rather than flip a state no frame shows
+                self.notify("The replay ended: [ seeks back, and it plays again from there.", timeout=2)
+                return
             self.replay.toggle_pause()
             return
         self.paused = not self.paused
@@ -123,6 +126,9 @@ class AppKeys:
             return
         assert self.replay is not None
         self.replay.faster(steps)
+        if self.ended:  # the speed holds for when it plays again; say so, as nothing moves now
+            speed = "max" if self.replay.speed == 0 else f"{self.replay.speed:g}×"
+            self.notify(f"Speed {speed} for when it plays again: the replay ended, [ seeks back.", timeout=2)
 
     def _replay_changed(self) -> None:
         assert self.replay is not None
