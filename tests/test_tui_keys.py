@@ -136,6 +136,11 @@ async def test_r_records_to_an_auto_named_file_and_stops(tmp_path):
     source = QueueSource()
     app = make_app(source, record_dir=str(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
+        for _ in range(2):  # stopped before its first tick, a recording keeps no file
+            await pilot.press("r")
+            await pilot.pause(0.1)
+        assert any("before its first tick: no file kept" in n.message for n in app._notifications)
+        assert not app.recordings and not list(tmp_path.glob("gpuwatch-*.jsonl"))
         await pilot.press("r")
         await pilot.pause(0.1)
         assert app.recording_path is not None
@@ -317,18 +322,3 @@ async def test_keys_on_an_ended_replay_say_why_nothing_moves_and_r_keeps_no_empt
         assert any(m.startswith("Speed ") and "for when it plays again" in m for m in said), said
         assert any(m == "Nothing to record: replay ended." for m in said), said
         assert app.recording_path is None and not list(tmp_path.iterdir())
-
-
-async def test_a_recording_stopped_before_its_first_tick_leaves_no_file(tmp_path):
-    source = QueueSource()
-    app = make_app(source, record_dir=str(tmp_path))
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("r")
-        await pilot.pause(0.1)
-        assert app.recording_path is not None
-        await pilot.press("r")
-        await pilot.pause(0.1)
-        assert any("before its first tick: no file kept" in n.message for n in app._notifications)
-        assert not app.recordings
-        source.put(None)
-    assert not list(tmp_path.glob("gpuwatch-*.jsonl"))
