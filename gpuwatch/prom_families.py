@@ -50,7 +50,9 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "gpuwatch_gpu_memory_clock_max_hertz": (_G, "Maximum memory clock", ("gpu",)),
     "gpuwatch_gpu_clock_event_reason": (_G, "1 for each NVML clock-event (throttle) reason active now, 0 for the others",
                                         ("gpu", "reason")),
-    "gpuwatch_gpu_throttled_seconds_total": (_C, "Time the clocks were held down, per reason", ("gpu", "reason")),
+    "gpuwatch_gpu_throttled_seconds_total": (_C, "Time the clocks were held down, per reason (read every 5-10 s "
+                                             "by NVIDIA: one reading behind, off by a few seconds where that "
+                                             "interval changes)", ("gpu", "reason")),
     "gpuwatch_gpu_process_memory_used_bytes": (_G, "GPU memory of a process on this GPU",
                                                ("gpu", "pid", "rank", "target")),
     "gpuwatch_gpu_process_sm_utilization_ratio": (_G, "SM utilization of a process on this GPU, 0-1",

@@ -18,11 +18,12 @@ from gpuwatch.assemble import WatchOptions, build_collectors
 from gpuwatch.collectors.pyspy import find_pyspy
 from gpuwatch.collectors.target import Target
 from gpuwatch.engine import Watch
+from gpuwatch.replay import load_frames
 from gpuwatch.source import LiveSource, ReplaySource
 from gpuwatch.tui.app import GpuwatchApp
 from gpuwatch.tui.screens.main import MainScreen
 from gpuwatch.tui.screens.too_small import TooSmallScreen
-from tests.test_tui_fixtures import screen_text, settle
+from tests.test_tui_fixtures import ListSource, screen_text, settle
 
 DATA = Path(__file__).parent / "data"
 RECORDINGS = [DATA / "cpu_demo.jsonl", DATA / "h200" / "healthy.jsonl"]  # real recordings
@@ -119,9 +120,11 @@ async def test_starting_a_recording_on_a_full_disk_notifies_and_watching_goes_on
         filler = full / "filler"
         with contextlib.suppress(OSError), open(filler, "wb") as f:  # leave no room for a header
             f.write(b"x" * 65536)
-        app = GpuwatchApp(ReplaySource(str(RECORDINGS[0]), speed=0), self_cpu=lambda: 1.5, record_dir=str(full))
+        # frames of a real recording from a source that stays open: an ended one records nothing
+        source = ListSource(load_frames(str(RECORDINGS[0])), hold=True)
+        app = GpuwatchApp(source, self_cpu=lambda: 1.5, record_dir=str(full))
         async with app.run_test(size=NORMAL) as pilot:
-            await settle(pilot, app)
+            await pilot.pause(0.5)
             await pilot.press("r")
             await pilot.pause(0.2)
             assert app.is_running and app.recording_path is None

@@ -236,3 +236,16 @@ def test_a_job_without_workers_says_so_on_the_worker_cpu_line_not_na():
     assert [(s.label, s.now) for s in unread.series][1] == ("worker CPU", "N/A")
     with_workers = ChartSeries().plots(synthetic_frames(5))[1]
     assert with_workers.series[1].now == "98 %"
+
+
+def test_a_chart_whose_name_does_not_fit_is_named_still_cut_with_an_ellipsis():
+    """Review 30: at 80x24 a drill-down chart with a long name showed "0-0.90 · last 32s" alone."""
+    from gpuwatch.tui.chart_draw import Plot, Series, title_line
+
+    label = "SM active / graphics-engine active (GPM; tiny kernels read low)"
+    plot = Plot((Series(label, (0.88,), "0.88 ≰ 0.25"),), 0.9, "0-0.90")
+    for width in (78, 60, 40):
+        text = "".join(t for t, _ in title_line(plot, width, 32.0))
+        assert text.startswith("SM active") and "…" in text and "0.88 ≰ 0.25" in text, (width, text)
+        assert len(text) <= width, (width, text)
+    assert "0-0.90 · last 32s" in "".join(t for t, _ in title_line(plot, 78, 32.0))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from gpuwatch.model import verdict as v
+from gpuwatch.tui.format import ellipsize
 
 Part = tuple[str, "str | None"]
 """A run of text and its component class (None: the widget's own style)."""
@@ -99,15 +100,21 @@ def title_line(plot: Plot, width: int, span_s: float | None) -> list[Part]:
     """``GPU util ━ 99 %  SM active ━ 86 %`` left, ``0-100 % · last 6m20s`` right."""
     parts: list[Part] = []
     used = 0
+    right = plot.scale if span_s is None else f"{plot.scale} · last {span_text(span_s)}"
     for i, s in enumerate(plot.series):
         text = f"{s.label} "
         mark = "━ "
         now = f"{s.now}  "
         if used + len(text) + len(mark) + len(now) > width:
+            if i == 0:  # the first series is named still, cut with an ellipsis: a chart whose long
+                # name did not fit at 80 columns had shown its scale alone (review 30)
+                room = width - len(mark) - len(now) - (len(right) + 1 if width - len(right) > 30 else 0)
+                text = ellipsize(s.label, max(4, room - 1)) + " "
+                parts += [(text, TITLE), (mark, SERIES[0]), (now, None)]
+                used += len(text) + len(mark) + len(now)
             break
         parts += [(text, TITLE), (mark, SERIES[i % len(SERIES)]), (now, None)]
         used += len(text) + len(mark) + len(now)
-    right = plot.scale if span_s is None else f"{plot.scale} · last {span_text(span_s)}"
     if used + len(right) <= width:
         parts += [(" " * (width - used - len(right)), None), (right, MUTED)]
     else:
