@@ -46,3 +46,13 @@ def test_the_epoch_section_is_escaped_as_the_rest_of_the_markdown():
     md = render_markdown(build_report(from_frames(load_frames(RECORDING)), NOT_RECORDED, "replay", path=RECORDING))
     section = md.split("## Epoch structure", 1)[1].split("\n## ", 1)[0]
     assert "\\~2.5 s" in section and " ~" not in section.replace("\\~", "")
+
+
+def test_unmeasured_input_beside_restarting_workers_names_their_start_up_as_the_likely_code():
+    """Trial 29: 26 s of "they may sleep, wait on a lock or on a remote service" while the workers,
+    re-created every ~2.5 s, computed in their worker_init_fn, which no stack sample caught."""
+    verdicts = from_frames(load_frames(RECORDING)).verdicts
+    unmeasured = [x for x in verdicts if x.sentence.startswith("Input-bound for a reason gpuwatch does not measure")]
+    assert unmeasured
+    for x in unmeasured:
+        assert "a set's start-up (worker_init_fn, a lazy load) may be that code" in x.sentence, x.sentence

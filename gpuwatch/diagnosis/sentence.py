@@ -512,11 +512,18 @@ def _input_unmeasured(f: dict, sub: str, s: Signals) -> str:
     # What was seen, not "the workers neither compute (0.48 core CPU each)": a worker at half a core
     # does compute some of the time, in code its stack samples did not catch (trial 28: a
     # worker_init_fn building a table, then crashing).
+    # Workers re-created again and again live a few seconds each, and a stack sample often finds one
+    # gone: their start-up (a worker_init_fn building a table) is the likeliest code their samples
+    # missed (trial 29: 26 s of this sentence on a job whose workers computed in worker_init_fn).
+    p = find(s.phases, RESPAWN)
+    restarts = (" With its sets re-created again and again (the epochs, next), a short-lived worker is often "
+                "gone before a stack sample reads it: a set's start-up (worker_init_fn, a lazy load) may be that "
+                "code." if p is not None and p.count >= 2 else "")
     return (f"Input-bound for a reason gpuwatch does not measure: the main thread waits for data "
             f"{fmt(f.get('wait'))} of the time while the {_workers(f, 'use', 'uses')} "
             f"{fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}, with no stack sample of them at work and no "
             f"storage sign (reads {fmt(f.get('worker_read_bps'), 'B/s')}, no D state, I/O pressure or iowait): "
-            "they may sleep, wait on a lock or on a remote service, or compute in code their samples missed.")
+            f"they may sleep, wait on a lock or on a remote service, or compute in code their samples missed.{restarts}")
 
 
 def _producers(s: Signals) -> str:
