@@ -255,6 +255,11 @@ EVIDENCE_MARKS = {MET: "●", NOT_MET: "○", NOT_MEASURED: "?", NOT_APPLICABLE:
 stage levels (✓ ok, ▲ warning, ■ bottleneck): a met cut is not an "ok" stage."""
 
 
+FACT_MARKS = "a fact with no cut: ● where it points to the stage, ○ where it points away"
+"""The legend's word on notes (Checks.note): "○ no storage sign" reads as a sign seen without it
+(trial 29)."""
+
+
 def status(e: Evidence) -> str:
     """Met, not met, not measured or does not apply. A fact without a cut (a note) is met when it
     points towards the stage."""

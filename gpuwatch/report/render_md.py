@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from gpuwatch.collectors.environment import Environment
-from gpuwatch.diagnosis.evidence import EVIDENCE_MARKS, count
+from gpuwatch.diagnosis.evidence import EVIDENCE_MARKS, FACT_MARKS, count
 from gpuwatch.diagnosis.timeline import STARTING
 from gpuwatch.model.stacks import LABEL_WORDS
 from gpuwatch.model.stacks import ROLE_TITLES as ROLE_WORDS
@@ -140,7 +140,7 @@ def _evidence(r: Report) -> list[str]:
     out = ["", "## Evidence per stage", ""]
     if not r.evidence:
         return out + ["The verdicts carried no evidence."]
-    out += ["Marks: " + ", ".join(f"{m} {word}" for word, m in EVIDENCE_MARKS.items()) + ".", ""]
+    out += ["Marks: " + ", ".join(f"{m} {word}" for word, m in EVIDENCE_MARKS.items()) + f" ({FACT_MARKS}).", ""]
     stage = None
     for e in r.evidence:
         if e.stage != stage:

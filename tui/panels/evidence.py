@@ -8,7 +8,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.widget import Widget
 
-from gpuwatch.diagnosis.evidence import EVIDENCE_MARKS, MET, mark, status
+from gpuwatch.diagnosis.evidence import EVIDENCE_MARKS, FACT_MARKS, MET, mark, status
 from gpuwatch.model.verdict import Evidence
 from gpuwatch.tui.panels.measured import Measured
 
@@ -19,7 +19,7 @@ def evidence_line(e: Evidence) -> str:
     return mark(e)
 
 
-LEGEND = " · ".join(f"{m} {word}" for word, m in EVIDENCE_MARKS.items())
+LEGEND = " · ".join(f"{m} {word}" for word, m in EVIDENCE_MARKS.items()) + f" ({FACT_MARKS})"
 
 
 class EvidenceList(Measured, Widget):
