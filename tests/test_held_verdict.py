@@ -44,3 +44,17 @@ def test_batch_transfer_says_its_own_samples_and_no_gpu_where_there_is_none():
         assert "receiving batches from the workers" in x.sentence and " samples)" in x.sentence.split(" Epochs:")[0]
         said = " ".join(x.remedies)
         assert "on the GPU" not in said and "normalise in the training process" in said
+
+
+def test_more_torch_threads_are_proposed_only_where_the_training_process_leaves_cores_idle():
+    """Trial 29: a compute-bound job at 1.91 cores of 2 was told "torch.set_num_threads to the usable cores"."""
+    from types import SimpleNamespace
+
+    from gpuwatch.diagnosis.remedies import _cpu_compute
+
+    def said(main_cpu, usable):
+        return _cpu_compute({}, "", SimpleNamespace(job=SimpleNamespace(main_cpu=main_cpu, usable_cpus=usable)))[0]
+
+    assert "set_num_threads" not in said(1.91, 2)
+    assert "torch.set_num_threads to the usable cores" in said(1.0, 8)
+    assert "torch.set_num_threads to the usable cores" in said(None, 8)  # unread: the advice stands, as before
