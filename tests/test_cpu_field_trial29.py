@@ -1,0 +1,36 @@
+"""Trial 29's CPU jobs (tests/data/cpu_field/README.md): remedies and sentences that claimed what
+was not seen."""
+
+from __future__ import annotations
+
+from gpuwatch.replay import load_frames
+from gpuwatch.report.gather import from_frames
+
+RECORDING = "tests/data/cpu_field/lightning_val_ckpt.jsonl.gz"
+
+
+def test_batch_transfer_says_its_own_samples_and_no_gpu_where_there_is_none():
+    """Trial 29: "the main thread spends 33 % of its time receiving batches" was the whole data
+    wait of a 6-sample window, said as the transfer's, and its remedy read "normalise on the GPU"
+    on a host without one."""
+    verdicts = from_frames(load_frames(RECORDING)).verdicts
+    ipc = [x for x in verdicts if x.sentence.startswith("Input-bound on batch transfer")]
+    assert ipc
+    for x in ipc:
+        assert "receiving batches from the workers" in x.sentence and " samples)" in x.sentence.split(" Epochs:")[0]
+        said = " ".join(x.remedies)
+        assert "on the GPU" not in said and "normalise in the training process" in said
+
+
+def test_more_torch_threads_are_proposed_only_where_the_training_process_leaves_cores_idle():
+    """Trial 29: a compute-bound job at 1.91 cores of 2 was told "torch.set_num_threads to the usable cores"."""
+    from types import SimpleNamespace
+
+    from gpuwatch.diagnosis.remedies import _cpu_compute
+
+    def said(main_cpu, usable):
+        return _cpu_compute({}, "", SimpleNamespace(job=SimpleNamespace(main_cpu=main_cpu, usable_cpus=usable)))[0]
+
+    assert "set_num_threads" not in said(1.91, 2)
+    assert "torch.set_num_threads to the usable cores" in said(1.0, 8)
+    assert "torch.set_num_threads to the usable cores" in said(None, 8)  # unread: the advice stands, as before
