@@ -65,3 +65,47 @@ def test_the_stage_held_most_leads_even_when_it_names_no_cause_and_the_start_is_
     remedies = md.split("## Remedies", 1)[1].split("\n## ", 1)[0]
     assert "lower num_workers" not in remedies and "Look at where a DataLoader worker waits" in remedies
     assert "| PASS | DataLoader workers fit the CPUs | more workers than cores (4 DataLoader workers for 2 " in md
+
+
+def _made(parts):
+    """Verdicts of a made-up run: (stage, ticks, sentence, speed-up) in turn."""
+    from gpuwatch.model.verdict import PIPELINE, Verdict
+
+    out, t = [], 0.0
+    for stage, n, sentence, up in parts:
+        for _ in range(n):
+            out.append(Verdict(t=t, stage=stage, confidence=0.0 if stage == "unknown" else 0.8, sentence=sentence,
+                               evidence=(), secondary=(), speedup=up, remedies=(),
+                               levels=tuple((s, "ok") for s in PIPELINE)))
+            t += 1.0
+    return [(v.t, v.stage, v.confidence) for v in out], out
+
+
+def test_no_stage_named_for_most_of_the_run_is_said_beside_a_bottleneck_headline():
+    """Review 31: Disk 25 % at 2x led, and the 70 % in which no stage could be named went unsaid."""
+    from gpuwatch.report.sections import summary
+    from gpuwatch.report.words import headline
+
+    marks, verdicts = _made([("io", 25, "Input-bound on storage: X.", 2.0),
+                             ("unknown", 70, "Input-bound for a reason gpuwatch does not measure: Y.", None),
+                             ("gpu_bound", 5, "Healthy: Z.", None)])
+    title, text = headline(summary(marks, verdicts))
+    assert title == "Disk"
+    assert "Most of the time (70%) no stage could be named. Input-bound for a reason gpuwatch does not measure" in text
+    assert "cost the run less" not in text
+
+
+def test_an_unknown_headline_tells_the_story_it_held_most_and_the_stage_named_most():
+    """Review 31: 40 ticks "input-bound, reason not measured" then 5 "not conclusive" read as the 5,
+    and the 35 % GPU-bound beside them went unsaid."""
+    from gpuwatch.report.sections import summary
+    from gpuwatch.report.words import headline
+
+    marks, verdicts = _made([("unknown", 40, "Input-bound for a reason gpuwatch does not measure: A.", None),
+                             ("unknown", 5, "No stage's signals are conclusive: B.", None),
+                             ("gpu_bound", 35, "Healthy, GPU-bound: C.", None),
+                             ("idle", 20, "Not training: D.", None)])
+    title, text = headline(summary(marks, verdicts))
+    assert title == "Unknown" and "Input-bound for a reason gpuwatch does not measure: A." in text
+    assert "conclusive" not in text
+    assert "For 35% of the time the verdict was GPU-bound. Healthy, GPU-bound: C." in text

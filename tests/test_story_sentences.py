@@ -295,7 +295,7 @@ def test_every_reading_of_the_h200_replays_compares_with_its_cut_as_the_evidence
     ops = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
     # the reading, the cut, and the cut in force where hysteresis moved it ("; under 95 % while ...")
     said_cut = re.compile(r": (-?[\d.]+)[^(]*\(needs [a-z ]+ (-?[\d.]+)[^;)]*(?:; [a-z ]+ (-?[\d.]+))?")
-    of_them = re.compile(r": ([\d.]+) % of (\d+) samples? \(needs [a-z ]+ (\d+) of them")
+    of_them = re.compile(r": (\d+) of (\d+) samples? \(needs [a-z ]+ (\d+)[;)]")
     wrong, finer = [], 0
     for name in ("run25_lightning_persistent", "field_checkpoint"):
         path = Path(__file__).parent / "data" / "h200" / f"{name}.jsonl.gz"
@@ -306,8 +306,8 @@ def test_every_reading_of_the_h200_replays_compares_with_its_cut_as_the_evidence
                 finer += fmt(e.value, e.unit) not in e.text
                 by_samples = of_them.search(e.text)
                 if by_samples:  # a cut that is a count of the samples the share is of: counts compared
-                    got, n, need = float(by_samples[1]), int(by_samples[2]), int(by_samples[3])
-                    if ops[e.op](round(got / 100 * n), need) != e.supports:
+                    got, need = int(by_samples[1]), int(by_samples[3])
+                    if ops[e.op](got, need) != e.supports:
                         wrong.append((name, e.text, e.supports))
                     continue
                 m = said_cut.search(e.text)

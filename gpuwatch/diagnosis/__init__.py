@@ -84,18 +84,20 @@ def _diagnose(
     r = final.results.get(new_state.stage)
     if r is not None and r.fires:
         new_state = replace(new_state, fired=verdict)
-    elif r is not None and new_state.fired is not None and new_state.fired.stage == verdict.stage:
+    elif (r is not None and new_state.fired is not None and new_state.fired.stage == verdict.stage
+          and verdict.t - new_state.fired.t <= WINDOW_S):
         verdict = _held(verdict, new_state.fired)
     return verdict, new_state
 
 
 def _held(verdict: Verdict, fired: Verdict) -> Verdict:
     """A verdict held on weaker readings (stability.py) says what the stage last fired with, and
-    when: its sentence, speed-up, fixes and remedies; the evidence and confidence stay this tick's
-    (sentence.held_note)."""
-    return replace(verdict, sentence=held_note(fired.sentence, verdict.t - fired.t), speedup=fired.speedup,
-                   speedup_floor=fired.speedup_floor, speedup_point=fired.speedup_point, gains=fired.gains,
-                   remedies=fired.remedies)
+    when: its sentence, speed-up, fixes and remedies; the evidence, confidence and epochs stay this
+    tick's (sentence.held_note). Only words of the verdict's own window (WINDOW_S) are said again:
+    older ones give way to this tick's, with the plain note."""
+    return replace(verdict, sentence=held_note(fired.sentence, fired.phases, verdict.t - fired.t, verdict.phases),
+                   speedup=fired.speedup, speedup_floor=fired.speedup_floor, speedup_point=fired.speedup_point,
+                   gains=fired.gains, remedies=fired.remedies)
 
 
 def _sooner(held: Decision, short_signals: Signals, short: Sequence[Frame], pool: Sequence[Frame],

@@ -132,8 +132,8 @@ def _samples_cut(th: float, threshold: float, op: str, samples: int) -> str | No
     66.7 %" (2 of 3) read as impossible or arbitrary percentages (review 30). None for any other cut."""
     if samples <= 0 or th != threshold or th <= WAIT_MODERATE or abs(th - MODERATE_MIN_SAMPLES / samples) > 1e-9:
         return None
-    more = ", more than were taken" if samples < MODERATE_MIN_SAMPLES else ""
-    return f"needs {OP_WORDS.get(op, op)} {MODERATE_MIN_SAMPLES} of them{more}"
+    fewer = f"; only {count(samples, 'was', 'were')} taken" if samples < MODERATE_MIN_SAMPLES else ""
+    return f"needs {OP_WORDS.get(op, op)} {MODERATE_MIN_SAMPLES}{fewer}"
 
 
 def _item(stage: str, signal: str, value: float | None, th: float, op: str, what: str, unit: str,
@@ -158,7 +158,8 @@ def _item(stage: str, signal: str, value: float | None, th: float, op: str, what
                          f"{what}: not measured ({needs(th, op, unit, threshold, relax)})", what, unit)
     else:
         by_samples = _samples_cut(th, threshold, op, samples)
-        shown = (f"{said(value, th, op, unit)} of {count(samples, 'sample')} ({by_samples})" if by_samples
+        # counts beside a count: "13 of 14 samples (needs under 2)", not "93 % of 14 samples"
+        shown = (f"{round(value * samples)} of {count(samples, 'sample')} ({by_samples})" if by_samples
                  else f"{said(value, th, op, unit)} ({needs(th, op, unit, threshold, relax)})")
         e = Evidence(stage, signal, float(value), th, op, _OPS[op](value, th), f"{what}: {shown}", what, unit)
     if len(_ITEMS) >= ITEMS_KEPT:

@@ -73,13 +73,14 @@ def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
     recs = recreations([t.workers for t in ticks])
     if recs:
         times = [ticks[r[0]].t for r in recs]
-        period, uneven = _period(times, tick)
+        period, uneven, missed = _period(times, tick)
         sparse = False
         if period is not None and period < EVERY_TICK * tick:
             period = None  # about every tick: the true pace may be faster (see the module's note)
         elif period is not None and not _covers(times, period, span, ticks[0].t):
             period, sparse = None, True
-        out.append(Phase(RESPAWN, len(recs), None, period, None, span, uneven, sparse))
+        out.append(Phase(RESPAWN, len(recs), None, period, None, span, uneven, sparse,
+                         missed if period is not None else 0))
     runs = _epoch_starts(ticks, recs)
     if _steady_wait(ticks, runs):
         runs = []  # it waits as much mid-epoch: the first batches are no special cost, just the input
@@ -353,7 +354,7 @@ def _from_runs(kind: str, ticks: Sequence[Tick], runs: list[tuple[int, int]], sp
         secs = [sum(ticks[k].dt for k in range(a, b + 1)) for a, b in runs]
         each = min(sum(secs) / len(secs), share * span / len(runs))
     times = [ticks[a].t for a, _ in runs]
-    period, uneven = _period(times, tick)
+    period, uneven, missed = _period(times, tick)
     sparse = period is not None and not _covers(times, period, span, ticks[0].t)
     if sparse:
         period = None  # bunched in part of the span: the count and each's duration only (_covers)
@@ -363,7 +364,8 @@ def _from_runs(kind: str, ticks: Sequence[Tick], runs: list[tuple[int, int]], sp
         # module's note). Passes that fill whole ticks are timed to the tick.
         each = period = None
         uneven = sparse = False
-    return [Phase(kind, len(runs), min(1.0, share), period, each, span, uneven, sparse)]
+    return [Phase(kind, len(runs), min(1.0, share), period, each, span, uneven, sparse,
+                  missed if period is not None else 0)]
 
 
 def _covers(times: list[float], period: float, span: float, begin: float) -> bool:
@@ -383,12 +385,13 @@ def _covers(times: list[float], period: float, span: float, begin: float) -> boo
     return times[0] - begin <= (1 - PERIOD_COVER) * span and len(times) >= PERIOD_COVER * span / period
 
 
-def _period(times: list[float], tick: float) -> tuple[float | None, bool]:
+def _period(times: list[float], tick: float) -> tuple[float | None, bool, int]:
     """(the interval between starts, False) where every interval lies near their median or a whole
     number of it (PERIOD_SPREAD): the mean over the periods they span,
-    (None, True) where they are uneven, (None, False) under two starts."""
+    (None, True) where they are uneven, (None, False) under two starts; with the starts the gaps say
+    no sample caught (a gap of several periods)."""
     if len(times) < 2:
-        return None, False
+        return None, False, 0
     gaps = [b - a for a, b in zip(times, times[1:])]
     mid = float(median(gaps))
     # A start is seen in the tick it fell in, so each gap reads up to a tick off either way; and a
@@ -396,13 +399,13 @@ def _period(times: list[float], tick: float) -> tuple[float | None, bool]:
     # gap well short of the median is what no missed start explains: two things restarting apart.
     slack = PERIOD_SPREAD * mid + tick
     if any(abs(g - max(1, round(g / mid)) * mid) > slack for g in gaps):
-        return None, True
+        return None, True, 0
     # The gaps' mean per period, not their median: starts seen at whole ticks make gaps of 2, 3 and
     # 4 ticks for a pace of 2.5 s, whose median said "every ~2.0 s (23 times in 59 s)" beside its
     # own count (trial 29). A gap spans several periods (starts no sample caught: a checkpoint
     # every 3 s seen 6 s apart) only where it does less a tick of reading error, half-way down.
     periods = [max(1, math.floor((g - tick) / mid + 0.5 - 1e-9)) for g in gaps]
-    return sum(gaps) / sum(periods), False
+    return sum(gaps) / sum(periods), False, sum(periods) - len(gaps)
 
 
 def recurring_wait(ticks: Sequence[Tick], ps: Sequence[Phase]) -> float | None:

@@ -48,15 +48,17 @@ HELD_NOTE = re.compile(r" \((?:said \d+ s ago; )?" + re.escape(HELD) + r"\)")
 """Either note on a held verdict (HOLDING, held_note), to find or strip it."""
 
 
-def held_note(sentence: str, ago_s: float) -> str:
+def held_note(fired: str, fired_phases: Sequence[Phase], ago_s: float, phases: Sequence[Phase]) -> str:
     """The sentence the held stage last fired with, said as such: its claims rest on readings of
-    ``ago_s`` seconds back, and the note goes before its epoch clause. Words made afresh from the
-    weaker readings claimed what none of them showed: a Disk verdict fired by a checkpoint save,
-    held two ticks, read "the workers wait on reads (... I/O pressure 0 %, disk 0 % busy)" and
-    listed storage remedies for a job reading no file (trial 29)."""
-    head, sep, tail = sentence.partition(" Epochs: ")
-    return f"{head} (said {ago_s:.0f} s ago; {HELD}){sep}{tail}"
-"""Added to the sentence of a stage held by the stability rule on readings below its cuts."""
+    ``ago_s`` seconds back; the epoch clause is this tick's, as the verdict's phases are. Words made
+    afresh from the weaker readings claimed what none of them showed: a Disk verdict fired by a
+    checkpoint save, held two ticks, read "the workers wait on reads (... I/O pressure 0 %, disk 0 %
+    busy)" and listed storage remedies for a job reading no file (trial 29). The fired sentence's
+    own epoch clause is cut by what epochs() made of its phases, not found in the text, which
+    quotes the job's strings."""
+    tail = epochs(fired_phases)
+    head = fired[: len(fired) - len(tail)] if tail and fired.endswith(tail) else fired
+    return f"{head} (said {ago_s:.0f} s ago; {HELD}){epochs(phases)}"
 
 
 RESTART_CAUSE = "persistent_workers=False, or workers that crash and are restarted"
@@ -134,9 +136,8 @@ def epochs(phases: Sequence[Phase]) -> str:
             said.append(f"the DataLoader workers were re-created {count(p.count, 'time')} in {p.span_s:.0f} s "
                         f"({RESTART_CAUSE})")
         elif p.kind == RESPAWN:
-            # A pace that gives more starts than were seen: some fell where no sample caught them
-            # (phases._period), so the count is a lower bound and says so
-            least = "at least " if p.period_s is not None and p.count * p.period_s < 0.8 * p.span_s else ""
+            # Starts that fell where no sample caught them (phases._period): the count is a lower bound
+            least = "at least " if p.missed else ""
             said.append(f"the DataLoader workers are re-created{every} ({least}{count(p.count, 'time')} in "
                         f"{p.span_s:.0f} s: {RESTART_CAUSE})")
         elif p.kind == EPOCH_START:
@@ -152,8 +153,8 @@ def epochs(phases: Sequence[Phase]) -> str:
             said.append(f"{what}{took} was seen once{within}")
         elif p.kind == VALIDATION:
             # Brief passes are counted still: "how often is not measured" stood beside a count of 8
-            # in the JSON (trial 29); only at about every tick is the count a lower bound.
-            seen = f"{'at least ' if fast else ''}{count(p.count, 'pass', 'passes')} in {p.span_s:.0f} s"
+            # in the JSON (trial 29).
+            seen = f"{count(p.count, 'pass', 'passes')} in {p.span_s:.0f} s"
             how = f"{seen}, each about a tick or less" if brief else f"{each}{every}"
             said.append(f"validation passes take {fmt(p.share)} of the time ({how})")
         elif p.kind == CHECKPOINT:

@@ -56,7 +56,8 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
                       kind=REQ)
     pin_busy = c.check("pin_busy", st.pshare(lb.PIN_BUSY), PIN_BUSY_SHARE, ">=",
                        "stack samples of the pin-memory thread copying into pinned memory", kind=REQ)
-    wait = c.check("data_wait", st.wait, high_cut(st.n_main, s.gpu_starved), ">=", "main thread waiting for a batch", kind=REQ)
+    wait = c.check("data_wait", st.wait, high_cut(st.n_main, s.gpu_starved), ">=", "main thread waiting for a batch", kind=REQ,
+                   samples=st.n_main)
     if gpu.link:
         c.note("link", f"the PCIe link runs at {gpu.link} under load", True)
     if gpu.replays_per_s is not None:

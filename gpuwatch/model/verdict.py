@@ -115,6 +115,9 @@ class Phase:
     """Its starts do not cover ``span_s`` (the first came late in it, or too few came for their
     interval: phases._covers), so no period is said (``period_s`` None) and the count stands alone:
     a pace beside it would not fit the span ("every ~5.0 s (2 times in 44 s)")."""
+    missed: int = 0
+    """Starts that fell where no sample caught them, told by gaps of several periods: the count is
+    then a lower bound, and says "at least"."""
 
 
 MORE_WORKERS = "more_workers"

@@ -66,12 +66,13 @@ def _sentence(stage: str, verdicts: Sequence[Verdict]) -> str:
     return v.sentence if v is not None else ""
 
 
-def _idle_sentence(verdicts: Sequence[Verdict]) -> str:
-    """What the job did while Idle held most: the latest sentence of the kind of Idle (its words up
-    to the first colon: "Compiling, not training", "Not training", ...) that held the most ticks.
-    The run's latest Idle sentence is often its last tick's "the job exited", which said nothing of
-    the 69 % a compile held."""
-    mine = [HELD_NOTE.sub("", v.sentence) for v in verdicts if v.stage == IDLE and v.sentence]  # the TUI's hold note
+def _idle_sentence(verdicts: Sequence[Verdict], stage: str = IDLE) -> str:
+    """What the job did while Idle (or Unknown, whose sentences tell several stories too) held most:
+    the latest sentence of the kind (its words up to the first colon: "Compiling, not training",
+    "Not training", "Input-bound for a reason gpuwatch does not measure", ...) that held the most
+    ticks. The run's latest Idle sentence is often its last tick's "the job exited", which said
+    nothing of the 69 % a compile held."""
+    mine = [HELD_NOTE.sub("", v.sentence) for v in verdicts if v.stage == stage and v.sentence]  # the TUI's hold note
     if not mine:
         return ""
     kinds = Counter(x.split(":", 1)[0] for x in mine)
@@ -101,10 +102,17 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     said = _said(top.stage, verdicts)
     sentence = (said.sentence if said is not None else "") or (
         "The diagnosis could not name a stage." if top.stage == UNKNOWN else "")
+    if top.stage == UNKNOWN:  # the story told most, not the latest tick's (review 31)
+        kind = _idle_sentence(verdicts, UNKNOWN)
+        said = next((v for v in reversed(verdicts) if v.stage == UNKNOWN and HELD_NOTE.sub("", v.sentence) == kind),
+                    said)
+        sentence = kind or sentence
     # The stage held most, said where it held longer than the headline's (a bottleneck's cost can
-    # lead with less time): unknown counts only where nothing else was seen as long
-    held = max(costs, key=lambda c: (c.stage != UNKNOWN, c.share))
-    most = (StageShare(held.stage, _title(held.stage), held.share, _idle_sentence(verdicts) if held.stage == IDLE else "",
+    # lead with less time); unknown too, where no stage could be named for longer (review 31: a run
+    # 70 % unknown under a 25 % Disk headline never said so)
+    held = max(costs, key=lambda c: (c.share, c.stage != UNKNOWN))
+    most = (StageShare(held.stage, _title(held.stage), held.share,
+                       _idle_sentence(verdicts, held.stage) if held.stage in (IDLE, UNKNOWN) else "",
                        speedup_run=held.speedup_run)
             if held.stage != top.stage and held.share > top.share else None)
     other = _other_side(costs)
@@ -128,7 +136,10 @@ def _other_side(costs: Sequence[StageCost]) -> StageCost | None:
     the run or more: beside an Idle headline, the first stage that held while the job trained; beside
     any other headline, Idle (Summary.beside). ``costs`` is ranked, the headline first."""
     top = costs[0].stage
-    other = next((c for c in costs if (c.stage not in (IDLE, UNKNOWN) if top == IDLE else c.stage == IDLE)), None)
+    if top == UNKNOWN:  # under no stage named, the stage named most (review 31)
+        other = max((c for c in costs if c.stage != UNKNOWN), key=lambda c: c.share, default=None)
+    else:
+        other = next((c for c in costs if (c.stage not in (IDLE, UNKNOWN) if top == IDLE else c.stage == IDLE)), None)
     return other if other is not None and other.share >= RUN_WARNING_SHARE else None
 
 
@@ -158,8 +169,11 @@ def best_fix(mine: Sequence[Verdict]) -> FixGain | None:
 
 
 def _with_remedies(mine: Sequence[Verdict]) -> Verdict | None:
-    """The stage's latest verdict that gave remedies: the freshest wording (live numbers, PIDs)."""
-    return next((v for v in reversed(mine) if v.remedies), None)
+    """The stage's latest verdict that gave remedies: the freshest wording (live numbers, PIDs). Not
+    one held on weaker readings, whose remedies are an earlier tick's (diagnosis._held): the time
+    said with them would be that later tick's."""
+    return next((v for v in reversed(mine) if v.remedies and HELD not in v.sentence),
+                next((v for v in reversed(mine) if v.remedies), None))
 
 
 def _warnings(verdicts: Sequence[Verdict], headline: str) -> tuple[StageShare, ...]:

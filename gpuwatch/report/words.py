@@ -111,6 +111,10 @@ def headline(m: Summary) -> tuple[str, str]:
         # start held 69 % of a run. What the job did instead is said, from its own sentence.
         what = f". {most.why}" if most.why else "."
         text += f" {lead} ({most.share:.0%}) the verdict was {most.title}, with no pipeline stage to fix{what}"
+    elif most is not None and most.stage == UNKNOWN:
+        # nothing measured what it cost: not "which cost the run less"
+        what = f". {most.why}" if most.why else "."
+        text += f" {lead} ({most.share:.0%}) no stage could be named{what}"
     elif most is not None:
         # Ranked on unrounded costs: two figures that read the same are said as the same
         same = (most.speedup_run is not None and m.speedup_run is not None
@@ -123,6 +127,8 @@ def headline(m: Summary) -> tuple[str, str]:
         what = f". {side.why}" if side.why else "."
         if side.stage == IDLE:
             text += f" For {side.share:.0%} of the time the verdict was {side.title}, with no pipeline stage to fix{what}"
+        elif m.stage == UNKNOWN:  # beside no stage named, the stage named most
+            text += f" For {side.share:.0%} of the time the verdict was {side.title}{what}"
         else:  # its own share: a run may hold two stages while it trains
             text += f" For {side.share:.0%} of the time, while the job trained, the verdict was {side.title}{what}"
     if m.warnings:
