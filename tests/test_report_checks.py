@@ -146,7 +146,8 @@ def test_several_training_processes_are_told_each_loaders_share_of_the_cpus():
         return replace(f, procs=replace(f.procs, processes=mains + workers))
     c = checks_of([two_ranks(i) for i in range(5)])["workers_vs_cores"]
     assert c.status == WARN and "8 DataLoader workers for 2 training processes on 4 usable CPUs" in c.reason
-    assert c.fix.startswith("lower num_workers to at most 2 in each of the 2 training processes, which share the CPUs")
+    assert c.fix == ("lower num_workers to at most 2 in each of the 2 training processes, which share the CPUs, "
+                     "or give the job more CPUs")
 
 
 def test_far_fewer_workers_warns_only_when_loading_holds_the_gpu_back():
@@ -375,3 +376,14 @@ def test_a_stack_read_that_found_the_job_gone_is_no_gap_and_the_tui_drops_the_fi
     assert not [g for g in collect_gaps(frames) if "exited" in g.reason]
     assert fmt.reason(Unsupported("stacks: process 559 exited")) == "process 559 exited"
     assert fmt.unprefixed("the job's processes: the job exited (process 1)") == "the job exited (process 1)"
+
+
+def test_more_training_processes_than_cpus_are_told_that_no_num_workers_fits():
+    """Review 31: 8 ranks with 64 workers on 2 CPUs were told "at most 1 in each of the 8 training
+    processes ... (the CPUs it may use)", which still leaves 8 workers on 2 CPUs."""
+    ranks = tuple(proc(100 + m, "main") for m in range(8))
+    workers = tuple(proc(300 + w, "worker", cpu_pct=90.0, main=100 + w % 8) for w in range(16))
+    frames = [make_frame(i, workers=0, usable=2) for i in range(3)]
+    c = checks_of([replace(f, procs=replace(f.procs, processes=ranks + workers)) for f in frames])["workers_vs_cores"]
+    assert c.status == WARN
+    assert c.fix == "the 8 training processes alone outnumber the 2 CPUs they may use: give the job more CPUs, or run fewer processes on this host"

@@ -112,12 +112,18 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
             return CheckResult("workers_vs_cores", title, PASS, f"more workers than cores ({counted}), but {idle}")
         # At most the CPUs, PyTorch's own bound: "about 1" (cores minus the training process) was
         # read as the advice for a job whose loop waited on its workers, where the training process
-        # needs little of its core. Several training processes share the CPUs: each loader's share.
-        most = cores if mains == 1 else max(1, int(cores // mains))
-        each = "" if mains == 1 else f" in each of the {mains} training processes, which share the CPUs"
-        return CheckResult("workers_vs_cores", title, WARN, f"more workers than cores: {counted}",
-                           f"lower num_workers to at most {most:g}{each} (the CPUs it may use"
-                           f"{_own_core(cores, mains) if mains == 1 else ''}), or give the job more CPUs")
+        # needs little of its core. Several training processes share the CPUs: each loader's share,
+        # so that the workers together fit (the check counts them together).
+        if mains == 1:
+            fix = (f"lower num_workers to at most {cores:g} (the CPUs it may use{_own_core(cores, mains)}), "
+                   "or give the job more CPUs")
+        elif cores >= mains:  # the processes share the CPUs: each loader its share, so the total fits
+            fix = (f"lower num_workers to at most {int(cores // mains)} in each of the {mains} training processes, "
+                   "which share the CPUs, or give the job more CPUs")
+        else:  # no num_workers fits: the training processes alone outnumber the CPUs (review 31)
+            fix = (f"the {mains} training processes alone outnumber the {cores:g} CPUs they may use: give the job "
+                   "more CPUs, or run fewer processes on this host")
+        return CheckResult("workers_vs_cores", title, WARN, f"more workers than cores: {counted}", fix)
     n = len(verdicts) or 1
     input_share = sum(1 for v in verdicts if _loading(v)) / n  # said: the time loading held the job back
     helped = sum(1 for v in verdicts if _loading(v) and _more_workers_help(v)) / n  # judged: where more would help
