@@ -34,3 +34,16 @@ def test_more_torch_threads_are_proposed_only_where_the_training_process_leaves_
     assert "set_num_threads" not in said(1.91, 2)
     assert "torch.set_num_threads to the usable cores" in said(1.0, 8)
     assert "torch.set_num_threads to the usable cores" in said(None, 8)  # unread: the advice stands, as before
+
+
+def test_the_more_workers_estimate_reads_the_wait_its_verdict_says():
+    """The README demo's verdict read "waits for data 75 % of the time (6 of its last 8 samples)" over
+    "the data wait of 100 % of the time shrinks": the stage in force reads its stack shares over a
+    longer window than the signals the fix was priced on. The estimate now reads the sentence's wait."""
+    from types import SimpleNamespace
+
+    from gpuwatch.diagnosis.fix_gains import split
+
+    s = SimpleNamespace(epoch_ticks=[], phases=(), input_wait=1.0)
+    assert split(s, 0.75) == (0.0, 0.75, 0.25)
+    assert split(s) == (0.0, 1.0, 0.0)

@@ -167,7 +167,8 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
         out.append(g)
     if stage == DECODE and r.sub == "workers":
         # A cheaper decode is proposed (remedies.py) only where the workers may decode images.
-        out += [more_workers(r, s)] + ([cheaper_transform(s)] if decoding_seen(s) is not False else [])
+        out += [more_workers(r, s)] + ([cheaper_transform(s, r.facts.get("wait"))]  # type: ignore[arg-type]
+                                       if decoding_seen(s) is not False else [])
     elif stage == DECODE and r.sub == "inline":
         out.append(workers_for_inline(r, s))
     elif stage in (IO, INPUT_UNMEASURED) and r.sub in ("workers", "inline"):
@@ -215,12 +216,15 @@ def restarts_idle_gpu(facts: Mapping[str, object], s: Signals) -> bool:
             and first is not None and (first.share or 0.0) >= floor)
 
 
-def split(s: Signals) -> tuple[float, float, float] | None:
+def split(s: Signals, wait_said: float | None = None) -> tuple[float, float, float] | None:
     """(untouched, wait, step): the shares of the job's time in phases no input fix touches
     (validation passes, checkpoint saves), waiting for data outside them, and training outside them.
 
     Read over the minute where such a phase was seen (their shares are the minute's), else the
-    window's data wait and no untouched phase. None without a measured wait."""
+    window's data wait and no untouched phase: ``wait_said``, the wait the verdict's sentence says
+    where given (the stage in force reads its stack shares over a longer window than ``s``; the
+    remedy's "data wait of 100 %" stood under the sentence's "75 % (6 of its last 8 samples)").
+    None without a measured wait."""
     ticks = [t for t in s.epoch_ticks[1:] if t.stacks and t.n_main]
     ckpt = find(s.phases, CHECKPOINT)
     if (find(s.phases, VALIDATION) is not None or ckpt is not None) and ticks:
@@ -229,9 +233,10 @@ def split(s: Signals) -> tuple[float, float, float] | None:
         wait = sum(t.dt * (t.wait or 0.0) for t in ticks if not in_validation(t)) / span
         untouched = min(1.0, val + ((ckpt.share or 0.0) if ckpt is not None else 0.0))
     else:
-        if s.input_wait is None:
+        wait_now = wait_said if wait_said is not None else s.input_wait
+        if wait_now is None:
             return None
-        untouched, wait = 0.0, s.input_wait
+        untouched, wait = 0.0, wait_now
     wait = min(wait, 1.0 - untouched)
     return untouched, wait, max(0.0, 1.0 - untouched - wait)
 
@@ -319,7 +324,7 @@ def more_workers(r: StageResult, s: Signals) -> FixGain | None:
     if not n or not target or target <= n:
         return None  # the remedies do not propose more workers: they already fill the cores
     each = s.job.worker_cpu
-    parts = split(s)
+    parts = split(s, f.get("wait"))  # type: ignore[arg-type]
     if each is None or each <= 0 or parts is None:
         return FixGain(MORE_WORKERS, None, "the workers' CPU or the data wait was not measured")
     # Cores a new worker can have: the usable ones the job and the host's other processes leave.
@@ -419,9 +424,9 @@ def decoding_seen(s: Signals) -> bool | None:
     return False if working >= MIN_STACK_SAMPLES else None
 
 
-def cheaper_transform(s: Signals) -> FixGain:
+def cheaper_transform(s: Signals, wait_said: float | None = None) -> FixGain:
     decoding, working = decoder_samples(s)
-    parts = split(s)
+    parts = split(s, wait_said)
     if working < MIN_STACK_SAMPLES or parts is None:
         return FixGain(CHEAPER_TRANSFORM, None, f"{count(working, 'stack sample')} of the workers at work over the "
                        "last minute: too few to tell how much of a batch is decoding")
