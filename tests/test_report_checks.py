@@ -135,7 +135,14 @@ def test_more_workers_than_cores_that_do_not_compute_pass_and_say_why():
     assert c.status == PASS and not c.fix
     assert c.reason.startswith("more workers than cores (8 DataLoader workers for 1 training process on 2 usable "
                                "CPUs), but they do not compete for them: the workers use 0.40 core together"), c.reason
-    assert "under 80% of the CPUs" in c.reason and "ready to run with no CPU free (under 0.10)" in c.reason
+    assert "under 80% of the CPUs" in c.reason
+    assert "ready to run with no CPU free (under 0.10; 0 of 5 ticks at or over it)" in c.reason
+    # queued for a CPU in 2 of its 5 ticks: they compete part of the run, which the middle
+    # readings alone passed (review 31)
+    frames = [make_frame(i, workers=8, usable=2, worker_cpu=5.0) for i in range(5)]
+    queued = [replace(f, procs=replace(f.procs, processes=tuple(replace(p, run_delay_frac=0.5) for p in f.procs.processes)))
+              if i in (1, 3) else f for i, f in enumerate(frames)]
+    assert checks_of(queued)["workers_vs_cores"].status == WARN
 
 
 def test_several_training_processes_are_told_each_loaders_share_of_the_cpus():

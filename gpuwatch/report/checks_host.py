@@ -14,6 +14,7 @@ from gpuwatch.diagnosis.thresholds import (
     JOB_CPU_SATURATED,
     RUN_DELAY,
     RUN_INPUT_SHARE,
+    RUN_WARNING_SHARE,
     SWAP_FAIL_SHARE,
     SWAP_IN_BPS,
 )
@@ -148,9 +149,16 @@ def _not_competing(frames: Sequence[Frame], cores: float) -> str | None:
         return None
     if queued >= RUN_DELAY or job.workers_cpu >= JOB_CPU_SATURATED * cores:
         return None
+    # Nor where they compete part of the run: the middle readings pass a job that queued for a CPU
+    # in a fifth of its ticks or more (review 31)
+    ticks = [queued_threads(job_signals([f], None)) for f in frames]
+    busy = sum(1 for q in ticks if q is not None and q >= RUN_DELAY)
+    if busy >= RUN_WARNING_SHARE * len(frames):
+        return None
     return (f"they do not compete for them: the workers use {job.workers_cpu:.2f} core together (under "
-            f"{JOB_CPU_SATURATED:.0%} of the CPUs), and on average {queued:.2f} of the job's threads were "
-            f"ready to run with no CPU free (under {RUN_DELAY:.2f}); middle readings over the run")
+            f"{JOB_CPU_SATURATED:.0%} of the CPUs), and {queued:.2f} of the job's threads were ready to run "
+            f"with no CPU free (under {RUN_DELAY:.2f}; {busy} of {len(frames)} ticks at or over it); middle "
+            "readings over the run")
 
 
 def _own_core(cores: float, mains: int) -> str:
