@@ -69,7 +69,7 @@ def test_every_surface_says_the_same_reason():
     assert pcie.why == why, "the report quotes the latest reason"
     _, text = headline(Summary(v.GPU_BOUND, "GPU-bound", 1.0, 0.9, "Healthy.", warnings=(pcie,)))
     # "At warning level", not "close to their cuts": a warning may meet its cuts as well.
-    assert f"At warning level beside the verdict: PCIe {pcie.share:.0%} of the time (last: {why})." in text
+    assert f"At warning level beside the verdict: PCIe {pcie.share:.0%} of the time (why, at its latest: {why})." in text
 
 
 def test_a_verdict_without_warnings_has_no_reasons():
