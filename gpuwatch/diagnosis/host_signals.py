@@ -339,8 +339,9 @@ def others_cpu_at(frame: Frame) -> float | None:
     A chart of the listed processes alone read 0.42 core beside the verdict's 1.23 (review 30)."""
     if not known(frame.host):
         return None
-    job = (sum(p.cpu_pct for p in frame.procs.processes) + frame.procs.exited_cpu_pct  # type: ignore[union-attr]
-           + frame.procs.siblings_cpu_pct) / 100 if known(frame.procs) else None  # type: ignore[union-attr]
+    procs = frame.procs
+    # the job's CPU as job_signals reads it: the same memoised row of the same sample
+    job = _ROWS.get(procs, (id(procs), None), lambda: _row(procs, None)).job_cpu if known(procs) else None  # type: ignore[arg-type]
     return _others_cpu(frame.host, job)  # type: ignore[arg-type]
 
 

@@ -66,7 +66,7 @@ def _sentence(stage: str, verdicts: Sequence[Verdict]) -> str:
     return v.sentence if v is not None else ""
 
 
-def _idle_sentence(verdicts: Sequence[Verdict], stage: str = IDLE) -> str:
+def _kind_sentence(verdicts: Sequence[Verdict], stage: str = IDLE) -> str:
     """What the job did while Idle (or Unknown, whose sentences tell several stories too) held most:
     the latest sentence of the kind (its words up to the first colon: "Compiling, not training",
     "Not training", "Input-bound for a reason gpuwatch does not measure", ...) that held the most
@@ -103,7 +103,7 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     sentence = (said.sentence if said is not None else "") or (
         "The diagnosis could not name a stage." if top.stage == UNKNOWN else "")
     if top.stage == UNKNOWN:  # the story told most, not the latest tick's (review 31)
-        kind = _idle_sentence(verdicts, UNKNOWN)
+        kind = _kind_sentence(verdicts, UNKNOWN)
         said = next((v for v in reversed(verdicts) if v.stage == UNKNOWN and HELD_NOTE.sub("", v.sentence) == kind),
                     said)
         sentence = kind or sentence
@@ -112,13 +112,13 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     # 70 % unknown under a 25 % Disk headline never said so)
     held = max(costs, key=lambda c: (c.share, c.stage != UNKNOWN))
     most = (StageShare(held.stage, _title(held.stage), held.share,
-                       _idle_sentence(verdicts, held.stage) if held.stage in (IDLE, UNKNOWN) else "",
+                       _kind_sentence(verdicts, held.stage) if held.stage in (IDLE, UNKNOWN) else "",
                        speedup_run=held.speedup_run)
             if held.stage != top.stage and held.share > top.share else None)
     other = _other_side(costs)
     beside = None
     if other is not None and (most is None or other.stage != most.stage):
-        why = _idle_sentence(verdicts) if other.stage == IDLE else _sentence(other.stage, verdicts)
+        why = _kind_sentence(verdicts) if other.stage == IDLE else _sentence(other.stage, verdicts)
         beside = StageShare(other.stage, _title(other.stage), other.share, why)
     mine = [v for v in verdicts if v.stage == top.stage]
     fix, quoted = best_fix(mine), _with_remedies(mine)
