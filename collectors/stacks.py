@@ -24,6 +24,7 @@ from gpuwatch.collectors.pyspy import (
 )
 from gpuwatch.collectors.stack_labels import classify, thread_role, waits_on_compiler
 from gpuwatch.collectors.target import Node, Target, TargetGone, Tree
+from gpuwatch.model.evaluation import validation_frame
 from gpuwatch.model.stacks import (
     ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_WORKER, DumpResult, StackSample, ThreadStack,
 )
@@ -237,7 +238,7 @@ class StackCollector(Collector):
 LABEL_MEMO = 4096
 """Labels kept by what decides them: the idle threads of a training loop show the same stack in
 every dump, and its main thread cycles through a few dozen."""
-_labels: dict[tuple, tuple[str, str, tuple[str, ...]]] = {}
+_labels: dict[tuple, tuple[str, str, tuple[str, ...], bool]] = {}
 
 
 SOURCE_ROLES = (ROLE_MAIN_THREAD, ROLE_WORKER)
@@ -259,11 +260,15 @@ def label_threads(out: DumpOutcome, node: Node) -> list[ThreadStack]:
             if len(_labels) >= LABEL_MEMO:
                 _labels.clear()
             label, detail = classify(rec, role, state, source_line=functools.partial(source_line, rec.pid))
-            got = _labels[key] = (label, detail, tuple(f.text() for f in rec.frames[:MAX_FRAMES]))
-        label, detail, frames = got
+            texts = tuple(f.text() for f in rec.frames)
+            # Read from the whole stack: a wait for the validation loader's batch lies ten frames deep
+            # in DataLoader internals, and the evaluation loop's frame is beyond the dozen kept.
+            evaluating = role == ROLE_MAIN_THREAD and any(validation_frame(t) for t in texts)
+            got = _labels[key] = (label, detail, texts[:MAX_FRAMES], evaluating)
+        label, detail, frames, evaluating = got
         stacks.append(ThreadStack(
             pid=rec.pid, tid=rec.tid, role=role, rank=node.rank, thread_name=rec.name, label=label,
-            detail=detail, active=rec.active, owns_gil=rec.owns_gil, frames=frames,
+            detail=detail, active=rec.active, owns_gil=rec.owns_gil, frames=frames, evaluating=evaluating,
         ))
     return waits_on_compiler(stacks)
 

@@ -274,3 +274,29 @@ def test_an_inline_decoder_advice_says_the_decoding_share_of_the_loading_samples
         assert m and 0 < int(m.group(1)) < int(m.group(2)), text
     assert not [x.sentence for x in got.verdicts if re.search(r"of the time in [A-Z]", x.sentence)]
     assert any("of the time (most often in " in x.sentence for x in got.verdicts)
+
+
+def test_waits_inside_validation_passes_are_said_to_be_the_validation_loaders():
+    """Trial 29: a Lightning job's 25 % data wait was 23 points the validation loader's (its training
+    loader waited 1.9 % of the time), and the remedies only spoke of the training loader. Waits that
+    fall inside an evaluation pass are said as the validation loader's, and its remedies are pointed
+    at that loader; waits outside one are not."""
+    from tests.test_diagnosis_field import VALIDATE
+
+    val = replace(DECODE, main_frames=VALIDATE)
+    verdict = last(val, 12)
+    assert verdict.stage == v.DECODE, verdict.sentence
+    said = re.search(r"Most of these waits are the validation loader's: (\d+) of the (\d+) samples waiting", verdict.sentence)
+    assert said and said[1] == said[2], verdict.sentence  # every wait of this job is inside a pass
+    assert verdict.remedies[0].startswith("Most waits are for the validation loader's batches"), verdict.remedies
+    assert "give the validation DataLoader workers of its own" in verdict.remedies[0]
+    # the training loader's estimate leaves the passes' waits as they are, and says so
+    assert any("validation pass in them" in r and "kept as they are" in r for r in verdict.remedies[1:]), verdict.remedies
+    plain = last(DECODE, 12)
+    assert plain.stage == v.DECODE
+    assert "validation" not in plain.sentence and not any("validation loader" in r for r in plain.remedies)
+    # the flag the collector sets from the whole stack counts where the kept frames name no pass
+    flagged = build(DECODE, 12)
+    flagged = [replace(f, stacks=replace(f.stacks, threads=tuple(
+        replace(t, evaluating=t.role == lb.ROLE_MAIN_THREAD) for t in f.stacks.threads))) for f in flagged]
+    assert "Most of these waits are the validation loader's" in run(flagged)[-1].sentence

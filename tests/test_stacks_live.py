@@ -164,6 +164,19 @@ def test_collector_main_waits_for_slow_workers_that_read_files():
 
 
 @pytest.mark.slow
+def test_a_wait_for_the_validation_loader_is_flagged_from_frames_beyond_the_kept_dozen():
+    """An evaluation loop reads its loader through four wrapping iterators (as Lightning's fetchers
+    do): the loop's frame lies beyond the twelve frames a sample keeps, and the sample still says the
+    main thread waits inside an evaluation pass."""
+    with job("validation") as info:
+        main = main_thread_samples(Pyspy(PYSPY), info, want=6)
+    waits = [t for t in main if t.label == S.DATA_WAIT]
+    assert len(waits) >= 4, Counter(t.label for t in main)
+    assert all(t.evaluating for t in waits), [t.frames for t in waits if not t.evaluating]
+    assert all(len(t.frames) == 12 and not any("evaluate" in f for f in t.frames) for t in waits)
+
+
+@pytest.mark.slow
 @pytest.mark.quiet  # workers busy needs the main thread to take batches as they come: on a 2-core host
 # beside another test's load it falls behind, the workers' queue fills and they rightly read idle
 def test_workers_decoding_jpegs_are_busy_in_pil():

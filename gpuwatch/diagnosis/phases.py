@@ -12,7 +12,7 @@ validation passes and checkpoint saves, each with its count, share of the time a
   most of the set's life: then it is the input's steady pace (a decode-bound set), not a start-up
   cost (the CPU demo's decode phase, one worker for 20 s, read "~19.2 s for its first batches").
 - validation: ticks in which most main-thread samples are inside an evaluation pass
-  (timeline.validation_frame).
+  (gpuwatch/model/evaluation.py).
 - checkpoint: main-thread samples in torch.save & co. (stack_labels.CHECKPOINTS); where no stack
   sample covers a tick, a write burst of the main process (CHECKPOINT_WRITE_BPS) stands in, unless
   a sampled tick shows the process writing that fast while its main thread does not save.

@@ -104,6 +104,14 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
             out = [GPU_HEAD, fix, *out[1:]]
         else:
             out = [fix, *out] if sub == "starting" else [*out, fix]
+    if stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline") and s.validation_loader:
+        # Its own remedy, first: the others are the training loader's, and their estimates keep the
+        # validation passes as they are (fix_gains.split).
+        k, n = s.validation_waits
+        out.insert(0, f"Most waits are for the validation loader's batches ({k} of {count(n, 'waiting sample')}, "
+                      "inside validation passes): give the validation DataLoader workers of its own (num_workers, "
+                      "persistent_workers=True) or validate less often; the training loader's fixes below leave "
+                      "those waits as they are")
     val = find(s.phases, VALIDATION)
     if periodic(val) and (val.share or 0.0) >= WAIT_HIGH and stage not in (IDLE, UNKNOWN):  # type: ignore[union-attr]
         # Time no input or GPU fix touches (fix_gains.split leaves it out): said where it is a large,

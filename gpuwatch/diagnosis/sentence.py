@@ -102,6 +102,8 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
     text = make(f, sub, s)
     if r is not None and not r.fires and stage not in (OFF_PIPELINE,) and make is not _unknown:
         text += HOLDING
+    if stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline") and s.validation_loader:
+        text += validation_waits(s)
     if stall is not None:
         during = f", during {stall.coincides_with}" if stall.coincides_with else ""
         if stage == IDLE and sub == "exited":  # the stall was seen while the job ran: it is gone now
@@ -109,6 +111,15 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
         else:
             text += f" The GPU also idles ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
     return text + epochs(s.phases)
+
+
+def validation_waits(s: Signals) -> str:
+    """Whose wait it is, where most of it falls inside validation passes: the training loader's
+    workers do nothing for the validation loader's batches (trial 29: a 25 % wait, 23 points of it
+    validation's, was told to add training workers)."""
+    k, n = s.validation_waits
+    return (f" Most of these waits are the validation loader's: {k} of the {count(n, 'sample')} waiting for a "
+            "batch were inside a validation pass.")
 
 
 def epochs(phases: Sequence[Phase]) -> str:

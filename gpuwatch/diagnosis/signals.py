@@ -22,12 +22,15 @@ from gpuwatch.diagnosis.stack_signals import StackSignals, stack_signals
 from gpuwatch.diagnosis.thresholds import (
     BUSY_STARVED,
     JOB_CPU_SATURATED,
+    MIN_EVIDENCE_SAMPLES,
     MIN_WORKER_SAMPLES,
     STICKY_STACK_FACTOR,
+    VALIDATION_WAITS,
     high_cut,
     moderate_cut,
 )
 from gpuwatch.diagnosis.timeline import Tick, timeline
+from gpuwatch.model import stacks as lb
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Phase
 
@@ -103,6 +106,22 @@ class Signals:
         """The main-thread samples input_wait is read from: the minute's for waits that recur with
         the epochs, else the window's."""
         return self.epoch_samples if self.recurring_wait is not None else self.stacks.n_main
+
+    @property
+    def validation_waits(self) -> tuple[int, int]:
+        """(samples waiting for a batch inside an evaluation pass, all samples waiting for a batch),
+        over the samples input_wait is read from."""
+        if self.recurring_wait is not None:
+            return (sum(t.validation_wait for t in self.epoch_ticks),
+                    sum(t.main.get(lb.DATA_WAIT, 0) + t.main.get(lb.DATA_IPC, 0) for t in self.epoch_ticks))
+        st = self.stacks
+        return st.validation_wait, st.main.get(lb.DATA_WAIT, 0) + st.main.get(lb.DATA_IPC, 0)
+
+    @property
+    def validation_loader(self) -> bool:
+        """Most of the data wait is the validation loader's (VALIDATION_WAITS)."""
+        k, n = self.validation_waits
+        return k >= MIN_EVIDENCE_SAMPLES and k >= VALIDATION_WAITS * n
 
     @property
     def wait_high(self) -> float:

@@ -18,34 +18,10 @@ from dataclasses import dataclass, field
 from gpuwatch.diagnosis.host_signals import D_STATES
 from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.model import stacks as lb
+from gpuwatch.model.evaluation import in_evaluation
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, spawned
 from gpuwatch.model.values import known
-
-VALIDATION_WORDS = re.compile(
-    r"(^|[._ ])(val|valid|validate|validation|validation_step|eval|evaluate|evaluation|evaluation_loop|"
-    r"_evaluation_loop|test_step|_run_evaluation)([._]|$)|EvaluationLoop", re.IGNORECASE)
-"""A main-thread function of an evaluation pass: named for validation/evaluation (the user's
-``validate``/``evaluate``, Lightning's ``_EvaluationLoop``, ``validation_step``). Matched on the
-function's name only (the part of a frame before " ("): the file part names the script, whose
-``<module>`` frame is under every sample, and a script named ``train_val.py`` or ``run_eval.py``
-made every sample of a job that never validated read as a validation pass."""
-VALIDATION_FILES = re.compile(
-    r"^decorate_context \(torch/utils/_contextlib\.py|[ /(]evaluation_loop\.py:")
-"""Frames of an evaluation pass told by their file: Lightning's loop module, and the
-``torch.no_grad`` decorator's wrapper (torch/utils/_contextlib.py). A ``with torch.no_grad():``
-block leaves no frame, so a pass written that way is seen only through a function named for it."""
-
-
-def validation_frame(frame: str) -> bool:
-    """One stack frame ("function (file:line)") is inside an evaluation pass. torch's own functions
-    are never the job's pass, whatever their names: torch.compile spent 40-70 % of its ticks in
-    Inductor's ``valid_vec_isa_list`` (torch/_inductor/cpu_vec_isa.py), read as validation passes."""
-    func, _, where = frame.partition(" (")
-    if VALIDATION_FILES.search(frame):
-        return True
-    return not where.startswith("torch/") and bool(VALIDATION_WORDS.search(func))
-
 
 DECODER_WORDS = re.compile(
     r"ImageFile\.load|decode_jpeg|decode_png|decode_image|decode_webp|decode_avif|decode_heic|read_image|"
@@ -82,6 +58,8 @@ class Tick:
     """Main-thread samples inside the DataLoader's worker start/shutdown."""
     validation: int = 0
     """Main-thread samples inside an evaluation pass."""
+    validation_wait: int = 0
+    """Of those, the samples waiting for a batch (WAIT_LABELS): the validation loader's waits."""
     worker_decoding: int = 0
     """Worker samples with a decoder frame in their stack (DECODER_WORDS)."""
     main_decoding: int = 0
@@ -206,18 +184,21 @@ def _with_procs(p, rank: int | None, new: bool) -> dict:
 def _with_stacks(s, rank: int | None) -> dict:
     main: Counter = Counter()
     workers: Counter = Counter()
-    starting = validation = decoding = main_decoding = 0
+    starting = validation = validation_wait = decoding = main_decoding = 0
     for th in s.threads:
         if rank is not None and th.rank is not None and th.rank != rank:
             continue
         if th.role == lb.ROLE_MAIN_THREAD:
             main[th.label] += 1
             starting += STARTING in (th.detail or "")
-            validation += any(validation_frame(fr) for fr in th.frames)
+            in_pass = in_evaluation(th)
+            validation += in_pass
+            validation_wait += in_pass and th.label in WAIT_LABELS
             if th.label == lb.INLINE_LOAD:
                 main_decoding += any(DECODER_WORDS.search(fr) for fr in th.frames)
         elif th.role == lb.ROLE_WORKER:
             workers[th.label] += 1
             decoding += any(DECODER_WORDS.search(fr) for fr in th.frames)
     return dict(main=main, worker_labels=workers, starting=starting, validation=validation,
+                validation_wait=validation_wait,
                 worker_decoding=decoding, main_decoding=main_decoding, stacks=bool(main))

@@ -103,6 +103,10 @@ class ThreadStack:
     owns_gil: bool
     frames: tuple[str, ...]
     """Leaf-first, ``function (file:line)``, at most a dozen."""
+    evaluating: bool = False
+    """A main thread whose whole stack, frames beyond the kept dozen included, is inside an
+    evaluation pass (gpuwatch/model/evaluation.py). Recordings made before it read False: the
+    diagnosis then reads the kept frames."""
 
 
 @dataclass(frozen=True, slots=True)
