@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -136,6 +137,9 @@ class _Raw:
     name: str
     argv: tuple[str, ...]
     create_time: float
+    interp: bool = False
+    """Its executable (or, where that is unreadable, its comm) is a Python interpreter: a Python
+    process whose argv[0] was changed (``exec -a``, setproctitle) is still one (_is_python)."""
 
 
 class Target:
@@ -341,6 +345,10 @@ class Target:
             got = {p.pid: raw for p in procs if (raw := _read(p)) is not None}
             if self.pid not in got:
                 raise psutil.NoSuchProcess(self.pid)
+            me = os.getpid()
+            if me in got and me not in (self.pid, top):  # gpuwatch below the target (its user's shell): not the job
+                for pid in _subtree(me, got):
+                    del got[pid]
             return got
         stats = self._descendant_stats(root, top)
         if self.pid not in stats:
@@ -352,7 +360,7 @@ class Target:
                 continue
             seen = self._known.get(pid)
             if seen is not None and seen[0] == st.starttime and len(st.name) < COMM_LEN:
-                raw = _Raw(st.ppid, st.name, seen[1].argv, seen[1].create_time)
+                raw = _Raw(st.ppid, st.name, seen[1].argv, seen[1].create_time, seen[1].interp)
             else:  # new (or a comm psutil completes from the command line): read it all
                 try:
                     raw = _read(psutil.Process(pid))
@@ -380,6 +388,11 @@ class Target:
         todo = [top]
         seen = {top}
         order = [top]
+        # gpuwatch itself, where it runs below the target (``--pid $$`` from the user's shell), is
+        # never walked into: neither it nor its py-spy children are the job.
+        me = os.getpid()
+        if me not in (self.pid, top):
+            seen.add(me)
         while todo:
             pid = todo.pop()
             st = out[pid] = root if pid == self.pid else read_stat(pid, files=self._files)
@@ -477,11 +490,12 @@ def _read(p: psutil.Process) -> _Raw | None:
                 argv = tuple(p.cmdline())
             except psutil.AccessDenied:
                 argv = ()
+            interp = not _is_python(argv) and _runs_python(p)  # read only where argv does not tell
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         return None
     except (psutil.Error, OSError, *UNPARSEABLE):
         return None
-    return _Raw(ppid, clean(name, 64), argv, ct)
+    return _Raw(ppid, clean(name, 64), argv, ct, interp)
 
 
 def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None], launcher: bool = False) -> dict[int, str]:
@@ -508,7 +522,7 @@ def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None],
 
     roles: dict[int, str] = {}
     r0 = info[root]
-    wrapper = not _is_python(r0.argv) and any(_is_python(info[c].argv) for c in kids.get(root, ()))
+    wrapper = not _py(r0) and any(_py(info[c]) for c in kids.get(root, ()))
     if launcher or _is_launcher_cmd(r0.argv) or (root not in owners and (leads_ranks(root) or wrapper)):
         roles[root] = ROLE_LAUNCHER
     else:
@@ -528,7 +542,7 @@ def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None],
             role = ROLE_OTHER
         elif _is_launcher_cmd(r.argv) or (parent_role == ROLE_LAUNCHER and leads_ranks(pid)):
             role = ROLE_LAUNCHER
-        elif parent_role == ROLE_LAUNCHER and (ranks.get(pid) is not None or _is_python(r.argv)):
+        elif parent_role == ROLE_LAUNCHER and (ranks.get(pid) is not None or _py(r)):
             role = ROLE_MAIN
         else:
             role = ROLE_OTHER
@@ -598,21 +612,78 @@ def _is_cluster_daemon(argv: tuple[str, ...]) -> bool:
     return _program(argv) in CLUSTER_DAEMONS
 
 
+RANK_VALUE = re.compile(r"[0-9]{1,9}")
+"""A rank as the job's environment may give it: ASCII digits, at most 9 (no job has a billion ranks).
+``str.isdigit`` also takes "²" and a 5000-digit string, on which ``int`` raises (past Python's
+4300-digit limit): that error stopped the process and stack collectors for the whole watch."""
+
+
 def _read_rank(pid: int, names: tuple[str, ...] = RANK_VARS) -> int | None:
-    """RANK or LOCAL_RANK (or ``names``) from the process's environment, where it is readable."""
+    """RANK or LOCAL_RANK (or ``names``) from the process's environment, where it is readable; a
+    value that is not a plain number (RANK_VALUE) is no rank."""
     try:
         env = psutil.Process(pid).environ()
     except (psutil.Error, OSError, *UNPARSEABLE):
         return None
     for var in names:
         v = env.get(var)
-        if v is not None and v.strip().isdigit():
-            return int(v)
+        if v is not None and (m := RANK_VALUE.fullmatch(v.strip())):
+            return int(m.group())
     return None
 
 
-def _is_python(argv: tuple[str, ...] | list[str]) -> bool:
-    return bool(argv) and "python" in os.path.basename(argv[0])
+PYTHON_EXE = re.compile(r"(?:python|pypy)(?:[0-9]+(?:\.[0-9]+)?)?[dtw]?")
+"""The file names of Python interpreters: python, python3, python3.11, python3.13t (free-threaded),
+python3.11d (debug), pythonw, pypy, pypy3, pypy3.10. Whole names only, unlike the argv[0] test: the
+executable is the fallback for a retitled process, and a program that merely has "python" in its
+name (an embedding server, ``python-config``) is not taken for the interpreter on that evidence."""
+
+
+def _is_python(argv: tuple[str, ...] | list[str], proc: psutil.Process | None = None) -> bool:
+    """Whether argv[0] names Python; given ``proc``, also whether its executable or comm does
+    (_runs_python): a Python process whose argv[0] was changed (``exec -a train-rank0 python``,
+    setproctitle) was refused as "not a Python process"."""
+    if argv and "python" in os.path.basename(argv[0]):
+        return True
+    return proc is not None and _runs_python(proc)
+
+
+def _runs_python(proc: psutil.Process) -> bool:
+    """Whether the process's executable (/proc/PID/exe), or its comm (the executable's name as
+    the kernel set it at exec; a process may rename it, so it is the second choice), is a Python
+    interpreter (PYTHON_EXE)."""
+    try:
+        exe = proc.exe()
+    except (psutil.Error, OSError, *UNPARSEABLE):
+        exe = ""
+    if exe:  # the file the kernel runs, whatever argv[0] says: it decides where it is readable
+        return bool(PYTHON_EXE.fullmatch(os.path.basename(exe)))
+    try:
+        return bool(PYTHON_EXE.fullmatch(proc.name()))
+    except (psutil.Error, OSError, *UNPARSEABLE):
+        return False
+
+
+def _py(r: _Raw) -> bool:
+    """Whether a walked process is Python, by its argv[0] or its executable (_Raw.interp)."""
+    return r.interp or _is_python(r.argv)
+
+
+def job_children(proc: psutil.Process) -> list[psutil.Process]:
+    """Every process below ``proc`` except gpuwatch itself and its own children (py-spy): given
+    the shell it runs in (``--pid $$``), gpuwatch is no Python process of the job's."""
+    below = proc.children(recursive=True)
+    me = os.getpid()
+    if proc.pid == me or not any(c.pid == me for c in below):
+        return below
+    kids: dict[int, list[int]] = {}
+    for c in below:
+        try:
+            kids.setdefault(c.ppid(), []).append(c.pid)
+        except (psutil.Error, OSError, *UNPARSEABLE):  # gone: it is no one's child any more
+            continue
+    mine = {me, *_below(me, kids)}
+    return [c for c in below if c.pid not in mine]
 
 
 def _is_mp_helper(argv: tuple[str, ...] | list[str]) -> bool:
@@ -654,7 +725,7 @@ def worker_owner(pid: int) -> int | None:
         cur = parent
         while cur is not None and cur.pid > 1:
             argv = tuple(cur.cmdline())
-            if not _is_python(argv):
+            if not _is_python(argv, cur):  # cur: a retitled trainer is Python by its executable
                 return None  # init, a subreaper or a shell adopted it: its trainer is gone
             if cur.name() != WORKER_COMM and not _is_mp_helper(argv):
                 return cur.pid

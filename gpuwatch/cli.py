@@ -237,20 +237,20 @@ def _not_a_job(proc) -> str | None:
     it: those are unrelated orphans, not its job."""
     import psutil
 
-    from gpuwatch.collectors.target import _is_launcher_cmd, _is_python
+    from gpuwatch.collectors.target import _is_launcher_cmd, _is_python, job_children
 
     try:
         argv = tuple(proc.cmdline())
-        if _is_python(argv) or _is_launcher_cmd(argv):
+        if _is_python(argv, proc) or _is_launcher_cmd(argv):  # proc: its executable too (argv[0] may be a title)
             return None
         if proc.pid == 1 or os.path.basename(argv[0] if argv else proc.name()) in INIT_NAMES:
             return "is the init process, which adopts every orphaned process on the host; it is no training job"
-        below = proc.children(recursive=True)
+        below = job_children(proc)  # not gpuwatch itself: `--pid $$` of the shell it runs in
     except (psutil.Error, OSError, ValueError, IndexError):  # gone or unparseable: the watch says so itself
         return None
     for child in below:
         try:
-            if _is_python(tuple(child.cmdline())):
+            if _is_python(tuple(child.cmdline()), child):
                 return None
         except (psutil.Error, OSError, ValueError, IndexError):
             continue
@@ -347,7 +347,11 @@ def _main(argv: Sequence[str]) -> int:
     except Stopped as e:  # a stop signal before or after the watch's event loop: as clean as during it
         return finish(exit_code(e.signum))
     except UsageError as e:
-        print(f"gpuwatch: error: {e}", file=sys.stderr)
+        # The message quotes what the user gave (a file name, which may be a recording named by
+        # someone else): cleaned, so no escape sequence or bidi override in it acts on the terminal.
+        from gpuwatch.untrusted import clean
+
+        print(f"gpuwatch: error: {clean(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
