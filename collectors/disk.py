@@ -33,6 +33,7 @@ from gpuwatch.collectors.target import Target, TargetGone
 from gpuwatch.model.disk import NO_IO, BlockDevice, DataLocation, DiskSample
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.values import Maybe, Unsupported
+from gpuwatch.untrusted import clean
 
 RECENT_S = 30.0
 """A data folder stays listed this long after its files were last seen open (a few epochs' worth of
@@ -259,7 +260,9 @@ class DiskCollector(Collector):
         mounts = self._mounts()
         out = []
         try:
-            cwd = self.target.process.cwd()
+            # The job chooses its working directory's name: cleaned at the boundary like the data
+            # folders (collectors/open_files.py) and the mount points it is matched against.
+            cwd = clean(self.target.process.cwd())
         except psutil.Error:
             cwd = None
         if cwd:

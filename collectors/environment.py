@@ -26,6 +26,7 @@ from gpuwatch.collectors.procfs import Mount, mount_of, parse_mountinfo, parse_p
 from gpuwatch.collectors.target import Target, TargetGone, Tree
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.values import Maybe, Unsupported
+from gpuwatch.untrusted import clean
 
 UNLIMITED_BYTES = 1 << 60
 """cgroup v1 writes "no memory limit" as a huge number (9223372036854771712); above this is none."""
@@ -434,10 +435,11 @@ def _probe_storage(pid: int, tree: Tree | None, paths: _Paths) -> Maybe[tuple[St
             continue
         for f in files:
             if is_data_file(f.path, getattr(f, "mode", "r")):
-                m = mount_of(f.path, mounts)
+                path = clean(f.path)  # named by the job: cleaned, as the mount points it is matched to are
+                m = mount_of(path, mounts)
                 key = m.mountpoint if m else "?"
-                folder, n = by_mount.get(key, (os.path.dirname(f.path), 0))
-                by_mount[key] = (os.path.commonpath([folder, os.path.dirname(f.path)]), n + 1)
+                folder, n = by_mount.get(key, (os.path.dirname(path), 0))
+                by_mount[key] = (os.path.commonpath([folder, os.path.dirname(path)]), n + 1)
     for folder, n in sorted(by_mount.values(), key=lambda v: -v[1]):
         out.append(_locate("data", folder, n, mounts, paths))
     if not out:
@@ -446,6 +448,9 @@ def _probe_storage(pid: int, tree: Tree | None, paths: _Paths) -> Maybe[tuple[St
 
 
 def _locate(kind: str, path: str, n: int, mounts: list, paths: _Paths) -> StorageEnv:
+    # The job's working directory and data folders are names it chose: cleaned at the boundary
+    # (gpuwatch/untrusted.py), before the match against the mount points, which parse_mountinfo cleaned.
+    path = clean(path)
     m = mount_of(path, mounts)
     if m is None:
         return StorageEnv(kind, path, "?", "?", "?", False, Unsupported("no mount holds this path"), n)

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Sequence
 
 from gpuwatch.errors import UsageError
+from gpuwatch.untrusted import clean
 
 
 def check_writable(path: str, force: bool = False, inputs: Sequence[str | None] = ()) -> None:
@@ -50,18 +51,24 @@ def _is_regular(path: str) -> bool:
 
 
 def write_text(text: str, path: str | None, what: str = "report") -> int:
-    """``text`` to ``path``, or to stdout without one. Returns the exit code: 1 when the file could
-    not be written (the text then goes to stdout, so the watched minutes are not lost); 2 when
-    stdout is closed or cannot take it (the text is then kept in a temporary file, said on stderr)."""
+    """``text`` to ``path``, or to stdout without one; returns 0. A failure is bad output given by
+    the user, said as every other is (one line, exit 2: UsageError, printed cleaned by cli.py), once
+    the text is kept: on stdout when the file could not take it (so the watched minutes are not
+    lost), in a temporary file when stdout could not either."""
     if not path:
-        return _to_stdout(text, what)
+        _to_stdout(text, what)
+        return 0
     try:
         _replace(path, text)
     except OSError as e:
-        print(f"gpuwatch: error: cannot write {path}: {e.strerror or e}; the {what} went to stdout", file=sys.stderr)
-        rc = _to_stdout(text, what)
-        return rc if rc else 1
-    print(f"gpuwatch: {what} written to {path}", file=sys.stderr)
+        failed = f"cannot write {path}: {e.strerror or e}"
+        try:
+            _to_stdout(text, what)
+        except UsageError as also:  # neither took it: both said on the one line
+            raise UsageError(f"{failed}; {also}") from None
+        raise UsageError(f"{failed}; the {what} went to stdout") from None
+    # The user's file name, cleaned as cli.py's error lines are.
+    print(f"gpuwatch: {what} written to {clean(path)}", file=sys.stderr)
     return 0
 
 
@@ -91,21 +98,18 @@ def _replace(path: str, text: str) -> None:
         raise
 
 
-def _to_stdout(text: str, what: str) -> int:
+def _to_stdout(text: str, what: str) -> None:
     out = sys.stdout
     try:
         if out is None:
             raise OSError("stdout is closed")
         out.write(text)
         out.flush()
-        return 0
     except BrokenPipeError:
         raise  # the reader went away (`| head`): cli.py ends quietly, as Unix tools do
     except (OSError, ValueError) as e:  # ENOSPC (/dev/full), EBADF, a closed file object
         why = getattr(e, "strerror", None) or str(e)
-        kept = _keep(text, what)
-        print(f"gpuwatch: error: cannot write the {what} to stdout: {why}; {kept}", file=sys.stderr)
-        return 2
+        raise UsageError(f"cannot write the {what} to stdout: {why}; {_keep(text, what)}") from None
 
 
 def _keep(text: str, what: str) -> str:

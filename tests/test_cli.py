@@ -128,3 +128,30 @@ def test_record_to_unwritable_path_is_a_usage_error():
         target.kill()
         target.wait()
     assert r.returncode == 2 and "cannot write recording" in r.stderr
+
+
+HOSTILE_NAME = "x\x1b]0;TITLE\x07\x1b[2J\u202e[bold]b.jsonl"
+"""A file name that sets the terminal's title (OSC 0 ... BEL), clears the screen and flips the text
+that follows (U+202E), as a recording named by someone else may be."""
+
+
+@pytest.mark.parametrize("case", ["garbage", "missing", "exists"])
+def test_an_error_line_writes_the_users_file_name_out(tmp_path, case):
+    """`gpuwatch: error:` lines quote the file the user named: cleaned, as the reports' are (review
+    32, item 9: the escapes reached the terminal raw)."""
+    from tests.test_reliability_outputs import DEMO
+
+    path = tmp_path / HOSTILE_NAME
+    if case == "garbage":
+        path.write_text("garbage\n")
+        r, says = run("replay", "--json", str(path)), "line 1 is not a gpuwatch record"
+    elif case == "missing":
+        r, says = run("replay", str(path)), "no recording at"
+    else:
+        path.write_text("my notes\n")
+        r, says = run("diagnose", "--replay", str(DEMO), "-o", str(path)), "exists: give --force"
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("gpuwatch: error:") and says in line, line
+    assert "x\\x1b]0;TITLE\\x07\\x1b[2J\\u202e[bold]b.jsonl" in line, line
+    assert not any(c in line for c in ("\x1b", "\x07", "\u202e")), line

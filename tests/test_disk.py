@@ -295,3 +295,23 @@ def test_exited_target_raises_target_gone():
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_the_working_directory_the_job_named_is_cleaned(tmp_path):
+    """The job chooses its working directory's name: an OSC title sequence and a bidi override in it
+    come back written out, as the data folders do (review 32, item 4: the cwd location reached the
+    --json stream raw)."""
+    work = tmp_path / "dir_\x1b]0;CWD\x07_\u202e_x"
+    work.mkdir()
+    job = subprocess.Popen([sys.executable, "-c", "import time; print('ok', flush=True); time.sleep(60)"],
+                           stdout=subprocess.PIPE, cwd=str(work))
+    try:
+        assert job.stdout.readline().strip() == b"ok"
+        c = DiskCollector(Target(job.pid))
+        (cwd,) = [loc for loc in c._locations(time.monotonic()) if loc.kind == "cwd"]
+        c.close()
+    finally:
+        job.kill()
+        job.wait()
+    assert cwd.path == os.path.realpath(tmp_path) + "/dir_\\x1b]0;CWD\\x07_\\u202e_x"
+    assert cwd.mountpoint != "?"  # still matched to its mount

@@ -172,13 +172,15 @@ def test_cgroup_v1_limits_and_the_unlimited_sentinel(sysroot):
     assert probe(sysroot, StubNvml()).cgroup.memory_limit_bytes is None  # v1's "no limit"
 
 
-def test_storage_finds_the_open_data_file_on_a_network_mount(sysroot, tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
+def _storage_of_a_reader(sysroot, work):
+    """The storage probed for a job working in ``work`` with ``work``/data/shard-000.bin open, its
+    data folder an NFS mount: {kind: StorageEnv}."""
+    data = work / "data"
+    data.mkdir(parents=True)
     (data / "shard-000.bin").write_bytes(b"x" * 4096)
     reader = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; f = open(sys.argv[1], 'rb'); print('ok', flush=True); time.sleep(60)",
-         str(data / "shard-000.bin")], stdout=subprocess.PIPE, cwd=str(tmp_path))
+         str(data / "shard-000.bin")], stdout=subprocess.PIPE, cwd=str(work))
     try:
         assert reader.stdout.readline().strip() == b"ok"
         write(sysroot, f"proc/{reader.pid}/mountinfo",
@@ -188,7 +190,12 @@ def test_storage_finds_the_open_data_file_on_a_network_mount(sysroot, tmp_path):
     finally:
         reader.kill()
         reader.wait()
-    by_kind = {s.kind: s for s in storage}
+    return {s.kind: s for s in storage}
+
+
+def test_storage_finds_the_open_data_file_on_a_network_mount(sysroot, tmp_path):
+    data = tmp_path / "data"
+    by_kind = _storage_of_a_reader(sysroot, tmp_path)
     assert (by_kind["cwd"].path, by_kind["cwd"].fstype, by_kind["cwd"].network) == (str(tmp_path), "ext4", False)
     d = by_kind["data"]
     assert (d.path, d.fstype, d.source, d.network, d.open_files) == (str(data), "nfs4", "fileserver:/export", True, 1)
@@ -228,3 +235,20 @@ def test_a_binding_without_a_call_and_a_refusing_gpu_become_reasons(sysroot):
     assert env.driver.cuda_version == Unsupported("CUDA version: AttributeError: no such call")
     assert env.driver.driver_version == "580.159.04"
     assert env.gpus[0].persistence_mode == Unsupported("persistence mode: NVML denied permission: run gpuwatch as root")
+
+
+HOSTILE_DIR = "dir_\x1b]0;TITLE\x07_\u202e_x"
+"""A folder name a job can choose: an OSC sequence that sets the terminal's title, and a bidi override."""
+
+
+def test_storage_paths_the_job_named_are_cleaned(sysroot, tmp_path):
+    """The job's working directory and its data folder, both named with escapes, come back written
+    out (review 32, item 4: storage[].path reached the JSON report raw), and the data folder still
+    matches the mount it lies on (mount points are cleaned the same way)."""
+    by_kind = _storage_of_a_reader(sysroot, tmp_path / HOSTILE_DIR)
+    shown = str(tmp_path / "dir_\\x1b]0;TITLE\\x07_\\u202e_x")
+    assert by_kind["cwd"].path == shown
+    assert (by_kind["data"].path, by_kind["data"].mountpoint) == (shown + "/data", shown + "/data")
+    assert by_kind["data"].network is True  # matched to the NFS mount despite the escapes
+    for s in by_kind.values():
+        assert "\x1b" not in s.path and "\x07" not in s.path and "\u202e" not in s.path

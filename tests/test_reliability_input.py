@@ -117,12 +117,12 @@ def _unreadable_and_unwritable(tmp_path: Path) -> None:
 
 
 def test_root_writing_a_report_where_even_root_cannot_keeps_the_report(tmp_path):
-    # Root passes the up-front access check, so the write itself fails: one line, exit 1, and the
-    # report goes to stdout instead of being lost.
+    # Root passes the up-front access check, so the write itself fails: one line, exit 2 (bad output,
+    # as the up-front refusals are), and the report goes to stdout instead of being lost.
     if os.geteuid() != 0:
         pytest.skip("as a plain user the up-front check refuses it (exit 2), tested above")
     r = run("diagnose", "--replay", str(DEMO), "-o", "/proc/gpuwatch-report.md")
-    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.strip().count("\n") == 0 and "the report went to stdout" in r.stderr
     assert r.stdout.startswith("# gpuwatch diagnosis")
 

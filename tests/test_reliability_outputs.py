@@ -104,3 +104,16 @@ def test_json_stream_to_a_closed_or_full_stdout_is_one_line_exit_2(sleeper, comm
     with open("/dev/full", "w") as full:
         to_full = subprocess.run(GW + argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
     one_line(to_full, 2, "cannot write the JSON stream to stdout: No space left on device; watching stopped")
+
+
+@pytest.mark.parametrize("command", ["diagnose", "compare"])
+def test_an_output_file_that_cannot_take_the_text_is_one_line_exit_2(command):
+    """`-o /dev/full`: the write fails after the work is done. One line, exit 2 as every other bad
+    output is (it was 1), and the text goes to stdout instead of being lost."""
+    argv = (["diagnose", "--replay", str(DEMO)] if command == "diagnose"
+            else ["compare", str(DEMO), str(DEMO)]) + ["-o", "/dev/full"]
+    r = run(*argv)
+    what = "report" if command == "diagnose" else "comparison"
+    line = one_line(r, 2, f"cannot write /dev/full: No space left on device; the {what} went to stdout")
+    assert line.startswith("gpuwatch: error: ")
+    assert r.stdout.startswith("# gpuwatch diagnosis" if command == "diagnose" else "gpuwatch compare: before ")

@@ -30,6 +30,7 @@ from gpuwatch.report.progress import Progress
 from gpuwatch.report.render_json import render_json
 from gpuwatch.report.render_md import render_markdown
 from gpuwatch.report.stacks import hot_stacks
+from gpuwatch.untrusted import markdown
 from tests.test_report_checks import NO_NVML, make_env, make_frame, verdict
 
 RECORDING = Path(__file__).parent / "data" / "report" / "cpu_train_w2.jsonl"
@@ -277,7 +278,8 @@ def test_diagnose_replay_of_a_real_cpu_recording(tmp_path, capsys):
     below = md.split("## Not checked, and why", 1)[1]
     assert "*PCIe link at full speed under load*" in below and "NVML library (libnvidia-ml.so.1) not found" in below
     assert md.count("install the NVIDIA driver") == 1
-    assert f"Not probed: {NOT_RECORDED.reason}" in md
+    # escaped as every reason is (it may quote an error's text): its own backticks show as written
+    assert f"Not probed: {markdown(NOT_RECORDED.reason)}" in md and "\\`gpuwatch diagnose --pid PID\\`" in md
     assert "report written to" in capsys.readouterr().err
 
 
@@ -353,12 +355,13 @@ def test_evidence_renders_per_stage_with_median_and_share():
 
 
 def test_a_report_that_cannot_be_written_goes_to_stdout_instead(tmp_path, capsys):
+    from gpuwatch.errors import UsageError
     from gpuwatch.output import write_text
 
-    assert write_text("# the report\n", str(tmp_path)) == 1  # a folder: open() fails after the watch
-    captured = capsys.readouterr()
-    assert captured.out == "# the report\n"
-    assert f"cannot write {tmp_path}" in captured.err and "the report went to stdout" in captured.err
+    with pytest.raises(UsageError) as e:  # a folder: open() fails after the watch; cli.py says it, exit 2
+        write_text("# the report\n", str(tmp_path))
+    assert capsys.readouterr().out == "# the report\n"
+    assert str(e.value).startswith(f"cannot write {tmp_path}: ") and str(e.value).endswith("; the report went to stdout")
 
 
 async def test_a_source_that_breaks_midway_still_yields_what_was_seen():

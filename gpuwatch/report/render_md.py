@@ -58,16 +58,18 @@ def render_markdown(r: Report) -> str:
         out.append("")
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.started_wall)) if s.started_wall else "n/a"
     what = f"replay of {markdown_code(s.path or '')}" if s.kind == "replay" else "live watch"
-    out.append(f"{what}, started {started}, {s.covered_s:.0f} s over {count(s.frames, 'tick')}; {s.ended}.")
+    # How the watch ended can quote the job (its exit reason in a recording, an error's text), and the
+    # scope names its ranks: escaped as the job's other strings are.
+    out.append(f"{what}, started {started}, {s.covered_s:.0f} s over {count(s.frames, 'tick')}; {markdown(s.ended)}.")
     if s.scope:
-        out.append(f"{s.scope}.")
+        out.append(f"{markdown(s.scope)}.")
     if s.early:
         asked = f" of the {s.requested_s:.0f} s asked for" if s.requested_s else ""
         if s.kind == "replay":  # the line above says why
             out.append(f"**The recording ends early**: this report covers only the {s.covered_s:.0f} s{asked} it holds.")
         else:
-            out.append(f"**Watching ended early** ({s.ended}): this report covers only the {s.covered_s:.0f} s{asked} "
-                       "that were seen.")
+            out.append(f"**Watching ended early** ({markdown(_early_why(s.ended))}): this report covers only the "
+                       f"{s.covered_s:.0f} s{asked} that were seen.")
     if s.bad_lines:
         out.append(f"{count(s.bad_lines, 'unreadable line')} of the recording "
                    f"{'was' if s.bad_lines == 1 else 'were'} skipped.")
@@ -83,6 +85,18 @@ def render_markdown(r: Report) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def _early_why(ended: str) -> str:
+    """Why a live watch ended early, for the brackets after "**Watching ended early**": the words
+    "stopped early" are not said twice ("stopped early (interrupted)" reads "interrupted")."""
+    if ended.startswith(STOPPED_EARLY) and ended.endswith(")"):
+        return ended[len(STOPPED_EARLY):-1]
+    return ended
+
+
+STOPPED_EARLY = "stopped early ("
+"""How gather.watch_live says a watch stopped by Ctrl-C or a signal ended (the JSON keeps it whole)."""
+
+
 def _checks(r: Report) -> list[str]:
     out = ["", "## Checks", "", "| status | check | why |", "|---|---|---|"]
     # A check left unchecked for a reason "Not checked, and why" gives (with its fix, naming the
@@ -92,7 +106,9 @@ def _checks(r: Report) -> list[str]:
     for status in STATUSES:
         for c in r.checks:
             if c.status == status:
-                why = NOT_CHECKED_BELOW if c.status == NOT_CHECKED and c.reason in gaps else _cell(c.reason)
+                # A reason quotes the job's strings (a mount point, a data path, an unsupported reading's
+                # reason from a recording): escaped, or a crafted one would be Markdown or HTML.
+                why = NOT_CHECKED_BELOW if c.status == NOT_CHECKED and c.reason in gaps else _job(c.reason)
                 out.append(f"| {STATUS_WORD[status]} | {_cell(c.title)} | {why} |")
     return out
 
@@ -166,7 +182,7 @@ def _stall(r: Report) -> list[str]:
         return out + ["Not looked for: no tick read the GPU's utilization, which periodic stalls are found in."]
     if st is None:
         return out + ["The verdicts reported no periodic GPU stall."]
-    with_ = f", coinciding with {st.coincides_with}" if st.coincides_with else ""
+    with_ = f", coinciding with {_job(st.coincides_with)}" if st.coincides_with else ""  # a stack label: the job's
     return out + [f"The GPU idled about {st.idle_s:.1f} s every {st.period_s:.1f} s{with_} "
                   f"(seen in {st.seen_share:.0%} of the ticks)."]
 
@@ -202,14 +218,14 @@ def _environment(r: Report) -> list[str]:
     out = ["", "## Environment", ""]
     env = r.environment
     if isinstance(env, Unsupported):
-        return out + [f"Not probed: {env.reason}"]
+        return out + [f"Not probed: {markdown(env.reason)}"]  # reasons may quote an error's or the job's text
     assert isinstance(env, Environment)
     nodes = env.cpus.numa_nodes
     node_txt = ", ".join(f"node {n}: CPUs {cpulist(c)}" for n, c in nodes) if isinstance(nodes, tuple) else "n/a"
     out.append(f"- Host {markdown_code(str(env.hostname))}, kernel {_cell(env.kernel)}, {env.cpus.logical_cpus} logical CPUs ({node_txt})")
     d = env.driver
     if isinstance(d, Unsupported):
-        out.append(f"- NVIDIA driver: n/a ({d.reason})")
+        out.append(f"- NVIDIA driver: n/a ({markdown(d.reason)})")
     else:
         out.append(f"- NVIDIA driver {_cell(d.driver_version)}, NVML {_cell(d.nvml_version)}, CUDA {_cell(d.cuda_version)}")
     t = env.target
@@ -220,7 +236,7 @@ def _environment(r: Report) -> list[str]:
                    f"CPUs {aff} (NUMA node {', '.join(map(str, t.numa_nodes)) or 'n/a'})")
     p = env.ptrace
     if not isinstance(p, Unsupported):
-        out.append(f"- ptrace: {'allowed' if p.allowed else 'denied'} ({p.reason}; Yama scope {_cell(p.yama_scope)}, "
+        out.append(f"- ptrace: {'allowed' if p.allowed else 'denied'} ({markdown(p.reason)}; Yama scope {_cell(p.yama_scope)}, "
                    f"CAP_SYS_PTRACE {_cell(p.cap_sys_ptrace)})")
     cg = env.cgroup
     if not isinstance(cg, Unsupported):
@@ -234,7 +250,7 @@ def _environment(r: Report) -> list[str]:
 
 def _gpu_table(r: Report, env: Environment) -> list[str]:
     if isinstance(env.gpus, Unsupported):
-        return [f"- GPUs: n/a ({env.gpus.reason})"]
+        return [f"- GPUs: n/a ({markdown(env.gpus.reason)})"]
     links = {x.index: x for x in r.links}
     out = ["", "| GPU | model | bus | PCIe max | PCIe under load | persistence | MIG | ECC uncorrected (boot / life) | NUMA | job's |",
            "|---|---|---|---|---|---|---|---|---|---|"]
@@ -250,7 +266,7 @@ def _gpu_table(r: Report, env: Environment) -> list[str]:
 
 def _storage_table(env: Environment) -> list[str]:
     if isinstance(env.storage, Unsupported):
-        return [f"- Storage: n/a ({env.storage.reason})"]
+        return [f"- Storage: n/a ({markdown(env.storage.reason)})"]
     out = ["", "| data | path | file system | mount | source | network | rotational | open files |",
            "|---|---|---|---|---|---|---|---|"]
     for s in env.storage:
@@ -279,5 +295,6 @@ def _gaps(r: Report) -> list[str]:
         what = ", ".join(items)
         if named:
             what += ("; " if items else "") + ("the check " if len(named) == 1 else "the checks ") + ", ".join(named)
-        out.append(f"- {what[0].upper()}{what[1:]}. Why: {_cell(reason)}")
+        # The reason may quote the job (a mount point) or a recording's own words: escaped as above.
+        out.append(f"- {what[0].upper()}{what[1:]}. Why: {_job(reason)}")
     return out
