@@ -123,7 +123,7 @@ class Recorder:
 
     def summary(self) -> str:
         """Where the recording is and what it holds, for the user once watching ends."""
-        where = os.path.abspath(self.path)
+        where = clean(os.path.abspath(self.path))  # the user's own name, yet written to their terminal
         stopped = f" (stopped early: {self._why})" if self._why else ""
         return f"recording {where}: {self.ticks} tick{'s' if self.ticks != 1 else ''}{stopped}"
 
@@ -241,6 +241,8 @@ class BadLine:
     """The line comes from a newer gpuwatch (a higher schema version)."""
     cut: bool = False
     """The compressed data ends here or is damaged: nothing after this line could be read."""
+    joined: bool = False
+    """Another recording starts here (a second header): the lines from here on are not read."""
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.reason}"
@@ -276,11 +278,15 @@ class BadLineReport:
         self.count = 0
         self.cut_at: int | None = None
         """The line the file's compressed data ends at or is damaged from (BadLine.cut), if so."""
+        self.joined_at: int | None = None
+        """The line another recording joined to this one starts at (BadLine.joined), if so."""
 
     def __call__(self, b: BadLine) -> None:
         self.count += 1
         if b.cut and self.cut_at is None:
             self.cut_at = b.line
+        if b.joined and self.joined_at is None:
+            self.joined_at = b.line
         if self.count <= self.LIMIT:
             print(f"gpuwatch: {self.path}: {b}", file=sys.stderr)
         elif self.count == self.LIMIT + 1:
@@ -344,6 +350,7 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
     first_bad: BadLine | None = None
     first: str | None = None
     """Why the first record was refused (None: not seen yet, "" once it was good)."""
+    last_t: float | None = None
     with open_recording(path) as f:
         for n, raw in enumerate(_lines(f, _ends_on_sync_flush(path)), start=1):
             item = _record(n, raw)
@@ -353,6 +360,21 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
                 first = _first_refusal(n, item)
                 if first:
                     raise NotARecording(path, first)
+            # Two recordings joined (cat a.jsonl.gz b.jsonl.gz is valid gzip) read as one watch mixed
+            # the first one's command with the second one's PID and said "watched -24388 s" (review
+            # 32): the first recording is read, and the lines after it are said and skipped.
+            if item == _HEADER and ticks:
+                bad += 1
+                item = BadLine(n, f"another recording starts here (a second header, after {ticks} ticks: files "
+                                  "joined?); only the first is read, the rest is skipped", joined=True)
+                first_bad = first_bad or item
+                yield item
+                break
+            if isinstance(item, Tick) and last_t is not None and item.frame.t < last_t:
+                item = BadLine(n, f"its time runs {last_t - item.frame.t:.1f} s back from the tick before "
+                                  "(another watch's tick?), skipped")
+            elif isinstance(item, Tick):
+                last_t = item.frame.t
             if isinstance(item, BadLine):
                 bad += 1
                 first_bad = first_bad or item

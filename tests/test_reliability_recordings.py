@@ -213,3 +213,26 @@ def test_a_frame_time_or_interval_out_of_range_is_a_bad_line(tmp_path):
     r = run("replay", str(_write(tmp_path / "t.jsonl", lines)), "--json")
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 2
     assert "line 3: bad frame: its time" in r.stderr and "line 4: bad frame: its time" in r.stderr
+
+
+def test_joined_recordings_read_as_the_first_and_say_the_second_is_skipped(tmp_path):
+    """Review 32: two recordings joined (cat a b) read as one watch, the first's command line beside the
+    second's PID, "watched -24388 s". The first is read; the second's start is said and skipped."""
+    p = _write(tmp_path / "joined.jsonl", [*LINES[:11], *LINES[:6]])
+    r = run("diagnose", "--replay", str(p))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert "line 12: another recording starts here (a second header, after 10 ticks: files joined?)" in r.stderr
+    assert "over 10 ticks; the first of joined recordings: another one starts at line 12 and is not read" in r.stdout
+    ticks = run("replay", "--json", str(p)).stdout.splitlines()
+    assert len(ticks) == 10
+
+
+def test_a_tick_whose_time_runs_back_is_skipped_never_a_negative_duration(tmp_path):
+    back = json.loads(LINES[5])
+    back["frame"]["t"] -= 30.0
+    p = _write(tmp_path / "back.jsonl", [*LINES[:5], json.dumps(back), *LINES[6:10]])
+    r = run("diagnose", "--replay", str(p))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert re.search(r"line 6: its time runs \d+\.\d s back from the tick before \(another watch's tick\?\), "
+                     "skipped", r.stderr), r.stderr
+    assert "-" not in re.search(r"started [^,]+, (\S+) s over", r.stdout)[1]

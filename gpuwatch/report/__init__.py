@@ -78,6 +78,9 @@ def _replay(ns: argparse.Namespace) -> tuple[Collected, Report]:
         got.ended = (f"the recording is cut short at line {bad.cut_at}, where its compressed data ends or is "
                      "damaged; what came after is lost")
         got.early = True
+    if bad.joined_at is not None:
+        got.ended = (f"the first of joined recordings: another one starts at line {bad.joined_at} and is not read "
+                     "(report each on its own)")
     if len(frames) < whole:
         got.ended = f"--duration {ns.duration:g} s reached, {whole - len(frames)} later tick{'s' if whole - len(frames) != 1 else ''} left out"
     return got, build_report(got, NOT_RECORDED, "replay", path=ns.replay, requested_s=ns.duration,
