@@ -31,7 +31,7 @@ from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.stacks import (
     BACKWARD, CHECKPOINT, COLLECTIVE, COMPILE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
-    PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, D_STATE_DETAIL, W_BUSY,
+    PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, D_STATE_DETAIL, STOPPED_DETAIL, W_BUSY,
     W_IDLE, W_IO, W_WAIT,
     ThreadStack,
 )
@@ -517,6 +517,10 @@ def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> t
         return W_BUSY, detail
     hot = _hot(frames, i)
     inner = frames[:i]
+    if state == "T":
+        # Stopped (SIGSTOP, a debugger) where it stood: not a read, even inside ImageFile.load (trial
+        # 30: six samples of a stopped worker read "reading: ImageFile.load").
+        return W_WAIT, hot + STOPPED_DETAIL
     if any_match(inner, READS) is not None:
         return W_IO, hot
     if state == "D":

@@ -109,3 +109,17 @@ def test_an_unknown_headline_tells_the_story_it_held_most_and_the_stage_named_mo
     assert title == "Unknown" and "Input-bound for a reason gpuwatch does not measure: A." in text
     assert "conclusive" not in text
     assert "For 35% of the time the verdict was GPU-bound. Healthy, GPU-bound: C." in text
+
+
+def test_a_named_stage_held_longer_than_the_headline_is_said_and_epochs_are_said_once():
+    """Review 32, tests/data/cpu_field/lightning_val_ckpt.jsonl.gz: Contention led (22 %, the largest
+    cost) beside Unknown (33 %), and the CPU-bound 30 % that the TUI, the JSON stream and Prometheus
+    ended on was never said; the verdict paragraph gave two "Epochs:" sentences of different ticks
+    ("5 times in 48 s", "3 times in 29 s") beside the epoch section's own."""
+    path = "tests/data/cpu_field/lightning_val_ckpt.jsonl.gz"
+    md = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
+    text = md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    assert text.lstrip().startswith("**Contention** cost the job most: it held the verdict 22%"), text
+    assert "For the largest share of the time (33%) no stage could be named." in text
+    assert "For 30% of the time, while the job trained, the verdict was CPU-bound. CPU-bound: " in text, text
+    assert text.count("Epochs:") == 1, text  # the headline's, with its "readings are from" time

@@ -287,6 +287,18 @@ def test_a_worker_off_the_cpu_reads_only_on_a_sign_of_a_read():
     assert S.activity(S.ROLE_WORKER, label, detail) == S.W_IO
 
 
+def test_a_stopped_worker_neither_reads_nor_computes():
+    """Trial 30: a worker stopped (SIGSTOP) inside ImageFile.load read "reading: ImageFile.load" in
+    six samples, and a view said it was reading. Kernel state T is a stop, whatever the frames say."""
+    loading = [fr("ImageFile.load", "PIL/ImageFile.py"), fr("DS.__getitem__", "/home/me/ds.py")] + WORKER_TAIL
+    for active in (False, True):
+        label, detail = classify(rec(*loading, active=active), S.ROLE_WORKER, "T")
+        assert (label, detail) == (S.W_WAIT, "ImageFile.load (stopped: SIGSTOP, or a debugger)")
+        assert S.activity(S.ROLE_WORKER, label, detail) == S.W_WAIT
+    # the same frames off the CPU and not stopped still read
+    assert classify(rec(*loading, active=False), S.ROLE_WORKER, "S")[0] == S.W_IO
+
+
 def test_a_worker_off_the_cpu_on_its_own_read_call_reads():
     # py-spy shows only the job's line while the thread sits in os.pread: the line's text names the read
     # (an IterableDataset that spent 64 % of its time there read as a wait before).

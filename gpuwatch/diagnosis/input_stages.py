@@ -346,8 +346,12 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
         # Recurring saves are judged over the minute, the GPU's idle time during them included.
         # A share over the minute is said, and cut, over the minute's samples.
         n = s.epoch_samples if recurring else st.n_main
+        # The minute's share weighs its ticks by their length (phases.py): no whole number of its
+        # samples, so it is said over the minute, not "7 % of the latest 93 samples".
         return result(c, (gate or recurring) and yes(ck), (share or 0) >= moderate_cut(n), share, "checkpoint",
-                      lambda: warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints", samples=n),
+                      lambda: warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints over the last "
+                                        "minute") if recurring else
+                      warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints", samples=n),
                       **{**_facts(s), "checkpoint": share, "recurring": recurring, "checkpoint_n": n})
     if m == "inline":
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",

@@ -51,6 +51,9 @@ READ_WORDS = ("read", "open", "load", "recv", "fetch", "download", "get_object",
 """Function names that read (``read_uncached``, ``ImageFile.load``, ``socket.recv_into``, ``np.load``):
 a worker off the CPU in one of them reads; in anything else it may sleep or wait on a lock."""
 PIN_LABELS = (PIN_BUSY, PIN_IDLE)
+STOPPED_DETAIL = " (stopped: SIGSTOP, or a debugger)"
+"""Ends the detail of a worker sample taken while the worker was stopped (kernel state T): it
+neither reads nor computes, whatever its frames say."""
 D_STATE_DETAIL = " (D state: blocked on I/O)"
 """Ends the detail of a worker sample labelled io for its D state alone (no frame names a read: a C
 call such as os.preadv shows none): the state is the sign of I/O, which the detail keeps."""

@@ -6,6 +6,7 @@ from functools import cached_property
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.reactive import var
 
 from gpuwatch.model.values import known
@@ -147,4 +148,7 @@ class HeaderBar(SteadyLines, Horizontal):
         self._pieces[2].show(pad + " · ".join(parts))
 
     def on_mount(self) -> None:
-        self._draw_flags()
+        try:
+            self._draw_flags()
+        except NoMatches:  # a stop signal while the app starts removed the children before this ran
+            pass
