@@ -518,7 +518,7 @@ def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> t
     hot = _hot(frames, i)
     inner = frames[:i]
     if state == "T":
-        # Stopped (SIGSTOP, a debugger) where it stood: not a read, even inside ImageFile.load (trial
+        # Stopped (SIGSTOP, SIGTSTP) where it stood: not a read, even inside ImageFile.load (trial
         # 30: six samples of a stopped worker read "reading: ImageFile.load").
         return W_WAIT, hot + STOPPED_DETAIL
     if any_match(inner, READS) is not None:

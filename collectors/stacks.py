@@ -24,9 +24,9 @@ from gpuwatch.collectors.pyspy import (
 )
 from gpuwatch.collectors.stack_labels import classify, thread_role, waits_on_compiler
 from gpuwatch.collectors.target import Node, Target, TargetGone, Tree
-from gpuwatch.model.evaluation import validation_frame
+from gpuwatch.model.evaluation import pass_site, site
 from gpuwatch.model.stacks import (
-    ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_WORKER, DumpResult, StackSample, ThreadStack,
+    BACKWARD, OPTIMIZER, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_WORKER, DumpResult, StackSample, ThreadStack,
 )
 from gpuwatch.model.values import JOB_EXITED, Unsupported
 
@@ -238,7 +238,12 @@ class StackCollector(Collector):
 LABEL_MEMO = 4096
 """Labels kept by what decides them: the idle threads of a training loop show the same stack in
 every dump, and its main thread cycles through a few dozen."""
-_labels: dict[tuple, tuple[str, str, tuple[str, ...], bool]] = {}
+_labels: dict[tuple, tuple[str, str, tuple[str, ...], frozenset[str]]] = {}
+_drivers: dict[int, set[str]] = {}
+"""Per training process, the pass-like sites (model/evaluation.py) seen under a backward or
+optimizer sample: a function that trains is the job's driver (a ``def evaluate():`` that runs the
+whole loop), and it no longer marks a sample as inside a pass."""
+TRAINING_LABELS = (BACKWARD, OPTIMIZER)
 
 
 SOURCE_ROLES = (ROLE_MAIN_THREAD, ROLE_WORKER)
@@ -263,9 +268,18 @@ def label_threads(out: DumpOutcome, node: Node) -> list[ThreadStack]:
             texts = tuple(f.text() for f in rec.frames)
             # Read from the whole stack: a wait for the validation loader's batch lies ten frames deep
             # in DataLoader internals, and the evaluation loop's frame is beyond the dozen kept.
-            evaluating = role == ROLE_MAIN_THREAD and any(validation_frame(t) for t in texts)
-            got = _labels[key] = (label, detail, texts[:MAX_FRAMES], evaluating)
-        label, detail, frames, evaluating = got
+            sites = (frozenset(site(t) for i, t in enumerate(texts) if pass_site(t, i < MAX_FRAMES))
+                     if role == ROLE_MAIN_THREAD else frozenset())
+            got = _labels[key] = (label, detail, texts[:MAX_FRAMES], sites)
+        label, detail, frames, sites = got
+        evaluating = None
+        if role == ROLE_MAIN_THREAD:
+            drivers = _drivers.setdefault(rec.pid, set())
+            if label in TRAINING_LABELS:  # a site under the training step is a driver, not a pass
+                drivers.update(sites)
+            evaluating = bool(sites - drivers)
+            if len(_drivers) > LABEL_MEMO:
+                _drivers.clear()
         stacks.append(ThreadStack(
             pid=rec.pid, tid=rec.tid, role=role, rank=node.rank, thread_name=rec.name, label=label,
             detail=detail, active=rec.active, owns_gil=rec.owns_gil, frames=frames, evaluating=evaluating,

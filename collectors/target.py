@@ -615,7 +615,7 @@ def _is_cluster_daemon(argv: tuple[str, ...]) -> bool:
 RANK_VALUE = re.compile(r"[0-9]{1,9}")
 """A rank as the job's environment may give it: ASCII digits, at most 9 (no job has a billion ranks).
 ``str.isdigit`` also takes "²" and a 5000-digit string, on which ``int`` raises (past Python's
-4300-digit limit): that error stopped the process and stack collectors for the whole watch."""
+4300-digit limit), and an error there would stop the process and stack collectors."""
 
 
 def _read_rank(pid: int, names: tuple[str, ...] = RANK_VARS) -> int | None:
@@ -641,8 +641,8 @@ name (an embedding server, ``python-config``) is not taken for the interpreter o
 
 def _is_python(argv: tuple[str, ...] | list[str], proc: psutil.Process | None = None) -> bool:
     """Whether argv[0] names Python; given ``proc``, also whether its executable or comm does
-    (_runs_python): a Python process whose argv[0] was changed (``exec -a train-rank0 python``,
-    setproctitle) was refused as "not a Python process"."""
+    (_runs_python): a Python process may change its argv[0] (``exec -a train-rank0 python``,
+    setproctitle) and is still the job's."""
     if argv and "python" in os.path.basename(argv[0]):
         return True
     return proc is not None and _runs_python(proc)

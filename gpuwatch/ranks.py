@@ -187,6 +187,11 @@ def frame_for_rank(frame: Frame, rank: int | None, devices: Sequence[int] | None
 
 # -- GPUs from the environment (live fallback) -----------------------------------------------------
 
+def _number(text: str) -> bool:
+    """ASCII digits, few enough for int(): str.isdigit takes "²" (on which int raises) and any length."""
+    return text.isascii() and text.isdigit() and len(text) <= 9
+
+
 def devices_from_env(env: Mapping[str, str], gpus: Sequence[GpuSample]) -> tuple[int, ...] | None:
     """NVML indexes of the GPU a rank uses, by the torchrun convention ``cuda:LOCAL_RANK`` within
     CUDA_VISIBLE_DEVICES. None when the environment does not say.
@@ -196,7 +201,7 @@ def devices_from_env(env: Mapping[str, str], gpus: Sequence[GpuSample]) -> tuple
     GPUs (the usual DDP node) the two orders agree."""
     visible = env.get("CUDA_VISIBLE_DEVICES")
     local = env.get("LOCAL_RANK", "").strip()
-    local_rank = int(local) if local.isdigit() else None
+    local_rank = int(local) if _number(local) else None
     if visible is None:
         return (local_rank,) if local_rank is not None and any(g.index == local_rank for g in gpus) else None
     entries = [e.strip() for e in visible.split(",") if e.strip()]
@@ -206,7 +211,7 @@ def devices_from_env(env: Mapping[str, str], gpus: Sequence[GpuSample]) -> tuple
         pick = entries[local_rank]
     else:
         return None
-    if pick.isdigit():
+    if _number(pick):
         idx = int(pick)
         return (idx,) if any(g.index == idx for g in gpus) else None
     match = [g.index for g in gpus if g.uuid.startswith(pick)]

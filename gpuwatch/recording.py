@@ -282,7 +282,7 @@ class BadLineReport:
         """The line another recording joined to this one starts at (BadLine.joined), if so."""
 
     def __call__(self, b: BadLine) -> None:
-        self.count += 1
+        self.count += not b.joined  # another recording's start is no unreadable line (joined_at says it)
         if b.cut and self.cut_at is None:
             self.cut_at = b.line
         if b.joined and self.joined_at is None:
@@ -364,8 +364,8 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
             # the first one's command with the second one's PID and said "watched -24388 s" (review
             # 32): the first recording is read, and the lines after it are said and skipped.
             if item == _HEADER and ticks:
-                bad += 1
-                item = BadLine(n, f"another recording starts here (a second header, after {ticks} ticks: files "
+                item = BadLine(n, f"another recording starts here (a second header, after {ticks} "
+                                  f"tick{'s' if ticks != 1 else ''}: files "
                                   "joined?); only the first is read, the rest is skipped", joined=True)
                 first_bad = first_bad or item
                 yield item

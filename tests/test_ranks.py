@@ -166,6 +166,8 @@ def test_rank_none_is_the_whole_frame():
     ({"CUDA_VISIBLE_DEVICES": "0,1", "LOCAL_RANK": "4"}, None),
     ({"CUDA_VISIBLE_DEVICES": "0,1"}, None),                        # which of the two: unknown
     ({}, None),
+    ({"LOCAL_RANK": "²"}, None),                                   # a digit int() refuses: no rank, no error
+    ({"CUDA_VISIBLE_DEVICES": "1" * 5000}, None),
 ])
 def test_devices_from_env(env, expected):
     assert devices_from_env(env, ddp_frame().gpus) == expected

@@ -223,6 +223,7 @@ def test_joined_recordings_read_as_the_first_and_say_the_second_is_skipped(tmp_p
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
     assert "line 12: another recording starts here (a second header, after 10 ticks: files joined?)" in r.stderr
     assert "over 10 ticks; the first of joined recordings: another one starts at line 12 and is not read" in r.stdout
+    assert "unreadable line" not in r.stdout  # a whole recording, not a line, is left out, and said so
     ticks = run("replay", "--json", str(p)).stdout.splitlines()
     assert len(ticks) == 10
 

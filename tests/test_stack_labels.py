@@ -293,7 +293,7 @@ def test_a_stopped_worker_neither_reads_nor_computes():
     loading = [fr("ImageFile.load", "PIL/ImageFile.py"), fr("DS.__getitem__", "/home/me/ds.py")] + WORKER_TAIL
     for active in (False, True):
         label, detail = classify(rec(*loading, active=active), S.ROLE_WORKER, "T")
-        assert (label, detail) == (S.W_WAIT, "ImageFile.load (stopped: SIGSTOP, or a debugger)")
+        assert (label, detail) == (S.W_WAIT, "ImageFile.load (stopped: SIGSTOP or SIGTSTP)")
         assert S.activity(S.ROLE_WORKER, label, detail) == S.W_WAIT
     # the same frames off the CPU and not stopped still read
     assert classify(rec(*loading, active=False), S.ROLE_WORKER, "S")[0] == S.W_IO
@@ -364,3 +364,41 @@ def test_origin():
 
 def test_every_worker_label_has_words():
     assert all(label in S.LABEL_WORDS for label in S.WORKER_LABELS)
+
+
+def test_a_pass_is_flagged_from_the_whole_stack_but_never_from_the_jobs_driver():
+    """The collector flags a main thread inside an evaluation pass from frames beyond the dozen it
+    keeps (a validation loader's wait lies ten frames deep in DataLoader internals). Out there the
+    job's drivers sit under every sample: a ``train_and_evaluate`` is no pass, and a function that
+    runs the training step (a driver named ``evaluate``) stops counting as one once it is seen under
+    a backward sample (review 33: every sample of such a job read as validation)."""
+    from gpuwatch.collectors import stacks as st
+    from gpuwatch.collectors.pyspy import DumpOutcome
+    from gpuwatch.collectors.target import Node
+
+    wait = [fr("_PollLikeSelector.select", "selectors.py"), fr("wait", "multiprocessing/connection.py"),
+            fr("Connection._poll", "multiprocessing/connection.py"), fr("_ConnectionBase.poll", "multiprocessing/connection.py"),
+            fr("Queue.get", "multiprocessing/queues.py"),
+            fr("_MultiProcessingDataLoaderIter._try_get_data", "torch/utils/data/dataloader.py", 1291),
+            fr("_MultiProcessingDataLoaderIter._get_data", "torch/utils/data/dataloader.py", 1464),
+            fr("_MultiProcessingDataLoaderIter._next_data", "torch/utils/data/dataloader.py", 1505),
+            fr("_BaseDataLoaderIter.__next__", "torch/utils/data/dataloader.py", 725),
+            *[fr("Fetcher.__next__", "/home/me/fetch.py", 10 + k) for k in range(4)]]
+    backward = [fr("_engine_run_backward", "torch/autograd/graph.py"), fr("backward", "torch/autograd/__init__.py"),
+                fr("Tensor.backward", "torch/_tensor.py"), *[fr("step", "/home/me/train.py", 20 + k) for k in range(10)]]
+
+    def flagged(frames: list, outer: str, pid: int) -> tuple[str, bool | None]:
+        r = ThreadRecord(pid=pid, tid=pid, name="MainThread", active=False, owns_gil=False,
+                         frames=(*frames, fr(outer, "/home/me/train.py", 80), fr("<module>", "/home/me/train.py", 99)))
+        node = Node(pid, 1, "main", None, None, "python", "")
+        (t,) = [x for x in st.label_threads(DumpOutcome(pid, (r,), 1.0), node) if x.role == S.ROLE_MAIN_THREAD]
+        assert len(t.frames) == 12 and not any(outer in f for f in t.frames)
+        return t.label, t.evaluating
+
+    assert flagged(wait, "validate", 7001) == (S.DATA_WAIT, True)
+    assert flagged(wait, "train_and_evaluate", 7002) == (S.DATA_WAIT, False)
+    # a driver named for a pass: a pass until a backward sample is seen under it, then never again
+    assert flagged(wait, "evaluate", 7003) == (S.DATA_WAIT, True)
+    assert flagged(backward, "evaluate", 7003) == (S.BACKWARD, False)
+    assert flagged(wait, "evaluate", 7003) == (S.DATA_WAIT, False)
+    assert flagged(wait, "evaluate", 7004) == (S.DATA_WAIT, True)  # another process keeps its own

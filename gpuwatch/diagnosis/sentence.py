@@ -396,18 +396,19 @@ def _contention(f: dict, sub: str, s: Signals) -> str:
 
 def _blocked_beside(f: dict, s: Signals) -> str:
     """The main thread blocked in the job's own code beside a CPU contention, said where it is a high
-    share: the speed-up already leaves that time out, but if the blocking sets the pace (a full output
-    pipe, a lock, a rate limit) it grows as the rest shrinks, and freeing CPUs gains little. A job that
-    printed every step into a pipe read at 12.5 lines/s ran 12.5 steps/s with and without outside load,
-    told "about 1.82x" with no word of the print it was blocked in 57 % of its time (trial 30)."""
+    share: the speed-up (speedup.py) takes that time as fixed, but where the blocking sets the pace (a
+    full output pipe, a lock, a rate limit) it grows as the rest shrinks, and freeing CPUs gains less.
+    A job that printed every step into a pipe read at 12.5 lines/s ran 12.5 steps/s with and without
+    outside load (trial 30), where the figure said about 1.82x."""
     cpu = set(f.get("causes") or ()) & {"neighbours", "cgroup", "steal"}
     share, n = s.stacks.blocked_outside_share, s.stacks.n_main
     if not cpu or share is None or share < WAIT_HIGH or s.stacks.blocked_outside < MIN_EVIDENCE_SAMPLES:
         return ""
-    return (f" The main thread is also blocked in the job's own code {fmt(share)} of the time "
-            f"({s.stacks.blocked_outside} of its last {count(n, 'sample')}{_mostly(s.stacks.top(lb.ROLE_MAIN_THREAD, lb.OTHER))}): "
-            "no free CPU gives that time back, and if it sets the pace (a full output pipe, a lock, a rate "
-            "limit), freeing CPUs gains little.")
+    where = s.stacks.top(lb.ROLE_MAIN_THREAD, lb.OTHER)
+    return (f" The main thread is also blocked in the job's own code {fmt(share)} of the time, "
+            f"{s.stacks.blocked_outside} of its last {count(n, 'sample')}{f', most often in {where}' if where else ''}. "
+            "The speed-up counts that time as fixed: if it sets the pace (a full output pipe, a lock, a rate "
+            "limit), freeing CPUs gains less.")
 
 
 def _gpu_bound(f: dict, sub: str, s: Signals) -> str:

@@ -121,7 +121,7 @@ class Signals:
     def validation_loader(self) -> bool:
         """Most of the data wait is the validation loader's (VALIDATION_WAITS)."""
         k, n = self.validation_waits
-        return k >= MIN_EVIDENCE_SAMPLES and k >= VALIDATION_WAITS * n
+        return k >= MIN_EVIDENCE_SAMPLES and k > VALIDATION_WAITS * n
 
     @property
     def wait_high(self) -> float:

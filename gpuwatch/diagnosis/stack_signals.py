@@ -100,19 +100,17 @@ class StackSignals:
 
     def top(self, role: str, *labels: str) -> str | None:
         """The most frequent detail behind ``labels`` for ``role`` (e.g. the worker's hot function):
-        one seen in at least two samples and more often than any other, or None. A tie was broken by
-        the order samples came in, and a remedy said "most often in JSONDecoder.raw_decode" for one
-        sample of a 1-1-1 tie beside another function's four in the minute (trial 30)."""
+        one seen in at least two samples, or None. A one-sample detail won a 1-1-1 tie by the order the
+        samples came in, and a remedy said "most often in JSONDecoder.raw_decode" beside another
+        function's four samples in the minute (trial 30)."""
         c: Counter = Counter()
         for label in labels:
             d = self.details.get((role, label))
             if d:  # no empty Counter made for a label never seen
                 c.update(d)
         c.pop("", None)
-        best = c.most_common(2)
-        if not best or best[0][1] < 2 or (len(best) > 1 and best[1][1] == best[0][1]):
-            return None
-        return best[0][0]
+        best = c.most_common(1)
+        return best[0][0] if best and best[0][1] >= 2 else None
 
 
 def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, factor: int = 1) -> StackSignals:

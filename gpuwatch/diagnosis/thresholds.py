@@ -312,7 +312,7 @@ IDLE_WORKERS = 0.70
 """Worker samples waiting for an index >= 70 %: the workers are ahead, not reading (the same 70 %
 as their "busy" share)."""
 VALIDATION_WAITS = 0.50
-"""Half or more of the main thread's waits for a batch sampled inside an evaluation pass (and at
+"""More than half of the main thread's waits for a batch sampled inside an evaluation pass (and at
 least MIN_EVIDENCE_SAMPLES of them): the wait is mostly the validation loader's, so the input
 remedies are said for that loader. Below half, the training loader's waits are the larger part
 and its own fixes come first (trial 29: a Lightning job's 25 % wait was 23 points validation's,

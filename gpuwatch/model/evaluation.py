@@ -2,7 +2,10 @@
 
 Shared by the stack collector, which flags a main thread whose whole stack (beyond the dozen frames
 it keeps) is inside a pass, and the diagnosis, which reads that flag or, in recordings made before
-it, the kept frames.
+it, the kept frames. Beyond the kept dozen lie the job's drivers (``main``, ``train_and_evaluate``,
+a ``@torch.no_grad()`` inference entry point), under every sample: there only a frame that is
+plainly a pass counts (pass_site), and the collector drops a site also seen under the training step
+(collectors/stacks.py), so a driver never turns the whole run into validation.
 """
 
 from __future__ import annotations
@@ -36,7 +39,37 @@ def validation_frame(frame: str) -> bool:
     return not where.startswith("torch/") and bool(VALIDATION_WORDS.search(func))
 
 
+PASS_NAMES = frozenset({
+    "val", "valid", "validate", "validation", "eval", "evaluate", "evaluation", "run_validation",
+    "run_evaluation", "_run_evaluation", "validation_loop", "evaluation_loop", "eval_loop", "val_loop",
+    "validate_epoch", "evaluate_epoch", "val_epoch", "eval_epoch", "validation_epoch", "validation_step",
+    "test_step", "eval_step", "val_step"})
+"""Whole function names (the last part of a qualified name) that are a pass and nothing else; unlike
+VALIDATION_WORDS, ``train_and_evaluate`` or ``fit_eval`` (a driver that also trains) is none."""
+LIGHTNING_EVAL = re.compile(r"[ /(]evaluation_loop\.py:")
+"""Lightning's evaluation loop module: its frames run only during a pass."""
+
+
+def pass_site(frame: str, kept: bool) -> bool:
+    """One frame of a main thread's stack is inside a pass: any of VALIDATION_WORDS and the no_grad
+    decorator among the kept frames (as recordings have always been read), only LIGHTNING_EVAL and
+    PASS_NAMES beyond them, where a driver under every sample sits."""
+    if kept:
+        return validation_frame(frame)
+    func, _, where = frame.partition(" (")
+    if LIGHTNING_EVAL.search(frame):
+        return True
+    return not where.startswith("torch/") and func.rsplit(".", 1)[-1].lower() in PASS_NAMES
+
+
+def site(frame: str) -> str:
+    """A frame without its line number: the function where it is, whichever line the sample caught."""
+    return frame.rsplit(":", 1)[0]
+
+
 def in_evaluation(t: ThreadStack) -> bool:
     """A main thread sampled inside an evaluation pass: flagged from its whole stack by the
-    collector, or, in a recording made before the flag, told by the frames it kept."""
-    return t.evaluating or any(validation_frame(f) for f in t.frames)
+    collector, or, in a recording made before the flag (None), told by the frames it kept."""
+    if t.evaluating is not None:
+        return t.evaluating
+    return any(validation_frame(f) for f in t.frames)

@@ -51,7 +51,7 @@ READ_WORDS = ("read", "open", "load", "recv", "fetch", "download", "get_object",
 """Function names that read (``read_uncached``, ``ImageFile.load``, ``socket.recv_into``, ``np.load``):
 a worker off the CPU in one of them reads; in anything else it may sleep or wait on a lock."""
 PIN_LABELS = (PIN_BUSY, PIN_IDLE)
-STOPPED_DETAIL = " (stopped: SIGSTOP, or a debugger)"
+STOPPED_DETAIL = " (stopped: SIGSTOP or SIGTSTP)"
 """Ends the detail of a worker sample taken while the worker was stopped (kernel state T): it
 neither reads nor computes, whatever its frames say."""
 D_STATE_DETAIL = " (D state: blocked on I/O)"
@@ -106,10 +106,10 @@ class ThreadStack:
     owns_gil: bool
     frames: tuple[str, ...]
     """Leaf-first, ``function (file:line)``, at most a dozen."""
-    evaluating: bool = False
+    evaluating: bool | None = None
     """A main thread whose whole stack, frames beyond the kept dozen included, is inside an
-    evaluation pass (gpuwatch/model/evaluation.py). Recordings made before it read False: the
-    diagnosis then reads the kept frames."""
+    evaluation pass (gpuwatch/model/evaluation.py); None for other threads and in recordings made
+    before it, where the diagnosis reads the kept frames."""
 
 
 @dataclass(frozen=True, slots=True)

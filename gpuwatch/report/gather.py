@@ -25,6 +25,9 @@ from gpuwatch.straggler import Straggler
 MAX_KEPT = 3600
 """Full frames kept: one hour at the default 1 s tick, a few tens of MB."""
 
+STOPPED_EARLY = "stopped early ("
+"""How a watch stopped by Ctrl-C or a signal is said to have ended (render_md says the reason alone)."""
+
 
 @dataclass
 class Collected:
@@ -106,7 +109,7 @@ async def watch_live(
     if error is not None:
         out.ended, out.early = f"watching stopped on an error ({type(error).__name__}: {error})", True
     elif stop.is_set():
-        out.ended, out.early = "stopped early (interrupted)", True
+        out.ended, out.early = f"{STOPPED_EARLY}interrupted)", True
     elif out.last is not None and not out.last.target.alive:
         out.ended, out.early = job_exited(out.last.target.exit_reason), True
     else:

@@ -12,6 +12,7 @@ from gpuwatch.model.stacks import ROLE_TITLES as ROLE_WORDS
 from gpuwatch.model.values import Unsupported
 from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
+from gpuwatch.report.gather import STOPPED_EARLY
 from gpuwatch.model.field_words import words
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
 from gpuwatch.report.words import REMEDIES_READ_AT, epochs_at_end, epochs_none, headline, stage_gain, too_short
@@ -92,9 +93,6 @@ def _early_why(ended: str) -> str:
         return ended[len(STOPPED_EARLY):-1]
     return ended
 
-
-STOPPED_EARLY = "stopped early ("
-"""How gather.watch_live says a watch stopped by Ctrl-C or a signal ended (the JSON keeps it whole)."""
 
 
 def _checks(r: Report) -> list[str]:

@@ -115,7 +115,9 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
                        _no_epochs(_kind_sentence(verdicts, held.stage)) if held.stage in (IDLE, UNKNOWN) else "",
                        speedup_run=held.speedup_run)
             if held.stage != top.stage and held.share > top.share else None)
-    other = _other_side(costs) or _held_longer(costs, most)
+    other = _other_side(costs)
+    if other is None or (most is not None and other.stage == most.stage):
+        other = _held_longer(costs, most) or other
     beside = None
     if other is not None and (most is None or other.stage != most.stage):
         why = _kind_sentence(verdicts) if other.stage == IDLE else _sentence(other.stage, verdicts)

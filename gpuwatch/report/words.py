@@ -98,7 +98,7 @@ def headline(m: Summary) -> tuple[str, str]:
             at = f", {m.best_fix_at_s:.0f} s into the run," if m.best_fix_at_s is not None else ""
             text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: up to "
                      f"{speedup(m.speedup_while or 0.0)} while the stage holds, the stage's own ceiling over the "
-                     f"whole run, which bounds any fix (its latest tick{at} read {speedup(m.best_fix.factor)}{part} "
+                     f"whole run, which bounds any fix (its latest tick{at} read {speedup(m.best_fix.factor)} "
                      "for it; each fix's own figure, from that tick's readings, is under Remedies).")
         else:
             text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: about "
