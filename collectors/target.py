@@ -38,7 +38,7 @@ from gpuwatch.collectors.sibling_ranks import distributed, mp_child
 from gpuwatch.collectors.tid_lists import TidLists
 from gpuwatch.model.procs import ROLE_LAUNCHER, ROLE_MAIN, ROLE_OTHER, ROLE_WORKER
 from gpuwatch.redact import redact_cmdline
-from gpuwatch.untrusted import clean
+from gpuwatch.untrusted import clean, small_int
 
 UNPARSEABLE = (ValueError, IndexError, KeyError, TypeError)
 """What psutil's /proc parsers raise on a stat or status file they cannot parse (a kernel with other
@@ -612,23 +612,17 @@ def _is_cluster_daemon(argv: tuple[str, ...]) -> bool:
     return _program(argv) in CLUSTER_DAEMONS
 
 
-RANK_VALUE = re.compile(r"[0-9]{1,9}")
-"""A rank as the job's environment may give it: ASCII digits, at most 9 (no job has a billion ranks).
-``str.isdigit`` also takes "²" and a 5000-digit string, on which ``int`` raises (past Python's
-4300-digit limit), and an error there would stop the process and stack collectors."""
-
-
 def _read_rank(pid: int, names: tuple[str, ...] = RANK_VARS) -> int | None:
     """RANK or LOCAL_RANK (or ``names``) from the process's environment, where it is readable; a
-    value that is not a plain number (RANK_VALUE) is no rank."""
+    value that is not a plain number (untrusted.small_int) is no rank."""
     try:
         env = psutil.Process(pid).environ()
     except (psutil.Error, OSError, *UNPARSEABLE):
         return None
     for var in names:
-        v = env.get(var)
-        if v is not None and (m := RANK_VALUE.fullmatch(v.strip())):
-            return int(m.group())
+        rank = small_int(env.get(var) or "")
+        if rank is not None:
+            return rank
     return None
 
 
@@ -672,7 +666,7 @@ def _py(r: _Raw) -> bool:
 def job_children(proc: psutil.Process) -> list[psutil.Process]:
     """Every process below ``proc`` except gpuwatch itself and its own children (py-spy): given
     the shell it runs in (``--pid $$``), gpuwatch is no Python process of the job's."""
-    below = proc.children(recursive=True)
+    below = _psutil_children(proc)
     me = os.getpid()
     if proc.pid == me or not any(c.pid == me for c in below):
         return below

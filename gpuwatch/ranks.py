@@ -27,6 +27,7 @@ from gpuwatch.collectors.stack_labels import COLLECTIVE_FRAMES, NATIVE_COLLECTIV
 from gpuwatch.model.stacks import COLLECTIVE, DATA_IPC, DATA_WAIT, INLINE_LOAD, ROLE_MAIN_THREAD, ThreadStack
 from gpuwatch.model.values import Unsupported, known
 from gpuwatch.model.verdict import Verdict
+from gpuwatch.untrusted import small_int
 from gpuwatch.diagnosis.thresholds import RANK_WINDOW_S
 from gpuwatch.straggler import RankSignals, Straggler, find_straggler
 
@@ -187,11 +188,6 @@ def frame_for_rank(frame: Frame, rank: int | None, devices: Sequence[int] | None
 
 # -- GPUs from the environment (live fallback) -----------------------------------------------------
 
-def _number(text: str) -> bool:
-    """ASCII digits, few enough for int(): str.isdigit takes "²" (on which int raises) and any length."""
-    return text.isascii() and text.isdigit() and len(text) <= 9
-
-
 def devices_from_env(env: Mapping[str, str], gpus: Sequence[GpuSample]) -> tuple[int, ...] | None:
     """NVML indexes of the GPU a rank uses, by the torchrun convention ``cuda:LOCAL_RANK`` within
     CUDA_VISIBLE_DEVICES. None when the environment does not say.
@@ -200,8 +196,7 @@ def devices_from_env(env: Mapping[str, str], gpus: Sequence[GpuSample]) -> tuple
     fastest-first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, NVML by PCI bus: on a machine of identical
     GPUs (the usual DDP node) the two orders agree."""
     visible = env.get("CUDA_VISIBLE_DEVICES")
-    local = env.get("LOCAL_RANK", "").strip()
-    local_rank = int(local) if _number(local) else None
+    local_rank = small_int(env.get("LOCAL_RANK", ""))
     if visible is None:
         return (local_rank,) if local_rank is not None and any(g.index == local_rank for g in gpus) else None
     entries = [e.strip() for e in visible.split(",") if e.strip()]
@@ -211,8 +206,8 @@ def devices_from_env(env: Mapping[str, str], gpus: Sequence[GpuSample]) -> tuple
         pick = entries[local_rank]
     else:
         return None
-    if _number(pick):
-        idx = int(pick)
+    idx = small_int(pick)
+    if idx is not None:
         return (idx,) if any(g.index == idx for g in gpus) else None
     match = [g.index for g in gpus if g.uuid.startswith(pick)]
     return (match[0],) if len(match) == 1 else None

@@ -68,6 +68,15 @@ def clean(text: str, limit: int = MAX_TEXT) -> str:
     return cut(_UNSAFE.sub(_escape, text), limit)
 
 
+def small_int(text: str) -> int | None:
+    """A number the job's environment gives (RANK, LOCAL_RANK, a CUDA_VISIBLE_DEVICES index): ASCII
+    digits, at most 9 of them, else None. ``str.isdigit`` also takes "²" and a 5000-digit string, on
+    which ``int`` raises (past Python's 4300-digit limit): an error where the job's tree is read
+    would stop the process and stack collectors."""
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else None
+
+
 def is_clean(text: str) -> bool:
     """Whether ``text`` holds nothing :func:`clean` would escape."""
     return _UNSAFE.search(text) is None

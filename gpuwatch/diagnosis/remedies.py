@@ -19,6 +19,7 @@ from gpuwatch.diagnosis.fix_gains import (
     worker_target,
     words,
 )
+from gpuwatch.diagnosis.sentence import validation_loader_said
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find, periodic, worker_sets, workers_outlive_window, workers_survive_epochs
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -104,7 +105,7 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
             out = [GPU_HEAD, fix, *out[1:]]
         else:
             out = [fix, *out] if sub == "starting" else [*out, fix]
-    if stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline") and s.validation_loader:
+    if validation_loader_said(stage, sub, s):
         # Its own remedy, first: the others are the training loader's, and their estimates keep the
         # validation passes as they are (fix_gains.split).
         k, n = s.validation_waits

@@ -56,9 +56,14 @@ def held_note(fired: str, fired_phases: Sequence[Phase], ago_s: float, phases: S
     busy)" and listed storage remedies for a job reading no file (trial 29). The fired sentence's
     own epoch clause is cut by what epochs() made of its phases, not found in the text, which
     quotes the job's strings."""
-    tail = epochs(fired_phases)
-    head = fired[: len(fired) - len(tail)] if tail and fired.endswith(tail) else fired
-    return f"{head} (said {ago_s:.0f} s ago; {HELD}){epochs(phases)}"
+    return f"{without_epochs(fired, fired_phases)} (said {ago_s:.0f} s ago; {HELD}){epochs(phases)}"
+
+
+def without_epochs(sentence: str, phases: Sequence[Phase]) -> str:
+    """A verdict's sentence without its epoch clause, cut by what epochs() made of the verdict's own
+    phases, not found in the text, which quotes the job's strings."""
+    tail = epochs(phases)
+    return sentence[: len(sentence) - len(tail)] if tail and sentence.endswith(tail) else sentence
 
 
 RESTART_CAUSE = "persistent_workers=False, or workers that crash and are restarted"
@@ -102,7 +107,7 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
     text = make(f, sub, s)
     if r is not None and not r.fires and stage not in (OFF_PIPELINE,) and make is not _unknown:
         text += HOLDING
-    if stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline") and s.validation_loader:
+    if validation_loader_said(stage, sub, s):
         text += validation_waits(s)
     if stall is not None:
         during = f", during {stall.coincides_with}" if stall.coincides_with else ""
@@ -111,6 +116,12 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
         else:
             text += f" The GPU also idles ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
     return text + epochs(s.phases)
+
+
+def validation_loader_said(stage: str, sub: str, s: Signals) -> bool:
+    """An input verdict on waits for batches from DataLoader workers, most of them the validation
+    loader's (Signals.validation_loader): its sentence says so and its remedies lead with that loader."""
+    return stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline") and s.validation_loader
 
 
 def validation_waits(s: Signals) -> str:

@@ -29,8 +29,7 @@ from gpuwatch.diagnosis.thresholds import (
     high_cut,
     moderate_cut,
 )
-from gpuwatch.diagnosis.timeline import Tick, timeline
-from gpuwatch.model import stacks as lb
+from gpuwatch.diagnosis.timeline import WAIT_LABELS, Tick, timeline
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Phase
 
@@ -112,10 +111,11 @@ class Signals:
         """(samples waiting for a batch inside an evaluation pass, all samples waiting for a batch),
         over the samples input_wait is read from."""
         if self.recurring_wait is not None:
-            return (sum(t.validation_wait for t in self.epoch_ticks),
-                    sum(t.main.get(lb.DATA_WAIT, 0) + t.main.get(lb.DATA_IPC, 0) for t in self.epoch_ticks))
+            ticks = self.epoch_ticks
+            return (sum(t.validation_wait for t in ticks),
+                    sum(t.main.get(x, 0) for t in ticks for x in WAIT_LABELS))
         st = self.stacks
-        return st.validation_wait, st.main.get(lb.DATA_WAIT, 0) + st.main.get(lb.DATA_IPC, 0)
+        return st.validation_wait, sum(st.main.get(x, 0) for x in WAIT_LABELS)
 
     @property
     def validation_loader(self) -> bool:

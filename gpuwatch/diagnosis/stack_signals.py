@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpuwatch.diagnosis.sample_memo import SampleMemo
+from gpuwatch.diagnosis.timeline import WAIT_LABELS
 from gpuwatch.diagnosis.stack_counts import each_sample
 from gpuwatch.diagnosis.thresholds import (
     MIN_STACK_SAMPLES,
@@ -173,7 +174,7 @@ def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, 
     return {role: tuple((lb.pin_activity(t.label, t.detail, t.active) if role == lb.ROLE_PIN else t.label,
                          t.detail or "", role == main and _is_layout(t),
                          role == main and t.label == lb.OTHER and not t.active,
-                         role == main and t.label in (lb.DATA_WAIT, lb.DATA_IPC) and in_evaluation(t))
+                         role == main and t.label in WAIT_LABELS and in_evaluation(t))
                         for t in s.threads if t.role == role and _mine(t, rank))
             for role in (lb.ROLE_MAIN_THREAD, lb.ROLE_WORKER, lb.ROLE_PIN)}
 

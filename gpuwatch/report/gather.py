@@ -18,15 +18,13 @@ from gpuwatch.model.values import job_exited
 from gpuwatch.model.verdict import Verdict
 from gpuwatch.multirank import MultiRank, RankTick
 from gpuwatch.pipeline import Pipeline, Source, Tick
+from gpuwatch.report.model import STOPPED_EARLY
 from gpuwatch.report.sections import Mark
 from gpuwatch.signals import stopping_on_signals
 from gpuwatch.straggler import Straggler
 
 MAX_KEPT = 3600
 """Full frames kept: one hour at the default 1 s tick, a few tens of MB."""
-
-STOPPED_EARLY = "stopped early ("
-"""How a watch stopped by Ctrl-C or a signal is said to have ended (render_md says the reason alone)."""
 
 
 @dataclass

@@ -20,6 +20,10 @@ PASS, WARN, FAIL, NOT_CHECKED = "pass", "warn", "fail", "not_checked"
 STATUSES = (FAIL, WARN, PASS, NOT_CHECKED)
 """Check outcomes, worst first (the order the report lists them in)."""
 
+STOPPED_EARLY = "stopped early ("
+"""How a live watch stopped by Ctrl-C or a signal is said to have ended (gather.py), whose reason
+render_md.py says alone after "Watching ended early"."""
+
 
 @dataclass(frozen=True, slots=True)
 class Source:

@@ -12,9 +12,8 @@ from gpuwatch.model.stacks import ROLE_TITLES as ROLE_WORDS
 from gpuwatch.model.values import Unsupported
 from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
-from gpuwatch.report.gather import STOPPED_EARLY
 from gpuwatch.model.field_words import words
-from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, WARN, Report
+from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, STOPPED_EARLY, WARN, Report
 from gpuwatch.report.words import REMEDIES_READ_AT, epochs_at_end, epochs_none, headline, stage_gain, too_short
 from gpuwatch.untrusted import clean, markdown, markdown_code
 

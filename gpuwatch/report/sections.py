@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from statistics import median
 
 from gpuwatch.diagnosis.evidence import status as evidence_status
-from gpuwatch.diagnosis.sentence import HELD, HELD_NOTE
+from gpuwatch.diagnosis.sentence import HELD, HELD_NOTE, without_epochs
 from gpuwatch.diagnosis.thresholds import RUN_WARNING_SHARE, STRAGGLER_HEADLINE_SHARE
 from gpuwatch.model.verdict import (
     IDLE,
@@ -57,27 +57,27 @@ def _said(stage: str, verdicts: Sequence[Verdict]) -> Verdict | None:
     return (held or mine)[-1] if (held or mine) else None
 
 
-def _sentence(stage: str, verdicts: Sequence[Verdict]) -> str:
-    """The sentence of _said, as that verdict said it: its epoch clause too is that tick's, as the
-    headline says (words.read_at), and the epoch section says the run's end. The run's last clause
-    spliced in read "8 times in 27 s" beside "(These readings are from 26 s into the run)" and the
-    evidence's "8 times in 26 s"."""
-    v = _said(stage, verdicts)
-    return v.sentence if v is not None else ""
+def _kind_said(verdicts: Sequence[Verdict], stage: str = IDLE) -> Verdict | None:
+    """What the job did while Idle (or Unknown, whose sentences tell several stories too) held most:
+    the latest verdict of the kind (its sentence's words up to the first colon: "Compiling, not
+    training", "Not training", "Input-bound for a reason gpuwatch does not measure", ...) that held
+    the most ticks. The run's latest Idle sentence is often its last tick's "the job exited", which
+    said nothing of the 69 % a compile held."""
+    mine = [v for v in verdicts if v.stage == stage and v.sentence]
+    if not mine:
+        return None
+    kind = Counter(_kind(v) for v in mine).most_common(1)[0][0]
+    return next(v for v in reversed(mine) if _kind(v) == kind)
+
+
+def _kind(v: Verdict) -> str:
+    return HELD_NOTE.sub("", v.sentence).split(":", 1)[0]  # the TUI's hold note left out
 
 
 def _kind_sentence(verdicts: Sequence[Verdict], stage: str = IDLE) -> str:
-    """What the job did while Idle (or Unknown, whose sentences tell several stories too) held most:
-    the latest sentence of the kind (its words up to the first colon: "Compiling, not training",
-    "Not training", "Input-bound for a reason gpuwatch does not measure", ...) that held the most
-    ticks. The run's latest Idle sentence is often its last tick's "the job exited", which said
-    nothing of the 69 % a compile held."""
-    mine = [HELD_NOTE.sub("", v.sentence) for v in verdicts if v.stage == stage and v.sentence]  # the TUI's hold note
-    if not mine:
-        return ""
-    kinds = Counter(x.split(":", 1)[0] for x in mine)
-    kind = kinds.most_common(1)[0][0]
-    return next(x for x in reversed(mine) if x.split(":", 1)[0] == kind)
+    """The sentence of _kind_said, without the TUI's hold note."""
+    v = _kind_said(verdicts, stage)
+    return HELD_NOTE.sub("", v.sentence) if v is not None else ""
 
 
 def straggler(named: Sequence[Straggler], rank_ticks: int) -> StragglerSeen | None:
@@ -112,7 +112,7 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     # 70 % unknown under a 25 % Disk headline never said so)
     held = max(costs, key=lambda c: (c.share, c.stage != UNKNOWN))
     most = (StageShare(held.stage, _title(held.stage), held.share,
-                       _no_epochs(_kind_sentence(verdicts, held.stage)) if held.stage in (IDLE, UNKNOWN) else "",
+                       _no_epochs(_kind_said(verdicts, held.stage)) if held.stage in (IDLE, UNKNOWN) else "",
                        speedup_run=held.speedup_run)
             if held.stage != top.stage and held.share > top.share else None)
     other = _other_side(costs)
@@ -120,7 +120,7 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
         other = _held_longer(costs, most) or other
     beside = None
     if other is not None and (most is None or other.stage != most.stage):
-        why = _kind_sentence(verdicts) if other.stage == IDLE else _sentence(other.stage, verdicts)
+        why = _kind_said(verdicts) if other.stage == IDLE else _said(other.stage, verdicts)
         beside = StageShare(other.stage, _title(other.stage), other.share, _no_epochs(why))
     mine = [v for v in verdicts if v.stage == top.stage]
     fix, quoted = best_fix(mine), _with_remedies(mine)
@@ -133,12 +133,12 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
                    fix_above_ceiling=_above_ceiling(quoted, top) is not None)
 
 
-def _no_epochs(sentence: str) -> str:
-    """A sentence quoted beside the headline without its epoch clause (always its last): that clause
-    is its own tick's, and the headline's and the epoch section's already say the epochs. One report
-    read "5 times in 48 s", "3 times in 29 s" and "8 times in 59 s" for one job's epochs (review 32)."""
-    head, sep, _ = sentence.rpartition(" Epochs: ")
-    return head if sep else sentence
+def _no_epochs(v: Verdict | None) -> str:
+    """A verdict's sentence quoted beside the headline, without the TUI's hold note and its epoch
+    clause: that clause is its own tick's, and the headline's and the epoch section's already say the
+    epochs. One report read "5 times in 48 s", "3 times in 29 s" and "8 times in 59 s" for one job's
+    epochs (review 32)."""
+    return without_epochs(HELD_NOTE.sub("", v.sentence), v.phases) if v is not None else ""
 
 
 def _held_longer(costs: Sequence[StageCost], most: StageShare | None) -> StageCost | None:
