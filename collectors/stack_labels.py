@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.stacks import (
-    BACKWARD, CHECKPOINT, COLLECTIVE, COMPILE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, OPTIMIZER, OTHER, PIN_BUSY,
+    BACKWARD, CHECKPOINT, COLLECTIVE, COMPILE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, LOOP_PREP, OPTIMIZER, OTHER, PIN_BUSY,
     PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, D_STATE_DETAIL, STOPPED_DETAIL, W_BUSY,
     W_IDLE, W_IO, W_WAIT,
     ThreadStack,
@@ -126,6 +126,8 @@ H2DS: tuple[Pattern, ...] = (
     ("_recursive_to", "torch/distributed/utils.py"),
 )
 NATIVE_H2DS = ("copy_kernel_cuda", "cudaMemcpyAsync", "cuMemcpyHtoDAsync_v2")
+NATIVE_LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx")
+"""Kernel launches (``--native`` dumps): under a transform they say it runs on the GPU."""
 H2D_FUNC_WORD = "to_device"
 """Names like move_data_to_device (Lightning), batch_to_device, send_to_device (accelerate)."""
 BACKWARDS: tuple[Pattern, ...] = (
@@ -202,6 +204,36 @@ DISPATCHES: tuple[Pattern, ...] = (
     ("", "torch/utils/checkpoint.py"),
     ("", "torchinductor_"),  # generated code under /tmp/torchinductor_<user>/
 )
+PREP_LIBS: tuple[tuple[str, str], ...] = (
+    ("torchvision/transforms/", "torchvision transforms"),
+    ("torchvision/io/", "torchvision decoding"),
+    ("PIL/", "PIL"),
+    ("albumentations/", "albumentations"),
+    ("transformers/tokenization_utils", "a tokenizer"),
+    ("tokenizers/", "a tokenizer"),
+    ("sentencepiece/", "a tokenizer"),
+    ("tiktoken/", "a tokenizer"),
+)
+"""(file-name fragment, the library in words): libraries that prepare data (decode, resize, augment,
+tokenise). On the main thread outside a DataLoader fetch they are the training loop preparing data
+itself (LOOP_PREP). GPU-first libraries (kornia, torchaudio's transforms, DALI) stay out: on the
+main thread they launch kernels, which is dispatch. torchvision's own models are not matched:
+``torchvision/models/detection/transform.py`` is a model's part, run on the GPU."""
+PREP_NOT = ("save", "show", "write", "batch_decode", "encode_jpeg", "encode_png")
+"""Function-name words of a prep library's outermost frame that are output, not preparation
+(``Image.save`` of a sample grid from the main thread; a tokenizer decoding predictions for a metric;
+encoding an image to log it)."""
+PREP_NOT_CALLERS = ("torch/utils/tensorboard/", "wandb/", "mlflow/", "matplotlib/", "torchvision/utils.py",
+                    "datasets/arrow_dataset.py", "datasets/dataset_dict.py")
+"""Files outside a prep frame that make it something else: logging or plotting an image (TensorBoard,
+W&B, MLflow, matplotlib, torchvision's ``save_image``), or preprocessing a whole dataset once before
+training (Hugging Face ``datasets``' ``map``), not preparing the loop's next batch."""
+GPU_SIDE_CALLERS = ("forward", "training_step", "validation_step", "test_step", "predict_step",
+                    "on_after_batch_transfer")
+"""Function names outside a prep frame that put it on the GPU side of the step: a model's forward
+(a normalisation inside the model), a LightningModule's steps and its after-transfer hook, which get
+the batch already on the device. A transform module's own call (``Module._call_impl`` around
+``Compose.forward``) is the prep itself."""
 # Reads a worker is waiting on even while on the CPU (copying from the page cache, TLS).
 READS: tuple[Pattern, ...] = (
     ("", "socket.py"), ("", "ssl.py"), ("", "http/client.py"), ("", "urllib3/response.py"),
@@ -411,6 +443,9 @@ def _main(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
     if i is not None:
         return DATA_WAIT, (f"a queue the job fills itself ({short_name(frames[i])} at "
                            f"{frames[i + 1].short_filename}:{frames[i + 1].line})")
+    i = _loop_prep(frames)
+    if i is not None:
+        return LOOP_PREP, f"{_prep_lib(frames[i])} from {_user_line(frames, i)}"
     # Then the innermost frame that says what it is.
     for i, f in enumerate(frames):
         if any(matches(f, p) for p in SYNCS) or _native(f.name) in NATIVE_SYNCS:
@@ -472,6 +507,37 @@ def _queue_read(frames: Sequence[FrameRecord]) -> int | None:
             hit = i
     if hit is None or hit + 1 >= len(frames) or origin(frames[hit + 1]) != "user":
         return None
+    return hit
+
+
+def _prep_lib(f: FrameRecord) -> str | None:
+    """The data-prep library (PREP_LIBS) the frame belongs to, in words, or None. Matched from the
+    start of the file's import path: a ``tokenizers/`` folder inside another package (sacrebleu's,
+    NeMo's) is that package's."""
+    short = f.short_filename.replace("\\", "/")
+    return next((words for frag, words in PREP_LIBS if short.startswith(frag)), None)
+
+
+def _loop_prep(frames: Sequence[FrameRecord]) -> int | None:
+    """Index of the outermost data-prep frame (PREP_LIBS), or None: none on the stack, a sync or a
+    copy to the GPU inside it (``BatchEncoding.to`` is a tokenizer file's, and is H2D), or output
+    (PREP_NOT). The torch ops a transform runs (``torch/nn/functional.py`` under a resize) lie
+    inside it and do not make it dispatch."""
+    hit = None
+    for i, f in enumerate(frames):
+        if hit is None and (any(matches(f, p) for p in SYNCS) or any(matches(f, p) for p in H2DS)
+                            or _native(f.name) in NATIVE_SYNCS or _native(f.name) in NATIVE_H2DS
+                            or _native(f.name) in NATIVE_LAUNCHES or H2D_FUNC_WORD in f.name.rsplit(".", 1)[-1]):
+            return None  # the transform syncs, copies or launches kernels: it runs on the GPU
+        if _prep_lib(f) is not None:
+            hit = i
+    if hit is None or any(w in frames[hit].name.rsplit(".", 1)[-1].lower() for w in PREP_NOT):
+        return None
+    for f in frames[hit + 1:]:
+        last = f.name.rsplit(".", 1)[-1]
+        if (last in GPU_SIDE_CALLERS and not _file_matches(f, "torch/nn/modules/module.py")
+                or H2D_FUNC_WORD in last or any(_file_matches(f, c) for c in PREP_NOT_CALLERS)):
+            return None
     return hit
 
 

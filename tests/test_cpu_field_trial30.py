@@ -57,3 +57,43 @@ def test_a_real_lightning_jobs_validation_waits_are_flagged_beyond_the_kept_fram
     assert sum(any(validation_frame(x) for x in t.frames) for t in flagged) <= 1
     said = [v.sentence for v in from_frames(frames).verdicts]
     assert any("Most of these waits are the validation loader's" in x for x in said)
+
+
+def test_where_the_main_thread_blocks_is_read_from_its_blocked_samples_only():
+    """Contention's "blocked in the job's own code ... most often in X" named the commonest detail of
+    every "other" sample, the running ones included: a loop that mostly ran its own code at one line
+    and blocked at another was said to block at the first."""
+    from dataclasses import replace
+
+    from gpuwatch.model import stacks as lb
+
+    from gpuwatch.diagnosis.stack_signals import BLOCKED, stack_signals
+    from tests.test_diagnosis_frames import Knobs, build
+
+    frames = build(Knobs(main_labels={lb.OTHER: 1.0}), 12)
+    n = 0
+
+    def mark(t):
+        nonlocal n
+        if t.role != lb.ROLE_MAIN_THREAD:
+            return t
+        n += 1
+        blocked = n % 3 == 0  # one sample in three blocks in the print; the others run at line 5
+        return replace(t, active=not blocked,
+                       detail="print from main (train.py:29)" if blocked else "main (train.py:5)")
+
+    frames = [replace(f, stacks=replace(f.stacks, threads=tuple(mark(t) for t in f.stacks.threads))) for f in frames]
+    st = stack_signals(frames, 8.0, None)
+    assert st.top(lb.ROLE_MAIN_THREAD, lb.OTHER) == "main (train.py:5)"
+    assert st.top(lb.ROLE_MAIN_THREAD, BLOCKED) == "print from main (train.py:29)"
+    assert 0 < st.blocked_outside < st.n_main
+
+
+def test_a_job_is_not_called_idle_on_one_stack_sample():
+    """tests/data/cpu_field/print_pipe.jsonl.gz: by its own clock the job spent 40 % of its first three
+    ticks in its step; "Not training: ... the job's main thread is idle" stood on one stack sample
+    each (blocked in its print) for two ticks. Without a GPU, Idle rests on the stack share, and no
+    share of one or two samples names a stage: the verdict says it is collecting evidence."""
+    verdicts = from_frames(load_frames("tests/data/cpu_field/print_pipe.jsonl.gz")).verdicts
+    assert not [v.sentence for v in verdicts[:3] if v.sentence.startswith("Not training")]
+    assert verdicts[1].sentence.startswith("Collecting evidence"), verdicts[1].sentence

@@ -290,6 +290,7 @@ def test_waits_inside_validation_passes_are_said_to_be_the_validation_loaders():
     assert said and said[1] == said[2], verdict.sentence  # every wait of this job is inside a pass
     assert verdict.remedies[0].startswith("Most waits are for the validation loader's batches"), verdict.remedies
     assert "give the validation DataLoader workers of its own" in verdict.remedies[0]
+    assert "the training loader's fixes below leave those waits as they are" in verdict.remedies[0]
     # the training loader's estimate leaves the passes' waits as they are, and says so
     assert any("validation pass in them" in r and "kept as they are" in r for r in verdict.remedies[1:]), verdict.remedies
     plain = last(DECODE, 12)

@@ -121,6 +121,13 @@ STACK_PROVED = (IO, DECODE, LAUNCH, CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE)
 """Stages whose gates read the main thread's stack shares (H2D too, in its host-side forms)."""
 
 
+STACK_IDLE = ("no_gpu", "cpu_only")
+"""Idle's forms without a GPU to read: "the main thread is idle" rests on its stack share outside
+every training frame, which one or two samples cannot tell (a job blocked half its time in a print to
+a slow pipe read "Not training" for its first two ticks on one sample each, while it trained at 12.5
+steps/s). With a GPU, Idle rests on the GPU's own utilization; a stopped job on its process state."""
+
+
 def too_few_samples(s: Signals) -> bool:
     """Stacks are read but hold too few main-thread samples for any share to mean something."""
     return s.stacks.available and s.stacks.n_main < MIN_EVIDENCE_SAMPLES
@@ -134,7 +141,7 @@ def unproven(s: Signals, stage: str, r: StageResult | None) -> bool:
 
 
 def _pick(s: Signals, r: Mapping[str, StageResult], sticky: str | None, hold: float | None = None) -> str:
-    if r[IDLE].fires:
+    if r[IDLE].fires and not (r[IDLE].sub in STACK_IDLE and too_few_samples(s)):
         return IDLE
     other = _pick_pipeline(s, r, sticky, hold)
     if unproven(s, other, r.get(other)):

@@ -151,8 +151,9 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
         return ()
     out: list[FixGain | None] = []
     # Not where sets pile up beside the old ones: the remedy is to release the old iterators, and
-    # no set was replaced to time a restart by.
-    if (stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub != "checkpoint" and not workers_survive_epochs(s.phases)
+    # no set was replaced to time a restart by. Nor for a loop that transforms its own batches: what
+    # it costs is that work, and its remedies move it (remedies._loop_prep), not keep the workers.
+    if (stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub not in ("checkpoint", "loop") and not workers_survive_epochs(s.phases)
             and find(s.phases, LEFT_ALIVE) is None and not workers_outlive_window(s.epoch_ticks)):
         out.append(persistent_workers(s, starting=r.sub == "starting"))
     if stage == GPU_BOUND and restarts_idle_gpu(r.facts, s):

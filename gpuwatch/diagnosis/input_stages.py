@@ -55,14 +55,26 @@ def gpu_gate(c: Checks, s: Signals, threshold: float = BUSY_SATURATED) -> bool:
 
 
 def mode(s: Signals) -> str:
-    """Which wait the main thread shows most: "workers", "inline" (num_workers=0) or "checkpoint"."""
+    """Which wait the main thread shows most: "workers", "inline" (num_workers=0), "loop" (the
+    training loop transforms its batches itself, outside the DataLoader) or "checkpoint"."""
     st = s.stacks
     wait = s.input_wait or 0.0
     inline = st.share(lb.INLINE_LOAD) or 0.0
+    loop = st.share(lb.LOOP_PREP) or 0.0
     ckpt = checkpoint_share(s) or 0.0
-    if ckpt > max(wait, inline):
+    if ckpt > max(wait, inline, loop):
         return "checkpoint"
-    return "inline" if inline > wait else "workers"
+    if max(inline, loop) > wait:
+        return "inline" if inline >= loop else "loop"
+    return "workers"
+
+
+def loads_inline(s: Signals, m: str) -> bool:
+    """The main thread loads more than it waits for batches (num_workers=0), whether or not the
+    loop's own transforms take more still ("loop"): the disk and unmeasured stages judge that load,
+    which a larger loop share must not hide (a num_workers=0 read from slow storage beside heavier
+    transforms in the loop)."""
+    return m == "inline" or (m == "loop" and (s.stacks.share(lb.INLINE_LOAD) or 0.0) > (s.input_wait or 0.0))
 
 
 def share_band(cut: float, n: int) -> float:
@@ -235,10 +247,11 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
     st, job, disk = s.stacks, s.job, s.disk
     return dict(
         wait=s.input_wait, wait_n=s.wait_samples, n_main=st.n_main,
-        inline=st.share(lb.INLINE_LOAD), checkpoint=st.share(lb.CHECKPOINT),
+        inline=st.share(lb.INLINE_LOAD), loop=st.share(lb.LOOP_PREP), checkpoint=st.share(lb.CHECKPOINT),
         workers=job.workers, worker_cpu=job.worker_cpu, usable=job.usable_cpus,
         cpu_short=s.cpu_short, worker_detail=st.top(lb.ROLE_WORKER, lb.W_BUSY),
         io_detail=st.top(lb.ROLE_WORKER, lb.W_IO), main_detail=st.top(lb.ROLE_MAIN_THREAD, lb.INLINE_LOAD),
+        loop_detail=st.top(lb.ROLE_MAIN_THREAD, lb.LOOP_PREP),
         ckpt_detail=st.top(lb.ROLE_MAIN_THREAD, lb.CHECKPOINT),
         worker_d=job.worker_d, respawns=job.worker_respawns, disk_busy=disk.data_busy,
         device=disk.busy_device, location=disk.data, network=disk.network, read_bps=disk.read_bps,
@@ -295,6 +308,8 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         return result(c, fires, warn, st.share(lb.INLINE_LOAD), "inline",
                       lambda: warned_by(st.share(lb.INLINE_LOAD), st.moderate, ">=", "main thread loading data itself",
                                         samples=st.n_main), **_facts(s))
+    if m == "loop":
+        return _loop_prep(c, s, gate)
     wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ, samples=s.wait_samples)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
@@ -330,6 +345,24 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     return result(c, fires, warn, s.input_wait, sub, why, **_facts(s), ipc=st.share(lb.DATA_IPC), ipc_n=st.n_main)
 
 
+def _loop_prep(c: Checks, s: Signals, gate: bool) -> StageResult:
+    """The training loop prepares its data itself, outside the DataLoader (transforms applied to
+    each batch on the main thread): the same cut as a main thread loading with num_workers=0, for the
+    same reason (time the step does not get). It needs the main thread's CPU as a load does: transforms
+    are computed, and a thread in them at almost no CPU is blocked, not preparing."""
+    st, job = s.stacks, s.job
+    share = st.share(lb.LOOP_PREP)
+    prep = c.check("loop_prep", share, high_cut(st.n_main, s.gpu_starved), ">=",
+                   "main thread preparing data in the training loop (outside the DataLoader)", kind=REQ,
+                   samples=st.n_main)
+    cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores", kind=REQ)
+    fires = gate and yes(prep) and cpu is not False
+    warn = (share or 0) >= st.moderate and cpu is not False
+    return result(c, fires, warn, share, "loop",
+                  lambda: warned_by(share, st.moderate, ">=", "main thread preparing data in the training loop",
+                                    samples=st.n_main), **_facts(s))
+
+
 def io(s: Signals, relax: float = 0.0) -> StageResult:
     c = Checks(IO, relax)
     st, job = s.stacks, s.job
@@ -353,7 +386,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                                         "minute") if recurring else
                       warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints", samples=n),
                       **{**_facts(s), "checkpoint": share, "recurring": recurring, "checkpoint_n": n})
-    if m == "inline":
+    if loads_inline(s, m):
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
                        "main thread loading data itself (num_workers=0)", kind=REQ,
                        samples=st.n_main)
@@ -414,7 +447,7 @@ def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
     if not st.available:
         return result(c, False, False, None)
     gate = gpu_gate(c, s)
-    if mode(s) == "inline":
+    if loads_inline(s, mode(s)):
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
                        "main thread loading data itself (num_workers=0)", kind=REQ,
                        samples=st.n_main)

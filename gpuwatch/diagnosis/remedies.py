@@ -109,10 +109,13 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         # Its own remedy, first: the others are the training loader's, and their estimates keep the
         # validation passes as they are (fix_gains.split).
         k, n = s.validation_waits
+        # "Fixes below" only where the stage's remedies are the training loader's fixes: an unmeasured
+        # wait's are where to look, and a verdict may list none.
+        below = ("; the training loader's fixes below leave those waits as they are"
+                 if stage in (IO, DECODE) and any(out) else "")
         out.insert(0, f"Most waits are for the validation loader's batches ({k} of {count(n, 'waiting sample')}, "
                       "inside validation passes): give the validation DataLoader workers of its own (num_workers, "
-                      "persistent_workers=True) or validate less often; the training loader's fixes below leave "
-                      "those waits as they are")
+                      f"persistent_workers=True) or validate less often{below}")
     val = find(s.phases, VALIDATION)
     if periodic(val) and (val.share or 0.0) >= WAIT_HIGH and stage not in (IDLE, UNKNOWN):  # type: ignore[union-attr]
         # Time no input or GPU fix touches (fix_gains.split leaves it out): said where it is a large,
@@ -238,6 +241,8 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         pin = ", pin_memory=True" if s.gpu.present else ""  # pinned pages only speed a copy to a GPU
         out.append(f"Prepare batches in DataLoader workers: num_workers={target or 2}, persistent_workers=True{pin} "
                    "(num_workers=0 prepares each batch on the main thread, between training steps)")
+    elif sub == "loop":
+        return _loop_prep(f, s)
     elif sub == "starting":
         out.append("persistent_workers=True keeps the workers (and their warm state) from one pass over the loader "
                    "to the next, so no epoch or validation pass starts or stops a set of workers")
@@ -306,6 +311,28 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     # a value to set (trial 23 and 24: "prefetch_factor=4" told to jobs with 4 and 8).
     kept = keep.startswith(HEADS[PERSISTENT_WORKERS])  # not a line on iterators left alive
     out.append(keep + "; where prefetch_factor is still at its default of 2, a larger one smooths out slow batches" if kept else keep)
+    return out
+
+
+def _loop_prep(f: dict, s: Signals) -> list[str]:
+    """The training loop transforms its batches itself: move that work where it overlaps the step
+    (the DataLoader's workers), or onto the GPU on whole batches where there is one."""
+    workers = loader_workers(f)
+    where = (f" (now {count(workers, 'worker')})" if workers else
+             f" (num_workers={worker_target(f.get('usable')) or 2}, persistent_workers=True)")
+    # Where the CPUs are full, the workers would run the transforms on the cores the loop runs them on
+    # now: the step gets its thread back, not more CPU, so the gain is less than the loop's share.
+    full = (f"; the {count(f.get('usable'), 'usable CPU')} are full, so the workers would take that CPU from "
+            "the rest of the job and gain less" if f.get("cpu_short") else "")
+    out = [f"Move these transforms out of the training loop into the Dataset's __getitem__ (per sample) or "
+           f"the DataLoader's collate_fn (per batch), so the DataLoader's workers{where} prepare the next batches "
+           f"while the step runs{full}"]
+    if s.gpu.present:
+        # A condition: without native frames the stacks do not tell a transform's device, and a loop
+        # that already transforms CUDA tensors one sample at a time needs only the batching.
+        out.append("If they run on CPU tensors, they can also run on the GPU after the copy, on whole batches "
+                   "(torchvision.transforms.v2 accepts CUDA tensors); if they already do, apply them to whole "
+                   "batches, not one sample at a time")
     return out
 
 

@@ -9,6 +9,7 @@ from gpuwatch.diagnosis.evidence import count, fmt, sets_of
 from gpuwatch.diagnosis.fix_gains import decoding_seen, restarts_idle_gpu
 from gpuwatch.diagnosis.phases import find, periodic, worker_sets
 from gpuwatch.diagnosis.signals import Signals
+from gpuwatch.diagnosis.stack_signals import BLOCKED
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     MAIN_CPU_BUSY,
@@ -121,7 +122,7 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
 def validation_loader_said(stage: str, sub: str, s: Signals) -> bool:
     """An input verdict on waits for batches from DataLoader workers, most of them the validation
     loader's (Signals.validation_loader): its sentence says so and its remedies lead with that loader."""
-    return stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline") and s.validation_loader
+    return stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline", "loop") and s.validation_loader
 
 
 def validation_waits(s: Signals) -> str:
@@ -291,6 +292,13 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         # no worker to sample for a decoder: the main thread's own load is said as loading, not decoding
         return (f"Input-bound on loading in the training process: with num_workers=0 the main thread loads and "
                 f"prepares each batch itself {fmt(f.get('inline'))} of the time{_in(f.get('main_detail'))}.")
+    if sub == "loop":
+        # Outside the DataLoader, whatever its workers do: the loop's own transforms are time the step
+        # and the GPU wait for (trial 30: ColorJitter on each sample in the loop read as the model's compute).
+        waits = "the GPU and the step wait" if s.gpu.present else "the step waits"
+        return (f"Input-bound on preparing data in the training loop: outside the DataLoader, the main thread "
+                f"transforms batches itself {fmt(f.get('loop'))} of the time{_in(f.get('loop_detail'))}, and "
+                f"{waits} meanwhile.")
     if sub == "starting":
         spawn = (" Its workers are started by spawn or forkserver: each new one imports the training script "
                  "and its libraries again before its first item.") if f.get("spawned") else ""
@@ -415,7 +423,7 @@ def _blocked_beside(f: dict, s: Signals) -> str:
     share, n = s.stacks.blocked_outside_share, s.stacks.n_main
     if not cpu or share is None or share < WAIT_HIGH or s.stacks.blocked_outside < MIN_EVIDENCE_SAMPLES:
         return ""
-    where = s.stacks.top(lb.ROLE_MAIN_THREAD, lb.OTHER)
+    where = s.stacks.top(lb.ROLE_MAIN_THREAD, BLOCKED)  # of the blocked samples, not every "other" one
     return (f" The main thread is also blocked in the job's own code {fmt(share)} of the time, "
             f"{s.stacks.blocked_outside} of its last {count(n, 'sample')}{f', most often in {where}' if where else ''}. "
             "The speed-up counts that time as fixed: if it sets the pace (a full output pipe, a lock, a rate "

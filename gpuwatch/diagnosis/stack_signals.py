@@ -114,6 +114,13 @@ class StackSignals:
         return best[0][0] if best and best[0][1] >= 2 else None
 
 
+BLOCKED = "blocked_outside"
+"""Not a label: the key (with the main thread's role) of the details of its samples blocked outside
+every training frame (``StackSignals.blocked_outside``), so where it blocks is read from those samples
+alone, not from all its "other" samples, the running ones included."""
+BLOCKED_KEY = (lb.ROLE_MAIN_THREAD, BLOCKED)
+
+
 def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, factor: int = 1) -> StackSignals:
     """Counts over the last ``short_s`` seconds, each role's window widened back through ``frames``
     until it has enough samples (MIN_STACK_SAMPLES main, MIN_WORKER_SAMPLES worker/pin), so a slow
@@ -154,6 +161,11 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
                 if d is None:
                     d = details[key] = Counter()
                 d[detail] += 1
+                if asleep:
+                    b = details.get(BLOCKED_KEY)
+                    if b is None:
+                        b = details[BLOCKED_KEY] = Counter()
+                    b[detail] += 1
             got[role] += len(parts[role])
     main, worker, pin = counts[lb.ROLE_MAIN_THREAD], counts[lb.ROLE_WORKER], counts[lb.ROLE_PIN]
     span = max(0.0, samples[0][1].t - samples[-1][1].t)

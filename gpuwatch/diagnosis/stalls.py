@@ -31,6 +31,7 @@ CAUSES = {
     lb.DATA_WAIT: "waiting for data (batches arrive in waves)",
     lb.DATA_IPC: "waiting for data (batches arrive in waves)",
     lb.INLINE_LOAD: "loading data in the main process",
+    lb.LOOP_PREP: "preparing data in the training loop",
     lb.SYNC: "a CPU-GPU synchronisation",
     lb.H2D: "host-to-device copies",
 }

@@ -68,7 +68,10 @@ def _loading(v: Verdict) -> bool:
     (run 25's checkpoint job, 2 idle workers, read "far fewer workers than cores while loading data
     held the GPU back 78% of the time" and "raise num_workers")."""
     saving = any(e.stage == IO and e.signal == "checkpoint" and e.supports for e in v.evidence)
-    return v.stage in (IO, DECODE) and not saving
+    # A loop that transforms its own batches waits on that work, not on its workers: "raise
+    # num_workers" beside "move these transforms out of the loop" told two stories (review 34).
+    in_loop = any(e.stage == DECODE and e.signal == "loop_prep" and e.supports for e in v.evidence)
+    return v.stage in (IO, DECODE) and not saving and not in_loop
 
 
 def _more_workers_help(v: Verdict) -> bool:
