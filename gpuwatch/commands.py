@@ -35,8 +35,8 @@ def watch(ns: argparse.Namespace) -> int:
     recorder = _open_recorder(ns.record, getattr(ns, "force", False))
     # Collectors take their first readings while the rest of gpuwatch loads: the analysis, and
     # the TUI or the JSON stream (all imported from here on, not before).
-    source.watch.prestart()
     try:
+        source.watch.prestart()
         if ns.json:
             from gpuwatch.headless import run_headless
 
@@ -51,6 +51,10 @@ def watch(ns: argparse.Namespace) -> int:
         # before the first frame is asked for (Pipeline's `until` then never asks), or an error
         # while the TUI starts, would leave prestart's short one.
         restore()
+        if recorder is not None:
+            # A stop signal before the watch or the TUI ran (they close it themselves) left a
+            # header-only file behind: closed here, a recording with no tick keeps no file.
+            recorder.close()
 
 
 def replay(ns: argparse.Namespace) -> int:

@@ -101,6 +101,11 @@ def run_headless(source: Source, recorder: Recorder | None, prometheus: tuple[st
         finally:
             if exporter is not None:
                 exporter.close()  # stop serving metrics
+            if recorder is not None:
+                # Closed while the loop still takes the stop signals, so a signal now only sets
+                # ``stop`` again; after the loop (the signals at their defaults, then raising Stopped)
+                # one could end gpuwatch or break into the gzip trailer's write.
+                recorder.close()
         return 130 if signal.SIGINT in got else rc  # Ctrl-C: 128 + 2, as shells report it
 
     try:
@@ -108,5 +113,5 @@ def run_headless(source: Source, recorder: Recorder | None, prometheus: tuple[st
     finally:
         rearm()  # the loop reset the signals to their defaults as it closed
         if recorder is not None:
-            recorder.close()
+            recorder.close()  # a stop before the loop took the signals: closed here (a no-op once closed)
             print(f"gpuwatch: {recorder.summary()}", file=sys.stderr)

@@ -3,7 +3,8 @@
 Nothing is destroyed: ``-o`` refuses the file being read and, without ``--force``, any existing
 file; a file is written to a temporary file beside it and renamed over, so a full disk or a kill
 leaves either the old file or the whole new one, never a partial one. When neither the file nor
-stdout can take the text, it is kept in a temporary file and the user is told where.
+stdout can take the text, it is kept in a temporary file and the user is told where, named with
+its format's suffix (``.json`` for a JSON report), so that it opens as what it is.
 """
 
 from __future__ import annotations
@@ -50,20 +51,20 @@ def _is_regular(path: str) -> bool:
         return False
 
 
-def write_text(text: str, path: str | None, what: str = "report") -> int:
+def write_text(text: str, path: str | None, what: str = "report", suffix: str = ".txt") -> int:
     """``text`` to ``path``, or to stdout without one; returns 0. A failure is bad output given by
     the user, said as every other is (one line, exit 2: UsageError, printed cleaned by cli.py), once
     the text is kept: on stdout when the file could not take it (so the watched minutes are not
-    lost), in a temporary file when stdout could not either."""
+    lost), in a temporary file ending in ``suffix`` (the text's format) when stdout could not either."""
     if not path:
-        _to_stdout(text, what)
+        _to_stdout(text, what, suffix)
         return 0
     try:
         _replace(path, text)
     except OSError as e:
         failed = f"cannot write {path}: {e.strerror or e}"
         try:
-            _to_stdout(text, what)
+            _to_stdout(text, what, suffix)
         except UsageError as also:  # neither took it: both said on the one line
             raise UsageError(f"{failed}; {also}") from None
         raise UsageError(f"{failed}; the {what} went to stdout") from None
@@ -98,7 +99,7 @@ def _replace(path: str, text: str) -> None:
         raise
 
 
-def _to_stdout(text: str, what: str) -> None:
+def _to_stdout(text: str, what: str, suffix: str) -> None:
     out = sys.stdout
     try:
         if out is None:
@@ -109,13 +110,13 @@ def _to_stdout(text: str, what: str) -> None:
         raise  # the reader went away (`| head`): cli.py ends quietly, as Unix tools do
     except (OSError, ValueError) as e:  # ENOSPC (/dev/full), EBADF, a closed file object
         why = getattr(e, "strerror", None) or str(e)
-        raise UsageError(f"cannot write the {what} to stdout: {why}; {_keep(text, what)}") from None
+        raise UsageError(f"cannot write the {what} to stdout: {why}; {_keep(text, what, suffix)}") from None
 
 
-def _keep(text: str, what: str) -> str:
-    """Save ``text`` in a temporary file; say where (or that it is lost)."""
+def _keep(text: str, what: str, suffix: str) -> str:
+    """Save ``text`` in a temporary file ending in ``suffix``; say where (or that it is lost)."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f"gpuwatch-{what}-", suffix=".txt")
+        fd, tmp = tempfile.mkstemp(prefix=f"gpuwatch-{what}-", suffix=suffix)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         return f"it was saved to {tmp}"

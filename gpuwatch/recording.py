@@ -17,6 +17,7 @@ import gzip
 import json
 import os
 import stat
+import struct
 import sys
 import threading
 import time
@@ -92,6 +93,11 @@ class Recorder:
     :func:`_ends_on_sync_flush`). Refusing the name would have kept that too, but a long run
     recorded compressed is what the name asks for.
 
+    Every way a recording stops leaves a file that is whole: a close, a full disk, or a stop
+    signal or Ctrl-C that breaks into a write or the close itself (the file then ends on its last
+    whole line, a gzip one with its trailer: :meth:`_seal`). A recording stopped before its first
+    tick keeps no file, as the TUI's ``r`` key does: a header alone replays nothing.
+
     Never destroys data: an existing file is refused (FileExistsError) unless ``force``. A FIFO
     is written only when something reads it (else OSError, instead of blocking for good); a
     character device (``/dev/null``, a terminal) is written as it is.
@@ -99,14 +105,25 @@ class Recorder:
     Writes and the close may come from two threads (the TUI writes on its recording thread and
     closes on the main one when the watch ends): a line is written whole before the file closes."""
 
+    _whole = 0
+    """Bytes of the file that end on a whole line (a gzip file's length after its last flush)."""
+    _crc = 0
+    """CRC-32 of the uncompressed lines up to ``_whole`` (a gzip trailer's first field)."""
+    _size = 0
+    """Uncompressed bytes up to ``_whole`` (a gzip trailer's second field, modulo 2**32)."""
+    _made: tuple[int, int] | None = None
+    """(device, inode) of the regular file this Recorder created; None for a FIFO or a device."""
+    removed = False
+    """The file was removed: the recording stopped before its first tick."""
+
     def __init__(self, path: str, note: str = "", force: bool = False) -> None:
         self.path = path
         self._lock = threading.Lock()
         raw = _open_for_recording(path, force)
         self._raw = raw
+        st = os.fstat(raw.fileno())
+        self._made = (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
         self._f: IO[bytes] | None = _GzipStream(raw, "wb") if path.endswith(".gz") else raw
-        self._whole = 0
-        """Bytes of the file that end on a whole line (a gzip file's length after its last flush)."""
         self.lines = 0
         self.error: str | None = None
         self._why = ""
@@ -125,6 +142,8 @@ class Recorder:
         """Where the recording is and what it holds, for the user once watching ends."""
         where = clean(os.path.abspath(self.path))  # the user's own name, yet written to their terminal
         stopped = f" (stopped early: {self._why})" if self._why else ""
+        if self.removed:
+            return f"recording {where}: stopped before its first tick, no file kept{stopped}"
         return f"recording {where}: {self.ticks} tick{'s' if self.ticks != 1 else ''}{stopped}"
 
     def write(self, frame: Frame, verdict: Verdict | None, ranks: RankTick | None = None) -> None:
@@ -139,45 +158,100 @@ class Recorder:
 
     def _write(self, line: str) -> None:
         assert self._f is not None
+        data = (line + "\n").encode("utf-8")
         try:
-            self._f.write((line + "\n").encode("utf-8"))
+            self._f.write(data)
             self._f.flush()  # a GzipFile's flush is a zlib sync flush
-            self.lines += 1
-            if self._f is not self._raw and self._raw.seekable():
-                self._whole = self._raw.tell()
         except OSError as e:
             self._why = str(e.strerror or e)
             self.error = f"recording stopped: {self._why} ({self.path})"
             self._abort()
             raise RecordingError(self.error) from e
+        except BaseException:  # a stop signal or Ctrl-C in mid-line: the lines before it are kept
+            self._abort()
+            raise
+        self._flushed(data)
+
+    def _flushed(self, data: bytes) -> None:
+        """Count a line written whole, and where the file ends after it."""
+        self.lines += 1
+        if self._f is not self._raw and self._raw.seekable():
+            self._whole = self._raw.tell()
+            self._crc = zlib.crc32(data, self._crc)
+            self._size += len(data)
 
     def _abort(self) -> None:
-        """Drop a partly written last line so the file ends on a whole line."""
+        """Stop after a write that broke off: the file ends on its last whole line."""
         f, self._f = self._f, None
-        if f is None:
-            return
-        try:
-            f.close()
-        except OSError:
-            pass
-        try:
-            if not os.path.isfile(self.path):  # a FIFO or a device: nothing to cut there
-                pass
-            elif f is not self._raw:  # compressed: back to the end of the last flushed line
-                os.truncate(self.path, self._whole)
-            else:
-                _truncate_to_last_newline(self.path)
-        except OSError:
-            pass
+        if f is not None:
+            self._shut(f, cut=True)
 
     def close(self) -> None:
         with self._lock:
             f, self._f = self._f, None
         if f is not None:
+            self._shut(f, cut=False)
+
+    def _shut(self, f: IO[bytes], cut: bool) -> None:
+        """Close ``f``. Where a line was cut (``cut``), or the close itself fails or is interrupted
+        (a full disk, a stop signal), the file is sealed on its last whole line instead; an
+        interruption is raised on once the file is whole. A recording that holds no tick keeps no
+        file."""
+        try:
+            f.close()
+        except BaseException as e:
+            cut = True
+            if not isinstance(e, OSError):
+                raise
+        finally:
+            if cut:
+                self._seal(compressed=f is not self._raw)
+            self._remove_if_empty()
+
+    def _seal(self, compressed: bool) -> None:
+        """End the file on its last whole line: a plain one after its last newline; a gzip one at
+        its last sync flush, where a final empty block and the trailer complete the stream (gzip -t
+        and zcat read it whole, not only gpuwatch's reader, which does without the trailer)."""
+        try:
+            self._raw.close()  # whatever it still buffers goes now, before the cut
+        except (OSError, ValueError):
+            pass
+        try:
+            if not self._still_mine():  # a FIFO, a device, or a file put at its name since: not ours to cut
+                return
+            if not compressed:
+                _truncate_to_last_newline(self.path)
+                return
+            fd = os.open(self.path, os.O_WRONLY)
             try:
-                f.close()
-            except OSError:
-                pass
+                os.ftruncate(fd, self._whole)
+                if self._whole:  # nothing flushed whole (not even the header) leaves nothing to complete
+                    os.pwrite(fd, gzip_end(self._crc, self._size), self._whole)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+    def _remove_if_empty(self) -> None:
+        """No tick written: remove the file, if it is still the one this Recorder created (not a
+        FIFO, a device, or a file put at its name since)."""
+        if self.ticks or not self._still_mine():
+            return
+        try:
+            os.unlink(self.path)
+            self.removed = True
+        except OSError:
+            pass
+
+    def _still_mine(self) -> bool:
+        """The path still names the regular file this Recorder created."""
+        if self._made is None:
+            return False
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == self._made
 
 
 def _open_for_recording(path: str, force: bool) -> IO[bytes]:
@@ -348,54 +422,128 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
     """
     ticks = bad = 0
     first_bad: BadLine | None = None
-    first: str | None = None
-    """Why the first record was refused (None: not seen yet, "" once it was good)."""
-    last_t: float | None = None
+    seen = False
+    """A record was read (else the file held nothing but blank lines)."""
+    records = _records(path)
+    try:
+        for item in _in_time_order(records):
+            seen = True
+            # Two recordings joined (cat a.jsonl.gz b.jsonl.gz is valid gzip) read as one watch mixed
+            # the first one's command with the second one's PID and said "watched -24388 s" (review
+            # 32): the first recording is read, and the lines after it are said and skipped.
+            if isinstance(item, _Header) and ticks:
+                joined = BadLine(item.line, f"another recording starts here (a second header, after {ticks} "
+                                            f"tick{'s' if ticks != 1 else ''}: files joined?); only the first "
+                                            "is read, the rest is skipped", joined=True)
+                first_bad = first_bad or joined
+                yield joined
+                break
+            if isinstance(item, BadLine):
+                bad += 1
+                first_bad = first_bad or item
+                yield item
+            elif isinstance(item, Tick):
+                ticks += 1
+                yield item
+    finally:
+        records.close()
+    if ticks == 0:
+        if first_bad is not None:  # a recording whose every tick is damaged: say how, from the first
+            raise NotARecording(path, f"no readable tick ({bad} unreadable line{'s' if bad != 1 else ''} and no "
+                                      f"tick; line {first_bad.line}: {first_bad.reason})")
+        what = "only a header, no tick" if seen else "nothing but blank lines"
+        raise NotARecording(path, f"no readable tick ({what}): not a gpuwatch recording")
+
+
+@dataclass(frozen=True, slots=True)
+class _Header:
+    """A header line (the first one, or another recording's start)."""
+
+    line: int
+
+
+_Record = Tick | BadLine | _Header
+
+
+def _records(path: str) -> Iterator[_Record]:
+    """The recording's records in file order, blank lines left out; the read ends after data that
+    cannot be decompressed. Raises NotARecording when the first record says the file is none."""
+    first = True
     with open_recording(path) as f:
         for n, raw in enumerate(_lines(f, _ends_on_sync_flush(path)), start=1):
             item = _record(n, raw)
             if item is None:
                 continue
-            if first is None:
-                first = _first_refusal(n, item)
-                if first:
-                    raise NotARecording(path, first)
-            # Two recordings joined (cat a.jsonl.gz b.jsonl.gz is valid gzip) read as one watch mixed
-            # the first one's command with the second one's PID and said "watched -24388 s" (review
-            # 32): the first recording is read, and the lines after it are said and skipped.
-            if item == _HEADER and ticks:
-                item = BadLine(n, f"another recording starts here (a second header, after {ticks} "
-                                  f"tick{'s' if ticks != 1 else ''}: files "
-                                  "joined?); only the first is read, the rest is skipped", joined=True)
-                first_bad = first_bad or item
-                yield item
-                break
-            if isinstance(item, Tick) and last_t is not None and item.frame.t < last_t:
-                item = BadLine(n, f"its time runs {last_t - item.frame.t:.1f} s back from the tick before "
-                                  "(another watch's tick?), skipped")
-            elif isinstance(item, Tick):
-                last_t = item.frame.t
+            if first:
+                first = False
+                if why := _first_refusal(n, item):
+                    raise NotARecording(path, why)
+            yield item
+            if raw is _DAMAGED:
+                return
+
+
+LEAP_S = 60.0
+"""A tick this far (and LEAP_INTERVALS of its interval) after the tick before is held back until the
+next tick says whether its time is the watch's or a damaged line's (--interval allows 60 s)."""
+LEAP_INTERVALS = 10
+
+
+def _in_time_order(records: Iterator[_Record]) -> Iterator[_Record]:
+    """The records, with the ticks whose time is out of order made bad lines.
+
+    A tick whose time runs back from the last good tick is skipped (another watch's tick). A tick
+    far ahead of it (:func:`_leaps`) is held until the next tick: where that one goes on from the
+    ticks before, the held one was a lone outlier (a damaged line) and is skipped; where it goes on
+    from the held one, the clock did leap and both are kept. Judged against the last good tick
+    alone, one tick years ahead made every tick after it run back: one bad line lost the rest of
+    the recording. Records read while a tick is held come after it, in file order; a header (a
+    joined recording's start) or the end of the file keeps a tick still held.
+    """
+    last: Tick | None = None
+    """The last good tick passed on."""
+    held: Tick | None = None
+    queued: list[_Record] = []
+    """Bad lines read while ``held`` waits."""
+    for item in records:
+        if isinstance(item, Tick) and last is not None and item.frame.t < last.frame.t:
+            item = _ran_back(item, last)
+        if held is not None:
             if isinstance(item, BadLine):
-                bad += 1
-                first_bad = first_bad or item
-                yield item
-                if raw is _DAMAGED:
-                    break
-            elif isinstance(item, Tick):
-                ticks += 1
-                yield item
-    if ticks == 0:
-        if first_bad is not None:  # a recording whose every tick is damaged: say how, from the first
-            raise NotARecording(path, f"no readable tick ({bad} unreadable line{'s' if bad != 1 else ''} and no "
-                                      f"tick; line {first_bad.line}: {first_bad.reason})")
-        what = "nothing but blank lines" if first is None else "only a header, no tick"
-        raise NotARecording(path, f"no readable tick ({what}): not a gpuwatch recording")
+                queued.append(item)
+                continue
+            kept = isinstance(item, _Header) or item.frame.t >= held.frame.t  # a tick or a header decides
+            yield held if kept else _outlier(held, item)
+            yield from queued
+            last = held if kept else last
+            held, queued = None, []
+        if isinstance(item, Tick) and last is not None and _leaps(last, item):
+            held = item
+            continue
+        if isinstance(item, Tick):
+            last = item
+        yield item
+    if held is not None:
+        yield held
+        yield from queued
 
 
-_HEADER = "header"
+def _leaps(before: Tick, tick: Tick) -> bool:
+    """``tick`` comes far later than a watch's next tick after ``before`` would."""
+    return tick.frame.t - before.frame.t > max(LEAP_S, LEAP_INTERVALS * before.frame.interval)
 
 
-def _first_refusal(n: int, item: Tick | BadLine | str) -> str:
+def _ran_back(tick: Tick, last: Tick) -> BadLine:
+    return BadLine(tick.line, f"its time runs {last.frame.t - tick.frame.t:.1f} s back from the tick before "
+                              "(another watch's tick?), skipped")
+
+
+def _outlier(held: Tick, after: Tick) -> BadLine:
+    return BadLine(held.line, f"its time runs {held.frame.t - after.frame.t:.1f} s ahead of the tick after it, "
+                              "which goes on from the ticks before (a damaged line?), skipped")
+
+
+def _first_refusal(n: int, item: _Record) -> str:
     """Why the first record read makes the file no recording ("" when it is fine)."""
     if isinstance(item, BadLine) and item.newer:
         return f"written by a newer gpuwatch ({item.reason})"
@@ -404,8 +552,8 @@ def _first_refusal(n: int, item: Tick | BadLine | str) -> str:
     return ""
 
 
-def _record(n: int, raw: bytes | None) -> Tick | BadLine | str | None:
-    """One line: a Tick, a BadLine, ``_HEADER`` for a header, None for a blank line."""
+def _record(n: int, raw: bytes | None) -> _Record | None:
+    """One line: a Tick, a BadLine, a _Header, None for a blank line."""
     if raw is _DAMAGED:
         return BadLine(n, "the compressed data ends early or is damaged; the rest is skipped", cut=True)
     if raw is None:
@@ -430,7 +578,7 @@ def _record(n: int, raw: bytes | None) -> Tick | BadLine | str | None:
         return BadLine(n, f"schema version {_short_repr(schema)}, this gpuwatch reads {SCHEMA_VERSION}", record=False)
     kind = rec.get("type")
     if kind == "header":
-        return _HEADER
+        return _Header(n)
     if kind != "tick":
         return BadLine(n, f"unknown record type {_short_repr(kind)}")
     try:
@@ -452,6 +600,17 @@ def _short_repr(x: Any) -> str:
 SYNC_FLUSH_END = b"\x00\x00\xff\xff"
 """The empty stored block a zlib sync flush ends with: the last bytes of a gzip recording whose
 writer was killed after a whole line (Recorder flushes so after each)."""
+
+
+FINAL_EMPTY_BLOCK = b"\x01\x00\x00\xff\xff"
+"""A final, empty stored deflate block: after a sync flush (byte-aligned, no final block yet) it
+ends the deflate stream."""
+
+
+def gzip_end(crc: int, size: int) -> bytes:
+    """What completes a gzip stream cut at a sync flush: the final block, then the trailer (CRC-32
+    and length of the uncompressed data, little-endian)."""
+    return FINAL_EMPTY_BLOCK + struct.pack("<II", crc & 0xFFFFFFFF, size & 0xFFFFFFFF)
 
 
 def _ends_on_sync_flush(path: str) -> bool:

@@ -26,7 +26,8 @@ def test_an_idle_headline_says_what_held_while_the_job_trained():
     text = _verdict(load_frames(RECORDING))
     assert text.lstrip().startswith("**Idle** held the verdict"), text
     assert "in upload (j6_pause.py:14)" in text
-    assert "For 32% of the time, while the job trained, the verdict was CPU-bound. CPU-bound: " in text, text
+    assert ("For 32% of the time, while the job trained, the verdict was CPU-bound: the job's own compute on the CPU "
+            "is the limit" in text), text
 
 
 def test_a_stage_headline_says_the_time_not_training():
@@ -108,7 +109,7 @@ def test_an_unknown_headline_tells_the_story_it_held_most_and_the_stage_named_mo
     title, text = headline(summary(marks, verdicts))
     assert title == "Unknown" and "Input-bound for a reason gpuwatch does not measure: A." in text
     assert "conclusive" not in text
-    assert "For 35% of the time the verdict was GPU-bound. Healthy, GPU-bound: C." in text
+    assert "For 35% of the time the verdict was Healthy, GPU-bound: C." in text
 
 
 def test_a_named_stage_held_longer_than_the_headline_is_said_and_epochs_are_said_once():
@@ -121,5 +122,6 @@ def test_a_named_stage_held_longer_than_the_headline_is_said_and_epochs_are_said
     text = md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
     assert text.lstrip().startswith("**Contention** cost the job most: it held the verdict 22%"), text
     assert "For the largest share of the time (33%) no stage could be named." in text
-    assert "For 30% of the time, while the job trained, the verdict was CPU-bound. CPU-bound: " in text, text
+    assert ("For 30% of the time, while the job trained, the verdict was CPU-bound: the job's own compute on the CPU "
+            "is the limit" in text), text
     assert text.count("Epochs:") == 1, text  # the headline's, with its "readings are from" time

@@ -6,7 +6,6 @@ Thin on purpose: panels live in ``panels/``, screens in ``screens/``, colours in
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import sys
 import time
@@ -366,9 +365,7 @@ class GpuwatchApp(AppKeys, App[int]):
             self._recorder = None
             self.recording_path = None
             await loop.run_in_executor(self._io, rec.close)
-            if rec.ticks == 0:  # a header alone holds nothing to replay: no file left behind for it
-                with contextlib.suppress(OSError):
-                    os.unlink(rec.path)
+            if rec.ticks == 0:  # a header alone holds nothing to replay: the close removed the file
                 self.recordings.remove(rec)  # nothing to say where it is on quit
                 self.notify("Recording stopped before its first tick: no file kept")
                 return

@@ -41,4 +41,4 @@ def run_compare(ns: argparse.Namespace) -> int:
         from gpuwatch.compare.render_text import render_text
 
         text = render_text(c)
-    return write_text(text, ns.output, "comparison")
+    return write_text(text, ns.output, "comparison", suffix=".txt" if ns.format == "text" else f".{ns.format}")

@@ -51,7 +51,7 @@ def run_diagnose(ns: argparse.Namespace) -> int:
         text = render_html(report, run_series(got.frames, got.verdicts))
     else:
         text = render_json(report) if ns.format == "json" else render_markdown(report)
-    return write_text(text, ns.output)
+    return write_text(text, ns.output, suffix=f".{ns.format}")  # md, json, html: each its file suffix
 
 
 def _replay(ns: argparse.Namespace) -> tuple[Collected, Report]:

@@ -129,9 +129,9 @@ def headline(m: Summary) -> tuple[str, str]:
         if side.stage == IDLE:
             text += f" For {side.share:.0%} of the time the verdict was {side.title}, with no pipeline stage to fix{what}"
         elif m.stage == UNKNOWN:  # beside no stage named, the stage named most
-            text += f" For {side.share:.0%} of the time the verdict was {side.title}{what}"
+            text += f" For {side.share:.0%} of the time {verdict_was(side.title, side.why)}"
         else:  # its own share: a run may hold two stages while it trains
-            text += f" For {side.share:.0%} of the time, while the job trained, the verdict was {side.title}{what}"
+            text += f" For {side.share:.0%} of the time, while the job trained, {verdict_was(side.title, side.why)}"
     if m.warnings:
         near = "; ".join(f"{w.title} {w.share:.0%} of the time" + (f" (why, at its latest: {w.why})" if w.why else "")
                          for w in m.warnings)
@@ -146,6 +146,17 @@ def headline(m: Summary) -> tuple[str, str]:
         text += (f" Rank {lag.rank} held the other ranks back on {lag.ticks} of the {lag.of} ticks that showed "
                  f"several ranks: {lag.sentence}")
     return m.title, text
+
+
+def verdict_was(title: str, why: str) -> str:
+    """``the verdict was TITLE``, then the verdict's own sentence ``why``. A sentence that opens
+    with its stage's title ("CPU-bound: the job's own compute...", "Healthy, GPU-bound: ...") says
+    it once, its head in the title's place, as Verdict.headed does for a line: "the verdict was
+    CPU-bound. CPU-bound: ..." said the title twice in a row."""
+    head, sep, rest = why.partition(": ")
+    if sep and head.endswith(title) and len(head) <= len(title) + 12:
+        return f"the verdict was {head}: {rest}"
+    return f"the verdict was {title}" + (f". {why}" if why else ".")
 
 
 def stage_gain(r: Remedy, snapshot: bool = False) -> str:

@@ -1,0 +1,50 @@
+"""The report says a stage held beside its headline in one plain sentence (field trial: "the
+verdict was CPU-bound. CPU-bound: the job's own compute ..." said the title twice in a row), in
+every report format that words it (Markdown, HTML; JSON keeps the title and sentence as fields)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gpuwatch.replay import load_frames
+from gpuwatch.report import NOT_RECORDED
+from gpuwatch.report.build import build_report
+from gpuwatch.report.gather import from_frames
+from gpuwatch.report.render_html import render_html
+from gpuwatch.report.render_md import render_markdown
+from gpuwatch.report.series import run_series
+
+TWICE = re.compile(r"the verdict was ([A-Za-z][\w -]*)\. (?:[\w ]+, )?\1:")
+"""The title said, then a sentence opening with that title again."""
+
+
+def _reports(path: str) -> dict[str, str]:
+    frames = load_frames(path)
+    got = from_frames(frames)
+    report = build_report(got, NOT_RECORDED, "replay", path=path)
+    return {"md": render_markdown(report), "html": render_html(report, run_series(got.frames, got.verdicts))}
+
+
+@pytest.mark.parametrize("path", ["tests/data/cpu_field/upload_pause.jsonl.gz",
+                                  "tests/data/cpu_field/lightning_val_ckpt.jsonl.gz"])
+def test_a_stage_beside_the_headline_is_one_sentence_in_markdown_and_html(path):
+    for fmt, text in _reports(path).items():
+        words = text.replace("&#x27;", "'")
+        assert "the verdict was CPU-bound: the job's own compute on the CPU is the limit, not its input." in words, fmt
+        assert not TWICE.search(words), (fmt, TWICE.search(words))
+
+
+def test_a_sentence_headed_by_its_title_says_it_once():
+    from gpuwatch.report.words import verdict_was
+
+    assert verdict_was("CPU-bound", "CPU-bound: the job's own compute.") == "the verdict was CPU-bound: the job's own compute."
+    assert verdict_was("GPU-bound", "Healthy, GPU-bound: C.") == "the verdict was Healthy, GPU-bound: C."
+
+
+def test_a_sentence_without_its_title_follows_it():
+    from gpuwatch.report.words import verdict_was
+
+    assert verdict_was("Disk", "Input-bound on storage: X.") == "the verdict was Disk. Input-bound on storage: X."
+    assert verdict_was("Disk", "") == "the verdict was Disk."
