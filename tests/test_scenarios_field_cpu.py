@@ -78,6 +78,15 @@ def test_imagefolder_cheaper_transform_decodes_at_half_scale_and_trains(tmp_path
     assert end["steps"] > 0 and 0 < end["wait_share"] < 1
 
 
+def test_imagefolder_with_transforms_in_the_loop_times_them():
+    """``--loop-aug``: the workers hand uint8 crops; the loop applies ColorJitter and Normalize per
+    sample itself, and says how much of its time that took (the truth CPU prep's "loop" form reads)."""
+    _needs("torchvision")
+    start, end = _run("imagefolder", "--workers", "1", "--persistent", "--loop-aug")
+    assert start["loop_aug"] is True and start["stage"] == "decode"
+    assert end["steps"] > 0 and 0 < end["loop_aug_share"] < 1
+
+
 def test_imagefolder_without_a_loader_is_the_model_alone():
     _needs("torchvision")
     start, end = _run("imagefolder", "--synthetic", seconds=4.0)

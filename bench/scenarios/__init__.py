@@ -47,6 +47,8 @@ SCENARIOS = (
     Scenario("imagefolder_persistent", "imagefolder", ("decode",), ("cpu", "cuda"),
              ("--workers", "14", "--persistent")),
     Scenario("imagefolder_cheap", "imagefolder", ("decode",), ("cpu", "cuda"), ("--workers", "2", "--persistent", "--cheap")),
+    Scenario("imagefolder_loop", "imagefolder", ("decode",), ("cpu", "cuda"),
+             ("--workers", "14", "--persistent", "--loop-aug")),
     Scenario("imagefolder_gpu", "imagefolder", ("gpu_bound",), ("cpu", "cuda"), ("--synthetic",),
              cpu_stages=("cpu_compute",)),
     Scenario("lightning", "lightning_job", ("decode",), ("cpu", "cuda")),
@@ -76,7 +78,8 @@ transform: half-scale JPEG decode), lightning -> lightning_persistent (persisten
 workers), imagefolder_* -> imagefolder_gpu (no input cost: what
 the estimate's "if the stage were fixed" means), tokenize -> tokenize_workers (more workers)."""
 
-FIELD = ("imagefolder_few", "imagefolder_epochs", "imagefolder_persistent", "imagefolder_cheap", "imagefolder_gpu", "lightning",
+FIELD = ("imagefolder_few", "imagefolder_epochs", "imagefolder_persistent", "imagefolder_cheap", "imagefolder_loop",
+         "imagefolder_gpu", "lightning",
          "lightning_persistent",
          "tokenize", "tokenize_workers", "checkpoint", "healthy_compiled")
 

@@ -69,6 +69,9 @@ def add_arguments(p) -> None:
     p.add_argument("--cheap", action="store_true",
                    help="cheaper transform (the fix): decode each JPEG at half scale (PIL draft mode)")
     p.add_argument("--data-dir", default=None, help="keep the JPEG tree here and reuse it (default: a temp dir)")
+    p.add_argument("--loop-aug", action="store_true",
+                   help="the workers crop and flip to uint8 only; the training loop applies ColorJitter and "
+                        "Normalize to each sample itself, on the main thread (CPU prep in the loop)")
 
 
 def half_scale_loader(path: str):
@@ -80,6 +83,17 @@ def half_scale_loader(path: str):
         img = Image.open(f)
         img.draft("RGB", (img.width // 2, img.height // 2))
         return img.convert("RGB")
+
+
+def loop_presets(tv):
+    """(the workers' part, the loop's part) of ``--loop-aug``: the crop and flip stay in the Dataset,
+    the colour jitter and normalisation move into the training loop, applied per sample on the CPU
+    the way a "batch augmentation" written over a list of tensors runs them."""
+    t = tv.transforms
+    workers = t.Compose([t.RandomResizedCrop(224, interpolation=t.InterpolationMode.BILINEAR),
+                         t.RandomHorizontalFlip(0.5), t.PILToTensor()])
+    loop = t.Compose([t.ColorJitter(0.4, 0.4, 0.4), t.ConvertImageDtype(torch.float), t.Normalize(MEAN, STD)])
+    return workers, loop
 
 
 def presets(tv):
@@ -110,6 +124,9 @@ class ImageFolderJob:
         t0 = time.time()
         info = make_image_folder(self.data.path, self.batch * self.epoch_batches, self.batch * self.val_batches, CLASSES)
         train_tf, val_tf = presets(tv)
+        self.loop_tf = None
+        if getattr(args, "loop_aug", False):
+            train_tf, self.loop_tf = loop_presets(tv)
         loader = {"loader": half_scale_loader} if self.cheap else {}
         self.train_set = tv.datasets.ImageFolder(os.path.join(self.data.path, "train"), train_tf, **loader)
         self.val_set = tv.datasets.ImageFolder(os.path.join(self.data.path, "val"), val_tf)
@@ -121,7 +138,7 @@ class ImageFolderJob:
         self.facts = {
             "workers": self.workers, "persistent_workers": self.persistent, "batch": self.batch,
             "epoch_batches": self.epoch_batches, "val_batches": self.val_batches, "synthetic": self.synthetic,
-            "cheap_decode": self.cheap,
+            "cheap_decode": self.cheap, "loop_aug": self.loop_tf is not None,
             "model": "resnet18" if device == "cuda" else "small_cnn", "images": len(self.train_set),
             "val_images": len(self.val_set), "jpeg_bytes": info["bytes"], "torchvision": tv.__version__,
             "setup_s": round(time.time() - t0, 1),
@@ -147,7 +164,7 @@ class ImageFolderJob:
         if self.synthetic:
             return self._run_synthetic(until, meter)
         train, val = self._loader(self.train_set, True), self._loader(self.val_set, False)
-        waited = starts = in_val = 0.0
+        waited = starts = in_val = in_loop = 0.0
         epochs = val_passes = 0
         t_start = time.perf_counter()
         with cpu_threads(self.device):
@@ -167,6 +184,10 @@ class ImageFolderJob:
                     if first:
                         starts += time.perf_counter() - t0
                         first = False
+                    if self.loop_tf is not None:
+                        t = time.perf_counter()
+                        x = torch.stack([self.loop_tf(sample) for sample in x])
+                        in_loop += time.perf_counter() - t
                     self._step(x, y)
                     meter.step()
                     if time.time() >= until:
@@ -183,7 +204,8 @@ class ImageFolderJob:
         self.result = {
             "steps_per_s": round(meter.steps / total, 3), "epochs": epochs, "val_passes": val_passes,
             "wait_share": round(waited / total, 3), "epoch_start_wait_s": round(starts / max(1, epochs), 3),
-            "val_share": round(in_val / total, 3), "train_s": round(total, 1),
+            "val_share": round(in_val / total, 3), "loop_aug_share": round(in_loop / total, 3),
+            "train_s": round(total, 1),
             "data_dir": self.data.path, "data_kept": self.data.keep,
         }
 
