@@ -163,10 +163,10 @@ def test_series_read_the_gpu_and_the_rolling_data_wait_once_per_frame():
     assert again[:-1] == rows  # the frames read before are not read again
     plots = series.plots(frames)
     assert [s.label for s in plots[0].series] == ["GPU util", "SM active", "memory"]
-    assert [s.label for s in plots[1].series] == ["data wait", "worker CPU"]
+    assert [s.label for s in plots[1].series] == ["input", "worker CPU"]
     assert [s.label for s in plots[2].series] == ["PCIe RX", "TX"]
     no_gpu = series.plots(synthetic_frames(5, gpus=False))  # nothing to plot for the GPU: it goes last
-    assert [p.series[0].label for p in no_gpu] == ["data wait", "GPU util", "PCIe RX"]
+    assert [p.series[0].label for p in no_gpu] == ["input", "GPU util", "PCIe RX"]
 
 
 async def test_the_main_screen_chart_fills_the_width_and_shows_more_plots_when_taller():
@@ -176,7 +176,7 @@ async def test_the_main_screen_chart_fills_the_width_and_shows_more_plots_when_t
         chart = app.screen.query_one(JobCharts)
         assert chart.size.width == 78  # the width less its margins
         text_80 = screen_text(app)
-        assert "GPU util" in text_80 and "data wait" not in text_80
+        assert "GPU util" in text_80 and "input ━" not in text_80
         assert "0-100 % · last 30s" in text_80  # the 30 frames held, not the 156 ticks the axis could hold
         assert "CPU prep" in text_80.splitlines()[app.screen.query_one(JobCharts).region.bottom - 1]
         await pilot.resize_terminal(200, 60)
@@ -184,7 +184,7 @@ async def test_the_main_screen_chart_fills_the_width_and_shows_more_plots_when_t
         await pilot.pause()
         assert chart.size.width == 198
         text_200 = screen_text(app)
-        assert all(label in text_200 for label in ("GPU util", "data wait", "worker CPU", "PCIe RX"))
+        assert all(label in text_200 for label in ("GPU util", "input ━", "worker CPU", "PCIe RX"))
 
 
 async def test_the_drill_down_plots_its_signals_and_evidence_as_charts():
@@ -249,3 +249,16 @@ def test_a_chart_whose_name_does_not_fit_is_named_still_cut_with_an_ellipsis():
         assert text.startswith("SM active") and "…" in text and "0.88 ≰ 0.25" in text, (width, text)
         assert len(text) <= width, (width, text)
     assert "0-0.90 · last 32s" in "".join(t for t, _ in title_line(plot, 78, 32.0))
+
+
+def test_the_input_line_counts_the_loops_own_data_preparation():
+    """tests/data/cpu_field/loop_aug.jsonl.gz: the loop transformed its batches itself 63.6 % of the
+    time by its own clock and waited for them 11 %; under a CPU-prep verdict the chart read "data
+    wait 0 %". The input line counts the main thread waiting for, loading or preparing a batch."""
+    from gpuwatch.replay import load_frames
+
+    frames = load_frames("tests/data/cpu_field/loop_aug.jsonl.gz")
+    feed = ChartSeries().plots(frames[-30:])
+    line = next(s for p in feed for s in p.series if s.label == "input")
+    late = [x for x in line.values[-10:] if x is not None]
+    assert late and min(late) >= 40.0, late

@@ -1,5 +1,5 @@
 """What the main screen's time charts plot, read once per frame: GPU util (NVML), SM active and memory;
-data wait and worker CPU; PCIe RX and TX. Over the GPUs the job uses (several: their mean, and
+the main thread's input time and worker CPU; PCIe RX and TX. Over the GPUs the job uses (several: their mean, and
 the sum of their PCIe traffic).
 
 Each frame's readings are kept by the frame's identity, so a tick reads only the new frame, not the
@@ -14,7 +14,7 @@ from operator import attrgetter
 
 from gpuwatch.diagnosis.thresholds import WINDOW_S
 from gpuwatch.model.frame import Frame
-from gpuwatch.model.stacks import DATA_IPC, DATA_WAIT, ROLE_MAIN_THREAD, ROLE_WORKER, StackSample
+from gpuwatch.model.stacks import DATA_IPC, DATA_WAIT, INLINE_LOAD, LOOP_PREP, ROLE_MAIN_THREAD, ROLE_WORKER, StackSample
 from gpuwatch.model.values import known
 from gpuwatch.model.verdict import Verdict
 from gpuwatch.tui import format as fmt
@@ -22,8 +22,10 @@ from gpuwatch.tui.chart_draw import Plot, Series
 from gpuwatch.tui.gpu_metrics import METRICS
 
 _BY_KEY = {m.key: m for m in METRICS}
-WAIT_LABELS = (DATA_WAIT, DATA_IPC)
-"""The main thread waiting for a batch, as the diagnosis counts it (stack_signals.Stacks.wait)."""
+INPUT_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, LOOP_PREP)
+"""The main thread on its input: waiting for a batch (as the diagnosis counts the wait), loading one
+itself (num_workers=0) or preparing one in the training loop. The chart's "input" line: with the
+wait alone, a CPU-prep verdict on a loop that transforms its own batches stood over "data wait 0 %"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +44,9 @@ class Reading:
     """The time of the frame's stack sample (a stalled collector repeats one: counted once)."""
     wait: int
     main: int
-    """Main-thread stack samples new in this frame, and how many of them wait for data."""
+    """Main-thread stack samples new in this frame, and how many of them are on the input (INPUT_LABELS)."""
     wait_share: float | None
-    """Percent of the main thread's samples over the diagnosis window that wait for data."""
+    """Percent of the main thread's samples over the diagnosis window on the input (INPUT_LABELS)."""
     worker_cpu: float | None
     workers: int | None = None
     """The job's DataLoader workers in the frame (None: its processes were not read)."""
@@ -77,7 +79,7 @@ def _read_stacks(frame: Frame, previous: Reading | None) -> tuple[float | None, 
     if not isinstance(s, StackSample) or (previous is not None and previous.stamp == s.t):
         return (s.t if isinstance(s, StackSample) else None), 0, 0
     main = [t for t in s.threads if t.role == ROLE_MAIN_THREAD]
-    return s.t, sum(1 for t in main if t.label in WAIT_LABELS), len(main)
+    return s.t, sum(1 for t in main if t.label in INPUT_LABELS), len(main)
 
 
 def _worker_cpu(frame: Frame) -> tuple[float | None, int | None]:
@@ -158,7 +160,7 @@ class ChartSeries:
         return cols
 
     def plots(self, frames: Sequence[Frame]) -> list[Plot]:
-        """GPU (busy, SM, memory), input (data wait, worker CPU), PCIe (RX, TX), in that order of
+        """GPU (busy, SM, memory), input (the main thread's input time, worker CPU), PCIe (RX, TX), in that order of
         importance (a short terminal shows the first ones), those with readings first."""
         rows = self.readings(frames)
         last = rows[-1] if rows else None
@@ -179,7 +181,7 @@ class ChartSeries:
         # A job without DataLoader workers (num_workers=0) has no worker CPU to read: said so, not "N/A"
         # (which the help explains as a value that could not be read).
         no_workers = last is not None and last.worker_cpu is None and last.workers == 0
-        feed = Plot((Series("data wait", col("wait_share"), now_pct("wait_share")),
+        feed = Plot((Series("input", col("wait_share"), now_pct("wait_share")),
                      Series("worker CPU", cpu, "no workers" if no_workers else now_pct("worker_cpu"))),
                     cpu_top, f"0-{cpu_top:.0f} %")
         rx, tx = col("rx"), col("tx")
@@ -188,7 +190,7 @@ class ChartSeries:
                      Series("TX", tx, fmt.rate(last.tx if last else None))), top, f"0-{fmt.rate(top)}")
         plots = [gpu, feed, link]
         # a plot with nothing to draw (no GPU readable: no NVML, a CPU-only job) gives its place to
-        # the next, so a short screen shows data wait and worker CPU instead of an empty GPU plot
+        # the next, so a short screen shows the input and worker CPU instead of an empty GPU plot
         return sorted(plots, key=lambda p: not any(x is not None for s in p.series for x in s.values))
 
 

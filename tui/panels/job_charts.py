@@ -1,4 +1,4 @@
-"""The main screen's time charts, full width: GPU util (NVML), SM active and memory; data wait and
+"""The main screen's time charts, full width: GPU util (NVML), SM active and memory; the main thread's input time and
 worker CPU; PCIe RX and TX; the verdict's stage along the time axis."""
 
 from __future__ import annotations
