@@ -426,7 +426,7 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
     """A record was read (else the file held nothing but blank lines)."""
     records = _records(path)
     try:
-        for item in _in_time_order(records):
+        for item in _in_time_order(_first_checked(records)):
             seen = True
             # Two recordings joined (cat a.jsonl.gz b.jsonl.gz is valid gzip) read as one watch mixed
             # the first one's command with the second one's PID and said "watched -24388 s" (review
@@ -528,6 +528,32 @@ def _in_time_order(records: Iterator[_Record]) -> Iterator[_Record]:
         yield from queued
 
 
+def _first_checked(records: Iterator[_Record]) -> Iterator[_Record]:
+    """The records, the first tick held until the next one: where that one comes far earlier (as far
+    back as :func:`_leaps` is ahead), the first was the lone outlier (a damaged first line) and is a
+    bad line, not the tick every later one would read as running back from. Bad lines read while it
+    waits come after it, in file order; a header or the end of the file keeps it."""
+    first: Tick | None = None
+    started = False
+    """A tick was read: only the first is held."""
+    queued: list[_Record] = []
+    for item in records:
+        if not started and isinstance(item, Tick):
+            first, started = item, True
+            continue
+        if first is not None and isinstance(item, BadLine):
+            queued.append(item)
+            continue
+        if first is not None:
+            yield _outlier(first, item, "after") if isinstance(item, Tick) and _leaps(item, first) else first
+            yield from queued
+            first, queued = None, []
+        yield item
+    if first is not None:
+        yield first
+        yield from queued
+
+
 def _leaps(before: Tick, tick: Tick) -> bool:
     """``tick`` comes far later than a watch's next tick after ``before`` would."""
     return tick.frame.t - before.frame.t > max(LEAP_S, LEAP_INTERVALS * before.frame.interval)
@@ -538,9 +564,9 @@ def _ran_back(tick: Tick, last: Tick) -> BadLine:
                               "(another watch's tick?), skipped")
 
 
-def _outlier(held: Tick, after: Tick) -> BadLine:
+def _outlier(held: Tick, after: Tick, goes_on: str = "before") -> BadLine:
     return BadLine(held.line, f"its time runs {held.frame.t - after.frame.t:.1f} s ahead of the tick after it, "
-                              "which goes on from the ticks before (a damaged line?), skipped")
+                              f"which goes on from the ticks {goes_on} (a damaged line?), skipped")
 
 
 def _first_refusal(n: int, item: _Record) -> str:

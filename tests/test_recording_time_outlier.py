@@ -97,3 +97,22 @@ def test_joined_recordings_still_stop_at_the_second_header_with_a_tick_held(tmp_
     ticks, bad = _read(_write(tmp_path / "r.jsonl", lines))
     assert ticks == [2, 3, 4, 5, 6]
     assert len(bad) == 1 and bad[0].joined and bad[0].line == 7 and "after 5 ticks" in bad[0].reason
+
+
+def test_a_first_tick_years_ahead_is_the_one_line_skipped(tmp_path):
+    """The first tick has no tick before it to be judged against: held until the next, a first line
+    years ahead is the outlier, not the tick every later one reads as running back from."""
+    lines = [*LINES[:11]]
+    lines[1] = _moved(lines[1], YEARS)  # line 2: the first tick
+    ticks, bad = _read(_write(tmp_path / "r.jsonl", lines))
+    assert ticks == [3, 4, 5, 6, 7, 8, 9, 10, 11]
+    assert [b.line for b in bad] == [2]
+    assert "ahead of the tick after it, which goes on from the ticks after (a damaged line?)" in bad[0].reason
+
+
+def test_a_second_tick_a_little_behind_the_first_is_still_the_one_skipped(tmp_path):
+    lines = [*LINES[:6]]
+    lines[2] = _moved(lines[2], -5.0)  # line 3 runs 4 s back from line 2
+    ticks, bad = _read(_write(tmp_path / "r.jsonl", lines))
+    assert ticks == [2, 4, 5, 6] and [b.line for b in bad] == [3]
+    assert "back from the tick before" in bad[0].reason
