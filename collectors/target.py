@@ -359,7 +359,9 @@ class Target:
             if st is None or st.state == "Z":  # gone, or exited and not yet reaped
                 continue
             seen = self._known.get(pid)
-            if seen is not None and seen[0] == st.starttime and len(st.name) < COMM_LEN:
+            # A new comm is an exec (a wrapper script's `exec python train.py`): the same PID and
+            # start time, another program, whose command line is read again.
+            if seen is not None and seen[0] == st.starttime and len(st.name) < COMM_LEN and seen[1].name == st.name:
                 raw = _Raw(st.ppid, st.name, seen[1].argv, seen[1].create_time, seen[1].interp)
             else:  # new (or a comm psutil completes from the command line): read it all
                 try:

@@ -495,3 +495,27 @@ def test_a_task_under_a_cluster_daemon_is_watched_with_its_siblings_only_when_th
             p.kill()
         proc.kill()
         proc.wait(10)
+
+
+def test_a_child_that_execs_another_program_is_read_again():
+    """A wrapper (``sh -c '...; exec python train.py'``) keeps its PID and start time through the
+    exec: the walk's cache kept the shell's command line for the Python process that replaced it."""
+    code = ("import subprocess, sys, time\n"
+            "subprocess.Popen(['sh', '-c', 'sleep 0.8; exec ' + sys.executable + ' -c \"import time; time.sleep(60)\"'])\n"
+            "time.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        kids = wait_for(lambda: psutil.Process(proc.pid).children() or None)
+        target = Target(proc.pid, refresh_s=0.0)
+
+        def child():  # noqa: ANN202
+            return next((n for n in target.tree().nodes if n.pid == kids[0].pid), None)
+
+        assert child() is not None and child().cmdline.startswith("sh ")
+        after = wait_for(lambda: (n := child()) is not None and n.name != "sh" and n, timeout=10.0)
+        assert after and after.cmdline.startswith(sys.executable), after
+    finally:
+        for p in psutil.Process(proc.pid).children(recursive=True):
+            p.kill()
+        proc.kill()
+        proc.wait(10)
