@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from gpuwatch.diagnosis.compose import compose
 from gpuwatch.diagnosis.decide import Decision, decide
+from gpuwatch.diagnosis.host_signals import job_stopped
 from gpuwatch.diagnosis.phases import phases, recurring_wait
 from gpuwatch.diagnosis.sentence import held_note
 from gpuwatch.diagnosis.signals import Epochs, Signals, extract
@@ -50,10 +51,26 @@ def diagnose(
         return replace(v, t=frames[-1].t, sentence=sentence), state or DiagnosisState()
 
 
+def _running(pool: list[Frame], rank: int | None) -> list[Frame]:
+    """The window's frames less those in which the job was stopped (SIGSTOP, Ctrl-Z), where it runs
+    now: a frozen job's ticks describe no pipeline, and the outside load that filled its CPUs then
+    read, for the ticks after a SIGCONT, as a contention costing 10.5x where 6.0x held before the stop
+    (trial 30). While it is stopped, they are the verdict's evidence that it is."""
+    if not pool or job_stopped(pool[-1], rank):
+        return pool
+    stopped = [job_stopped(f, rank) for f in pool]
+    if not any(stopped):
+        return pool
+    running = [f for f, x in zip(pool, stopped) if not x]
+    # The first tick after a stop straddles it: its CPU and queue readings cover part of the stop.
+    whole = [f for i, (f, x) in enumerate(zip(pool, stopped)) if not x and not (i and stopped[i - 1])]
+    return whole or running
+
+
 def _diagnose(
     frames: Sequence[Frame], state: DiagnosisState | None, rank: int | None
 ) -> tuple[Verdict, DiagnosisState]:
-    pool = recent(frames, WINDOW_S)
+    pool = _running(recent(frames, WINDOW_S), rank)
     short = last_ticks(pool, SHORT_S)
     current = state.stage if state is not None and state.since is not None else None
     if state is not None and state.last_t is not None and frames[-1].t < state.last_t:

@@ -163,6 +163,15 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
     )
 
 
+def job_stopped(frame: Frame, rank: int | None) -> bool:
+    """The frame's process sample shows every training process stopped (state T/t, no CPU)."""
+    procs = frame.procs
+    if not isinstance(procs, ProcsSample):
+        return False
+    row = _ROWS.get(procs, (id(procs), rank), lambda: _row(procs, rank))
+    return bool(row.main_pids) and row.stopped
+
+
 @dataclass(frozen=True, slots=True)
 class _Row:
     """One procs sample's readings of the job (of one rank's processes where a rank is given)."""
