@@ -126,7 +126,7 @@ def test_a_real_loop_transforming_its_batches_is_cpu_prep_with_its_line_in_every
     assert not any(v.stage in (CPU_COMPUTE, LAUNCH) for v in gathered.verdicts)
     for v in named:
         assert "preparing data in the training loop" in v.sentence and "mainaug.py:39" in v.sentence, v.sentence
-        assert any(r.startswith("Move these transforms out of the training loop") for r in v.remedies), v.remedies
+        assert any(r.startswith("Move this preparation (transforms, decoding, tokenising) out of the training loop") for r in v.remedies), v.remedies
     report = build_report(gathered, NOT_RECORDED, "replay", path=path)
     md = render_markdown(report).split("## Verdict", 1)[1].split("\n## ", 1)[0]
     assert "**CPU prep**" in md and "preparing data in the training loop" in md, md
@@ -150,7 +150,7 @@ def test_on_a_starved_gpu_the_loops_transforms_are_cpu_prep_and_its_remedies_mov
     assert verdict.stage == v.DECODE, verdict.sentence
     assert verdict.sentence.startswith("Input-bound on preparing data in the training loop"), verdict.sentence
     assert "the GPU and the step wait" in verdict.sentence and "train.py:40" in verdict.sentence
-    assert verdict.remedies[0].startswith("Move these transforms out of the training loop"), verdict.remedies
+    assert verdict.remedies[0].startswith("Move this preparation (transforms, decoding, tokenising) out of the training loop"), verdict.remedies
     assert "(now 4 workers)" in verdict.remedies[0]
     assert any(r.startswith("If they run on CPU tensors, they can also run on the GPU") for r in verdict.remedies), \
         verdict.remedies

@@ -324,7 +324,8 @@ def _loop_prep(f: dict, s: Signals) -> list[str]:
     # now: the step gets its thread back, not more CPU, so the gain is less than the loop's share.
     full = (f"; the {count(f.get('usable'), 'usable CPU')} are full, so the workers would take that CPU from "
             "the rest of the job and gain less" if f.get("cpu_short") else "")
-    out = [f"Move these transforms out of the training loop into the Dataset's __getitem__ (per sample) or "
+    out = [f"Move this preparation (transforms, decoding, tokenising) out of the training loop into the "
+           f"Dataset's __getitem__ (per sample) or "
            f"the DataLoader's collate_fn (per batch), so the DataLoader's workers{where} prepare the next batches "
            f"while the step runs{full}"]
     if s.gpu.present:

@@ -297,7 +297,7 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         # and the GPU wait for (trial 30: ColorJitter on each sample in the loop read as the model's compute).
         waits = "the GPU and the step wait" if s.gpu.present else "the step waits"
         return (f"Input-bound on preparing data in the training loop: outside the DataLoader, the main thread "
-                f"transforms batches itself {fmt(f.get('loop'))} of the time{_in(f.get('loop_detail'))}, and "
+                f"prepares batches itself {fmt(f.get('loop'))} of the time{_in(f.get('loop_detail'))}, and "
                 f"{waits} meanwhile.")
     if sub == "starting":
         spawn = (" Its workers are started by spawn or forkserver: each new one imports the training script "
