@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Sequence
 
 from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
@@ -323,6 +324,9 @@ def classify(t: ThreadRecord, role: str, state: str | None = None,
         label, detail = _main(t.frames, t.active)
         if label == DISPATCH and source_line is not None:
             label = _sync_by_source(t.frames[0], source_line) or label
+        if label in (DISPATCH, OTHER) and source_line is not None:
+            prep = _prep_by_source(t.frames, source_line)
+            label, detail = (LOOP_PREP, prep) if prep else (label, detail)
     elif role == ROLE_WORKER_THREAD:
         label, detail = _worker(t.frames, t.active, state)
         if label == W_WAIT and source_line is not None and _reads_by_source(t.frames[0], source_line):
@@ -533,12 +537,36 @@ def _loop_prep(frames: Sequence[FrameRecord]) -> int | None:
             hit = i
     if hit is None or any(w in frames[hit].name.rsplit(".", 1)[-1].lower() for w in PREP_NOT):
         return None
+    return hit if _in_the_loop(frames, hit) else None
+
+
+def _in_the_loop(frames: Sequence[FrameRecord], hit: int) -> bool:
+    """Nothing outside frame ``hit`` puts it elsewhere than the training loop's data preparation:
+    a model's forward or a Lightning step (GPU_SIDE_CALLERS), a copy to the device, logging or a
+    one-off dataset map (PREP_NOT_CALLERS)."""
     for f in frames[hit + 1:]:
         last = f.name.rsplit(".", 1)[-1]
         if (last in GPU_SIDE_CALLERS and not _file_matches(f, "torch/nn/modules/module.py")
                 or H2D_FUNC_WORD in last or any(_file_matches(f, c) for c in PREP_NOT_CALLERS)):
-            return None
-    return hit
+            return False
+    return True
+
+
+NATIVE_PREP_CALL = re.compile(r"\.encode_batch(_fast)?\(|\btok(en)?(izer|eniser|enizer)?\w*\.encode\(")
+"""A line of the job's own code calling a native tokenizer (Hugging Face ``tokenizers``:
+``tok.encode_batch(texts)``, ``tokenizer.encode(text)``): the Rust call leaves no Python frame, so the
+line is all py-spy shows while it runs, often on the tokenizer's own thread pool with the main thread
+waiting (trial 31: a loop 60 % in ``encode_batch`` read as the job's own code, "other work").
+``str.encode`` is not one: the receiver must be named for a tokenizer."""
+
+
+def _prep_by_source(frames: Sequence[FrameRecord], source_line: SourceLine) -> str | None:
+    """The detail of a main thread on a line of its own code that calls a native tokenizer
+    (NATIVE_PREP_CALL), in the training loop (_in_the_loop); None otherwise."""
+    leaf = frames[0]
+    if origin(leaf) != "user" or not NATIVE_PREP_CALL.search(_leaf_text(leaf, source_line).split("#", 1)[0]):
+        return None
+    return f"a tokenizer from {leaf.text()}" if _in_the_loop(frames, 0) else None
 
 
 def _prefetch_wait(frames: Sequence[FrameRecord]) -> int | None:

@@ -425,8 +425,11 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
     seen = False
     """A record was read (else the file held nothing but blank lines)."""
     records = _records(path)
+    # A file's first tick waits for its second (_first_checked); a stream's is passed on at once: a
+    # FIFO whose writer says nothing more would hold it, and the replay with it, for good.
+    ordered = _in_time_order(_first_checked(records) if _is_file(path) else records)
     try:
-        for item in _in_time_order(_first_checked(records)):
+        for item in ordered:
             seen = True
             # Two recordings joined (cat a.jsonl.gz b.jsonl.gz is valid gzip) read as one watch mixed
             # the first one's command with the second one's PID and said "watched -24388 s" (review
@@ -526,6 +529,13 @@ def _in_time_order(records: Iterator[_Record]) -> Iterator[_Record]:
     if held is not None:
         yield held
         yield from queued
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _first_checked(records: Iterator[_Record]) -> Iterator[_Record]:

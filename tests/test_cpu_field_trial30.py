@@ -114,3 +114,20 @@ def test_ticks_in_which_the_job_was_stopped_are_no_evidence_once_it_runs_again()
     assert steady, [v.stage for v in verdicts[first:first + 7]]
     after = verdicts[first + 1]  # the first tick whose readings all come after the resume
     assert after.stage == "contention" and after.speedup <= max(steady) * 1.15, (after.speedup, steady)
+
+
+
+def test_numpys_header_parser_is_no_validation_pass():
+    """tests/data/cpu_field/t31_npy_disk.jsonl.gz (trial 31): a job that never validated, loading
+    small .npy files with num_workers=0, read "Validation passes take 2 % of the time": np.load
+    parses each header with ``ast.literal_eval``, whose name holds "_eval", and the collector flagged
+    those samples (the recording keeps its flags). Its frames flag nothing now, kept or beyond."""
+    from gpuwatch.model.evaluation import pass_site, validation_frame
+
+    frames = load_frames("tests/data/cpu_field/t31_npy_disk.jsonl.gz")
+    flagged = [t.frames for f in frames if hasattr(f.stacks, "threads") for t in f.stacks.threads
+               if t.role == "main" and t.evaluating]
+    assert flagged and all(any(x.startswith("literal_eval (ast.py") for x in fs) for fs in flagged)
+    for fs in flagged:
+        assert not any(validation_frame(x) or pass_site(x, kept=False) for x in fs), fs
+    assert validation_frame("run_eval (train.py:30)") and pass_site("evaluate (train.py:30)", kept=False)

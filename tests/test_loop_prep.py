@@ -158,3 +158,36 @@ def test_on_a_starved_gpu_the_loops_transforms_are_cpu_prep_and_its_remedies_mov
     busy = last(replace(k, gpu="healthy"), 12)
     assert busy.stage != v.DECODE, busy.sentence
 
+
+
+def _on_line(code: str, active: bool = False) -> tuple[str, str]:
+    """A main thread whose leaf is the job's own line ``code`` (as py-spy shows a native call)."""
+    frames = (fr("encode (tok_loop.py:23)"), fr("main (tok_loop.py:60)"))
+    thread = ThreadRecord(pid=1, tid=1, name="MainThread", active=active, owns_gil=False, frames=frames)
+    return classify(thread, S.ROLE_MAIN_THREAD, source_line=lambda _file, _line: code)
+
+
+def test_a_native_tokenizer_call_on_the_jobs_own_line_is_preparing_data():
+    """tests/data/cpu_field/t31_tok_loop_q.jsonl.gz (trial 31): the loop tokenised with
+    ``tok.encode_batch`` 60 % of the time by its clock; the Rust call leaves no Python frame, and the
+    samples read "other work: encode (tok_loop.py:23)". The line's text names the tokenizer."""
+    assert _on_line("    encs = tok.encode_batch(list(texts))") == (
+        S.LOOP_PREP, "a tokenizer from encode (tok_loop.py:23)")
+    assert _on_line("    ids = tokenizer.encode(text).ids", active=True)[0] == S.LOOP_PREP
+    assert _on_line("    data = line.encode('utf-8')")[0] == S.OTHER  # str.encode is no tokenizer
+    assert _on_line("    # tok.encode_batch(texts) was slow")[0] == S.OTHER  # a comment calls nothing
+
+
+def test_a_loop_whose_tokenizer_works_on_its_own_thread_pool_is_cpu_prep():
+    """tests/data/cpu_field/t31_tok_loop_wrap.jsonl.gz: the loop tokenised through
+    ``tokenizers.implementations.BaseTokenizer`` 55 % of the time by its clock, on the tokenizer's
+    thread pool: the main thread read 0.43-0.48 core with the process at 1.78. CPU prep asked it for
+    half a core and stayed "ok" beside loop prep at 43-50 % of the samples; the job was called CPU-bound."""
+    from gpuwatch.model.verdict import DECODE
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report.gather import from_frames
+
+    verdicts = from_frames(load_frames("tests/data/cpu_field/t31_tok_loop_wrap.jsonl.gz")).verdicts
+    named = [v for v in verdicts if v.stage != "unknown"]
+    assert sum(v.stage == DECODE for v in named) >= 0.8 * len(named), {v.stage for v in named}
+    assert any("a tokenizer from encode (tok_loop.py:23)" in v.sentence for v in named)

@@ -140,7 +140,7 @@ def epochs(phases: Sequence[Phase]) -> str:
     for p in phases:
         every = f" every ~{p.period_s:.1f} s" if p.period_s is not None else ""
         each = f"~{p.each_s:.1f} s" if p.each_s is not None else ""
-        # No period with two or more starts, or no duration: about every tick, or a tick or less each,
+        # No period with two or more starts, or no duration: about every tick, or too short each to time,
         # which the ticks cannot measure (phases.py): the count is then a lower bound. Unless uneven
         # (intervals far apart) or sparse (the starts cover only part of the span): said as such.
         brief = p.each_s is None and p.kind != RESPAWN
@@ -164,7 +164,7 @@ def epochs(phases: Sequence[Phase]) -> str:
             said.append(f"the DataLoader workers are re-created{every} ({least}{count(p.count, 'time')} in "
                         f"{p.span_s:.0f} s: {RESTART_CAUSE})")
         elif p.kind == EPOCH_START:
-            wait = "briefly (about a tick or less each)" if brief else each
+            wait = "briefly (each too short to time from the ticks)" if brief else each
             said.append(f"each new set of workers makes the main thread wait {wait} for its first batches "
                         f"({fmt(p.share)} of the time)")
         elif p.kind in (VALIDATION, CHECKPOINT) and p.count == 1:
@@ -178,7 +178,9 @@ def epochs(phases: Sequence[Phase]) -> str:
             # Brief passes are counted still: "how often is not measured" stood beside a count of 8
             # in the JSON (trial 29).
             seen = f"{count(p.count, 'pass', 'passes')} in {p.span_s:.0f} s"
-            how = f"{seen}, each about a tick or less" if brief else f"{each}{every}"
+            # Not "about a tick or less": the partly filled ticks under-read a pass, and trial 31's
+            # passes of 0.9-1.9 s by the job's clock read so beside a tick's "(~2.0 s)".
+            how = f"{seen}, each too short to time from the ticks" if brief else f"{each}{every}"
             said.append(f"validation passes take {fmt(p.share)} of the time ({how})")
         elif p.kind == CHECKPOINT:
             # no duration where each save held one stack sample (phases.py): how often, if known, after it
