@@ -552,20 +552,22 @@ def _in_the_loop(frames: Sequence[FrameRecord], hit: int) -> bool:
     return True
 
 
-NATIVE_PREP_CALL = re.compile(r"\.encode_batch(_fast)?\(|\btok(en)?(izer|eniser|enizer)?\w*\.encode\(")
+NATIVE_PREP_CALL = re.compile(r"(?:^|[^\w])(?:\w*_)?(?:tok|tokenizer|tokeniser)\.encode(?:_batch(?:_fast)?)?\(")
 """A line of the job's own code calling a native tokenizer (Hugging Face ``tokenizers``:
-``tok.encode_batch(texts)``, ``tokenizer.encode(text)``): the Rust call leaves no Python frame, so the
-line is all py-spy shows while it runs, often on the tokenizer's own thread pool with the main thread
-waiting (trial 31: a loop 60 % in ``encode_batch`` read as the job's own code, "other work").
-``str.encode`` is not one: the receiver must be named for a tokenizer."""
+``tok.encode_batch(texts)``, ``self._tokenizer.encode(text)``, ``text_tokenizer.encode(...)``): the Rust
+call leaves no Python frame, so the line is all py-spy shows while it runs, often on the tokenizer's own
+thread pool with the main thread waiting (trial 31: a loop 60 % in ``encode_batch`` read as the job's
+own code, "other work"). The receiver must be named for a tokenizer: ``token.encode('utf-8')`` is a
+string's, ``self.tok_emb.encode(x)`` or SpeechBrain's ``encoder.encode_batch(wavs)`` a model's."""
 
 
 def _prep_by_source(frames: Sequence[FrameRecord], source_line: SourceLine) -> str | None:
     """The detail of a main thread on a line of its own code that calls a native tokenizer
     (NATIVE_PREP_CALL), in the training loop (_in_the_loop); None otherwise."""
     leaf = frames[0]
-    if origin(leaf) != "user" or not NATIVE_PREP_CALL.search(_leaf_text(leaf, source_line).split("#", 1)[0]):
-        return None
+    if (origin(leaf) != "user" or _importing(frames)
+            or not NATIVE_PREP_CALL.search(_leaf_text(leaf, source_line).split("#", 1)[0])):
+        return None  # an import's module-level code is set-up, whatever it calls
     return f"a tokenizer from {leaf.text()}" if _in_the_loop(frames, 0) else None
 
 

@@ -427,7 +427,7 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
     records = _records(path)
     # A file's first tick waits for its second (_first_checked); a stream's is passed on at once: a
     # FIFO whose writer says nothing more would hold it, and the replay with it, for good.
-    ordered = _in_time_order(_first_checked(records) if _is_file(path) else records)
+    ordered = _in_time_order(_first_checked(records) if os.path.isfile(path) else records)
     try:
         for item in ordered:
             seen = True
@@ -529,13 +529,6 @@ def _in_time_order(records: Iterator[_Record]) -> Iterator[_Record]:
     if held is not None:
         yield held
         yield from queued
-
-
-def _is_file(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _first_checked(records: Iterator[_Record]) -> Iterator[_Record]:

@@ -157,6 +157,10 @@ def test_on_a_starved_gpu_the_loops_transforms_are_cpu_prep_and_its_remedies_mov
     assert not any(r.startswith("persistent_workers") for r in verdict.remedies), verdict.remedies
     busy = last(replace(k, gpu="healthy"), 12)
     assert busy.stage != v.DECODE, busy.sentence
+    # A loop blocked in PIL opening images from slow storage computes nothing: at 0.2 core, with no
+    # thread queued for a CPU, its prep library samples are no CPU prep (review 35).
+    blocked = last(replace(k, main_cpu=0.2), 12)
+    assert blocked.stage != v.DECODE and v.DECODE not in blocked.secondary, blocked.sentence
 
 
 
@@ -175,6 +179,10 @@ def test_a_native_tokenizer_call_on_the_jobs_own_line_is_preparing_data():
         S.LOOP_PREP, "a tokenizer from encode (tok_loop.py:23)")
     assert _on_line("    ids = tokenizer.encode(text).ids", active=True)[0] == S.LOOP_PREP
     assert _on_line("    data = line.encode('utf-8')")[0] == S.OTHER  # str.encode is no tokenizer
+    assert _on_line("    ids = self._tokenizer.encode(text)")[0] == S.LOOP_PREP
+    for not_one in ("b = token.encode('utf-8')", "e = self.tok_emb.encode(x)", "e = encoder.encode_batch(wavs)",
+                    "e = self.token_encoder.encode(x)"):
+        assert _on_line(not_one)[0] == S.OTHER, not_one  # a string's or a model's encode (review 35)
     assert _on_line("    # tok.encode_batch(texts) was slow")[0] == S.OTHER  # a comment calls nothing
 
 

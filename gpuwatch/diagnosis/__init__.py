@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from gpuwatch.diagnosis.compose import compose
 from gpuwatch.diagnosis.decide import Decision, decide
-from gpuwatch.diagnosis.host_signals import job_stopped
+from gpuwatch.diagnosis.host_signals import job_paused
 from gpuwatch.diagnosis.phases import phases, recurring_wait
 from gpuwatch.diagnosis.sentence import held_note
 from gpuwatch.diagnosis.signals import Epochs, Signals, extract
@@ -51,32 +51,43 @@ def diagnose(
         return replace(v, t=frames[-1].t, sentence=sentence), state or DiagnosisState()
 
 
-def _running(pool: list[Frame], rank: int | None) -> list[Frame]:
-    """The window's frames less those in which the job was stopped (SIGSTOP, Ctrl-Z), where it runs
-    now: a frozen job's ticks describe no pipeline, and the outside load that filled its CPUs then
-    read, for the ticks after a SIGCONT, as a contention costing 10.5x where 6.0x held before the stop
-    (trial 30). While it is stopped, they are the verdict's evidence that it is."""
-    if not pool or job_stopped(pool[-1], rank):
+def _running(frames: Sequence[Frame], seconds: float, rank: int | None) -> list[Frame]:
+    """The frames of the last ``seconds`` less those in which the job was stopped (SIGSTOP, Ctrl-Z, a
+    debugger; state T or t), and the first one after each stop, whose CPU and queue readings straddle
+    the resume: a frozen job's ticks describe no pipeline, and the outside load that filled its CPUs
+    then read as a contention costing 10.5x where 6.0x held before the stop (trial 30). Empty where
+    every tick since is such a one. While the job is stopped, its ticks are the verdict's evidence."""
+    pool = recent(frames, seconds)
+    if not pool or job_paused(pool[-1], rank):
         return pool
-    stopped = [job_stopped(f, rank) for f in pool]
-    if not any(stopped):
+    start = len(frames) - len(pool)  # the window is the frames' tail (where their times never go back)
+    before = frames[start - 1] if start > 0 and frames[start] is pool[0] else None
+    paused = [job_paused(f, rank) for f in pool]
+    if not any(paused) and (before is None or not job_paused(before, rank)):
         return pool
-    running = [f for f, x in zip(pool, stopped) if not x]
-    # The first tick after a stop straddles it: its CPU and queue readings cover part of the stop.
-    whole = [f for i, (f, x) in enumerate(zip(pool, stopped)) if not x and not (i and stopped[i - 1])]
-    return whole or running
+    prior = [before is not None and job_paused(before, rank), *paused[:-1]]
+    return [f for f, x, p in zip(pool, paused, prior) if not x and not p]
+
+
+def _resumed(frames: Sequence[Frame], rank: int | None) -> Verdict:
+    """The verdict while every tick since a stop still straddles it: nothing measured yet."""
+    return replace(_empty(rank), t=frames[-1].t,
+                   sentence="The job runs again after a stop: collecting evidence (the ticks since it resumed "
+                            "still cover part of the stop).")
 
 
 def _diagnose(
     frames: Sequence[Frame], state: DiagnosisState | None, rank: int | None
 ) -> tuple[Verdict, DiagnosisState]:
-    pool = _running(recent(frames, WINDOW_S), rank)
+    pool = _running(frames, WINDOW_S, rank)
+    if not pool:
+        return _resumed(frames, rank), DiagnosisState()
     short = last_ticks(pool, SHORT_S)
     current = state.stage if state is not None and state.since is not None else None
     if state is not None and state.last_t is not None and frames[-1].t < state.last_t:
         current = None  # time went backwards: a replay restarted, start over
     held = since(pool, state.regime_start, WINDOW_S, SHORT_S) if current is not None else None
-    minute = timeline(recent(frames, PHASE_WINDOW_S), rank)
+    minute = timeline(_running(frames, PHASE_WINDOW_S, rank), rank)
     seen = phases(minute)
     epochs = Epochs(seen, recurring_wait(minute, seen), minute)
     short_signals = extract(short, pool, rank, held, epochs)
@@ -96,7 +107,7 @@ def _diagnose(
         window = since(pool, new_state.regime_start, WINDOW_S, SHORT_S)
         signals = extract(window, pool, rank, window, epochs)
         final = decide(signals, new_state.stage, challenge=False)
-    stall = find_stall(recent(frames, STALL_WINDOW_S), signals.gpu.indexes) if signals.gpu.present else None
+    stall = find_stall(_running(frames, STALL_WINDOW_S, rank), signals.gpu.indexes) if signals.gpu.present else None
     verdict = compose(new_state.stage, final, signals, stall, candidate.stage, rank)
     r = final.results.get(new_state.stage)
     if r is not None and r.fires:

@@ -163,13 +163,14 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
     )
 
 
-def job_stopped(frame: Frame, rank: int | None) -> bool:
-    """The frame's process sample shows every training process stopped (state T/t, no CPU)."""
+def job_paused(frame: Frame, rank: int | None) -> bool:
+    """The frame's process sample shows every training process in state T or t (stopped, or held
+    by a debugger), whatever CPU it used in the tick (a stop that came mid-tick leaves some)."""
     procs = frame.procs
     if not isinstance(procs, ProcsSample):
         return False
     row = _ROWS.get(procs, (id(procs), rank), lambda: _row(procs, rank))
-    return bool(row.main_pids) and row.stopped
+    return bool(row.main_pids) and row.paused
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +197,8 @@ class _Row:
     helpers_cpu: float
     exited_cpu: float
     stopped: bool
+    paused: bool
+    """Every training process in state T or t, at any CPU (job_paused)."""
     spawned: bool
 
 
@@ -229,6 +232,7 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         helpers_cpu=sum(p.cpu_pct / 100 for p in hs),
         exited_cpu=sample.exited_cpu_pct / 100,
         stopped=all(p.state in STOPPED_STATES and p.cpu_pct / 100 < MAIN_CPU_IDLE for p in ms),
+        paused=all(p.state in STOPPED_STATES for p in ms),
         spawned=any(spawned(w) for w in ws),
     )
 

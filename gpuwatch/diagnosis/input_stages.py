@@ -7,6 +7,7 @@ stack labels (a worker sleeping inside ``__getitem__`` may be labelled busy yet 
 from __future__ import annotations
 
 from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, fmt, yes
+from gpuwatch.diagnosis.host_signals import queued_threads
 from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult, result, warned_by
@@ -19,7 +20,6 @@ from gpuwatch.diagnosis.thresholds import (
     HYSTERESIS_ABS,
     IDLE_WORKERS,
     IOWAIT,
-    MAIN_CPU_IDLE,
     MIN_WORKER_SAMPLES,
     PSI_IO,
     READS_BPS,
@@ -349,18 +349,27 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
 def _loop_prep(c: Checks, s: Signals, gate: bool) -> StageResult:
     """The training loop prepares its data itself, outside the DataLoader (transforms applied to
     each batch on the main thread): the same share cut as a main thread loading with num_workers=0,
-    for the same reason (time the step does not get). Its libraries compute, so the main thread's
-    CPU only has to show it is not blocked (MAIN_CPU_IDLE), not the half core a load's decoding is
-    told from its reads by: a tokenizer's thread pool does the work off the main thread (0.45 core
-    with the process at 1.78), and contention holds the thread under half a core (trial 31: CPU prep
-    "ok" beside loop prep at 36-57 % of the samples)."""
+    for the same reason (time the step does not get). It needs a sign that the preparation computes:
+    the main thread's half core as a load's decoding, or its process's (a tokenizer's thread pool did
+    the work at 1.78 cores while the main thread read 0.45), or a queue for a CPU (contention held the
+    thread under half a core). Trial 31: CPU prep stayed "ok" beside loop prep at 36-57 % of the
+    samples on the main thread's half core alone. A loop blocked opening images on slow storage shows
+    none of the three."""
     st, job = s.stacks, s.job
     share = st.share(lb.LOOP_PREP)
     prep = c.check("loop_prep", share, high_cut(st.n_main, s.gpu_starved), ">=",
                    "main thread preparing data in the training loop (outside the DataLoader)", kind=REQ,
                    samples=st.n_main)
-    cpu = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_IDLE, ">=", "main thread CPU (not blocked)", unit="cores",
-                  kind=REQ)
+    # Computing shows in the main thread's CPU, or in its process's (a tokenizer's thread pool), or
+    # in a queue for a CPU (contention holds the thread under its half core); a loop opening images
+    # from slow storage (PIL is a prep library) shows none of them and its reads instead.
+    main = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores")
+    process = c.check("process_cpu", job.main_cpu, WORKER_CPU_IO, ">=", "training process CPU (all its threads)",
+                      unit="cores")
+    queued = c.check("run_delay", queued_threads(job), RUN_DELAY, ">=",
+                     "training process threads ready to run but waiting for a CPU (mean)", unit="threads")
+    cpu = (None if main is None and process is None and queued is None
+           else bool(main) or bool(process) or bool(queued))
     fires = gate and yes(prep) and cpu is not False
     warn = (share or 0) >= st.moderate and cpu is not False
     return result(c, fires, warn, share, "loop",
