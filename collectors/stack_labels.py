@@ -527,17 +527,21 @@ def _loop_prep(frames: Sequence[FrameRecord]) -> int | None:
     copy to the GPU inside it (``BatchEncoding.to`` is a tokenizer file's, and is H2D), or output
     (PREP_NOT). The torch ops a transform runs (``torch/nn/functional.py`` under a resize) lie
     inside it and do not make it dispatch."""
-    hit = None
-    for i, f in enumerate(frames):
-        if hit is None and (any(matches(f, p) for p in SYNCS) or any(matches(f, p) for p in H2DS)
-                            or _native(f.name) in NATIVE_SYNCS or _native(f.name) in NATIVE_H2DS
-                            or _native(f.name) in NATIVE_LAUNCHES or H2D_FUNC_WORD in f.name.rsplit(".", 1)[-1]):
-            return None  # the transform syncs, copies or launches kernels: it runs on the GPU
-        if _prep_lib(f) is not None:
-            hit = i
-    if hit is None or any(w in frames[hit].name.rsplit(".", 1)[-1].lower() for w in PREP_NOT):
+    prep = [i for i, f in enumerate(frames) if _prep_lib(f) is not None]  # most samples: none, done
+    if not prep or any(_gpu_work(f) for f in frames[:prep[0] + 1]):
+        return None  # the transform syncs, copies or launches kernels (BatchEncoding.to): on the GPU
+    hit = prep[-1]
+    if any(w in frames[hit].name.rsplit(".", 1)[-1].lower() for w in PREP_NOT):
         return None
     return hit if _in_the_loop(frames, hit) else None
+
+
+def _gpu_work(f: FrameRecord) -> bool:
+    """A sync, a copy to the GPU or a kernel launch (Python or ``--native`` frames)."""
+    native = _native(f.name)
+    return (native in NATIVE_SYNCS or native in NATIVE_H2DS or native in NATIVE_LAUNCHES
+            or H2D_FUNC_WORD in f.name.rsplit(".", 1)[-1]
+            or any(matches(f, p) for p in SYNCS) or any(matches(f, p) for p in H2DS))
 
 
 def _in_the_loop(frames: Sequence[FrameRecord], hit: int) -> bool:

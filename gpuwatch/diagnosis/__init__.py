@@ -51,22 +51,28 @@ def diagnose(
         return replace(v, t=frames[-1].t, sentence=sentence), state or DiagnosisState()
 
 
-def _running(frames: Sequence[Frame], seconds: float, rank: int | None) -> list[Frame]:
-    """The frames of the last ``seconds`` less those in which the job was stopped (SIGSTOP, Ctrl-Z, a
-    debugger; state T or t), and the first one after each stop, whose CPU and queue readings straddle
-    the resume: a frozen job's ticks describe no pipeline, and the outside load that filled its CPUs
-    then read as a contention costing 10.5x where 6.0x held before the stop (trial 30). Empty where
-    every tick since is such a one. While the job is stopped, its ticks are the verdict's evidence."""
+def _stopped(frames: Sequence[Frame], rank: int | None) -> frozenset[int]:
+    """The ids of the frames of the last READ_S in which the job was stopped (SIGSTOP, Ctrl-Z, a
+    debugger; state T or t), and of the first one after each stop, whose CPU and queue readings
+    straddle the resume: a frozen job's ticks describe no pipeline, and the outside load that filled
+    its CPUs then read as a contention costing 10.5x where 6.0x held before the stop (trial 30).
+    None while the job is stopped now: its ticks are then the verdict's evidence."""
+    if job_paused(frames[-1], rank):
+        return frozenset()
+    start = max(0, len(frames) - len(recent(frames, READ_S)) - 1)  # and the frame before, for a straddle
+    out, prior = set(), False
+    for f in frames[start:]:
+        paused = job_paused(f, rank)
+        if paused or prior:
+            out.add(id(f))
+        prior = paused
+    return frozenset(out)
+
+
+def _running(frames: Sequence[Frame], seconds: float, stopped: frozenset[int]) -> list[Frame]:
+    """The frames of the last ``seconds`` less the ``stopped`` ones (empty where all are such)."""
     pool = recent(frames, seconds)
-    if not pool or job_paused(pool[-1], rank):
-        return pool
-    start = len(frames) - len(pool)  # the window is the frames' tail (where their times never go back)
-    before = frames[start - 1] if start > 0 and frames[start] is pool[0] else None
-    paused = [job_paused(f, rank) for f in pool]
-    if not any(paused) and (before is None or not job_paused(before, rank)):
-        return pool
-    prior = [before is not None and job_paused(before, rank), *paused[:-1]]
-    return [f for f, x, p in zip(pool, paused, prior) if not x and not p]
+    return [f for f in pool if id(f) not in stopped] if stopped else pool
 
 
 def _resumed(frames: Sequence[Frame], rank: int | None) -> Verdict:
@@ -79,7 +85,8 @@ def _resumed(frames: Sequence[Frame], rank: int | None) -> Verdict:
 def _diagnose(
     frames: Sequence[Frame], state: DiagnosisState | None, rank: int | None
 ) -> tuple[Verdict, DiagnosisState]:
-    pool = _running(frames, WINDOW_S, rank)
+    stopped = _stopped(frames, rank)
+    pool = _running(frames, WINDOW_S, stopped)
     if not pool:
         return _resumed(frames, rank), DiagnosisState()
     short = last_ticks(pool, SHORT_S)
@@ -87,7 +94,7 @@ def _diagnose(
     if state is not None and state.last_t is not None and frames[-1].t < state.last_t:
         current = None  # time went backwards: a replay restarted, start over
     held = since(pool, state.regime_start, WINDOW_S, SHORT_S) if current is not None else None
-    minute = timeline(_running(frames, PHASE_WINDOW_S, rank), rank)
+    minute = timeline(_running(frames, PHASE_WINDOW_S, stopped), rank)
     seen = phases(minute)
     epochs = Epochs(seen, recurring_wait(minute, seen), minute)
     short_signals = extract(short, pool, rank, held, epochs)
@@ -107,7 +114,7 @@ def _diagnose(
         window = since(pool, new_state.regime_start, WINDOW_S, SHORT_S)
         signals = extract(window, pool, rank, window, epochs)
         final = decide(signals, new_state.stage, challenge=False)
-    stall = find_stall(_running(frames, STALL_WINDOW_S, rank), signals.gpu.indexes) if signals.gpu.present else None
+    stall = find_stall(_running(frames, STALL_WINDOW_S, stopped), signals.gpu.indexes) if signals.gpu.present else None
     verdict = compose(new_state.stage, final, signals, stall, candidate.stage, rank)
     r = final.results.get(new_state.stage)
     if r is not None and r.fires:
