@@ -322,3 +322,15 @@ async def test_keys_on_an_ended_replay_say_why_nothing_moves_and_r_keeps_no_empt
         assert any(m.startswith("Speed ") and "for when it plays again" in m for m in said), said
         assert any(m == "Nothing to record: replay ended." for m in said), said
         assert app.recording_path is None and not list(tmp_path.iterdir())
+
+
+def test_help_explains_the_feed_charts_lines():
+    """The main screen's second chart plots "input" and "worker CPU": the help says what each one
+    counts, in words (the main thread's stack samples on its input, the workers' mean CPU)."""
+    from gpuwatch.tui.screens.help import help_text, key_lines
+
+    app = make_app(ListSource(synthetic_frames(1)))
+    text = " ".join(help_text(key_lines(app, [app])).split())
+    assert "input: the share of the training process's main-thread stack samples" in text
+    assert "preparing one in the training loop" in text
+    assert "worker CPU: the DataLoader workers' mean CPU (100 % is one core)" in text

@@ -112,6 +112,9 @@ SIGNALS: dict[str, tuple[Signal, ...]] = {
     ),
     v.DECODE: (
         Signal("CPU per worker", _procs(_role_cpu("worker", _mean)), None, "cores"),
+        # a job that prepares its batches in the training loop (or with num_workers=0) does it in
+        # the main process: its CPU is that form's sign of computing, as the workers' is theirs
+        Signal("training process CPU", _procs(_role_cpu("main", max)), None, "cores"),
         Signal("host CPU", _host(lambda h: h.cpu_pct), 100, "%"),
         Signal("PSI cpu some", _psi("cpu_some"), 100, "%"),
     ),
@@ -127,7 +130,7 @@ SIGNALS: dict[str, tuple[Signal, ...]] = {
         Signal("GPU util", _gpus(lambda g: g.util_gpu), 100, "%"),
     ),
     v.LAUNCH: (
-        Signal("main process CPU", _procs(_role_cpu("main", max)), None, "cores"),
+        Signal("training process CPU", _procs(_role_cpu("main", max)), None, "cores"),
         Signal("GPU util", _gpus(lambda g: g.util_gpu), 100, "%"),
         Signal("SM active", _gpm("sm_active"), 100, "%"),
     ),

@@ -17,6 +17,7 @@ from textual.containers import VerticalScroll
 from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 
+from gpuwatch.diagnosis.thresholds import WINDOW_S
 from gpuwatch.model.verdict import CPU_BOUND, GPU_BOUND, IDLE, PIPELINE, STAGE_TITLES, UNKNOWN
 from gpuwatch.tui.chart_draw import BAND_MARK
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS
@@ -84,7 +85,10 @@ def help_text(lines: list[tuple[str, str]]) -> str:
         "Charts: the band under the time axis is the verdict's stage at each tick: its number "
         f"(1-{len(PIPELINE)}), or {others}; its name where the run is wide enough. A chart's "
         "number is the latest tick (GPU util: NVML, copies count); the verdict's are medians over its "
-        "evidence (the GPU has work: kernel time).\n\n"
+        "evidence (the GPU has work: kernel time). input: the share of the training process's main-thread "
+        f"stack samples over the last {WINDOW_S:.0f} s spent on its input (waiting for a batch, loading one "
+        "itself or preparing one in the training loop); worker CPU: the DataLoader workers' mean CPU "
+        "(100 % is one core).\n\n"
         "Processes, Latest frame: what the process ran in the latest stack sample; dimmed, "
         "from an earlier one (workers are sampled in turn). Rows marked 'outside' are GPU "
         "processes of other users or jobs (NVML's list), not part of the watched job.\n"
