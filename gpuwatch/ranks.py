@@ -32,7 +32,10 @@ from gpuwatch.diagnosis.thresholds import RANK_WINDOW_S
 from gpuwatch.straggler import RankSignals, Straggler, find_straggler
 
 INPUT_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD)
-"""Main-thread labels that mean "getting this rank's own input"."""
+"""Main-thread labels that mean "getting this rank's own input": waiting for or loading it, as the
+straggler's sentences say ("waits for its input"). Preparing batches in the training loop
+(stacks.LOOP_PREP, in stacks.INPUT_LABELS) is left out here: it computes, which those words would
+misname."""
 
 SIGNAL_WINDOW_S = RANK_WINDOW_S
 """Seconds of frames behind one rank's signals (docs/THRESHOLDS.md)."""

@@ -179,18 +179,21 @@ def test_worker_states_and_the_stage_band(switch_page):
 
 
 def test_data_wait_is_the_main_threads_waiting_share(switch_page):
+    """Over the distinct stack samples of the ticks less than the window before each tick (the
+    ticks the verdict reads, and the TUI's input line's count), each sample counted once."""
     page = parse(switch_page)
-    samples = {}
-    for r in raw_ticks(SWITCH):
-        st = r["frame"]["stacks"]
-        if "threads" in st:
-            samples[st["t"]] = [th["label"] for th in st["threads"] if th["role"] == "main"]
     ticks = raw_ticks(SWITCH)
-    t0 = ticks[0]["frame"]["t"]
+    brought, seen = {}, set()  # tick index -> main-thread labels of the sample first seen in it
+    for i, r in enumerate(ticks):
+        st = r["frame"]["stacks"]
+        if "threads" in st and st["t"] not in seen:
+            seen.add(st["t"])
+            brought[i] = [th["label"] for th in st["threads"] if th["role"] == "main"]
     want = []
-    for r in ticks:
+    for i, r in enumerate(ticks):
         t = r["frame"]["t"]
-        labels = [lab for ts, labs in samples.items() if t - WINDOW_S < ts <= t for lab in labs]
+        labels = [lab for j, labs in brought.items() if j <= i and t - ticks[j]["frame"]["t"] < WINDOW_S
+                  for lab in labs]
         if labels:
             want.append(100.0 * sum(lab in ("data_wait", "data_ipc") for lab in labels) / len(labels))
     got = [v for _, v in values_of(page.charts["data_wait"], "data_wait")]

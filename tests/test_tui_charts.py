@@ -195,7 +195,7 @@ async def test_the_drill_down_plots_its_signals_and_evidence_as_charts():
         await pilot.pause()
         history = app.screen.query_one("#history", TimeChart)
         evidence = app.screen.query_one("#evidence-history", TimeChart)
-        assert history.size.height == 3 * 3 + 1  # the decode stage's three signals, and the band
+        assert history.size.height == 4 * 3 + 1  # the decode stage's four signals, and the band
         assert evidence.size.height == 3 * 3 + 1  # the three decode evidence items
         shown = screen_text(app)
         assert "CPU per worker" in shown and "workers busy" in shown and "cut" in shown

@@ -14,7 +14,7 @@ from operator import attrgetter
 
 from gpuwatch.diagnosis.thresholds import WINDOW_S
 from gpuwatch.model.frame import Frame
-from gpuwatch.model.stacks import DATA_IPC, DATA_WAIT, INLINE_LOAD, LOOP_PREP, ROLE_MAIN_THREAD, ROLE_WORKER, StackSample
+from gpuwatch.model.stacks import INPUT_LABELS, ROLE_MAIN_THREAD, ROLE_WORKER, StackSample
 from gpuwatch.model.values import known
 from gpuwatch.model.verdict import Verdict
 from gpuwatch.tui import format as fmt
@@ -22,10 +22,6 @@ from gpuwatch.tui.chart_draw import Plot, Series
 from gpuwatch.tui.gpu_metrics import METRICS
 
 _BY_KEY = {m.key: m for m in METRICS}
-INPUT_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, LOOP_PREP)
-"""The main thread on its input: waiting for a batch (as the diagnosis counts the wait), loading one
-itself (num_workers=0) or preparing one in the training loop. The chart's "input" line: with the
-wait alone, a CPU-prep verdict on a loop that transforms its own batches stood over "data wait 0 %"."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,11 @@ LOOP_PREP = "loop_prep"
 frames (torchvision transforms, PIL, albumentations, a tokenizer) on the main thread's stack while no
 DataLoader fetch is (that one is ``inline_load``). Time the step does not get, as a load is; read as
 the step's own compute, a loop spending 76 % of its time in ColorJitter looked like the model."""
+INPUT_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, LOOP_PREP)
+"""The main thread on its input: waiting for a batch (as the diagnosis counts the wait), loading one
+itself (num_workers=0) or preparing one in the training loop. What the TUI's and the HTML report's
+"input" lines plot: with the wait alone, a CPU-prep verdict on a loop that transforms its own
+batches stood over "data wait 0 %"."""
 H2D = "h2d"
 SYNC = "sync"
 BACKWARD = "backward"

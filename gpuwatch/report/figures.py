@@ -16,7 +16,8 @@ MEASURES = (
     ("GPU", "gpu_busy", "GPU busy (NVML utilization)", "%", HIGHER),
     ("GPU", "sm_active", "SM active (GPM)", "%", HIGHER),
     ("input", "data_wait", "main thread waiting for data", "%", LOWER),
-    ("input", "worker_cpu", "DataLoader workers' CPU", "% of a core", NEUTRAL),
+    ("input", "input", "main thread on its input (waiting, loading or preparing batches)", "%", LOWER),
+    ("input", "worker_cpu", "DataLoader workers' CPU, all of them summed", "% of a core", NEUTRAL),
     ("input", "workers", "DataLoader workers", "workers", NEUTRAL),
     ("PCIe", "pcie_rx", "host to device", "B/s", NEUTRAL),
     ("PCIe", "pcie_tx", "device to host", "B/s", NEUTRAL),
@@ -75,6 +76,8 @@ class Figures:
     """Median period of those stalls."""
     speedup_left: SpeedupLeft | None
     """None when no remedy came with an estimate (a healthy run, or too little evidence)."""
+    input: Mean = Mean(None, 0)
+    """Main thread on its input (series.Tick.input); not measured in reports written before it."""
 
     @property
     def stall_measured(self) -> float | None:

@@ -27,6 +27,7 @@ def run_figures(marks: Sequence[Mark], series: Sequence[Tick], frames: Sequence[
         gpu_busy=_mean(t.gpu_busy for t in series),
         sm_active=_mean(t.sm_active for t in series),
         data_wait=_mean(t.data_wait for t in series),
+        input=_mean(t.input for t in series),
         worker_cpu=_mean(t.worker_cpu for t in series),
         workers=_mean(sum(t.workers.values()) if t.workers is not None else None for t in series),
         pcie_rx=_mean(t.pcie_rx for t in series),

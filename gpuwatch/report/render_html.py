@@ -89,9 +89,12 @@ def charts(series: Sequence[Tick], span: float, tops: dict[str, float] | None = 
         line_chart("gpu", "GPU util and SM active (percent, mean over the job's GPUs)", axis,
                    [Line("gpu_busy", "GPU util (NVML)", col("gpu_busy")),
                     Line("sm_active", "SM active (GPM)", col("sm_active"))], PERCENT, 100.0),
-        line_chart("data_wait", f"Main thread waiting for data (percent of stack samples, last {DATA_WAIT_WINDOW_S:g} s)",
-                   axis,
-                   [Line("data_wait", "data wait", col("data_wait"))], PERCENT, 100.0),
+        # the wait alone stood at 0 under a CPU-prep verdict on a loop that prepares its own batches:
+        # "input" counts what the TUI's input line does (the wait, a load, preparing in the loop)
+        line_chart("data_wait", "Main thread on its input: waiting for a batch, loading one or preparing one in "
+                   f"the training loop (percent of stack samples, last {DATA_WAIT_WINDOW_S:g} s)", axis,
+                   [Line("input", "on its input", col("input")),
+                    Line("data_wait", "waiting for a batch", col("data_wait"))], PERCENT, 100.0),
         line_chart("worker_cpu", "DataLoader workers' CPU (percent of one core, summed)", axis,
                    [Line("worker_cpu", "worker CPU", col("worker_cpu"))], PERCENT, tops.get("worker_cpu")),
         stacked_bars("workers", "DataLoader workers by process state", axis,

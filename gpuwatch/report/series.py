@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpuwatch.diagnosis.stack_counts import stack_samples
+from gpuwatch.diagnosis.stack_counts import each_sample
 from gpuwatch.diagnosis.thresholds import WINDOW_S
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.frame import Frame
@@ -27,6 +27,8 @@ second alone would read 0 % or 100 % each tick (a dump sees the main thread in o
 same window is what the verdict's own data-wait share reads."""
 WAIT_LABELS = (lb.DATA_WAIT, lb.DATA_IPC)
 """The main thread waiting for a batch: the same two labels the verdict counts as data wait."""
+# lb.INPUT_LABELS: the main thread on its input (waiting, loading or preparing in the loop), as the
+# TUI's "input" line counts it.
 WORKER_STATES = (("running", ("R",)), ("sleeping", ("S", "I")), ("disk", ("D",)))
 """Worker process states as the kernel reports them (/proc/PID/stat), grouped as the chart shows them;
 any other state counts as "other"."""
@@ -43,6 +45,9 @@ class Tick:
     """GPM SM active, percent, mean over the job's GPUs (Hopper and newer)."""
     data_wait: float | None
     """Percent of main-thread stack samples waiting for a batch over the last DATA_WAIT_WINDOW_S."""
+    input: float | None
+    """Percent of main-thread stack samples on the input (lb.INPUT_LABELS: waiting for a batch,
+    loading one itself or preparing one in the training loop) over the same window."""
     worker_cpu: float | None
     """DataLoader workers' CPU summed, percent of one core."""
     workers: dict[str, int] | None
@@ -66,10 +71,10 @@ def run_series(frames: Sequence[Frame], verdicts: Sequence[Verdict]) -> tuple[Ti
     if not frames:
         return ()
     t0 = frames[0].t
-    stacks = _stack_samples(frames)
+    wait, inputs = main_shares(frames, WAIT_LABELS), main_shares(frames, lb.INPUT_LABELS)
     used = run_gpus(frames)
     out = []
-    for f, v in zip(frames, verdicts):
+    for f, v, wait_pct, input_pct in zip(frames, verdicts, wait, inputs):
         gpus = job_gpus(f, used)
         rx, tx = _pcie(f, {g.index for g in gpus} if gpus is not None else None)
         psi = f.host.psi if known(f.host) and known(f.host.psi) else None
@@ -78,7 +83,8 @@ def run_series(frames: Sequence[Frame], verdicts: Sequence[Verdict]) -> tuple[Ti
             stage=v.stage,
             gpu_busy=_mean(g.util_gpu for g in gpus or () if not g.lost),
             sm_active=_mean(g.gpm.sm_active for g in gpus or () if not g.lost and known(g.gpm)),
-            data_wait=data_wait(stacks, f.t),
+            data_wait=wait_pct,
+            input=input_pct,
             worker_cpu=(sum(p.cpu_pct for p in f.procs.processes if p.role == ROLE_WORKER)
                         if known(f.procs) else None),
             workers=worker_states(f),
@@ -106,16 +112,28 @@ def job_gpus(f: Frame, used: frozenset[int]) -> tuple[GpuSample, ...] | None:
     return tuple(g for g in f.gpus if g.index in used) if used else tuple(f.gpus)
 
 
-def data_wait(stacks: Sequence[StackSample], t: float) -> float | None:
-    """Percent of main-thread samples labelled as waiting for data in (t - window, t]."""
-    n = wait = 0
-    for s in stacks:
-        if t - DATA_WAIT_WINDOW_S < s.t <= t:
-            for th in s.threads:
-                if th.role == ROLE_MAIN_THREAD:
-                    n += 1
-                    wait += th.label in WAIT_LABELS
-    return 100.0 * wait / n if n else None
+def main_shares(frames: Sequence[Frame], labels: tuple[str, ...]) -> list[float | None]:
+    """For each frame, the percent of main-thread samples with one of ``labels`` among the distinct
+    stack samples of the frames in its window (those less than DATA_WAIT_WINDOW_S before it, and
+    itself): the frames the verdict reads, and the count the TUI's chart makes (tui/chart_series.py)."""
+    own: dict[int, tuple[int, int]] = {}  # frame index -> (labelled, main-thread) of the sample it brought
+    index = {id(f): i for i, f in enumerate(frames)}
+    for f, s in each_sample(frames):
+        if isinstance(s, StackSample):
+            main = [th for th in s.threads if th.role == ROLE_MAIN_THREAD]
+            own[index[id(f)]] = (sum(th.label in labels for th in main), len(main))
+    out: list[float | None] = []
+    hit = n = 0
+    first = 0
+    for i, f in enumerate(frames):
+        h, m = own.get(i, (0, 0))
+        hit, n = hit + h, n + m
+        while f.t - frames[first].t >= DATA_WAIT_WINDOW_S:
+            h, m = own.get(first, (0, 0))
+            hit, n = hit - h, n - m
+            first += 1
+        out.append(100.0 * hit / n if n else None)
+    return out
 
 
 def worker_states(f: Frame) -> dict[str, int] | None:
@@ -126,11 +144,6 @@ def worker_states(f: Frame) -> dict[str, int] | None:
         if p.role == ROLE_WORKER:
             out[next((name for name, codes in WORKER_STATES if p.state in codes), "other")] += 1
     return out
-
-
-def _stack_samples(frames: Sequence[Frame]) -> list[StackSample]:
-    """Each stack sample once (a slow collector's sample repeats across frames), oldest first."""
-    return sorted(stack_samples(frames), key=lambda s: s.t)
 
 
 def _pcie(f: Frame, indexes: set[int] | None) -> tuple[float | None, float | None]:
