@@ -26,6 +26,7 @@ from gpuwatch.tui.panels.pipeline import PipelinePanel, StageBox
 from tests.test_tui_fixtures import ListSource, SyntheticAnalysis, make_app, screen_text, settle, synthetic_frames
 
 DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[1]
 CPU = DATA / "demo" / "demo_cpu_decode_again.jsonl.gz"
 """The demo's CPU job (no NVML on the VM): decode-bound, then contended."""
 GPU = DATA / "h200" / "healthy.jsonl"
@@ -66,7 +67,10 @@ def test_a_job_that_has_not_opened_its_gpu_yet_is_na_only_until_it_has():
     """Lightning's first tick on the H200: the job holds no GPU yet ("the job holds no GPU")."""
     verdicts = _verdicts(DATA / "h200" / "field_lightning.jsonl.gz")
     na = [i for i, v in enumerate(verdicts) if LEVEL_NA in dict(v.levels).values()]
-    assert na == [0]
+    # ... and once the job has exited (its last tick), when no pipeline runs to be judged at all
+    ended = [i for i, v in enumerate(verdicts) if v.sentence.startswith("Not training: the job exited")]
+    assert ended == [len(verdicts) - 1]
+    assert na == [0, *ended]
     assert "the job holds no GPU" in next(e.text for e in verdicts[0].evidence if e.stage == H2D)
 
 
@@ -123,3 +127,21 @@ async def test_the_cursor_does_not_go_to_an_na_stage():
         await settle(pilot, app)
         assert not app.query_one(PipelinePanel).cursor_shown
         assert not [b.stage for b in app.query(StageBox) if b.has_class("-selected")]
+
+
+def test_an_exited_or_stopped_job_s_stages_are_na_not_ok():
+    """Review 36: after an H200 PCIe job exited, its last tick showed every stage "ok", beside a
+    report saying PCIe held 89 % of the run; and a stopped job's ticks (tests/data/cpu_field/
+    stop_cont.jsonl.gz) showed Disk, CPU prep and Contention "ok" beside "nothing to diagnose". No
+    pipeline runs then: every stage is n/a. The ticks around them keep their judged levels."""
+    from gpuwatch.model.verdict import IDLE, PIPELINE
+
+    for path, said in ((ROOT / "bench/results/2026-12-02-h200/acc/h2d.jsonl", "Not training: the job exited"),
+                       (DATA / "cpu_field/stop_cont.jsonl.gz", "The job is stopped (state T")):
+        verdicts = _verdicts(path)
+        frozen = [v for v in verdicts if v.stage == IDLE and v.sentence.startswith(said)]
+        assert frozen, path
+        assert all(set(dict(v.levels).values()) == {LEVEL_NA} for v in frozen)
+        running = [v for v in verdicts if v.stage in PIPELINE]
+        assert running and all(LEVEL_OK in dict(v.levels).values() or LEVEL_BOTTLENECK in dict(v.levels).values()
+                               for v in running)

@@ -98,7 +98,10 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
     # is the stacks before they hold enough samples to name a stage.
     secondary = () if shown == IDLE else tuple(x for x in d.secondary(shown)
                                                if not unproven(s, x, d.results.get(x)))
-    levels = tuple((p, level(p, shown, secondary, d.results.get(p))) for p in PIPELINE)
+    # An exited or stopped job has no pipeline running: its stages are n/a, not "ok" (the window's
+    # older ticks scored them, but "PCIe ok" beside "PCIe held 89 % of the run" read as checked and fine).
+    frozen = shown == IDLE and r is not None and r.sub in NO_PIPELINE
+    levels = tuple((p, LEVEL_NA if frozen else level(p, shown, secondary, d.results.get(p))) for p in PIPELINE)
     evidence = tuple(e for res in d.results.values() for e in res.evidence) + phase_evidence(s)
     fixes = gains(stage, r, s)
     up, floor = shown_speedup(stage, r, s)
@@ -124,16 +127,22 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
     )
 
 
+NO_PIPELINE = ("exited", "stopped")
+"""Idle's forms (system_stages.idle) in which no pipeline runs at all."""
+
+
 def level(stage: str, shown: str, secondary: tuple[str, ...], r: StageResult | None) -> str:
     """The pipeline stage's level: bottleneck (the verdict's), warning (beside it), ok, or n/a where
     nothing of the stage was measured. "ok" says the stage was checked and found fine, which needs
     a reading: a stage whose every item does not apply or could not be read (PCIe, GPU memory and
-    Launch with no GPU to judge: their one item is "no GPU to ...") is n/a instead."""
+    Launch with no GPU to judge: their one item is "no GPU to ...") is n/a instead, and so is one
+    the decision did not score at all (``r`` None: the job has exited, or every tick of the window
+    was a stopped one), which "ok" beside "PCIe held 89 % of the run" had claimed fine."""
     if stage == shown:
         return LEVEL_BOTTLENECK
     if stage in secondary:
         return LEVEL_WARNING
-    return LEVEL_OK if r is None or measured(r) else LEVEL_NA
+    return LEVEL_OK if r is not None and measured(r) else LEVEL_NA
 
 
 def measured(r: StageResult) -> bool:
