@@ -48,3 +48,25 @@ def test_a_sentence_without_its_title_follows_it():
 
     assert verdict_was("Disk", "Input-bound on storage: X.") == "the verdict was Disk. Input-bound on storage: X."
     assert verdict_was("Disk", "") == "the verdict was Disk."
+
+
+def test_a_stop_the_job_came_back_from_is_said_in_the_past_and_the_figure_as_a_middle():
+    """Review 36 on tests/data/cpu_field/stop_cont.jsonl.gz (a job stopped with SIGSTOP for about
+    27 s, then resumed beside CPU hogs): the headline quoted the live sentence "The job is stopped
+    ...: nothing to diagnose until it runs again" about a job that ran again at the tick it quotes;
+    and a stage's figure while it holds, the middle of its ticks', read as the latest tick's."""
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+    from gpuwatch.report.sections import STOPPED_THEN
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report import NOT_RECORDED
+
+    path = "tests/data/cpu_field/stop_cont.jsonl.gz"
+    got = from_frames(load_frames(path))
+    assert got.verdicts[-1].stage != "idle"  # it ran again at the end
+    md = render_markdown(build_report(got, NOT_RECORDED, "replay", path=path))
+    head = md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    assert "the verdict was Idle, with no pipeline stage to fix. " + STOPPED_THEN in head
+    assert "The job is stopped" not in head and "until it runs again" not in head
+    assert "while it holds, the middle of its ticks' figures" in md

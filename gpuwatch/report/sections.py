@@ -138,7 +138,18 @@ def _no_epochs(v: Verdict | None) -> str:
     clause: that clause is its own tick's, and the headline's and the epoch section's already say the
     epochs. One report read "5 times in 48 s", "3 times in 29 s" and "8 times in 59 s" for one job's
     epochs (review 32)."""
-    return without_epochs(HELD_NOTE.sub("", v.sentence), v.phases) if v is not None else ""
+    if v is None:
+        return ""
+    if v.stage == IDLE and any(e.stage == IDLE and e.signal == "stopped" for e in v.evidence):
+        # The live sentence is the present's ("The job is stopped ...: nothing to diagnose until it
+        # runs again"): quoted over a run that ran again, it said the job was stopped now (review 36).
+        return STOPPED_THEN
+    return without_epochs(HELD_NOTE.sub("", v.sentence), v.phases)
+
+
+STOPPED_THEN = ("The job was stopped then (state T: SIGSTOP, Ctrl-Z or a debugger), so no pipeline ran to "
+                "diagnose.")
+"""An Idle stretch of a stopped job, said of the past beside the headline."""
 
 
 def _held_longer(costs: Sequence[StageCost], most: StageShare | None) -> StageCost | None:
