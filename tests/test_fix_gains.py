@@ -9,6 +9,8 @@ they are; thin evidence gives words, not a number.
 
 from __future__ import annotations
 
+from gpuwatch.model.verdict import times
+
 from collections import Counter
 from dataclasses import replace
 
@@ -185,7 +187,8 @@ def test_the_tui_names_the_best_fixs_own_gain_beside_the_ceiling():
     g = _gain(verdict.gains, v.MORE_WORKERS)
     text = verdict_text(verdict)
     assert f"up to {verdict.speedup:.1f}× faster while it holds" in text
-    assert f"more workers: about {g.factor:.2f}×" in text  # as its remedy line says it
+    assert f"more workers: about {times(g.factor)}×" in text  # as its remedy line says it
+    assert f"about {times(g.factor)}x faster" in " ".join(verdict.remedies)
 
 
 def test_workers_for_a_main_thread_that_loads_its_own_data():

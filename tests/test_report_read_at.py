@@ -8,6 +8,8 @@ nothing to say which reading was which.
 
 from __future__ import annotations
 
+from gpuwatch.model.verdict import times
+
 import html
 import json
 
@@ -103,8 +105,8 @@ def test_a_fix_above_the_stages_ceiling_over_the_run_says_its_tick():
     # as two claims for one fix)
     assert (f"is expected to gain most: up to {m.speedup_while:.2f}x while the stage holds, the stage's own "
             f"ceiling over the whole run, which bounds any fix (its latest tick, {m.best_fix_at_s:.0f} s into "
-            f"the run, read {m.best_fix.factor:.2f}x for it;") in verdict, verdict
-    assert f"about {m.best_fix.factor:.2f}x" not in verdict
+            f"the run, read {times(m.best_fix.factor)}x for it;") in verdict, verdict
+    assert f"about {times(m.best_fix.factor)}x" not in verdict
     stage = next(x for x in r.remedies if x.stage == m.stage)
     assert stage.latest_while == quoted.speedup and quoted.speedup >= m.best_fix.factor
     assert (f"({m.speedup_while:.2f}x while it holds, the middle of its ticks' figures; up to {quoted.speedup:.2f}x at the latest tick, whose "

@@ -62,6 +62,7 @@ from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
     CHECKPOINT,
+    times,
     CHEAPER_TRANSFORM,
     DECODE,
     EPOCH_START,
@@ -465,19 +466,15 @@ def _copy_share_words(f: dict, share: float | None) -> str:
             f"{whole} of the job's time")
 
 
-def _x(factor: float) -> str:
-    return f"{factor:.1f}" if factor >= 2 else f"{factor:.2f}"
-
-
 def words(g: FixGain) -> str:
     """The estimate as the remedy's last clause."""
     if g.factor is None:
         return f"; gain not estimated: {g.basis}"
-    x = _x(g.factor)
+    x = times(g.factor)
     if g.bound:  # the most the fix can give: a bound, not an estimate
         return f"; expected: up to {x}x faster: {g.basis}"
     if g.partial:  # part of what the fix removes shows in no signal: the figure is what was measured
-        beyond = "more" if g.upper is None else f"up to about {_x(g.upper)}x"
+        beyond = "more" if g.upper is None else f"up to about {times(g.upper)}x"
         return f"; expected: about {x}x from what was measured, because {g.basis}; {beyond} {g.more}"
     if g.factor < MIN_GAIN:  # within the noise of the shares (thresholds.MIN_GAIN): say so, not "faster"
         return f"; expected: little or no gain (about {x}x), because {g.basis}"

@@ -231,3 +231,10 @@ class Verdict:
         if sep and head.endswith(title) and len(head) <= len(title) + 12:
             return head, rest
         return title, self.sentence
+
+
+def times(factor: float) -> str:
+    """A fix's factor as every output writes it: two decimals under 2x, one from 2x (its estimate
+    is no finer there). The TUI's pipeline line and the report's headline use it too: one line read
+    "up to 6.2x ... pinned memory: about 6.20x", a report "about 7.50x" above the remedy's "7.5x"."""
+    return f"{factor:.1f}" if factor >= 2 else f"{factor:.2f}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuwatch.diagnosis.sentence import epochs
 from gpuwatch.diagnosis.evidence import count
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE, PHASE_WINDOW_S, WINDOW_S
-from gpuwatch.model.verdict import FIX_WORDS, FixGain, GPU_BOUND, IDLE, LEFT_ALIVE, RESPAWN, UNKNOWN, gain_words
+from gpuwatch.model.verdict import FIX_WORDS, FixGain, GPU_BOUND, IDLE, LEFT_ALIVE, RESPAWN, UNKNOWN, gain_words, times
 from gpuwatch.report.model import Remedy, Report, Source, Summary
 
 
@@ -59,7 +59,7 @@ def _unmeasured_part(fix: FixGain) -> str:
     if not fix.partial:
         return ""
     if fix.upper is not None:
-        return f" from what was measured, up to {speedup(fix.upper)},"
+        return f" from what was measured, up to about {times(fix.upper)}x,"
     return " from what was measured, maybe more,"
 
 
@@ -83,12 +83,12 @@ def headline(m: Summary) -> tuple[str, str]:
         if m.best_fix.factor < MIN_GAIN and not m.best_fix.partial:
             # "expected to gain most: about 1.01x" named a winner among fixes that gain nothing measurable
             text += (f" None of the fixes proposed is expected to gain much: the largest estimate, for "
-                     f"{FIX_WORDS[m.best_fix.fix]}, is about {speedup(m.best_fix.factor)} while the stage holds "
+                     f"{FIX_WORDS[m.best_fix.fix]}, is about {times(m.best_fix.factor)}x while the stage holds "
                      "(each fix's own figure is under Remedies).")
         elif m.stage == GPU_BOUND:  # the GPU's own fixes carry no estimate: "gain most" compared with none
             much = "up to" if m.best_fix.bound else "about"
             text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to give {much} "
-                     f"{speedup(m.best_fix.factor)}{part} while the stage holds; the GPU-side fixes are not "
+                     f"{times(m.best_fix.factor)}x{part} while the stage holds; the GPU-side fixes are not "
                      "estimated (each fix's own figure is under Remedies).")
         elif m.fix_above_ceiling:
             # The fix's figure is its tick's, bounded by that tick's ceiling; the stage's own over the run
@@ -98,11 +98,11 @@ def headline(m: Summary) -> tuple[str, str]:
             at = f", {m.best_fix_at_s:.0f} s into the run," if m.best_fix_at_s is not None else ""
             text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: up to "
                      f"{speedup(m.speedup_while or 0.0)} while the stage holds, the stage's own ceiling over the "
-                     f"whole run, which bounds any fix (its latest tick{at} read {speedup(m.best_fix.factor)} "
+                     f"whole run, which bounds any fix (its latest tick{at} read {times(m.best_fix.factor)}x "
                      "for it; each fix's own figure, from that tick's readings, is under Remedies).")
         else:
             text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: about "
-                     f"{speedup(m.best_fix.factor)}{part} while the stage holds (each fix's own figure is under "
+                     f"{times(m.best_fix.factor)}x{part} while the stage holds (each fix's own figure is under "
                      "Remedies).")
     most = m.most_held
     # "Most of the time (25%)" read as a majority: under half, it is the largest share

@@ -11,7 +11,7 @@ from textual.message import Message
 from textual.reactive import reactive
 
 from gpuwatch.model.verdict import (FIX_WORDS, LEVEL_BOTTLENECK, LEVEL_WARNING, PIPELINE, STAGE_TITLES, FixGain,
-                                    Verdict, gain_words)
+                                    Verdict, gain_words, times)
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WAITING, LEVEL_WORDS, set_level
 from gpuwatch.tui.panels.lazy_static import LazyStatic
 from gpuwatch.tui.panels.steady import SteadyHorizontal, SteadyLines, SteadyStatic
@@ -56,9 +56,9 @@ def verdict_text(v: Verdict) -> str:
         head.append(f"fixing it: {gain_words(v.stage)} {v.speedup:.1f}× faster while it holds")
     best = max((g for g in v.gains if g.factor is not None), key=lambda g: g.factor or 0.0, default=None)
     if best is not None:  # the ceiling above is the stage made free; this is what a proposed fix gives
-        # the fix's figure as its remedy line says it (two decimals): "about 1.4×" stood above the
+        # the fix's figure as its remedy line says it (fix_gains.times): "about 1.4×" stood above the
         # remedy's "about 1.35x" and read as another estimate (review 30)
-        head.append(f"{FIX_WORDS[best.fix]}: {'up to' if best.bound else 'about'} {best.factor:.2f}×"
+        head.append(f"{FIX_WORDS[best.fix]}: {'up to' if best.bound else 'about'} {times(best.factor)}×"
                     f"{more_words(best)}")
     lead = f"[b]{escape(title)}[/b]" + (f" ({escape('; '.join(head))})" if head else "")
     text = f"{lead}: {escape(said)}"
@@ -71,7 +71,7 @@ def more_words(g: FixGain) -> str:
     """Beside a fix's figure, what it may give beyond it: its bound where one is known."""
     if not g.partial:
         return ""
-    return f", up to {g.upper:.2f}×" if g.upper is not None else ", maybe more"
+    return f", up to {times(g.upper)}×" if g.upper is not None else ", maybe more"
 
 
 def also(v: Verdict, stage: str) -> str:
