@@ -93,10 +93,16 @@ _MD_SPECIAL = re.compile(r"[\\`*\[\]<&|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^[#
 strikethrough, and a heading, quote or list marker at the start."""
 
 
-def markdown(text: str, limit: int = MAX_TEXT) -> str:
+_MD_INLINE = re.compile(r"[\\`*\[\]<&|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+"""_MD_SPECIAL less the line-start markers: for text placed after other text on its line, where a
+leading "-" or "#" means nothing ("ended: \\--duration 4 s reached" showed the backslash in a terminal)."""
+
+
+def markdown(text: str, limit: int = MAX_TEXT, inline: bool = False) -> str:
     """For Markdown running text or a table cell: cleaned (so on one line: no newline can start a
-    heading), and every character that would make a link, tag, emphasis or cell backslash-escaped."""
-    return _MD_SPECIAL.sub(lambda m: "\\" + m.group(0), clean(text, limit))
+    heading), and every character that would make a link, tag, emphasis or cell backslash-escaped.
+    ``inline``: the text follows other text on its line, so a marker at its start is plain."""
+    return (_MD_INLINE if inline else _MD_SPECIAL).sub(lambda m: "\\" + m.group(0), clean(text, limit))
 
 
 def markdown_code(text: str, limit: int = MAX_TEXT) -> str:

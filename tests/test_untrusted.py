@@ -80,3 +80,15 @@ def test_markdown_never_opens_a_link_or_tag(s):
         while i - n - 1 >= 0 and out[i - n - 1] == "\\":
             n += 1
         assert n % 2 == 1, (s, out)
+
+
+def test_inline_markdown_leaves_a_leading_marker_plain_and_still_escapes_the_rest():
+    """Review 36: "ended: \\--duration 4 s reached" showed a backslash in a terminal; text that
+    follows other text on its line cannot start a list or heading, so its leading "-" stays plain.
+    Links, tags, code and emphasis are escaped as before."""
+    from gpuwatch.untrusted import markdown
+
+    assert markdown("--duration 4 s reached", inline=True) == "--duration 4 s reached"
+    assert markdown("--duration 4 s reached") == "\\--duration 4 s reached"  # at a line's start
+    assert markdown("# [x](http://e) <b> `c` *e*", inline=True) == "# \\[x\\](http://e) \\<b> \\`c\\` \\*e\\*"
+    assert "\n" not in markdown("a\n# heading", inline=True)

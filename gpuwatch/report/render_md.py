@@ -36,7 +36,7 @@ def _cell(x: object) -> str:
 def _job(x: object) -> str:
     """A string the job chose (a name, a path, a frame): no Markdown of its own (links, headings,
     emphasis, tags) survives, gpuwatch/untrusted.py."""
-    return _cell(x) if isinstance(x, (Unsupported, bool)) or x is None else markdown(str(x))
+    return _cell(x) if isinstance(x, (Unsupported, bool)) or x is None else markdown(str(x), inline=True)
 
 
 HEADLINE_LIMIT = 8000
@@ -60,7 +60,7 @@ def render_markdown(r: Report) -> str:
     what = f"replay of {markdown_code(s.path or '')}" if s.kind == "replay" else "live watch"
     # How the watch ended can quote the job (its exit reason in a recording, an error's text), and the
     # scope names its ranks: escaped as the job's other strings are.
-    out.append(f"{what}, started {started}, {s.covered_s:.0f} s over {count(s.frames, 'tick')}; {markdown(s.ended)}.")
+    out.append(f"{what}, started {started}, {s.covered_s:.0f} s over {count(s.frames, 'tick')}; {markdown(s.ended, inline=True)}.")
     if s.scope:
         out.append(f"{markdown(s.scope)}.")
     if s.early:
@@ -68,7 +68,7 @@ def render_markdown(r: Report) -> str:
         if s.kind == "replay":  # the line above says why
             out.append(f"**The recording ends early**: this report covers only the {s.covered_s:.0f} s{asked} it holds.")
         else:
-            out.append(f"**Watching ended early** ({markdown(_early_why(s.ended))}): this report covers only the "
+            out.append(f"**Watching ended early** ({markdown(_early_why(s.ended), inline=True)}): this report covers only the "
                        f"{s.covered_s:.0f} s{asked} that were seen.")
     if s.bad_lines:
         out.append(f"{count(s.bad_lines, 'unreadable line')} of the recording "
@@ -79,7 +79,7 @@ def render_markdown(r: Report) -> str:
         out += [too_short(r.source), ""]
     title, rest = headline(m)
     # The sentence quotes the job's own strings (a frame, a file): no Markdown of theirs survives.
-    out.append(f"**{title}** {markdown(rest, HEADLINE_LIMIT)}")
+    out.append(f"**{title}** {markdown(rest, HEADLINE_LIMIT, inline=True)}")
     out += _checks(r) + _remedies(r) + _timeline(r) + _evidence(r) + _stall(r) + _epochs(r) + _stacks(r)
     out += _environment(r) + _gaps(r)
     return "\n".join(out).rstrip() + "\n"
@@ -129,10 +129,10 @@ def _remedies(r: Report) -> list[str]:
         # A remedy quotes the job's own strings (a frame, a function), and its own words hold "<...>"
         # placeholders: escaped as the verdict is, or a crafted name would be Markdown or HTML.
         if rem.stage is not None:
-            out.append(f"   - {markdown(rem.text)}")
+            out.append(f"   - {markdown(rem.text, inline=True)}")
         else:
             n += 1
-            out.append(f"{n}. **{markdown(rem.title or rem.check)}** (a failed or warned check): {markdown(rem.text)}")
+            out.append(f"{n}. **{markdown(rem.title or rem.check, inline=True)}** (a failed or warned check): {markdown(rem.text, inline=True)}")
     return out
 
 
@@ -215,14 +215,14 @@ def _environment(r: Report) -> list[str]:
     out = ["", "## Environment", ""]
     env = r.environment
     if isinstance(env, Unsupported):
-        return out + [f"Not probed: {markdown(env.reason)}"]  # reasons may quote an error's or the job's text
+        return out + [f"Not probed: {markdown(env.reason, inline=True)}"]  # reasons may quote an error's or the job's text
     assert isinstance(env, Environment)
     nodes = env.cpus.numa_nodes
     node_txt = ", ".join(f"node {n}: CPUs {cpulist(c)}" for n, c in nodes) if isinstance(nodes, tuple) else "n/a"
     out.append(f"- Host {markdown_code(str(env.hostname))}, kernel {_cell(env.kernel)}, {env.cpus.logical_cpus} logical CPUs ({node_txt})")
     d = env.driver
     if isinstance(d, Unsupported):
-        out.append(f"- NVIDIA driver: n/a ({markdown(d.reason)})")
+        out.append(f"- NVIDIA driver: n/a ({markdown(d.reason, inline=True)})")
     else:
         out.append(f"- NVIDIA driver {_cell(d.driver_version)}, NVML {_cell(d.nvml_version)}, CUDA {_cell(d.cuda_version)}")
     t = env.target
@@ -233,7 +233,7 @@ def _environment(r: Report) -> list[str]:
                    f"CPUs {aff} (NUMA node {', '.join(map(str, t.numa_nodes)) or 'n/a'})")
     p = env.ptrace
     if not isinstance(p, Unsupported):
-        out.append(f"- ptrace: {'allowed' if p.allowed else 'denied'} ({markdown(p.reason)}; Yama scope {_cell(p.yama_scope)}, "
+        out.append(f"- ptrace: {'allowed' if p.allowed else 'denied'} ({markdown(p.reason, inline=True)}; Yama scope {_cell(p.yama_scope)}, "
                    f"CAP_SYS_PTRACE {_cell(p.cap_sys_ptrace)})")
     cg = env.cgroup
     if not isinstance(cg, Unsupported):
@@ -247,7 +247,7 @@ def _environment(r: Report) -> list[str]:
 
 def _gpu_table(r: Report, env: Environment) -> list[str]:
     if isinstance(env.gpus, Unsupported):
-        return [f"- GPUs: n/a ({markdown(env.gpus.reason)})"]
+        return [f"- GPUs: n/a ({markdown(env.gpus.reason, inline=True)})"]
     links = {x.index: x for x in r.links}
     out = ["", "| GPU | model | bus | PCIe max | PCIe under load | persistence | MIG | ECC uncorrected (boot / life) | NUMA | job's |",
            "|---|---|---|---|---|---|---|---|---|---|"]
@@ -263,7 +263,7 @@ def _gpu_table(r: Report, env: Environment) -> list[str]:
 
 def _storage_table(env: Environment) -> list[str]:
     if isinstance(env.storage, Unsupported):
-        return [f"- Storage: n/a ({markdown(env.storage.reason)})"]
+        return [f"- Storage: n/a ({markdown(env.storage.reason, inline=True)})"]
     out = ["", "| data | path | file system | mount | source | network | rotational | open files |",
            "|---|---|---|---|---|---|---|---|"]
     for s in env.storage:
