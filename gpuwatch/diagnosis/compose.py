@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpuwatch.diagnosis.decide import HOST_SIDE, Decision, unproven
 from gpuwatch.diagnosis.evidence import NOT_APPLICABLE, NOT_MEASURED, status
 from gpuwatch.diagnosis.fix_gains import gains
@@ -9,7 +11,7 @@ from gpuwatch.diagnosis.remedies import remedies
 from gpuwatch.diagnosis.sentence import epochs, sentence
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import shown as shown_speedup, speedup as ceiling_speedup
-from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult
+from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import MAX_CONFIDENCE, MIN_STACK_SAMPLES, SM_HEALTHY
 from gpuwatch.model.verdict import (
     CHECKPOINT,
@@ -103,6 +105,12 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
     frozen = shown == IDLE and r is not None and r.sub in NO_PIPELINE
     levels = tuple((p, LEVEL_NA if frozen else level(p, shown, secondary, d.results.get(p))) for p in PIPELINE)
     evidence = tuple(e for res in d.results.values() for e in res.evidence) + phase_evidence(s)
+    if shown == UNKNOWN and stage in SHOWN_AS_UNKNOWN and r is not None:
+        # The form behind an Unknown verdict: its items are the verdict's evidence, under the stage
+        # shown. Left under their internal name, the report found none for Unknown and said "The
+        # verdicts carried no evidence" beside a sentence quoting "waits for data 86 %" (trial 32).
+        mine = set(map(id, r.evidence))
+        evidence = tuple(replace(e, stage=UNKNOWN) if id(e) in mine else e for e in evidence)
     fixes = gains(stage, r, s)
     up, floor = shown_speedup(stage, r, s)
     point = ceiling_speedup(stage, r, s) if floor else None
@@ -121,12 +129,14 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         candidate=candidate if candidate in STAGES else UNKNOWN,
         phases=s.phases,
         gains=fixes,
-        warned=tuple((x, _why(d.results[x], d.stage == stage)) for x in secondary),
+        warned=tuple((x, _why(d.results[x], d.stage == stage, shown == UNKNOWN)) for x in secondary),
         speedup_floor=floor,
         speedup_point=point,
     )
 
 
+SHOWN_AS_UNKNOWN = (INPUT_UNMEASURED, OFF_PIPELINE)
+"""Internal forms (stages.py) that the verdict shows as Unknown, with their own sentence."""
 NO_PIPELINE = ("exited", "stopped")
 """Idle's forms (system_stages.idle) in which no pipeline runs at all."""
 
@@ -162,8 +172,16 @@ name it. "The verdict's stage ranks first" was false there: "Unknown: not enough
 a stage" beside CPU prep's (run25_lightning), GPU-bound held beside a firing CPU prep (field_lightning)."""
 
 
-def _why(r: StageResult, ranked: bool) -> str:
-    """``ranked``: the decision over the verdict's window picks the verdict's stage itself."""
+MET_BESIDE_UNKNOWN = "it meets its thresholds too, but costs the job less than what the verdict describes"
+"""MET_AS_WELL beside an Unknown verdict that describes a form of its own (an input wait gpuwatch
+cannot explain, time outside the training loop): "the stage the verdict names" named none (trial 32)."""
+
+
+def _why(r: StageResult, ranked: bool, unknown: bool = False) -> str:
+    """``ranked``: the decision over the verdict's window picks the verdict's stage itself;
+    ``unknown``: that verdict is shown as Unknown."""
     if not r.fires:
         return r.why
-    return MET_AS_WELL if ranked else MET_NOT_STEADY
+    if not ranked:
+        return MET_NOT_STEADY
+    return MET_BESIDE_UNKNOWN if unknown else MET_AS_WELL
