@@ -454,8 +454,10 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
         if first_bad is not None:  # a recording whose every tick is damaged: say how, from the first
             raise NotARecording(path, f"no readable tick ({bad} unreadable line{'s' if bad != 1 else ''} and no "
                                       f"tick; line {first_bad.line}: {first_bad.reason})")
-        what = "only a header, no tick" if seen else "nothing but blank lines"
-        raise NotARecording(path, f"no readable tick ({what}): not a gpuwatch recording")
+        if seen:  # a recording all the same, whose watch ended before its first tick
+            raise NotARecording(path, "a gpuwatch recording with a header and no tick: the watch ended before "
+                                      "its first tick, so there is nothing to replay")
+        raise NotARecording(path, "no readable tick (nothing but blank lines): not a gpuwatch recording")
 
 
 @dataclass(frozen=True, slots=True)

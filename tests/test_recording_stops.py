@@ -244,3 +244,18 @@ def test_a_stop_before_the_watch_starts_keeps_no_header_only_file(tmp_path, monk
     with pytest.raises(KeyboardInterrupt):
         commands.watch(ns)
     assert not p.exists()
+
+
+def test_a_recording_with_a_header_and_no_tick_is_called_one(tmp_path, capsys):
+    """Trial 32: a watch that ended before its first tick leaves a header alone; replay called it
+    "not a gpuwatch recording". It is one, with nothing to replay: one line, exit 2."""
+    from gpuwatch.cli import main
+
+    path = tmp_path / "empty_watch.jsonl.gz"
+    with gzip.open(path, "wt") as f:  # the header line as the recorder writes it (trial 32's file)
+        f.write(json.dumps({"schema": 1, "type": "header", "gpuwatch": "0.1.0", "created": "2026-12-07T05:38:16+0000",
+                            "host": "vm", "note": ""}) + "\n")
+    assert main(["replay", "--speed", "0", "--json", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a gpuwatch recording with a header and no tick" in err[0], err
+    assert "not a gpuwatch recording" not in err[0]
