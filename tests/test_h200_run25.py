@@ -313,7 +313,7 @@ def test_the_headline_says_a_partial_figure_beside_the_figure():
     stage holding from it; the part is said beside the figure, as on the remedy's line."""
     text = render_markdown(_report("lightning"))
     head = re.search(r"persistent workers is expected to gain most: about (\d+\.\d+)x from what was measured, "
-                     r"up to (\d+\.\d+)x, while the stage holds \(", text)
+                     r"up to about (\d+\.\d+)x, while the stage holds \(", text)
     assert head, text[:1500]
     assert float(head.group(2)) > float(head.group(1))  # the waits are the sets' start-up: every wait gone bounds it
     remedies = text.split("## Remedies", 1)[1]

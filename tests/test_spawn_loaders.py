@@ -11,6 +11,8 @@ as a wait for a batch. Recorded before that label: its samples are labelled agai
 
 from __future__ import annotations
 
+from gpuwatch.model.verdict import times
+
 import re
 
 import pytest
@@ -99,4 +101,4 @@ def test_keeping_spawned_workers_is_bounded_by_the_waits_not_only_the_restarts(v
         remedy = v.remedies[0]
         assert f"up to about {g.upper:.1f}x where all of the main thread's waiting for data" in remedy, remedy
         assert "spawned workers import the training script" in remedy
-        assert more_words(g) == f", up to {g.upper:.2f}×"
+        assert more_words(g) == f", up to {times(g.upper)}×"  # as the remedy writes it (model.verdict.times)
