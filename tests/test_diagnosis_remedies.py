@@ -35,7 +35,9 @@ def test_io_remedies_name_the_storage_and_the_formats():
     text = _text(nfs)
     assert "/mnt/imagenet/train on nfs4" in text and "network file system" in text
     assert "/dev/shm" in text and "WebDataset" in text and "LMDB" in text
-    assert "prefetch_factor" in text and "persistent_workers=True" in text
+    assert "prefetch_factor" in text
+    # No set of workers was re-created: keeping them is no fix for what was seen (review 36).
+    assert "persistent_workers=True" not in text
     assert "nfs4 (network)" in nfs.sentence
 
 
@@ -75,8 +77,13 @@ def test_launch_remedies_cover_graphs_syncs_and_batch_size():
 
 
 def test_gpu_memory_remedies():
+    # The layout fixes only where the main thread was seen in layout ops (review 36): the H200 layout
+    # copy's GPU signature alone names the stage, and its first remedy is to find the kernels.
     text = _text(last(LAYOUT))
-    assert "channels_last" in text and ".contiguous()" in text and "torch.compile" in text
+    assert "torch.profiler" in text and "torch.compile" in text
+    assert "channels_last" not in text and ".contiguous()" not in text
+    seen = _text(last(replace(LAYOUT, main_detail={lb.DISPATCH: "Tensor.contiguous"})))
+    assert "channels_last" in seen and ".contiguous()" in seen and "torch.profiler" not in seen
 
 
 def test_contention_remedies_name_the_tenants_and_the_quota():
@@ -86,7 +93,8 @@ def test_contention_remedies_name_the_tenants_and_the_quota():
     assert "3.0 cores" in _text(quota) and "fewer DataLoader workers than the 6 alive now" in _text(quota)
     thermal = last(replace(HEALTHY, throttle=(("hw_thermal_slowdown", 0.3),)))
     assert "cooling" in _text(thermal) and "hw_thermal_slowdown" in _text(thermal)
-    assert "numactl" in _text(tenant)
+    # Nothing a verdict sees carries the host's NUMA layout: no numactl beside another GPU tenant (review 36).
+    assert "numactl" not in _text(tenant) and "numactl" not in _text(quota) and "numactl" not in _text(thermal)
 
 
 def test_healthy_remedies_suggest_tensor_cores_only_when_they_idle():

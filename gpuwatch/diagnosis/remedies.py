@@ -21,11 +21,12 @@ from gpuwatch.diagnosis.fix_gains import (
 )
 from gpuwatch.diagnosis.sentence import validation_loader_said
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.phases import find, periodic, worker_sets, workers_outlive_window, workers_survive_epochs
+from gpuwatch.diagnosis.phases import find, periodic, worker_sets
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     DISK_BUSY,
     IDLE_FOR_WORKER,
+    LAYOUT_SHARE,
     OUTSIDER_SHARE,
     PAGEABLE_GAIN,
     PINNED_RX_MIBS,
@@ -41,11 +42,11 @@ from gpuwatch.model.verdict import (CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H
                                     RESPAWN, UNKNOWN, VALIDATION)
 from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY, FixGain
 
-NUMA = ("On a host with several NUMA nodes, keep the trainer and its workers on the CPU socket the GPU hangs "
-        "off (nvidia-smi topo -m names it): numactl --cpunodebind=N --membind=N")
-"""Said as a condition: the frames do not carry the host's NUMA layout (the report's environment
-does, and its check says whether the job runs on the GPU's node); a trial's 2-core, one-node VM was
-told to run numactl."""
+# No NUMA remedy here: the frames a verdict reads carry no NUMA layout (how many nodes, which one the
+# GPU hangs off), so nothing a verdict sees supports "numactl" (review 36: it closed every Contention
+# verdict, another GPU tenant's included; a trial's 2-core, one-node VM was told to run it). The
+# report's environment check (report/checks_host.check_numa) gives it where the probe sees the job
+# run off its GPU's node.
 
 
 HEADS = {PERSISTENT_WORKERS: ("persistent_workers=True",),
@@ -157,9 +158,9 @@ def _where(f: dict) -> str:
 
 
 def _workers_keep(f: dict, s: Signals) -> str:
-    """Keeping the workers, where nothing seen says they are kept already. Re-created workers get
-    the remedy worded with what was seen (_remedies); workers that lived through a validation pass
-    unreplaced already survive epochs, so the advice is left out."""
+    """Keeping the workers, only where their re-creation was seen: re-created workers get the remedy
+    worded with what was seen (here from the window's respawns, or in _remedies from the minute's);
+    sets left alive get the iterators' remedy; otherwise nothing (no restart cost was seen)."""
     if f.get("workers") == 0 and not f.get("loader_workers") and not f.get("respawns"):
         return ""  # num_workers=0: no worker to keep (the inline remedy proposes workers, kept)
     left = find(s.phases, LEFT_ALIVE)  # the minute's phases (phases.sets_left_alive): the epochs say the same
@@ -173,10 +174,12 @@ def _workers_keep(f: dict, s: Signals) -> str:
     if f.get("respawns"):
         return (f"persistent_workers=True: the workers were re-created {count(f['respawns'], 'time')} in the "
                 "window (each epoch restarts them, with cold caches and file handles)")
-    if workers_survive_epochs(s.phases) or workers_outlive_window(s.epoch_ticks):
-        return ""
-    return ("persistent_workers=True, if the job's epochs re-create its workers (no set was re-created while "
-            "gpuwatch watched): workers and their open files and caches then survive epochs")
+    # No set re-created while gpuwatch watched: no restart cost was seen, so keeping the workers is no
+    # fix for what was seen. It was offered as a condition ("if the job's epochs re-create its workers
+    # (no set was re-created while gpuwatch watched)") with its fix's "gain not estimated" after it,
+    # read as a proposed fix (review 36); the epoch structure says that no re-creation was seen, and
+    # where one is, the remedy comes back worded with it (_remedies, or respawns above).
+    return ""
 
 
 def _io(f: dict, sub: str, s: Signals) -> list[str]:
@@ -383,7 +386,10 @@ def _inline_decoding(s: Signals) -> str:
 def _h2d(f: dict, sub: str, s: Signals) -> list[str]:
     out = []
     rate = f"{fmt(f.get('rx_bps'), 'B/s')}, {fmt(f.get('rx_frac'))} of the link"
-    pin = ("pin_memory=True in the DataLoader and .to(device, non_blocking=True): pinned copies ran "
+    # No DataLoader worker seen: the copies may be of host tensors the job makes itself (the h2d job
+    # copies one tensor, no loader), which the loader's flag does not pin.
+    own = "" if f.get("loader") else ", or .pin_memory() on a host tensor the job copies itself,"
+    pin = (f"pin_memory=True in the DataLoader{own} and .to(device, non_blocking=True): pinned copies ran "
            f"{PAGEABLE_GAIN:.1f}x faster than pageable ones on an H200 ({fmt(PINNED_RX_MIBS * 2**20, 'B/s')} vs "
            f"{fmt(PINNED_RX_MIBS * 2**20 / PAGEABLE_GAIN, 'B/s')})")
     if sub == "link":
@@ -410,16 +416,37 @@ def _h2d(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _gpu_memory(f: dict, sub: str, s: Signals) -> list[str]:
-    at = f" (the main thread is in {f['layout_detail']})" if f.get("layout_detail") else ""
-    return [
-        f"Avoid needless .contiguous(), .permute()/.transpose() followed by a copy, and torch.cat in the step{at}",
-        "Use channels_last for convolutional models: model.to(memory_format=torch.channels_last), inputs likewise",
-        "Fuse elementwise and layout ops with torch.compile (inductor turns a chain of them into one kernel)",
-        f"Use bf16/AMP: half the bytes per element, and matmuls on the tensor cores "
-        f"(tensor {fmt(f.get('tensor'))} now)",
-        "Some phases are memory-bound by nature (LayerNorm, softmax, embeddings, the optimizer step): if those "
-        "dominate, this may be inherent",
-    ]
+    """Only fixes whose premise was seen (review 36: the layout fixes were offered to a job whose main
+    thread was never in a layout op). The layout ops and channels_last need layout ops seen on the main
+    thread; where the GPU alone named the stage, the first remedy is to find the kernels (the stacks
+    rarely catch them: kernels run after the Python line that launched them returned)."""
+    out = []
+    if f.get("layout_seen"):
+        at = f" (the main thread is in {f['layout_detail']})" if f.get("layout_detail") else ""
+        out.append(f"Avoid needless .contiguous(), .permute()/.transpose() followed by a copy, and torch.cat in "
+                   f"the step{at}")
+        out.append("If those layout changes feed convolutions: channels_last "
+                   "(model.to(memory_format=torch.channels_last), inputs likewise) lets them run without the copies")
+    else:
+        share = f.get("layout_share")
+        few = ("gpuwatch read no stack samples of the main thread to see layout ops in" if share is None else
+               "no stack sample of the main thread was in a layout op" if not share else
+               f"only {fmt(share)} of the main thread's stack samples were in layout ops, under the "
+               f"{fmt(LAYOUT_SHARE)} that names them")
+        why = ("" if share is None else " (a kernel runs after the Python line that launched it has returned, "
+               "so the stacks rarely catch one)")
+        out.append("Find the kernels that take the GPU's time: torch.profiler over a few steps "
+                   "(prof.key_averages().table(sort_by=\"cuda_time_total\")): the GPU's readings show memory-bound "
+                   f"kernels, but {few}{why}")
+    out.append("Fuse chains of elementwise and layout ops with torch.compile (inductor turns such a chain into one "
+               "kernel that reads and writes memory once)")
+    tensor = f.get("tensor_work", f.get("tensor"))
+    now = f" (tensor cores {fmt(tensor)} active now)" if tensor is not None else ""
+    out.append("If the step computes in fp32: bf16/AMP (torch.autocast) halves the bytes each kernel moves, and "
+               f"runs matmuls on the tensor cores{now}")
+    out.append("Some phases are memory-bound by nature (LayerNorm, softmax, embeddings, the optimizer step): if those "
+               "dominate, this may be inherent")
+    return out
 
 
 def _launch(f: dict, sub: str, s: Signals) -> list[str]:
@@ -435,7 +462,9 @@ def _launch(f: dict, sub: str, s: Signals) -> list[str]:
     if sub != "sync":
         out.append(sync)
     if (s.job.main_run_delay or 0.0) >= RUN_DELAY:
-        out.append(f"The launching thread waits for a CPU {fmt(s.job.main_run_delay)} of the time: " + NUMA)
+        out.append(f"The launching thread waits for a CPU {fmt(s.job.main_run_delay)} of the time: give it a core "
+                   "of its own (fewer busy threads or processes beside it, or taskset/cpuset the job apart from "
+                   "other work)")
     return out
 
 
@@ -466,9 +495,7 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
         out.append("Memory pressure stalls every stage: fewer workers or a smaller prefetch_factor, or more RAM")
     if "link" in causes:
         out.append("PCIe replays point to a bad link: reseat the card, check the riser")
-    out.append(NUMA if s.gpu.present else "Give the job cores of its own (taskset / cpuset), on one NUMA node "
-               "where the host has several (numactl --cpunodebind=N --membind=N)")
-    return out
+    return out  # no NUMA line: see the note above HEADS
 
 
 GPU_HEAD = "The GPU is the limit; to go faster, make the GPU's work cheaper"

@@ -365,13 +365,34 @@ def _h2d(f: dict, sub: str, s: Signals) -> str:
 
 
 def _gpu_memory(f: dict, sub: str, s: Signals) -> str:
+    """What the GPU showed, naming the sign that held (gpu_stages.gpu_memory's ``by``): "memory
+    traffic" only where DRAM bandwidth reached its cut; occupancy alone is said as occupancy, beside
+    the DRAM reading that did not reach it (review 36: "GPU-bound on memory traffic ... DRAM 44 %"
+    beside "○ DRAM bandwidth used: 44 % (needs at least 60 %)"). Layout ops are named only where the
+    main thread was seen in them."""
+    from gpuwatch.diagnosis.thresholds import DRAM_BOUND, OCC_MEMORY  # the GPU-memory part's own cuts
+
     if sub == "stacks":
         return (f"The GPU has work {fmt(f.get('busy'))} of the time while the main thread is in layout ops "
                 f"{fmt(f.get('layout_share'))} of the time{_in(f.get('layout_detail'))}; without GPM this "
                 "memory-bound reading is weak.")
-    return (f"GPU-bound on memory traffic, not math: SMs {fmt(f.get('sm'))} active but tensor cores "
-            f"{fmt(f.get('tensor'))}, DRAM {fmt(f.get('dram'))}, occupancy {fmt(f.get('occ'))}: copy, layout or "
-            f"elementwise kernels{_in(f.get('layout_detail'))}.")
+    sm, tensor = fmt(f.get("sm_work", f.get("sm"))), fmt(f.get("tensor_work", f.get("tensor")))
+    dram, occ = fmt(f.get("dram_work", f.get("dram"))), fmt(f.get("occ_work", f.get("occ")))
+    layout = (f"; the main thread is in layout ops {fmt(f.get('layout_share'))} of the time"
+              f"{_in(f.get('layout_detail'))}" if f.get("layout_seen") else "")
+    by = f.get("by")
+    if by == "dram":
+        return (f"GPU-bound on memory traffic, not math: SMs {sm} active but tensor cores {tensor}, DRAM bandwidth "
+                f"{dram} used (from {fmt(DRAM_BOUND)} it is near its limit), occupancy {occ}: copy, layout or "
+                f"elementwise kernels{layout}.")
+    if by == "occupancy":
+        return (f"GPU-bound on kernels that leave the tensor cores idle: SMs {sm} active, tensor cores {tensor}, "
+                f"occupancy {occ} (warps resident); occupancy of {fmt(OCC_MEMORY)} or more beside idle tensor "
+                "cores is the sign of copy, layout and elementwise kernels whose warps wait on memory. DRAM "
+                f"bandwidth is only {dram} used (a full memory bus reads {fmt(DRAM_BOUND)} or more){layout}.")
+    # Held with neither sign at its cut now (stability.py): the readings, with no cause read into them.
+    return (f"Memory-bound kernels held the GPU in earlier readings; now SMs {sm} active, tensor cores {tensor}, "
+            f"DRAM bandwidth {dram} used, occupancy {occ}{layout}.")
 
 
 def _launch(f: dict, sub: str, s: Signals) -> str:

@@ -62,8 +62,22 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
         c.note("link", f"the PCIe link runs at {gpu.link} under load", True)
     if gpu.replays_per_s is not None:
         c.check("replays", gpu.replays_per_s, REPLAYS_PER_S, ">=", "PCIe replays (link retries)", unit="/s", kind=INFO)
-    c.note("pin_memory", "pin_memory is on (its pin-memory thread runs)" if job.pin_seen
-           else "no pin-memory thread: the DataLoader does not pin memory", not job.pin_seen, kind=INFO)
+    # The pin-memory thread (pt_data_pin) runs only beside DataLoader workers: with num_workers=0 the
+    # loader pins on the main thread, if at all, and a job without a DataLoader has no such thread
+    # either. Its absence says "not pinned" only where workers were seen (review 36: the h2d job, no
+    # workers, read "● no pin-memory thread: the DataLoader does not pin memory").
+    loader = job.workers > 0
+    if job.pin_seen:
+        c.note("pin_memory", "pin_memory is on (its pin-memory thread runs)", False, kind=INFO)
+    elif loader and job.pin_seen is not None:
+        c.note("pin_memory", "no pin-memory thread beside the DataLoader workers: the DataLoader does not pin "
+               "memory", True, kind=INFO)
+    elif loader:
+        c.note("pin_memory", "pin-memory thread: not known (the training process's threads were not read)", False,
+               kind=INFO, applies=False)
+    else:
+        c.note("pin_memory", "pin-memory thread: does not apply (no DataLoader worker seen: without workers there "
+               "is no such thread, pinned or not)", False, kind=INFO, applies=False)
 
     # The link case needs GPM's SM reading when there is one; without GPM, RX at the link's
     # capacity is itself the proof (util cannot tell copies from kernels).
@@ -77,7 +91,8 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
     if sub == "pageable" and (gpu.rx_frac or 0.0) >= RX_PAGEABLE_MAX:
         sub = "copies"  # copy-dominated but too fast for pageable: big pinned copies not overlapped
     # Strength: how many of the signals that go with the sub-case agree.
-    unpinned = None if job.pin_seen is None else not job.pin_seen
+    # unknown without workers (above), or where the job's threads were not read
+    unpinned = False if job.pin_seen else None if job.pin_seen is None or not loader else True
     corroborate = {
         "link": (rx, sm_low, copy, share),
         "pageable": (copy, sm_low, rx_some, share, unpinned),
@@ -103,6 +118,6 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
         rx_bps=gpu.rx_bps, rx_frac=gpu.rx_frac, capacity_bps=gpu.capacity_bps, copy_frac=gpu.copy_frac,
         busy=gpu.busy, sm=gpu.sm, h2d_share=st.share(lb.H2D), pin_seen=job.pin_seen, pin_cpu=job.pin_cpu,
         wait=st.wait, n_main=st.n_main, link=gpu.link, replays=gpu.replays_per_s, detail=st.top(lb.ROLE_MAIN_THREAD, lb.H2D),
-        rx_text=fmt(gpu.rx_bps, "B/s"),
+        rx_text=fmt(gpu.rx_bps, "B/s"), loader=loader,
     )
     return result(c, bool(sub), warn, weight, sub, why, **facts)
