@@ -82,7 +82,7 @@ def test_newer_lines_inside_a_recording_are_named_and_skipped(tmp_path):
 
 
 @pytest.mark.parametrize(("lines", "why"), [
-    ([LINES[0]], "only a header"),
+    ([LINES[0]], "a header and no tick"),
     (["", "   ", ""], "nothing but blank lines"),
     ([LINES[0], '{"schema":1,"type":"tick","frame":{}}'], "1 unreadable line"),
 ])
