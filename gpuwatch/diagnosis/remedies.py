@@ -28,6 +28,7 @@ from gpuwatch.diagnosis.thresholds import (
     IDLE_FOR_WORKER,
     LAYOUT_SHARE,
     OUTSIDER_SHARE,
+    OWN_THREADS_OVER,
     PAGEABLE_GAIN,
     PINNED_RX_MIBS,
     REPLAYS_PER_S,
@@ -495,7 +496,25 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
         out.append("Memory pressure stalls every stage: fewer workers or a smaller prefetch_factor, or more RAM")
     if "link" in causes:
         out.append("PCIe replays point to a bad link: reseat the card, check the riser")
+    own = own_threads_over(s)
+    if own is not None:
+        out.append(own)
     return out  # no NUMA line: see the note above HEADS
+
+
+def own_threads_over(s: Signals) -> str | None:
+    """The training process alone keeps more threads ready to run than there are usable CPUs
+    (OWN_THREADS_OVER): a remedy for its own pool, which no neighbour's leaving would cure. A job
+    with torch.set_num_threads(6) on 2 CPUs queued 3.0 threads while the verdict named only the
+    processes outside it (trial 32)."""
+    job = s.job
+    cpu, queued, usable = job.main_cpu, job.main_run_delay, job.usable_cpus
+    if cpu is None or queued is None or not usable or cpu + queued < usable + OWN_THREADS_OVER:
+        return None
+    return (f"The training process itself keeps {cpu + queued:.1f} threads ready to run on "
+            f"{count(usable, 'usable CPU')} ({fmt(cpu, 'cores')} running, {queued:.1f} queued for a CPU): its "
+            f"thread pool is larger than the CPUs; torch.set_num_threads({usable}) or OMP_NUM_THREADS={usable} "
+            "(fewer where DataLoader workers share the CPUs)")
 
 
 GPU_HEAD = "The GPU is the limit; to go faster, make the GPU's work cheaper"

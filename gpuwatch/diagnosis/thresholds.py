@@ -231,6 +231,13 @@ wall time, i.e. the mean number of its threads that were ready to run but had no
 thread queued 10 % of the time, a delay a single-threaded step loop feels directly. For the
 DataLoader workers it is the most-queued worker's: each is one process whose batch the main
 thread may be waiting on."""
+OWN_THREADS_OVER = 1.0
+"""The training process keeps more threads ready to run than the usable CPUs by a whole thread: its
+CPU (cores it ran on) plus its run delay (threads queued for a CPU) over the usable CPUs. Its own
+thread pool (torch.set_num_threads, OMP_NUM_THREADS, a BLAS pool) then oversubscribes the CPUs
+whatever the neighbours do: the positive evidence for the remedy that shrinks it. A whole thread,
+as a reading of 0.2-0.3 above the count comes with a tick's jitter (trial 32: 6 intra-op threads on
+2 CPUs read 0.65 core and 3.0 threads queued, 1.65 over)."""
 STEAL = 0.05
 """The hypervisor steals >= 5 % of the CPU (/proc/stat steal)."""
 PSI_CPU = 0.20

@@ -1,0 +1,37 @@
+"""A training process whose own thread pool oversubscribes the CPUs gets the remedy for it.
+
+Trial 32 (tests/data/cpu_field/t32_lstm_threads.jsonl.gz: torch.set_num_threads(6) on 2 CPUs beside
+other work): the verdict named only the processes outside the job, though the job's own process kept
+about 3 threads queued for a CPU beside the 0.6 core it ran on.
+"""
+
+from __future__ import annotations
+
+from gpuwatch.diagnosis.thresholds import OWN_THREADS_OVER
+from gpuwatch.replay import load_frames
+from gpuwatch.report.gather import from_frames
+
+OVER = "The training process itself keeps"
+
+
+def _verdicts(path: str):
+    return from_frames(load_frames(path)).verdicts
+
+
+def test_the_remedy_comes_with_the_readings_that_show_it():
+    said = [v for v in _verdicts("tests/data/cpu_field/t32_lstm_threads.jsonl.gz") if v.stage == "contention"]
+    assert said
+    with_it = [r for v in said for r in v.remedies if r.startswith(OVER)]
+    assert len(with_it) > len(said) // 2
+    text = with_it[-1]
+    running = float(text.split("(")[1].split(" core")[0])
+    queued = float(text.split("running, ")[1].split(" queued")[0])
+    assert running + queued >= 2 + OWN_THREADS_OVER - 0.05  # 2 usable CPUs on the VM
+    assert "torch.set_num_threads(2)" in text
+
+
+def test_no_such_remedy_where_the_process_keeps_no_more_threads_than_cpus():
+    # tests/data/field/cpu_job_neighbours_cpu.jsonl.gz: a CPU job beside CPU hogs (Contention), whose
+    # own threads fit the CPUs; and a GPU job on the H200's 16 CPUs
+    for path in ("tests/data/field/cpu_job_neighbours_cpu.jsonl.gz", "tests/data/h200/healthy.jsonl"):
+        assert not [r for v in _verdicts(path) for r in v.remedies if r.startswith(OVER)], path
