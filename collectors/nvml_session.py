@@ -43,7 +43,7 @@ LOST_FIX = (
 _INIT_FIXES = {
     "NVMLError_LibraryNotFound": (
         "NVML library (libnvidia-ml.so.1) not found: install the NVIDIA driver, or run the "
-        "container with the NVIDIA Container Toolkit (`--gpus all`)"
+        "container with the NVIDIA Container Toolkit (--gpus all)"
     ),
     "NVMLError_DriverNotLoaded": (
         "the NVIDIA kernel driver is not loaded: check `nvidia-smi`; load it with "
@@ -224,8 +224,8 @@ class NvmlSession:
             return Unsupported(f"NVML could not count the GPUs: {e}")
         if self._count == 0:
             return Unsupported(
-                "NVML sees no GPU: check `nvidia-smi -L`; in a container, pass the GPUs in "
-                "(`--gpus all`)"
+                "NVML sees no GPU: check nvidia-smi -L; in a container, pass the GPUs in "
+                "(--gpus all)"
             )
         return None
 

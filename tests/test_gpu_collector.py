@@ -89,7 +89,7 @@ def raw_samples(fake, key="samples_gpu"):
         ("driver_not_loaded", "the NVIDIA kernel driver is not loaded"),
         ("version_mismatch", "different versions (driver upgraded without a reboot?): reboot"),
         ("no_permission", "run as root"),
-        ("no_gpu", "NVML sees no GPU: check `nvidia-smi -L`"),
+        ("no_gpu", "NVML sees no GPU: check nvidia-smi -L"),
     ],
 )
 def test_probe_gives_the_precise_reason(scenario, expected, clock):

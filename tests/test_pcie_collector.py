@@ -209,5 +209,5 @@ def test_no_nvml_is_the_probe_reason(clock):
     c = PcieCollector(StubTarget(ME), s, clock=clock)
     assert c.probe() == c.sample() == Unsupported(
         "NVML library (libnvidia-ml.so.1) not found: install the NVIDIA driver, or run the container "
-        "with the NVIDIA Container Toolkit (`--gpus all`)"
+        "with the NVIDIA Container Toolkit (--gpus all)"
     )

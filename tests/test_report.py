@@ -278,8 +278,10 @@ def test_diagnose_replay_of_a_real_cpu_recording(tmp_path, capsys):
     below = md.split("## Not checked, and why", 1)[1]
     assert "*PCIe link at full speed under load*" in below and "NVML library (libnvidia-ml.so.1) not found" in below
     assert md.count("install the NVIDIA driver") == 1
-    # escaped as every reason is (it may quote an error's text): its own backticks show as written
-    assert f"Not probed: {markdown(NOT_RECORDED.reason)}" in md and "\\`gpuwatch diagnose --pid PID\\`" in md
+    # escaped as every reason is (it may quote an error's text); gpuwatch's own reasons carry no
+    # Markdown, so nothing in them shows a backslash ("\\`gpuwatch diagnose --pid PID\\`" did; review 36)
+    assert f"Not probed: {markdown(NOT_RECORDED.reason, inline=True)}" in md
+    assert "a live gpuwatch diagnose --pid PID" in md and "\\`" not in md.split("## Environment", 1)[1]
     assert "report written to" in capsys.readouterr().err
 
 

@@ -169,7 +169,7 @@ def _write_report(frames: list, path: str, recording: str | None) -> int:
     from gpuwatch.report.gather import from_frames
     from gpuwatch.report.render_md import render_markdown
 
-    env = Unsupported("the TUI reports the frames it holds; `gpuwatch diagnose --pid PID` also probes the "
+    env = Unsupported("the TUI reports the frames it holds; gpuwatch diagnose --pid PID also probes the "
                       "environment (driver, NUMA, cgroup, ptrace, storage)")
     kind = "replay" if recording else "live"
     text = render_markdown(build_report(from_frames(frames), env, kind, path=recording))

@@ -53,9 +53,19 @@ _OLDER_EXIT = re.compile(r"(\w+): TargetGone: (.+)")
 and the exception's name ("procs: TargetGone: process 1289 exited"; tests/data/h200 run25, field)."""
 
 
+_OLDER_CODE = (("(`--gpus all`)", "(--gpus all)"), ("check `nvidia-smi -L`", "check nvidia-smi -L"),
+               ("a live `gpuwatch diagnose --pid PID`", "a live gpuwatch diagnose --pid PID"))
+"""gpuwatch's own reasons as older builds wrote them, with backticks the Markdown report escaped into
+"\\`--gpus all\\`" (review 36), and as they read today."""
+
+
 def older_reason(reason: str) -> str:
     """An older recording's reason in the words a collector writes today: its job-exit reason reads
-    "the job's processes: the job exited (process 1289)"; any other reason as it is."""
+    "the job's processes: the job exited (process 1289)", its own commands no backticks; any other
+    reason as it is."""
+    if "`" in reason:
+        for old, new in _OLDER_CODE:
+            reason = reason.replace(old, new)
     if "TargetGone" not in reason:
         return reason
     m = _OLDER_EXIT.fullmatch(reason)

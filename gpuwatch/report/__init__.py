@@ -28,7 +28,7 @@ from gpuwatch.signals import rearm
 
 NOT_RECORDED = Unsupported(
     "a recording holds frames only; the environment (driver, NUMA, cgroup, ptrace, storage) is "
-    "probed by a live `gpuwatch diagnose --pid PID`"
+    "probed by a live gpuwatch diagnose --pid PID"
 )
 
 
