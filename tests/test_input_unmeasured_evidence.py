@@ -37,3 +37,18 @@ def test_the_unexplained_input_wait_is_evidenced_under_unknown():
         for stage, why in v.warned:
             assert why != MET_AS_WELL  # "the stage the verdict names" named none
     assert any(why == MET_BESIDE_UNKNOWN for v in said for _, why in v.warned)
+
+
+def test_remedy_commands_name_the_pid_or_a_plain_placeholder():
+    """"py-spy dump --pid <its pid>" showed as "\\<its pid>" in the Markdown report (trial 32): the
+    training process's own PID where there is one, else a plain PID / WORKER_PID to fill in."""
+    from types import SimpleNamespace
+
+    from gpuwatch.diagnosis.remedies import main_pid
+
+    assert main_pid(SimpleNamespace(job=SimpleNamespace(main_pids=frozenset({4242})))) == "4242"
+    assert main_pid(SimpleNamespace(job=SimpleNamespace(main_pids=frozenset({1, 2})))) == "PID"  # ranks
+    assert main_pid(SimpleNamespace(job=SimpleNamespace(main_pids=frozenset()))) == "PID"
+    got = from_frames(load_frames(PATH))
+    said = " ".join(r for v in got.verdicts for r in v.remedies)
+    assert "py-spy dump --pid WORKER_PID" in said and "<" not in said

@@ -73,9 +73,8 @@ def test_a_save_seen_earlier_in_the_run_is_not_said_unseen():
 
 
 def test_a_remedy_quoting_a_hostile_frame_is_escaped_in_the_markdown_report():
-    """Remedies quote the job's own frames ("the workers are most often in X") and hold "<a worker's
-    pid>" placeholders: rendered raw, a crafted function name made a link or HTML, and the placeholder
-    an HTML tag (trial 24 saw the verdict escaped and the remedy not)."""
+    """Remedies quote the job's own frames ("the workers are most often in X"): rendered raw, a crafted
+    function name made a link or HTML (trial 24 saw the verdict escaped and the remedy not)."""
     from markdown_it import MarkdownIt
 
     from gpuwatch.model import stacks as lb
@@ -91,7 +90,7 @@ def test_a_remedy_quoting_a_hostile_frame_is_escaped_in_the_markdown_report():
     got = from_frames(build(k, 20))
     text = render_markdown(build_report(got, NOT_RECORDED, "replay", path="x.jsonl.gz"))
     remedies = text.split("## Remedies", 1)[1].split("\n## ", 1)[0]
-    assert "onerror" in remedies and "pid>" in remedies, remedies  # the remedy quoting it is there
+    assert "onerror" in remedies and "--pid WORKER_PID" in remedies, remedies  # the remedy quoting it is there
     tokens = []
     for t in MarkdownIt("commonmark").enable("table").parse(remedies):
         tokens += [t, *(t.children or [])]

@@ -50,6 +50,18 @@ from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_W
 # run off its GPU's node.
 
 
+WORKER_PID = "WORKER_PID"
+"""Where a remedy's command needs a worker's PID: the Processes panel and the JSON stream list them
+(a worker's PID changes with each set of workers, so none is written into the remedy)."""
+
+
+def main_pid(s: Signals) -> str:
+    """The training process's PID for a remedy's command ("py-spy dump --pid 1234"), or "PID" where
+    the job has several (ranks) or none was read: "<its pid>" showed as "\\<its pid>" in the report."""
+    pids = s.job.main_pids
+    return str(next(iter(pids))) if len(pids) == 1 else "PID"
+
+
 HEADS = {PERSISTENT_WORKERS: ("persistent_workers=True",),
          MORE_WORKERS: ("Raise num_workers", "Prepare batches in DataLoader workers", "Load in DataLoader workers",
                         "More DataLoader workers"),
@@ -300,7 +312,7 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
             out.append(f"The {count(workers, 'worker')} {'leaves' if workers == 1 else 'leave'} {fmt(spare, 'cores')} of "
                        f"the {count(usable, 'usable CPU')} idle: {they} "
                        "on something besides the CPU while building batches; make each sample cheaper, "
-                       "and see what the workers wait on (py-spy dump --pid <a worker's pid>)")
+                       f"and see what the workers wait on (py-spy dump --pid {WORKER_PID})")
     out += _cheaper_items(f, sub, s)
     # Only where a worker was seen running several threads at once: full CPUs or queued workers
     # alone are as true of single-threaded workers that are simply too many.
@@ -355,8 +367,8 @@ def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
     seen = inline_decoding_seen(s) if inline else decoding_seen(s)
     if seen is False:
         whose = "stack sample of the main thread's loading" if inline else "stack sample of the workers"
-        profile = ("the training process (py-spy top --pid <its pid>)" if inline
-                   else "one worker (py-spy top --pid <a worker's pid>)")
+        profile = (f"the training process (py-spy top --pid {main_pid(s)})" if inline
+                   else f"one worker (py-spy top --pid {WORKER_PID})")
         return [f"Make each item cheaper to build{hot}: no {whose} was in an image decoder, so the cost is "
                 "the job's own per-item code (the dataset's __getitem__, or the collate_fn); do its fixed part once, offline (pre-tokenise or pre-process "
                 f"the dataset and save the result), keep only the random part online, and profile {profile} "
@@ -542,7 +554,7 @@ def _idle(f: dict, sub: str, s: Signals) -> list[str]:
                 "To start faster next time, keep Inductor's cache on a disk that persists "
                 "(TORCHINDUCTOR_CACHE_DIR; the default is under /tmp), or compile a smaller part of the model"]
     if f.get("ops") and f.get("detail"):  # it trains, slowly: where it idles is the lead
-        return [f"Look at what the main thread waits on in {f['detail']}: py-spy dump --pid <its pid> shows "
+        return [f"Look at what the main thread waits on in {f['detail']}: py-spy dump --pid {main_pid(s)} shows "
                 "where it blocks; a sleep, a lock or a remote call there is paid on every step it is in"]
     return []  # not training (or stopped: the sentence says how to resume it): nothing to fix
 
@@ -563,8 +575,8 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
 
 
 def _input_unmeasured(f: dict, sub: str, s: Signals) -> list[str]:
-    who = "the main thread" if sub == "inline" else "a DataLoader worker"
-    return [f"Look at where {who} waits: py-spy dump --pid <its pid> (a sleep, a lock, a remote call; gpuwatch "
+    who, pid = ("the main thread", main_pid(s)) if sub == "inline" else ("a DataLoader worker", WORKER_PID)
+    return [f"Look at where {who} waits: py-spy dump --pid {pid} (a sleep, a lock, a remote call; gpuwatch "
             "sees no CPU work and no storage sign)",
             "More DataLoader workers overlap waits that are not CPU work (network or service latency)"]
 
@@ -574,7 +586,7 @@ def _unknown(stage: str, s: Signals) -> list[str]:
     if s.self_fed:
         # The loop waits for batches it feeds itself (a queue, a Pool): point at what fills it.
         pids = " on the job's other processes and" if s.job.helpers_busy else ""
-        out.append(f"Look at what makes the batches the main thread waits for: py-spy dump --pid <pid>{pids} on "
+        out.append(f"Look at what makes the batches the main thread waits for: py-spy dump --pid {main_pid(s)}{pids} on "
                    "its own threads; a torch DataLoader with num_workers > 0 spreads that work over processes "
                    "gpuwatch can measure")
     if stage == OFF_PIPELINE:
