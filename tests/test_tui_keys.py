@@ -334,3 +334,20 @@ def test_help_explains_the_feed_charts_lines():
     assert "input: the share of the training process's main-thread stack samples" in text
     assert "preparing one in the training loop" in text
     assert "worker CPU: the DataLoader workers' mean CPU (100 % is one core)" in text
+
+
+def test_help_explains_every_word_the_main_screen_abbreviates():
+    """Review 36: SM, tensor, DRAM, PSI, load, St, "data wait", the confidence and "while it holds"
+    were explained nowhere. The GPU rows come from the panel's own METRICS (one text for both)."""
+    from gpuwatch.tui.gpu_metrics import METRICS
+    from gpuwatch.tui.screens.help import help_text, key_lines
+
+    app = make_app(ListSource(synthetic_frames(1)))
+    text = help_text(key_lines(app, [app]))
+    for m in METRICS:
+        assert f"\u00a0\u00a0{m.label}: {m.about}" in text
+    flat = " ".join(text.split())
+    for word in ("GPM: NVIDIA's GPU performance metrics", "load: the 1-minute load average", "PSI cpu / io / mem",
+                 "St: the kernel's state", "data wait: the training process's main thread", "confidence (0-1)",
+                 "while it holds", '"Also:" names stages at warning level'):
+        assert word in flat, word

@@ -20,6 +20,7 @@ from textual.screen import ModalScreen, Screen
 from gpuwatch.diagnosis.thresholds import WINDOW_S
 from gpuwatch.model.verdict import CPU_BOUND, GPU_BOUND, IDLE, PIPELINE, STAGE_TITLES, UNKNOWN
 from gpuwatch.tui.chart_draw import BAND_MARK
+from gpuwatch.tui.gpu_metrics import METRICS
 from gpuwatch.tui.levels import LEVEL_GLYPHS, LEVEL_WORDS
 from gpuwatch.tui.panels.footer import not_here
 from gpuwatch.tui.panels.plain import Plain
@@ -89,6 +90,12 @@ def help_text(lines: list[tuple[str, str]]) -> str:
         f"stack samples over the last {WINDOW_S:.0f} s spent on its input (waiting for a batch, loading one "
         "itself or preparing one in the training loop); worker CPU: the DataLoader workers' mean CPU "
         "(100 % is one core).\n\n"
+        "Verdict: its confidence (0-1) is how strongly the evidence supports the stage; \"fixing it: "
+        "2.1× faster while it holds\" is the most removing that stage's time could give while the verdict "
+        "stands (\"up to\" a ceiling, \"or more\" a floor its samples set), and a fix's own figure follows "
+        "it; \"Also:\" names stages at warning level beside the verdict, each with why. data wait: the "
+        "training process's main thread waiting for its next batch.\n\n"
+        + terms() + "\n\n"
         "Processes, Latest frame: what the process ran in the latest stack sample; dimmed, "
         "from an earlier one (workers are sampled in turn). Rows marked 'outside' are GPU "
         "processes of other users or jobs (NVML's list), not part of the watched job.\n"
@@ -96,6 +103,19 @@ def help_text(lines: list[tuple[str, str]]) -> str:
         "(panel notes, stage details). A stage at n/a: nothing of it could be measured "
         "(e.g. no GPU to judge)."
     )
+
+
+def terms() -> str:
+    """The GPU panel's rows (gpu_metrics.METRICS, each with what its number means) and the host
+    strip's and process table's short words: review 36 found SM, tensor, DRAM, PSI, load and St
+    unexplained anywhere a user could look."""
+    gpu = "\n".join(f"\u00a0\u00a0{m.label}: {m.about}" for m in METRICS)  # no-break: Textual drops leading spaces
+    return ("GPU rows (GPM: NVIDIA's GPU performance metrics, Hopper and newer):\n"
+            f"{gpu}\n\n"
+            "Host: CPU busy of its CPUs; load: the 1-minute load average (runnable tasks); steal: CPU time "
+            "the hypervisor gave to others; PSI cpu / io / mem: the kernel's pressure stall information, the "
+            "share of time some task waited for a CPU, for I/O or for memory (avg10). Processes, St: the "
+            "kernel's state (R running, S sleeping, D waiting on the disk, T stopped).")
 
 
 def screen_nodes(screen: Screen) -> list[DOMNode]:
