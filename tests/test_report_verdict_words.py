@@ -70,3 +70,24 @@ def test_a_stop_the_job_came_back_from_is_said_in_the_past_and_the_figure_as_a_m
     assert "the verdict was Idle, with no pipeline stage to fix. " + STOPPED_THEN in head
     assert "The job is stopped" not in head and "until it runs again" not in head
     assert "while it holds, the middle of its ticks' figures" in md
+
+
+def test_an_evidence_row_of_a_few_ticks_says_so():
+    """Review 36: the healthy H200 report read "○ no GPM (GPM: first window) ...: pointed to
+    GPU-bound in 0% of the ticks GPU-bound held" beside GPM readings in every other tick: the row
+    came from the first tick alone."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+
+    got = from_frames(load_frames("tests/data/h200/healthy.jsonl"))
+    r = build_report(got, NOT_RECORDED, "replay", path="healthy.jsonl")
+    gpm = next(e for e in r.evidence if e.stage == "gpu_bound" and e.signal == "gpm")
+    held = sum(1 for v in got.verdicts if v.stage == "gpu_bound")
+    assert gpm.of == held and 0 < gpm.seen < held
+    md = render_markdown(r)
+    assert f"in 0% of the {gpm.seen} tick{'s' if gpm.seen != 1 else ''} it was read in, of the {held} GPU-bound held" in md
+    whole = next(e for e in r.evidence if e.stage == "gpu_bound" and e.seen == held)
+    assert whole.of == held  # a signal of every tick keeps the plain words

@@ -157,6 +157,11 @@ class EvidenceLine:
     """The wording of the middle reading (its value and its cut)."""
     status: str = ""
     """That reading against its cut: met, not met, not measured or does not apply."""
+    seen: int = 0
+    of: int = 0
+    """Ticks whose verdict carried this signal, of the ticks the stage held (0 and 0 in reports from
+    before): a signal of some ticks only, as "no GPM" on a watch's first tick, is said so, not as
+    "pointed to GPU-bound in 0% of the ticks" beside 27 ticks of GPM readings (review 36)."""
     latest: bool = False
     """The text is the latest reading, not the middle one: the epoch structure (re-created workers,
     first-batch waits, validation passes, saves) is read over the last minute, so its latest reading

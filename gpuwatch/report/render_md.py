@@ -166,8 +166,10 @@ def _evidence(r: Report) -> list[str]:
         held = "met" if e.threshold is not None else f"pointed to {_title(stage)}"
         mid = ("" if e.value_median is None else " (the latest reading is shown)" if e.latest
                else " (the middle reading is shown)")
+        ticks = (f"ticks {_title(stage)} held" if not e.of or e.seen >= e.of else
+                 f"{count(e.seen, 'tick')} it was read in, of the {e.of} {_title(stage)} held")
         out.append(f"- {EVIDENCE_MARKS.get(e.status, '')} {_job(e.text)}: {held} in {e.supports_share:.0%} of the "
-                   f"ticks {_title(stage)} held{mid}")
+                   f"{ticks}{mid}")
     return out
 
 

@@ -244,6 +244,7 @@ def timeline(marks: Sequence[Mark], interval: float) -> tuple[Segment, ...]:
 def evidence(verdicts: Sequence[Verdict]) -> tuple[EvidenceLine, ...]:
     """For each stage that was the verdict, the signals behind it, over the ticks it held."""
     groups: dict[tuple[str, str], list] = defaultdict(list)
+    held = Counter(v.stage for v in verdicts)
     for v in verdicts:
         for e in v.evidence:
             if e.stage == v.stage:
@@ -256,7 +257,7 @@ def evidence(verdicts: Sequence[Verdict]) -> tuple[EvidenceLine, ...]:
         out.append(EvidenceLine(
             stage=stage, signal=signal, supports_share=sum(1 for e in items if e.supports) / len(items),
             value_median=mid.value if values else None, threshold=mid.threshold,
-            op=mid.op, text=mid.text, status=evidence_status(mid), latest=latest,
+            op=mid.op, text=mid.text, status=evidence_status(mid), latest=latest, seen=len(items), of=held[stage],
         ))
     order = {s: i for i, s in enumerate(Counter(v.stage for v in verdicts))}
     out.sort(key=lambda e: (order.get(e.stage, 99), -e.supports_share, e.signal))
