@@ -91,3 +91,26 @@ def test_an_evidence_row_of_a_few_ticks_says_so():
     assert f"in 0% of the {gpm.seen} tick{'s' if gpm.seen != 1 else ''} it was read in, of the {held} GPU-bound held" in md
     whole = next(e for e in r.evidence if e.stage == "gpu_bound" and e.seen == held)
     assert whole.of == held  # a signal of every tick keeps the plain words
+
+
+def test_a_stage_worth_nothing_over_the_run_gets_no_remedies_unless_it_warned():
+    """Review 36: a stopped job's single tick of CPU prep (stop_cont) listed three remedies under
+    "fixing it: up to 1.00x over this run". A stage that was the verdict as briefly but warned most
+    of the run (t32_imagefolder_rrc: CPU prep one tick, at warning level 73 % of it) keeps them."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+
+    def report(path):
+        got = from_frames(load_frames(path))
+        return got, build_report(got, NOT_RECORDED, "replay", path=path)
+
+    got, r = report("tests/data/cpu_field/stop_cont.jsonl.gz")
+    assert any(v.stage == "decode" for v in got.verdicts)  # it was the verdict, briefly
+    assert not [x for x in r.remedies if x.stage == "decode"]
+    got, r = report("tests/data/cpu_field/t32_imagefolder_rrc.jsonl.gz")
+    decode = [x for x in r.remedies if x.stage == "decode"]
+    assert decode and decode[0].speedup_run < 1.05
+    warned = sum(1 for v in got.verdicts if "decode" in v.secondary) / len(got.verdicts)
+    assert warned >= 0.2

@@ -13,7 +13,7 @@ from statistics import median
 
 from gpuwatch.diagnosis.evidence import status as evidence_status
 from gpuwatch.diagnosis.sentence import HELD, HELD_NOTE, without_epochs
-from gpuwatch.diagnosis.thresholds import RUN_WARNING_SHARE, STRAGGLER_HEADLINE_SHARE
+from gpuwatch.diagnosis.thresholds import MIN_GAIN, RUN_WARNING_SHARE, STRAGGLER_HEADLINE_SHARE
 from gpuwatch.model.verdict import (
     IDLE,
     LEVEL_WARNING,
@@ -299,6 +299,8 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
             # not training has none; one that trains slowly is told where its main thread waits), or
             # where it held while an Idle headline's job trained
             continue
+        if c is not costs[0] and _negligible(c, verdicts):
+            continue
         mine = [v for v in verdicts if v.stage == c.stage]
         quoted = _with_remedies(mine)
         above = _above_ceiling(quoted, c)
@@ -314,6 +316,17 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
                 ranked.append(Remedy(text=c.fix, stage=None, check=c.id, share=0.0, speedup_while=None,
                                      speedup_run=None, title=c.title))
     return tuple(ranked)
+
+
+def _negligible(c: StageCost, verdicts: Sequence[Verdict]) -> bool:
+    """A stage below the headline whose fix gives under MIN_GAIN over the run, and which was not at
+    warning level for RUN_WARNING_SHARE of it either: its advice is left out. A stopped job's one tick
+    of CPU prep listed three remedies under "fixing it: up to 1.00x over this run" (review 36); one
+    that warned most of the run keeps its advice."""
+    if c.speedup_run is None or c.speedup_run >= MIN_GAIN or not verdicts:
+        return False
+    warned = sum(1 for v in verdicts if c.stage in v.secondary) / len(verdicts)
+    return warned < RUN_WARNING_SHARE
 
 
 def _trained_beside_idle(costs: Sequence[StageCost]) -> StageCost | None:
