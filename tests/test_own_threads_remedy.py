@@ -35,3 +35,12 @@ def test_no_such_remedy_where_the_process_keeps_no_more_threads_than_cpus():
     # own threads fit the CPUs; and a GPU job on the H200's 16 CPUs
     for path in ("tests/data/field/cpu_job_neighbours_cpu.jsonl.gz", "tests/data/h200/healthy.jsonl"):
         assert not [r for v in _verdicts(path) for r in v.remedies if r.startswith(OVER)], path
+
+
+def test_another_jobs_dataloader_worker_is_said_to_be_another_jobs():
+    """Trial 32: "Processes outside the job use 1.41 cores: pt_data_worker (pid 20983, 0.70 core)"
+    read as the job's own worker; it was another session's. stop_cont's neighbours were too."""
+    said = [r for v in _verdicts("tests/data/cpu_field/stop_cont.jsonl.gz") for r in v.remedies
+            if r.startswith("Processes outside the job use")]
+    assert said and any("pt_data_worker of another job (pid " in r for r in said)
+    assert not any("pt_data_worker (pid" in r for r in said)

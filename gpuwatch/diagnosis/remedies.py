@@ -142,6 +142,11 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
 
 
+LOADER_NAMES = ("pt_data_worker",)
+"""The name PyTorch gives a DataLoader's worker processes (collectors/target.py WORKER_COMM)."""
+OTHER_JOB = " of another job"
+
+
 def _outsiders(f: dict) -> str:
     """": pip (pid 8092, 0.95 core)", the outside processes of the latest sample that hold a share
     of the outside CPU (OUTSIDER_SHARE), and a word for the rest where they hold little of it: the
@@ -153,7 +158,10 @@ def _outsiders(f: dict) -> str:
     if not named:
         return (" (no single process held a share of it in the latest sample: short-lived processes, or many "
                 "small ones)")
-    text = ": " + ", ".join(f"{n} (pid {p}, {fmt(c, 'cores')})" for n, p, c in named)
+    # Another job's DataLoader processes carry the same names as this job's: said whose they are, as a
+    # trial read "pt_data_worker (pid 20983, 0.70 core)" as its own worker (trial 32).
+    text = ": " + ", ".join(f"{n}{OTHER_JOB if n in LOADER_NAMES else ''} (pid {p}, {fmt(c, 'cores')})"
+                            for n, p, c in named)
     if sum(c for _, _, c in named) < total / 2:
         text += "; the rest by processes too short-lived or small to list"
     return text
