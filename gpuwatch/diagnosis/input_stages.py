@@ -6,7 +6,7 @@ stack labels (a worker sleeping inside ``__getitem__`` may be labelled busy yet 
 
 from __future__ import annotations
 
-from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, fmt, yes
+from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, count, fmt, yes
 from gpuwatch.diagnosis.host_signals import queued_threads
 from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.diagnosis.signals import Signals
@@ -14,6 +14,7 @@ from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult, result, war
 from gpuwatch.diagnosis.thresholds import (
     BUSY_SATURATED,
     BUSY_STARVED,
+    CHECKPOINT_MIN_SAMPLES,
     CHECKPOINT_SHARE,
     CPU_SATURATED,
     DISK_BUSY,
@@ -395,7 +396,13 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
         n = s.epoch_samples if recurring else st.n_main
         # The minute's share weighs its ticks by their length (phases.py): no whole number of its
         # samples, so it is said over the minute, not "7 % of the latest 93 samples".
-        return result(c, (gate or recurring) and yes(ck), (share or 0) >= moderate_cut(n), share, "checkpoint",
+        saving = round((share or 0.0) * n)
+        few = not recurring and saving < CHECKPOINT_MIN_SAMPLES
+        if few:
+            c.note("checkpoint_samples", f"only {count(saving, 'stack sample')} of the main thread in a save: "
+                   "too few to name the saves", False, kind=REQ)
+        return result(c, (gate or recurring) and yes(ck) and not few, (share or 0) >= moderate_cut(n) and not few,
+                      share, "checkpoint",
                       lambda: warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints over the last "
                                         "minute") if recurring else
                       warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints", samples=n),

@@ -281,6 +281,12 @@ REPLAYS_PER_S = 1.0
 # -- checkpoints and idle ----------------------------------------------------------------------
 CHECKPOINT_SHARE = 0.20
 """Main thread saving checkpoints >= 20 % of samples (the TensorFlow profiler's "high" cut)."""
+CHECKPOINT_MIN_SAMPLES = 2
+"""Main-thread samples in a save needed before a save seen in the latest samples alone (not yet
+recurring over the minute) can name Disk: one sample is 20 % of five, yet a save of a fraction of a
+second falls under a ~1 Hz sampler once by chance. Lightning's checkpoint path handling, 0.2 % of the
+job's time by its own clock, read "Checkpoint saving holds training: 1 of its last 5 stack samples"
+for five ticks (trial 33)."""
 IDLE_OTHER_SHARE = 0.80
 """Main thread outside every training frame >= 80 % of samples: not in a training loop."""
 COMPILE_SHARE = 0.50
