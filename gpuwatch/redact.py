@@ -177,5 +177,11 @@ def redact_cmdline(argv: Sequence[str]) -> str:
     command. The result is :func:`gpuwatch.untrusted.clean`: no control character of the job's
     reaches a terminal or a report.
     """
-    out = [cut(a, MAX_ARG) for a in _redact_words(list(argv))]
+    words = list(argv)
+    while words and not words[-1]:
+        # A process that rewrites its title (setproctitle and the like) pads /proc/PID/cmdline with
+        # NULs, which read as hundreds of empty arguments: "'' '' ''..." filled a 1,794-character
+        # report header (trial 33). Trailing empty ones say nothing; inner ones are kept.
+        words.pop()
+    out = [cut(a, MAX_ARG) for a in _redact_words(words)]
     return clean(shlex.join(out), MAX_CMDLINE)

@@ -137,3 +137,11 @@ def test_a_long_word_is_redacted_in_linear_time_and_cut(ch):
 def test_control_characters_in_argv_come_out_written():
     out = redact_cmdline(["t.py", "x\x1b]0;PWNED\x07\x1b[2J\n\n# INJECTED"])
     assert "\x1b" not in out and "\n" not in out and "\\x1b" in out
+
+
+def test_a_retitled_process_s_trailing_empty_arguments_are_dropped():
+    """Trial 33: a process that rewrote its title left /proc/PID/cmdline padded with NULs, read as
+    600 empty arguments ("'' '' ''...", a 1,794-character report header). Inner empty ones stay."""
+    assert redact_cmdline(["my-trainer", "--lr", "0.1", *[""] * 600]) == "my-trainer --lr 0.1"
+    assert redact_cmdline(["prog", "", "x", ""]) == "prog '' x"
+    assert redact_cmdline(["", ""]) == ""
