@@ -178,10 +178,14 @@ def redact_cmdline(argv: Sequence[str]) -> str:
     reaches a terminal or a report.
     """
     words = list(argv)
-    while words and not words[-1]:
+    kept = len(words)
+    while kept and not words[kept - 1]:
+        kept -= 1
+    if len(words) - kept >= 2:
         # A process that rewrites its title (setproctitle and the like) pads /proc/PID/cmdline with
         # NULs, which read as hundreds of empty arguments: "'' '' ''..." filled a 1,794-character
-        # report header (trial 33). Trailing empty ones say nothing; inner ones are kept.
-        words.pop()
+        # report header (trial 33). A run of trailing empty ones is that padding; one alone may be a
+        # real argument (--prefix ""), kept, as are inner ones.
+        words = words[:kept]
     out = [cut(a, MAX_ARG) for a in _redact_words(words)]
     return clean(shlex.join(out), MAX_CMDLINE)

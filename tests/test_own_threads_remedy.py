@@ -44,3 +44,35 @@ def test_another_jobs_dataloader_worker_is_said_to_be_another_jobs():
             if r.startswith("Processes outside the job use")]
     assert said and any("pt_data_worker of another job (pid " in r for r in said)
     assert not any("pt_data_worker (pid" in r for r in said)
+
+
+def test_ranks_share_the_cpus_and_beside_a_gpu_the_pool_is_a_condition():
+    """Review 37: the readings are each training process's; N ranks told set_num_threads(usable)
+    would oversubscribe N-fold. Beside a GPU the runnable threads may be pin, autograd or NCCL
+    threads, so the pool is named as a condition there."""
+    from types import SimpleNamespace
+
+    from gpuwatch.diagnosis.remedies import own_threads_over
+
+    def s(pids, cpu, queued, usable, gpu):
+        return SimpleNamespace(job=SimpleNamespace(main_cpu=cpu, main_run_delay=queued, usable_cpus=usable,
+                                                   main_pids=frozenset(pids)), gpu=SimpleNamespace(present=gpu))
+
+    one = own_threads_over(s({1}, 0.6, 3.0, 2, False))
+    assert "its thread pool is larger than the CPUs: torch.set_num_threads(2)" in one
+    four = own_threads_over(s({1, 2, 3, 4}, 1.0, 4.0, 16, True))
+    assert "(4 for each of its 4 training processes)" in four and "torch.set_num_threads(4)" in four
+    assert "if its own thread pool" in four
+    assert own_threads_over(s({1, 2, 3, 4}, 1.0, 2.0, 16, True)) is None  # 3 threads on its 4 CPUs: fits
+
+
+def test_no_persistent_workers_gain_without_the_remedy_that_proposes_it():
+    """Review 37: the remedy went where no re-creation was seen, its gain stayed in the stream's
+    gains ("each proposed fix's own expected gain"), e.g. on every tick of t32_ratelimit."""
+    from gpuwatch.model.verdict import PERSISTENT_WORKERS
+
+    for path in ("tests/data/cpu_field/t32_ratelimit.jsonl.gz", "tests/data/h200/field_tokenize.jsonl.gz",
+                 "tests/data/cpu_field/t32_imagefolder_rrc.jsonl.gz"):
+        for v in _verdicts(path):
+            if any(g.fix == PERSISTENT_WORKERS for g in v.gains):
+                assert any("persistent_workers=True" in r for r in v.remedies), (path, v.t, v.remedies)

@@ -114,3 +114,19 @@ def test_a_stage_worth_nothing_over_the_run_gets_no_remedies_unless_it_warned():
     assert decode and decode[0].speedup_run < 1.05
     warned = sum(1 for v in got.verdicts if "decode" in v.secondary) / len(got.verdicts)
     assert warned >= 0.2
+
+
+def test_a_floor_keeps_its_remedies_and_the_stage_held_most_too():
+    """Review 37: PCIe held 4 ticks of run25_imagefolder_persistent at "2.1x or more" (1.04x or more
+    over the run): a floor, not a figure under 1.05x, so its remedies stay."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+
+    path = "tests/data/h200/run25_imagefolder_persistent.jsonl.gz"
+    got = from_frames(load_frames(path))
+    r = build_report(got, NOT_RECORDED, "replay", path=path)
+    h2d = [x for x in r.remedies if x.stage == "h2d"]
+    assert any(v.stage == "h2d" and v.speedup_floor for v in got.verdicts)
+    assert h2d and h2d[0].speedup_floor

@@ -154,8 +154,11 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
     # Not where sets pile up beside the old ones: the remedy is to release the old iterators, and
     # no set was replaced to time a restart by. Nor for a loop that transforms its own batches: what
     # it costs is that work, and its remedies move it (remedies._loop_prep), not keep the workers.
+    # And only where a re-creation was seen (or the wait is the workers' start-up), as the remedy is
+    # (remedies._workers_keep): a gain for a fix no remedy proposed stood in the stream's gains.
+    recreated = find(s.phases, RESPAWN) is not None or bool(s.job.worker_respawns) or r.sub == "starting"
     if (stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub not in ("checkpoint", "loop") and not workers_survive_epochs(s.phases)
-            and find(s.phases, LEFT_ALIVE) is None and not workers_outlive_window(s.epoch_ticks)):
+            and find(s.phases, LEFT_ALIVE) is None and not workers_outlive_window(s.epoch_ticks) and recreated):
         out.append(persistent_workers(s, starting=r.sub == "starting"))
     if stage == GPU_BOUND and restarts_idle_gpu(r.facts, s):
         # No more than the GPU's idle time: kept workers can at most fill it, so a figure at that

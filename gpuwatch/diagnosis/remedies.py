@@ -19,7 +19,7 @@ from gpuwatch.diagnosis.fix_gains import (
     worker_target,
     words,
 )
-from gpuwatch.diagnosis.sentence import validation_loader_said
+from gpuwatch.diagnosis.sentence import least_words, validation_loader_said
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find, periodic, worker_sets
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -136,7 +136,7 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         # recurring part of the job (trial 27: 58 % in validation, the only remedy about the model's
         # step). One pass is no share of the time yet (sentence.epochs).
         pace = f" (~{val.each_s:.1f} s every ~{val.period_s:.1f} s)" if val.each_s and val.period_s else ""
-        out.append(f"Validation passes take {fmt(val.share)} of the time{pace}: validate less often or on part of "
+        out.append(f"Validation passes take {least_words(val)}{fmt(val.share)} of the time{pace}: validate less often or on part of "
                    "the validation set (Lightning: check_val_every_n_epoch, val_check_interval, limit_val_batches), "
                    "and under torch.no_grad() or torch.inference_mode()")
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
@@ -529,11 +529,19 @@ def own_threads_over(s: Signals) -> str | None:
     processes outside it (trial 32)."""
     job = s.job
     cpu, queued, usable = job.main_cpu, job.main_run_delay, job.usable_cpus
-    if cpu is None or queued is None or not usable or cpu + queued < usable + OWN_THREADS_OVER:
+    # Per training process (the readings are each one's; ranks share the CPUs, as checks_host counts them)
+    ranks = max(1, len(job.main_pids))
+    share = usable // ranks if usable else 0
+    if cpu is None or queued is None or not share or cpu + queued < share + OWN_THREADS_OVER:
         return None
+    each = f" ({share} for each of its {ranks} training processes)" if ranks > 1 else ""
+    # Without a GPU the runnable threads are the step's own (its intra-op pool); beside a GPU they may
+    # be the pin-memory, autograd or NCCL threads too, so the pool is named as a condition there.
+    pool = ("if its own thread pool (torch.set_num_threads, OMP_NUM_THREADS, a BLAS pool) is the larger part, "
+            if s.gpu.present else "its thread pool is larger than the CPUs: ")
     return (f"The training process itself keeps {cpu + queued:.1f} threads ready to run on "
-            f"{count(usable, 'usable CPU')} ({fmt(cpu, 'cores')} running, {queued:.1f} queued for a CPU): its "
-            f"thread pool is larger than the CPUs; torch.set_num_threads({usable}) or OMP_NUM_THREADS={usable} "
+            f"{count(usable, 'usable CPU')}{each} ({fmt(cpu, 'cores')} running, {queued:.1f} queued for a CPU): "
+            f"{pool}torch.set_num_threads({share}) or OMP_NUM_THREADS={share} "
             "(fewer where DataLoader workers share the CPUs)")
 
 

@@ -181,12 +181,12 @@ def epochs(phases: Sequence[Phase]) -> str:
             # Not "about a tick or less": the partly filled ticks under-read a pass, and trial 31's
             # passes of 0.9-1.9 s by the job's clock read so beside a tick's "(~2.0 s)".
             how = f"{seen}, each too short to time from the ticks" if brief else f"{each}{every}"
-            said.append(f"validation passes take {_least(p)}{fmt(p.share)} of the time ({how}{_missed(p)})")
+            said.append(f"validation passes take {least_words(p)}{fmt(p.share)} of the time ({how}{_missed(p)})")
         elif p.kind == CHECKPOINT:
             # no duration where each save held one stack sample (phases.py): how often, if known, after it
             pace = every.removeprefix(" each").replace(" every", ", every")
             how = f"{each}{every}" if each else f"each too short to time from the stack samples{pace}"
-            said.append(f"checkpoint saves take {_least(p)}{fmt(p.share)} of the time ({how}{_missed(p)})")
+            said.append(f"checkpoint saves take {least_words(p)}{fmt(p.share)} of the time ({how}{_missed(p)})")
         elif p.kind == LEFT_ALIVE:
             said.append(f"{count(p.count, 'new set')} of DataLoader workers started in {p.span_s:.0f} s and stayed "
                         "alive beside the earlier ones: the job still holds their iterators")
@@ -196,7 +196,7 @@ def epochs(phases: Sequence[Phase]) -> str:
     return f" Epochs: {text[0].upper()}{text[1:]}."
 
 
-def _least(p: Phase) -> str:
+def least_words(p: Phase) -> str:
     """Where the period says more passes or saves came than the stack samples caught (Phase.missed),
     the share counts only those caught: a floor. "Saves take 7 % of the time (~0.5 s every ~4.6 s)"
     did not add up (0.5 / 4.6 is 11 %; the job's clock said 16 %; trial 32)."""
@@ -274,7 +274,9 @@ def _io(f: dict, sub: str, s: Signals) -> str:
                         f"({fmt(share)}).")
             return (f"Checkpoint saving holds training: the main thread was writing a checkpoint"
                     f"{_in(f.get('ckpt_detail'))} {fmt(share)} of the time.")
-        return (f"Checkpoint saving holds training: the main thread spends {fmt(f.get('checkpoint'))} of its "
+        saves = find(s.phases, CHECKPOINT)
+        least = least_words(saves) if saves is not None else ""  # as the epochs clause says it
+        return (f"Checkpoint saving holds training: the main thread spends {least}{fmt(f.get('checkpoint'))} of its "
                 f"time writing checkpoints{_in(f.get('ckpt_detail'))}.")
     loc = f.get("location")
     where = f" Data: {loc.path} on {loc.fstype}{' (network)' if loc.network else ''}." if loc else ""

@@ -129,7 +129,7 @@ def _remedies(r: Report) -> list[str]:
         # A remedy quotes the job's own strings (a frame, a function), and its own words hold "<...>"
         # placeholders: escaped as the verdict is, or a crafted name would be Markdown or HTML.
         if rem.stage is not None:
-            out.append(f"   - {markdown(rem.text, inline=True)}")
+            out.append(f"   - {markdown(rem.text)}")  # it opens the item: a leading "#" or ">" would act
         else:
             n += 1
             out.append(f"{n}. **{markdown(rem.title or rem.check, inline=True)}** (a failed or warned check): {markdown(rem.text, inline=True)}")

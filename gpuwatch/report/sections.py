@@ -293,13 +293,14 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
     order = costs[:1] + sorted(costs[1:], key=lambda c: (not c.bottleneck, -c.weight, -c.share))
     ranked: list[Remedy] = []
     trained = _trained_beside_idle(costs)
+    most = max(costs, key=lambda c: c.share) if costs else None  # the headline names the stage held most
     for c in order:
         if not c.bottleneck and c is not costs[0] and c is not trained:
             # a healthy, CPU-bound or idle stage's advice only where it is the headline (an idle job
             # not training has none; one that trains slowly is told where its main thread waits), or
             # where it held while an Idle headline's job trained
             continue
-        if c is not costs[0] and _negligible(c, verdicts):
+        if c is not costs[0] and c is not trained and c is not most and _negligible(c, verdicts):
             continue
         mine = [v for v in verdicts if v.stage == c.stage]
         quoted = _with_remedies(mine)
@@ -319,14 +320,15 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
 
 
 def _negligible(c: StageCost, verdicts: Sequence[Verdict]) -> bool:
-    """A stage below the headline whose fix gives under MIN_GAIN over the run, and which was not at
-    warning level for RUN_WARNING_SHARE of it either: its advice is left out. A stopped job's one tick
-    of CPU prep listed three remedies under "fixing it: up to 1.00x over this run" (review 36); one
-    that warned most of the run keeps its advice."""
-    if c.speedup_run is None or c.speedup_run >= MIN_GAIN or not verdicts:
+    """A stage below the headline whose fix gives under MIN_GAIN over the run (a figure, not a floor),
+    and which was neither the verdict nor at warning level for RUN_WARNING_SHARE of it: its advice is
+    left out. A stopped job's one tick of CPU prep listed three remedies under "fixing it: up to 1.00x
+    over this run" (review 36); one that warned most of the run keeps its advice, as does one whose
+    figure is a floor (PCIe at "2.1x or more" for 4 ticks: its samples bound it only from below)."""
+    if c.speedup_run is None or c.speedup_run >= MIN_GAIN or c.floor or not verdicts:
         return False
-    warned = sum(1 for v in verdicts if c.stage in v.secondary) / len(verdicts)
-    return warned < RUN_WARNING_SHARE
+    there = sum(1 for v in verdicts if v.stage == c.stage or c.stage in v.secondary) / len(verdicts)
+    return there < RUN_WARNING_SHARE
 
 
 def _trained_beside_idle(costs: Sequence[StageCost]) -> StageCost | None:

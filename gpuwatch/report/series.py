@@ -115,7 +115,9 @@ def job_gpus(f: Frame, used: frozenset[int]) -> tuple[GpuSample, ...] | None:
 def main_shares(frames: Sequence[Frame], labels: tuple[str, ...]) -> list[float | None]:
     """For each frame, the percent of main-thread samples with one of ``labels`` among the distinct
     stack samples of the frames in its window (those less than DATA_WAIT_WINDOW_S before it, and
-    itself): the frames the verdict reads, and the count the TUI's chart makes (tui/chart_series.py)."""
+    itself): the count the TUI's chart makes (tui/chart_series.py). The verdict's own window
+    (window.last_ticks) cuts half a tick inside that edge, so with jittered ticks it may hold one frame
+    fewer: the charts read the window's seconds, the verdict its ticks."""
     own: dict[int, tuple[int, int]] = {}  # frame index -> (labelled, main-thread) of the sample it brought
     index = {id(f): i for i, f in enumerate(frames)}
     for f, s in each_sample(frames):

@@ -56,7 +56,7 @@ def verdict_text(v: Verdict) -> str:
         head.append(f"fixing it: {gain_words(v.stage)} {v.speedup:.1f}× faster while it holds")
     best = max((g for g in v.gains if g.factor is not None), key=lambda g: g.factor or 0.0, default=None)
     if best is not None:  # the ceiling above is the stage made free; this is what a proposed fix gives
-        # the fix's figure as its remedy line says it (fix_gains.times): "about 1.4×" stood above the
+        # the fix's figure as its remedy line says it (model.verdict.times): "about 1.4×" stood above the
         # remedy's "about 1.35x" and read as another estimate (review 30)
         head.append(f"{FIX_WORDS[best.fix]}: {'up to' if best.bound else 'about'} {times(best.factor)}×"
                     f"{more_words(best)}")
