@@ -62,7 +62,6 @@ from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
     CHECKPOINT,
-    times,
     CHEAPER_TRANSFORM,
     DECODE,
     EPOCH_START,
@@ -76,6 +75,7 @@ from gpuwatch.model.verdict import (
     RESPAWN,
     VALIDATION,
     FixGain,
+    times,
 )
 
 WORKING = (lb.W_BUSY, lb.W_IO)

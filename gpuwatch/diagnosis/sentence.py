@@ -12,9 +12,11 @@ from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stack_signals import BLOCKED
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
+    DRAM_BOUND,
     MAIN_CPU_BUSY,
     MAIN_CPU_IDLE,
     MIN_EVIDENCE_SAMPLES,
+    OCC_MEMORY,
     RX_PAGEABLE_MAX,
     SM_HEALTHY,
     TINY_KERNEL_RATIO,
@@ -196,15 +198,19 @@ def epochs(phases: Sequence[Phase]) -> str:
     return f" Epochs: {text[0].upper()}{text[1:]}."
 
 
-def least_words(p: Phase) -> str:
+def _floor(p: Phase) -> bool:
     """Where the period says more passes or saves came than the stack samples caught (Phase.missed),
     the share counts only those caught: a floor. "Saves take 7 % of the time (~0.5 s every ~4.6 s)"
     did not add up (0.5 / 4.6 is 11 %; the job's clock said 16 %; trial 32)."""
-    return "at least " if p.missed and p.period_s is not None else ""
+    return bool(p.missed) and p.period_s is not None
+
+
+def least_words(p: Phase) -> str:
+    return "at least " if _floor(p) else ""
 
 
 def _missed(p: Phase) -> str:
-    if not (p.missed and p.period_s is not None):
+    if not _floor(p):
         return ""
     return f"; {p.count} seen in {p.span_s:.0f} s, about {p.missed} more fell between the stack samples"
 
@@ -372,8 +378,6 @@ def _gpu_memory(f: dict, sub: str, s: Signals) -> str:
     the DRAM reading that did not reach it (review 36: "GPU-bound on memory traffic ... DRAM 44 %"
     beside "○ DRAM bandwidth used: 44 % (needs at least 60 %)"). Layout ops are named only where the
     main thread was seen in them."""
-    from gpuwatch.diagnosis.thresholds import DRAM_BOUND, OCC_MEMORY  # the GPU-memory part's own cuts
-
     if sub == "stacks":
         return (f"The GPU has work {fmt(f.get('busy'))} of the time while the main thread is in layout ops "
                 f"{fmt(f.get('layout_share'))} of the time{_in(f.get('layout_detail'))}; without GPM this "
