@@ -278,10 +278,26 @@ def test_an_inline_decoder_advice_says_the_decoding_share_of_the_loading_samples
     said = [t for x in got.verdicts for t in x.remedies if t.startswith("Use a faster decoder")]
     assert said  # once the samples settle that the loading decodes (before, said as a condition)
     for text in said:
-        m = re.search(r"; decoding is (\d+) of the main thread's last (\d+) loading samples", text)
+        m = re.search(r"Use a faster decoder \(decoding is (\d+) of the main thread's last (\d+) loading samples\): "
+                      r"for JPEG files", text)
         assert m and 0 < int(m.group(1)) < int(m.group(2)), text
     assert not [x.sentence for x in got.verdicts if re.search(r"of the time in [A-Z]", x.sentence)]
     assert any("of the time (most often in " in x.sentence for x in got.verdicts)
+
+
+def test_the_jpeg_decoder_is_offered_for_jpeg_files_only():
+    """Trial 33: a job of PNG files was told "Use a faster decoder: torchvision.io.decode_jpeg". The
+    stacks show PIL's ImageFile.load, which decodes every format, so the JPEG decoder is offered for
+    JPEG files by name, beside what helps PNG (store as JPEG, or pre-decode)."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report.gather import from_frames
+
+    got = from_frames(load_frames("tests/data/cpu_field/image_workers.jsonl.gz"))
+    said = [t for x in got.verdicts for t in x.remedies if "decode_jpeg" in t]
+    assert said
+    for text in said:
+        assert "for JPEG files, torchvision.io.decode_jpeg" in text, text
+        assert "PNG and other lossless formats decode slowly in any library" in text, text
 
 
 def test_waits_inside_validation_passes_are_said_to_be_the_validation_loaders():

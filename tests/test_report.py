@@ -340,7 +340,7 @@ def test_the_decoder_advice_given_as_a_condition_goes_once_the_samples_settle_it
     verdicts, too few worker samples) beside "Make each item cheaper to build ...: no worker sample
     was in an image decoder" (the later ones)."""
     frames = [make_frame(i) for i in range(6)]
-    early = ("If the workers decode images, use a faster decoder: torchvision.io.decode_jpeg",)
+    early = ("If the workers decode images, use a faster decoder: for JPEG files, torchvision.io.decode_jpeg",)
     late = ("Make each item cheaper to build (the workers are most often in f): no stack sample of the workers was in an "
             "image decoder",)
     verdicts = [verdict(f.t, "decode", 0.7, 2.0, early if i < 3 else late) for i, f in enumerate(frames)]

@@ -387,21 +387,25 @@ def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
     # time in collate.default_collate)" stood beside it (review 28). The workers' share is said by the
     # fix's own figure (fix_gains.cheaper_transform: "because decoding is 3 of 7 worker samples"); the
     # main thread's loading has no such figure, so it is said here.
-    decoder = ("torchvision.io.decode_jpeg (libjpeg-turbo)" + (", or decode on the GPU with "
+    # The stacks show a decoder, not the files' format (PIL's ImageFile.load decodes every format), so
+    # the JPEG decoder is offered for JPEG files by name: PNG data had been told of decode_jpeg (trial 33).
+    decoder = ("for JPEG files, torchvision.io.decode_jpeg (libjpeg-turbo)" + (", or decode on the GPU with "
                "torchvision.io.decode_jpeg(..., device='cuda') or NVIDIA DALI" if gpu else "")
-               + (_inline_decoding(s) if inline and seen else ""))
+               + "; PNG and other lossless formats decode slowly in any library: store them as JPEG, or "
+               "pre-decode them (below)")
+    share = _inline_decoding(s) if inline and seen else ""
     offline = ("pre-resize or pre-decode the dataset and keep only random augmentations online"
                + ("; run those on the GPU on uint8 batches (torchvision.transforms.v2 on CUDA tensors)" if gpu else ""))
     if seen is None:  # too few samples to tell: said as a condition, in one remedy
         return [f"If {'the loading decodes' if inline else 'the workers decode'} images, use a faster decoder: "
                 f"{decoder}; and do the fixed work once, offline: {offline}"]
-    return [f"Use a faster decoder: {decoder}", f"Do the fixed work once, offline: {offline}"]
+    return [f"Use a faster decoder{share}: {decoder}", f"Do the fixed work once, offline: {offline}"]
 
 
 def _inline_decoding(s: Signals) -> str:
-    """"; decoding is 20 of the main thread's last 66 loading samples" (those of the last minute)."""
+    """" (decoding is 20 of the main thread's last 66 loading samples)" (those of the last minute)."""
     decoding, loading = inline_decoder_samples(s)
-    return f"; decoding is {decoding} of the main thread's last {count(loading, 'loading sample')}"
+    return f" (decoding is {decoding} of the main thread's last {count(loading, 'loading sample')})"
 
 
 def _h2d(f: dict, sub: str, s: Signals) -> list[str]:
