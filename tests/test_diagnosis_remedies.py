@@ -174,6 +174,51 @@ def test_workers_that_leave_cpu_idle_are_not_said_to_fill_it():
             "other processes the rest)") in said, said
 
 
+
+def _two_loaders(cpus: int, per_set: int, busy: float, uneven: bool = False):
+    """Frames of a job with two loaders of ``per_set`` workers each, forked a second apart: the first
+    loader's workers at ``busy`` core (``uneven``: its second half at half that), the second's idle
+    (0.05 core, waiting for an index)."""
+    from dataclasses import replace
+
+    from gpuwatch.model import stacks as lb
+    from tests.test_diagnosis_frames import Knobs, build
+
+    k = Knobs(gpu=None, cpu_count=cpus, usable=cpus, workers=2 * per_set, main_cpu=0.12, worker_cpu=busy,
+              main_labels={lb.DATA_WAIT: 0.9, lb.DISPATCH: 0.1}, worker_labels={lb.W_BUSY: 1.0},
+              host_cpu=100 * (0.22 + per_set * (busy * (0.75 if uneven else 1.0) + 0.05)) / cpus)
+    frames = []
+    for f in build(k, 20):
+        main, *ws = f.procs.processes
+        ws = [replace(w, cpu_pct=(100 * busy / (1 + (uneven and 2 * i >= per_set)) if i < per_set else 5.0),
+                      started=100.0 + (i >= per_set))
+              for i, w in enumerate(ws)]
+        frames.append(replace(f, procs=replace(f.procs, processes=(main, *ws))))
+    return frames
+
+
+def test_two_loaders_workers_are_not_told_to_even_out_their_work():
+    """Trial 33: a multitask job iterating two loaders was told "Even out the workers' work" from one
+    loader's busy workers and the other's idle ones: num_workers is set per loader, so uneven CPU
+    across sets is said as such, and "raise num_workers" names the loader whose workers are busy. The
+    workers' CPU is the busiest set's: averaged in, the idle set halves it."""
+    from gpuwatch.model import verdict as v
+    from tests.test_diagnosis_frames import run
+
+    verdict = run(_two_loaders(4, 4, 0.9, uneven=True))[-1]
+    assert verdict.stage == v.DECODE, verdict.sentence
+    assert "compute (0.68 core CPU each in the busiest set while it waits" in verdict.sentence, verdict.sentence
+    said = " ".join(verdict.remedies)
+    assert "Even out the workers' work" not in said, said
+    assert ("The busiest worker uses 0.90 core, the least busy 0.05 core, and 0.88 core of the 4 usable CPUs sat "
+            "idle (workers alive: 2 sets of 4): num_workers is set per loader, so give the loader whose workers are "
+            "busy more of them") in said, said
+    verdict = run(_two_loaders(4, 2, 0.9))[-1]
+    assert verdict.stage == v.DECODE, verdict.sentence
+    said = " ".join(verdict.remedies)
+    assert ("Raise num_workers of the loader whose workers are busy (num_workers is set per loader) from 2 toward "
+            "3") in said, said
+
 def test_a_cpu_bound_remedy_names_where_the_main_thread_computes_not_the_model():
     """Trial 24: numpy metrics on the main thread (argsort in an AUC, 94 % of the time) read "The model
     itself is the work: train on a GPU". The remedy names the frames and both readings of them."""
@@ -325,3 +370,22 @@ def test_waits_inside_validation_passes_are_said_to_be_the_validation_loaders():
     flagged = [replace(f, stacks=replace(f.stacks, threads=tuple(
         replace(t, evaluating=t.role == lb.ROLE_MAIN_THREAD) for t in f.stacks.threads))) for f in flagged]
     assert "Most of these waits are the validation loader's" in run(flagged)[-1].sentence
+
+
+def test_an_unmeasured_input_verdict_says_what_the_workers_samples_showed():
+    """An Unknown verdict the workers' CPU decided said "with no stack sample of them at work" beside an
+    evidence row of 100 % of their samples computing: it now says what the samples showed."""
+    from types import SimpleNamespace
+
+    from gpuwatch.diagnosis.sentence import _worker_samples
+    from gpuwatch.model import stacks as lb
+
+    def said(n: int, busy: float) -> str:
+        st = SimpleNamespace(n_worker=n, wshare=lambda label: busy if label == lb.W_BUSY else None)
+        return _worker_samples(SimpleNamespace(stacks=st))
+
+    assert said(0, 0.0) == "with no stack sample of them"
+    assert said(12, 0.0) == "with no stack sample of them at work"
+    assert said(12, 0.25) == "with only 25 % of their stack samples at work"
+    assert said(12, 1.0) == ("with 100 % of their stack samples in their own code (at that CPU they run only part "
+                             "of the time)")

@@ -140,7 +140,7 @@ def test_a_loaders_worker_count_is_its_own_set():
     window's mean (10) was read for 14."""
     assert MARKERS["imagefolder_few"]["markers"][0]["workers"] == 2
     few = render_markdown(_report("imagefolder_few"))
-    assert "Raise num_workers from 2 toward 15" in few
+    assert "Raise num_workers of the loader whose workers are busy (num_workers is set per loader) from 2 toward 15" in few
     assert "4 DataLoader workers in 2 sets of 2 (each forked together" in few
     said = [v.sentence for v in _verdicts("imagefolder_few") if "DataLoader workers in 2 sets of 2 (" in v.sentence]
     assert len(said) >= 10

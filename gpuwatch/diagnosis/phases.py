@@ -147,6 +147,11 @@ def largest_set(ticks: Sequence[Tick]) -> int:
     return max((len(g) for g in _sets(ticks)), default=0)
 
 
+def pid_sets(ticks: Sequence[Tick]) -> tuple[frozenset[int], ...]:
+    """The worker PIDs of each set seen over ``ticks``, oldest first (_sets)."""
+    return _sets(ticks)
+
+
 def _sets(ticks: Sequence[Tick]) -> tuple[frozenset[int], ...]:
     """The worker PIDs of each set seen, oldest first. A DataLoader forks all its workers at once
     when its iterator is made, so a set is the workers first seen in one tick, or in two ticks in a

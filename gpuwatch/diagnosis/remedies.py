@@ -227,7 +227,8 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
         out.append(f"Load in DataLoader workers (num_workers > 0{eg}) so reads overlap with training instead of "
                    "blocking the main thread")
     else:
-        each = f" ({fmt(f['worker_cpu'], 'cores')} each)" if f.get("worker_cpu") is not None else ""
+        busiest = " in the busiest set" if f.get("busiest_set") else ""
+        each = f" ({fmt(f['worker_cpu'], 'cores')} each{busiest})" if f.get("worker_cpu") is not None else ""
         queue = s.job.worker_run_delay
         # A queue beside idle cores is wake-up latency after each read, not a CPU shortage (trial 27:
         # one worker queued 16 % of the time with ~1 core of 2 idle was told more workers would queue
@@ -276,7 +277,7 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
                    f"normalise {where}, and avoid collate_fn outputs made of many small tensors")
     elif target and workers < target and not f.get("cpu_short"):
         free = target - workers
-        out.append(f"Raise num_workers from {workers} toward {target}: {count(free, 'usable CPU')} "
+        out.append(f"Raise num_workers{_per_loader(f)} from {workers} toward {target}: {count(free, 'usable CPU')} "
                    f"{'is' if free == 1 else 'are'} free beside the training process, and each worker builds "
                    "batches on one core")
     elif usable and workers < usable and not f.get("cpu_short") and idle >= IDLE_FOR_WORKER:
@@ -285,7 +286,7 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         # busy, told the CPUs were full; a second worker ran the job 1.5x faster). idle_cores reads
         # it only where that is what was seen.
         # a worker for each idle core, rounded, at least one: the count the figure beside it is for
-        out.append(f"Raise num_workers from {workers} toward {proposed_workers(f, s)}: "
+        out.append(f"Raise num_workers{_per_loader(f)} from {workers} toward {proposed_workers(f, s)}: "
                    f"{fmt(idle, 'cores')} of the {count(usable, 'usable CPU')} sat idle (the training process "
                    "uses little of its own while it waits), and each worker builds batches on one core")
     elif usable:
@@ -304,6 +305,16 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         if f.get("cpu_short") or spare < IDLE_FOR_WORKER:
             out.append(f"The {count(usable, 'usable CPU')} are already full ({who}): make each "
                        "sample cheaper rather than adding workers (more workers than cores only queue for CPU)")
+        elif top is not None and least is not None and workers >= 2 and top - least >= UNEVEN_WORKERS \
+                and len(f.get("sets") or ()) >= 2:
+            # Several sets alive together (several loaders, or an earlier pass's set left alive): the
+            # least busy worker may be another loader's, idle while this one runs, not a share of
+            # uneven work (trial 33: a multitask job's two loaders were told to even out their work).
+            out.append(f"The busiest worker uses {fmt(top, 'cores')}, the least busy {fmt(least, 'cores')}, and "
+                       f"{fmt(spare, 'cores')} of the {count(usable, 'usable CPU')} sat idle (workers alive: "
+                       f"{sets_of(f['sets'])}): num_workers is set per loader, so give the loader "
+                       "whose workers are busy more of them (py-spy dump --pid "
+                       f"{WORKER_PID} on a busy one shows whose it is), then make its samples cheaper")
         elif top is not None and least is not None and workers >= 2 and top - least >= UNEVEN_WORKERS:
             # Trial 24: one worker at 0.99 core, the other at 0.22, the host 66 % busy, told the CPUs
             # were full. Uneven work (an IterableDataset's shards, costly items on one worker) leaves
@@ -313,7 +324,8 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
                        "sat idle (an IterableDataset's shards of unequal cost, or a sampler that gives one worker "
                        "the costly items); then make each sample cheaper")
         elif workers < usable:
-            out.append(f"Raise num_workers from {workers} toward {proposed_workers(f, s)}: {fmt(spare, 'cores')} of the "
+            out.append(f"Raise num_workers{_per_loader(f)} from {workers} toward {proposed_workers(f, s)}: "
+                       f"{fmt(spare, 'cores')} of the "
                        f"{count(usable, 'usable CPU')} sat idle, and each worker builds batches on one core")
         else:
             they = "it waits" if workers == 1 else "they wait"
@@ -359,6 +371,14 @@ def _loop_prep(f: dict, s: Signals) -> list[str]:
                    "(torchvision.transforms.v2 accepts CUDA tensors); if they already do, apply them to whole "
                    "batches, not one sample at a time")
     return out
+
+
+def _per_loader(f: dict) -> str:
+    """Where several sets of workers live together (several loaders, or an earlier pass's set left
+    alive), which loader's num_workers: the count quoted is the largest set's, and a job with two
+    loaders reads "raise num_workers" as either."""
+    sets = f.get("sets") or ()
+    return " of the loader whose workers are busy (num_workers is set per loader)" if len(sets) >= 2 else ""
 
 
 def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:

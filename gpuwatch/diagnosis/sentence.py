@@ -22,6 +22,7 @@ from gpuwatch.diagnosis.thresholds import (
     TINY_KERNEL_RATIO,
     WAIT_HIGH,
     WAIT_MODERATE,
+    WORKER_BUSY_SHARE,
 )
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.values import job_exited
@@ -237,6 +238,8 @@ def _workers(f: dict, verb: str, verb_one: str) -> str:
 def _each(f: dict) -> str:
     """" each" after a per-worker figure, but for a loader of one worker ("the 1 DataLoader worker
     computes (1.00 core CPU each ...)" read as if there were several)."""
+    if f.get("busiest_set"):
+        return " each in the busiest set"  # aligned._set_mean: not every set's workers
     n = int(f.get("loader_workers") or 0) or round(f.get("workers") or 0)
     return "" if n == 1 and len(f.get("sets") or ()) < 2 else " each"
 
@@ -611,9 +614,25 @@ def _input_unmeasured(f: dict, sub: str, s: Signals) -> str:
                 "code." if p is not None and p.count >= 2 else "")
     return (f"Input-bound for a reason gpuwatch does not measure: the main thread waits for data "
             f"{fmt(f.get('wait'))} of the time while the {_workers(f, 'use', 'uses')} "
-            f"{fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}, with no stack sample of them at work and no "
+            f"{fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}, {_worker_samples(s)} and no "
             f"storage sign (reads {fmt(f.get('worker_read_bps'), 'B/s')}, no D state, I/O pressure or iowait): "
             f"they may sleep, wait on a lock or on a remote service, or compute in code their samples missed.{restarts}")
+
+
+def _worker_samples(s: Signals) -> str:
+    """What the workers' stack samples showed, for a verdict the workers' CPU decided: the CPU says
+    they mostly do not run, which their samples may not say ("with no stack sample of them at work"
+    stood beside an evidence row of 100 % of their samples computing)."""
+    st = s.stacks
+    busy = st.wshare(lb.W_BUSY) if st.n_worker else None
+    if busy is None:
+        return "with no stack sample of them"
+    if not busy:
+        return "with no stack sample of them at work"
+    if busy < WORKER_BUSY_SHARE:
+        return f"with only {fmt(busy)} of their stack samples at work"
+    return (f"with {fmt(busy)} of their stack samples in their own code (at that CPU they run only part of the "
+            "time)")
 
 
 def _producers(s: Signals) -> str:
@@ -647,10 +666,11 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         # "nothing is conclusive" (the workers' CPU, with the loaders' sets where several keep
         # theirs: a validation loader's idle set halves the mean of the one that works).
         top = s.aligned.worker_cpu_top if s.aligned.usable else None
-        busiest = f", the busiest {fmt(top, 'cores')}" if top is not None else ""
+        busiest = (f", the busiest {fmt(top, 'cores')}" if top is not None
+                   and fmt(top, "cores") != fmt(s.job.worker_cpu, "cores") else "")
         sets = worker_sets(s.epoch_ticks)
-        of = (f" over {sum(sets)} workers in {sets_of(sets)}"
-              if len(sets) >= 2 else "")
+        in_set = " in the busiest set of" if s.aligned.usable and s.aligned.several_sets else " over"
+        of = f"{in_set} {sum(sets)} workers in {sets_of(sets)}" if len(sets) >= 2 else ""
         both = f"{gpu.removesuffix(', but ')} and " if gpu else ""
         return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} of "
                 f"the time, but what holds the input back is not settled (the workers use "

@@ -43,6 +43,8 @@ class Tick:
     workers: frozenset[int] = frozenset()
     worker_cpu: tuple[float, ...] = ()
     """CPU (cores) of each live worker over the tick."""
+    worker_pids: tuple[int, ...] = ()
+    """The live workers' PIDs in ``worker_cpu``'s order (aligned.py reads a set's CPU by them)."""
     worker_started: tuple[tuple[int, float], ...] = ()
     """(pid, start time in Unix seconds) of the live workers forked straight from the training
     process whose start is known, by pid (phases._sets tells sets apart by them). Not spawned or
@@ -176,6 +178,7 @@ def _with_procs(p, rank: int | None, new: bool) -> dict:
     reads = [w.read_bps for w in workers if known(w.read_bps)]
     writes = [m.write_bps for m in mains if known(m.write_bps)]
     return dict(workers=frozenset(w.pid for w in workers), worker_cpu=tuple(w.cpu_pct / 100 for w in workers),
+                worker_pids=tuple(w.pid for w in workers),
                 worker_started=tuple(sorted((w.pid, w.started) for w in workers if w.started is not None and not spawned(w))),
                 worker_d=d, worker_read_bps=float(sum(reads)) if reads else None,
                 main_write_bps=float(sum(writes)) if writes else None, procs=bool(mains) and new)
