@@ -28,12 +28,16 @@ def test_more_torch_threads_are_proposed_only_where_the_training_process_leaves_
 
     from gpuwatch.diagnosis.remedies import _cpu_compute
 
-    def said(main_cpu, usable):
-        return _cpu_compute({}, "", SimpleNamespace(job=SimpleNamespace(main_cpu=main_cpu, usable_cpus=usable)))[0]
+    def said(main_cpu, usable, ranks=(1,)):
+        job = SimpleNamespace(main_cpu=main_cpu, usable_cpus=usable, main_pids=frozenset(ranks))
+        return _cpu_compute({}, "", SimpleNamespace(job=job))[0]
 
     assert "set_num_threads" not in said(1.91, 2)
     assert "torch.set_num_threads to the usable cores" in said(1.0, 8)
     assert "torch.set_num_threads to the usable cores" in said(None, 8)  # unread: the advice stands, as before
+    # ranks divide the CPUs (trial 34: two gloo ranks at 0.8 core each on 2 CPUs)
+    assert "set_num_threads" not in said(0.8, 2, ranks=(1, 2))
+    assert "torch.set_num_threads to each rank's share of the usable cores" in said(1.0, 8, ranks=(1, 2))
 
 
 def test_the_more_workers_estimate_reads_the_wait_its_verdict_says():

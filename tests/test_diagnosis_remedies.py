@@ -389,3 +389,18 @@ def test_an_unmeasured_input_verdict_says_what_the_workers_samples_showed():
     assert said(12, 0.25) == "with only 25 % of their stack samples at work"
     assert said(12, 1.0) == ("with 100 % of their stack samples in their own code (at that CPU they run only part "
                              "of the time)")
+
+
+def test_outside_processes_named_add_up_to_no_more_than_the_total_beside_them():
+    """Trial 34: "Processes outside the job use 0.49 core of 2 CPUs: python (pid 15953, 0.58 core),
+    python (pid 8811, 0.40 core)": the total is the middle of the window's readings, the names the
+    latest sample's. Where the latest sample holds more, it is said as the latest sample's, with its sum."""
+    from gpuwatch.diagnosis.remedies import _outsiders
+
+    rose = {"others_cpu": 0.49, "others": (("python", 15953, 0.58), ("python", 8811, 0.40))}
+    assert _outsiders(rose) == (" (the middle of the window's readings; in the latest sample python (pid 15953, "
+                                "0.58 core), python (pid 8811, 0.40 core), 0.98 core in all)")
+    steady = {"others_cpu": 1.0, "others": (("python", 15953, 0.58), ("python", 8811, 0.40))}
+    assert _outsiders(steady) == ": python (pid 15953, 0.58 core), python (pid 8811, 0.40 core)"
+    few = {"others_cpu": 1.0, "others": (("pip", 1, 0.3),)}
+    assert _outsiders(few).endswith("; the rest by processes too short-lived or small to list")

@@ -117,13 +117,16 @@ def test_lightnings_epoch_facts_say_only_what_the_ticks_can_measure():
     of the time)" beside a data wait of 33 %, and "validation passes ... (~1.2 s every ~4.0 s)": tick
     artefacts said as facts. At about a set every tick the count is a lower bound and the pace is not
     measured; waits and passes under a tick each get no duration or period; the first-batch waits
-    are part of the data wait, near the 19 % of its time the job timed fetching batches."""
+    are part of the data wait, and of the 19 % of its time the job timed fetching training batches."""
     v = _last_training(_verdicts("lightning"))
     respawn, first, val = (_phase(v, k) for k in ("respawn", "epoch_start", "validation"))
     assert respawn is not None and respawn.period_s is None and respawn.count >= 10
     assert "re-created at about every tick or more often (at least" in v.sentence
     assert first is not None and first.each_s is None and first.period_s is None
-    assert first.share == pytest.approx(_end("lightning")["fetch_share"], abs=0.05)
+    # The first-batch waits are the training loader's (a validation loader's fall inside its passes,
+    # whose share counts them: trial 34), so they are part of the job's own training fetch time
+    # (19 %, first batches and steady ones), and a good part of it at a set every tick or so.
+    assert 0.05 <= first.share <= _end("lightning")["fetch_share"] + 0.02
     wait = re.search(r"waits for data (\d+) %", v.sentence)
     assert wait and first.share <= int(wait.group(1)) / 100 + 0.005, v.sentence
     assert val is not None and val.each_s is None and val.period_s is None
@@ -340,5 +343,5 @@ def test_the_headline_and_the_epoch_section_each_say_when_they_counted():
     assert said.findall(verdict) == said.findall(at.sentence) == [("2.9", "15", "59")], verdict
     assert "(at least 15 times in 59 s" in verdict
     assert f"(These readings are from {r.summary.sentence_at_s:.0f} s into the run;" in verdict
-    assert epochs.strip().startswith("Over the last minute of the run, to its end: the DataLoader workers")  # 76 s
+    assert epochs.strip().startswith("Over the last minute watched: the DataLoader workers")  # 76 s
     assert said.findall(epochs) == said.findall(sentence_epochs(got.verdicts[-1].phases)) == [("2.1", "18", "59")], epochs

@@ -38,9 +38,10 @@ from gpuwatch.diagnosis.thresholds import (
     THREADED_WORKER_CPU,
     UNEVEN_WORKERS,
     WAIT_HIGH,
+    WAIT_MODERATE,
 )
 from gpuwatch.model.verdict import (CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, LEFT_ALIVE,
-                                    RESPAWN, UNKNOWN, VALIDATION)
+                                    RESPAWN, UNKNOWN, VALIDATION, EPOCH_START, Phase)
 from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY, FixGain
 
 # No NUMA remedy here: the frames a verdict reads carry no NUMA layout (how many nodes, which one the
@@ -88,29 +89,10 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
     out = make(f, sub, s) if make else _unknown(stage, s)
     restarts = stage in (IO, DECODE, INPUT_UNMEASURED) or (stage == GPU_BOUND and r is not None
                                                            and restarts_idle_gpu(r.facts, s))
+    first = find(s.phases, EPOCH_START)
     if restarts and find(s.phases, RESPAWN) is not None:
-        p = find(s.phases, RESPAWN)
         out = [x for x in out if not x.startswith("persistent_workers=True")]  # said once, with what was seen
-        times = count(p.count, "time")  # type: ignore[union-attr]
-        if p.period_s is None and p.count >= 2 and not p.uneven and not p.sparse:  # type: ignore[union-attr]
-            times = f"at least {times}"  # about every tick: at most one a tick is seen (phases.py)
-        # One replacement is a new loader (a validation loader, the next phase of a job) or one epoch:
-        # not yet a pattern of epochs, so the advice is a condition (the switch job read "re-created 1 time").
-        if p.count < 2:  # type: ignore[union-attr]
-            fix = ("persistent_workers=True, if the job's epochs re-create its workers (one set replaced another "
-                   f"once in {p.span_s:.0f} s: a new DataLoader or a new epoch, not yet a pattern)")  # type: ignore[union-attr]
-        else:
-            fix = (f"persistent_workers=True: the DataLoader's workers were re-created {times} in "
-                   f"{p.span_s:.0f} s, and each new set builds its first batches from scratch (where it is set "
-                   "already on the training loader, the sets are another loader's, such as a validation loader "
-                   "re-created for each pass, or workers that crash and are restarted)")  # type: ignore[union-attr]
-            if s.job.spawned_workers:
-                # Seen on their command lines: each new spawned worker imports the script and torch
-                # again before its first item (trial 26: seconds a set, ~60 % of a job's time).
-                fix += ("; the workers are started by spawn or forkserver, so each new one first imports the "
-                        "training script and its libraries again: multiprocessing_context='fork' (where nothing "
-                        "in the parent forbids it, such as CUDA initialised before the loader) starts them "
-                        "from the parent's memory")
+        fix = _keep_workers(find(s.phases, RESPAWN), s)  # type: ignore[arg-type]
         # When the waits are the workers' start-up itself (the "starting workers" form), keeping the
         # workers is the fix for what was seen, so it leads; otherwise it follows the stage's own.
         # GPU-bound: after the GPU's own line (the GPU is still the main limit), before the kernel
@@ -119,6 +101,15 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
             out = [GPU_HEAD, fix, *out[1:]]
         else:
             out = [fix, *out] if sub == "starting" else [*out, fix]
+    elif (stage not in (IDLE, UNKNOWN) and (p := find(s.phases, RESPAWN)) is not None and p.count >= 2
+          and first is not None and (first.share or 0.0) >= WAIT_MODERATE):
+        # Another stage holds the verdict (Contention on a busy host), yet the epochs clause says the
+        # workers are re-created and their first batches cost the main thread a moderate share of its
+        # time (WAIT_MODERATE, the profilers' "moderately input-bound"): a cost no fix of that stage
+        # touches (trial 34: re-created at least 54 times in 59 s, first batches 19 %, and no remedy
+        # said how to keep them).
+        out.append(_keep_workers(p, s) + f"; their first batches keep the main thread waiting "
+                   f"{fmt(first.share)} of the time")
     if validation_loader_said(stage, sub, s):
         # Its own remedy, first: the others are the training loader's, and their estimates keep the
         # validation passes as they are (fix_gains.split).
@@ -142,6 +133,30 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
 
 
+def _keep_workers(p: Phase, s: Signals) -> str:
+    """persistent_workers=True, worded with the re-creations seen (``p``, the RESPAWN phase)."""
+    times = count(p.count, "time")
+    if p.period_s is None and p.count >= 2 and not p.uneven and not p.sparse:
+        times = f"at least {times}"  # about every tick: at most one a tick is seen (phases.py)
+    # One replacement is a new loader (a validation loader, the next phase of a job) or one epoch:
+    # not yet a pattern of epochs, so the advice is a condition (the switch job read "re-created 1 time").
+    if p.count < 2:
+        return ("persistent_workers=True, if the job's epochs re-create its workers (one set replaced another "
+                f"once in {p.span_s:.0f} s: a new DataLoader or a new epoch, not yet a pattern)")
+    fix = (f"persistent_workers=True: the DataLoader's workers were re-created {times} in "
+           f"{p.span_s:.0f} s, and each new set builds its first batches from scratch (where it is set "
+           "already on the training loader, the sets are another loader's, such as a validation loader "
+           "re-created for each pass, or workers that crash and are restarted)")
+    if s.job.spawned_workers:
+        # Seen on their command lines: each new spawned worker imports the script and torch
+        # again before its first item (trial 26: seconds a set, ~60 % of a job's time).
+        fix += ("; the workers are started by spawn or forkserver, so each new one first imports the "
+                "training script and its libraries again: multiprocessing_context='fork' (where nothing "
+                "in the parent forbids it, such as CUDA initialised before the loader) starts them "
+                "from the parent's memory")
+    return fix
+
+
 LOADER_NAMES = ("pt_data_worker",)
 """The name PyTorch gives a DataLoader's worker processes (collectors/target.py WORKER_COMM)."""
 OTHER_JOB = " of another job"
@@ -160,9 +175,17 @@ def _outsiders(f: dict) -> str:
                 "small ones)")
     # Another job's DataLoader processes carry the same names as this job's: said whose they are, as a
     # trial read "pt_data_worker (pid 20983, 0.70 core)" as its own worker (trial 32).
-    text = ": " + ", ".join(f"{n}{OTHER_JOB if n in LOADER_NAMES else ''} (pid {p}, {fmt(c, 'cores')})"
-                            for n, p, c in named)
-    if sum(c for _, _, c in named) < total / 2:
+    names = ", ".join(f"{n}{OTHER_JOB if n in LOADER_NAMES else ''} (pid {p}, {fmt(c, 'cores')})"
+                      for n, p, c in named)
+    listed = sum(c for _, _, c in named)
+    if fmt(listed, "cores") != fmt(total, "cores") and listed > total:
+        # The total is the middle of the window's readings, the list the latest sample's: where the
+        # outside load rose, the names added up to more than the total said beside them (trial 34:
+        # "0.49 core ...: python (0.58 core), python (0.40 core)").
+        return (f" (the middle of the window's readings; in the latest sample {names}, "
+                f"{fmt(listed, 'cores')} in all)")
+    text = ": " + names
+    if listed < total / 2:
         text += "; the rest by processes too short-lived or small to list"
     return text
 
@@ -398,7 +421,7 @@ def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
         profile = (f"the training process (py-spy top --pid {main_pid(s)})" if inline
                    else f"one worker (py-spy top --pid {WORKER_PID})")
         return [f"Make each item cheaper to build{hot}: no {whose} was in an image decoder, so the cost is "
-                "the job's own per-item code (the dataset's __getitem__, or the collate_fn); do its fixed part once, offline (pre-tokenise or pre-process "
+                "the job's own per-item code (the dataset's __getitem__, or __iter__ for an IterableDataset, or the collate_fn); do its fixed part once, offline (pre-tokenise or pre-process "
                 f"the dataset and save the result), keep only the random part online, and profile {profile} "
                 "for the rest"]
     # the GPU's part of the advice only where the job has a GPU to hand the work to
@@ -606,9 +629,14 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
     where = f" (most often in {f['detail']})" if f.get("detail") else ""
     # More threads only where the training process leaves usable cores idle: a job at 1.91 cores of
     # 2 was told to raise them (trial 29)
+    # Ranks divide the CPUs (own_threads_over counts them so): two gloo ranks at 0.8 core each on 2
+    # CPUs were told to raise their threads to the usable cores (trial 34).
     used, usable = s.job.main_cpu, s.job.usable_cpus
-    threads = (", torch.set_num_threads to the usable cores" if used is None or not usable
-               or used < usable - IDLE_FOR_WORKER else "")
+    ranks = max(1, len(s.job.main_pids))
+    share = usable / ranks if usable else None
+    each = "each rank's share of the usable cores" if ranks > 1 else "the usable cores"
+    threads = (f", torch.set_num_threads to {each}" if used is None or not share
+               or used < share - IDLE_FOR_WORKER else "")
     return [f"The main thread's compute is the work{where}: where that is the model, train on a GPU or make "
             f"the CPU step cheaper (torch.compile, channels_last{threads}); "
             "where it is the job's own per-step code (metrics, logging), run it less often or off the main thread"]

@@ -180,7 +180,10 @@ def epochs(phases: Sequence[Phase]) -> str:
         elif p.kind == VALIDATION:
             # Brief passes are counted still: "how often is not measured" stood beside a count of 8
             # in the JSON (trial 29).
-            seen = f"{count(p.count, 'pass', 'passes')} in {p.span_s:.0f} s"
+            # Brief passes between two stack samples go uncounted, and two with no sample out of a
+            # pass between them read as one: the count is a floor (trial 34: 15 said, 52 by the job's clock)
+            least = "at least " if brief else ""
+            seen = f"{least}{count(p.count, 'pass', 'passes')} in {p.span_s:.0f} s"
             # Not "about a tick or less": the partly filled ticks under-read a pass, and trial 31's
             # passes of 0.9-1.9 s by the job's clock read so beside a tick's "(~2.0 s)".
             how = f"{seen}, each too short to time from the ticks" if brief else f"{each}{every}"
@@ -561,7 +564,9 @@ def _compiling(f: dict, s: Signals) -> str:
 
 def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
     where = "the job holds no GPU" if s.gpu.has_gpus else "there is no GPU to judge"
-    wait = f", waiting for data {fmt(f.get('wait'))}" if f.get("wait") is not None else ""
+    # With its sample count: "0 %" of 6 samples is a thin claim of "not its input" (trial 34: a job
+    # waiting 38 % by its own clock read 0 of 6), which the count lets the reader weigh.
+    wait = f", waiting for data {_share_of(f.get('wait'), s.wait_samples)}" if f.get("wait") is not None else ""
     # A main thread short of a core beside workers that fill the CPUs shares them with its own
     # input: said, so "0.34 core" does not read as a step that needs little CPU.
     shared = ""

@@ -90,9 +90,11 @@ class Signals:
     # -- the few derived readings several stages share -------------------------------------------
     @property
     def gpu_starved(self) -> bool:
-        """No GPU to read, or the job's GPU busy under BUSY_STARVED: its idle time is evidence of a wait."""
+        """The job's GPU busy under BUSY_STARVED: its idle time is evidence of a wait. Not a host with
+        no GPU: nothing there backs one stack sample's wait (trial 34: one sample of three named a
+        stage on a CPU DDP job whose own clock read a 2-7 % data wait)."""
         busy = self.gpu.compute_busy
-        return not self.gpu.present or (busy is not None and busy < BUSY_STARVED)
+        return self.gpu.present and busy is not None and busy < BUSY_STARVED
 
     @property
     def self_fed(self) -> bool:

@@ -91,9 +91,10 @@ def high_cut(n: int, gpu_starved: bool) -> float:
     stray "data wait" sample among the three of a relaxed window read 33 %: on the H200 benchmark job
     (GPU 80-88 % busy) it made the verdict "unknown" for 3 ticks, and at the start of the tokenising
     and Lightning jobs (GPU 93-99 % busy) it named PCIe or "unknown" for a tick or two. Beside a
-    starved GPU (under BUSY_STARVED, or no GPU to read) the idle GPU is itself the evidence of a wait,
-    and one sample says which: the H200 switch runs name decode on the first tick after the GPU fell
-    to 0.6 %, as they do with one sample."""
+    starved GPU (under BUSY_STARVED) the idle GPU is itself the evidence of a wait, and one sample says
+    which: the H200 switch runs name decode on the first tick after the GPU fell to 0.6 %, as they do
+    with one sample. A host with no GPU has no such evidence, so it needs the two samples (trial 34:
+    one of three named a stage on a CPU job waiting 2-7 % by its own clock)."""
     if gpu_starved or n <= 0 or 1 / n < WAIT_HIGH:
         return WAIT_HIGH
     return max(WAIT_HIGH, MODERATE_MIN_SAMPLES / n)
