@@ -23,3 +23,21 @@ def test_a_save_seen_in_one_sample_is_not_disk():
     # the job is CPU-bound by its own clock (step 79 %, waits 11 %): that is what it says most
     stages = [v.stage for v in verdicts]
     assert stages.count("cpu_bound") > len(stages) // 2
+
+
+def test_a_checkpoint_speedup_is_a_floor_where_saves_were_missed():
+    """Saves that fell between the stack samples make the checkpoint share a floor ("at least 9 %"),
+    and the speed-up from it a floor too, said "or more" beside it."""
+    from types import SimpleNamespace
+
+    from gpuwatch.diagnosis.speedup import shown
+    from gpuwatch.diagnosis.stages import StageResult
+    from gpuwatch.model import verdict as v
+
+    def result(floor: bool) -> StageResult:
+        return StageResult(stage=v.IO, fires=True, warn=True, strength=0.5, weight=0.2, evidence=(),
+                           sub="checkpoint", facts={"checkpoint": 0.2, "checkpoint_n": 60, "checkpoint_floor": floor})
+
+    s = SimpleNamespace(gpu=SimpleNamespace(compute_busy=None))
+    assert shown(v.IO, result(True), s) == (1.2, True)
+    assert shown(v.IO, result(False), s) == (1.2, False)

@@ -36,7 +36,7 @@ from gpuwatch.diagnosis.thresholds import (
     moderate_cut,
 )
 from gpuwatch.model import stacks as lb
-from gpuwatch.diagnosis.phases import find, largest_set, periodic, worker_sets
+from gpuwatch.diagnosis.phases import find, largest_set, periodic, saves_missed, worker_sets
 from gpuwatch.model.procs import NO_WORKER_SEEN
 from gpuwatch.model.verdict import CHECKPOINT, DECODE, IO
 
@@ -413,7 +413,8 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                       lambda: warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints over the last "
                                         "minute") if recurring else
                       warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints", samples=n),
-                      **{**_facts(s), "checkpoint": share, "recurring": recurring, "checkpoint_n": n})
+                      **{**_facts(s), "checkpoint": share, "recurring": recurring, "checkpoint_n": n,
+                         "checkpoint_floor": recurring and saves_missed(find(s.phases, CHECKPOINT))})
     if loads_inline(s, m):
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
                        "main thread loading data itself (num_workers=0)", kind=REQ,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from gpuwatch.diagnosis.evidence import count, fmt, sets_of
 from gpuwatch.diagnosis.fix_gains import decoding_seen, restarts_idle_gpu
-from gpuwatch.diagnosis.phases import find, periodic, worker_sets
+from gpuwatch.diagnosis.phases import find, periodic, saves_missed, worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stack_signals import BLOCKED
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -202,19 +202,12 @@ def epochs(phases: Sequence[Phase]) -> str:
     return f" Epochs: {text[0].upper()}{text[1:]}."
 
 
-def _floor(p: Phase) -> bool:
-    """Where the period says more passes or saves came than the stack samples caught (Phase.missed),
-    the share counts only those caught: a floor. "Saves take 7 % of the time (~0.5 s every ~4.6 s)"
-    did not add up (0.5 / 4.6 is 11 %; the job's clock said 16 %; trial 32)."""
-    return bool(p.missed) and p.period_s is not None
-
-
 def least_words(p: Phase) -> str:
-    return "at least " if _floor(p) else ""
+    return "at least " if saves_missed(p) else ""
 
 
 def _missed(p: Phase) -> str:
-    if not _floor(p):
+    if not saves_missed(p):
         return ""
     return f"; {p.count} seen in {p.span_s:.0f} s, about {p.missed} more fell between the stack samples"
 
