@@ -342,7 +342,7 @@ def test_the_jpeg_decoder_is_offered_for_jpeg_files_only():
     assert said
     for text in said:
         assert "for JPEG files, torchvision.io.decode_jpeg" in text, text
-        assert "PNG and other lossless formats decode slowly in any library" in text, text
+        assert "PNG decodes several times slower than JPEG in most libraries: pre-decode it offline" in text, text
 
 
 def test_waits_inside_validation_passes_are_said_to_be_the_validation_loaders():
@@ -374,21 +374,20 @@ def test_waits_inside_validation_passes_are_said_to_be_the_validation_loaders():
 
 def test_an_unmeasured_input_verdict_says_what_the_workers_samples_showed():
     """An Unknown verdict the workers' CPU decided said "with no stack sample of them at work" beside an
-    evidence row of 100 % of their samples computing: it now says what the samples showed."""
-    from types import SimpleNamespace
-
+    evidence row of 100 % of their samples computing: it now says what the samples showed, from the
+    verdict's own facts, and a share of fewer than MIN_WORKER_SAMPLES as a count (review 38: "100 %"
+    of one sample)."""
     from gpuwatch.diagnosis.sentence import _worker_samples
-    from gpuwatch.model import stacks as lb
 
-    def said(n: int, busy: float) -> str:
-        st = SimpleNamespace(n_worker=n, wshare=lambda label: busy if label == lb.W_BUSY else None)
-        return _worker_samples(SimpleNamespace(stacks=st))
+    def said(n: int, busy: float | None) -> str:
+        return _worker_samples({"worker_n": n, "worker_busy": busy})
 
-    assert said(0, 0.0) == "with no stack sample of them"
-    assert said(12, 0.0) == "with no stack sample of them at work"
-    assert said(12, 0.25) == "with only 25 % of their stack samples at work"
-    assert said(12, 1.0) == ("with 100 % of their stack samples in their own code (at that CPU they run only part "
-                             "of the time)")
+    assert said(0, None) == "with no stack sample of them"
+    assert said(12, 0.0) == "with no stack sample of them at work (12 samples)"
+    assert said(1, 1.0) == "with 1 of their 1 stack sample at work, too few to tell what they do"
+    assert said(12, 0.25) == "with only 25 % of their 12 stack samples at work"
+    assert said(12, 1.0) == ("with 100 % of their 12 stack samples in their own code, yet at that CPU they run "
+                             "only part of the time")
 
 
 def test_outside_processes_named_add_up_to_no_more_than_the_total_beside_them():

@@ -170,7 +170,7 @@ def test_an_unsettled_tick_says_the_data_wait_it_saw(name):
         assert re.search(r"the main thread waits for data \d+ % of the time, but what holds the input back is "
                          r"not settled \(the workers use \d\.\d\d core each", v.sentence), v.sentence
     if name == "imagefolder_persistent":
-        assert any("over 28 workers in 2 sets of 14" in v.sentence for v in unsettled)
+        assert any(", over 28 workers in 2 sets of 14" in v.sentence for v in unsettled)
 
 
 def test_a_gpu_bound_sentence_never_calls_a_counted_wait_keeping_up():

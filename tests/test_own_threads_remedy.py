@@ -56,7 +56,7 @@ def test_ranks_share_the_cpus_and_beside_a_gpu_the_pool_is_a_condition():
 
     def s(pids, cpu, queued, usable, gpu):
         return SimpleNamespace(job=SimpleNamespace(main_cpu=cpu, main_run_delay=queued, usable_cpus=usable,
-                                                   main_pids=frozenset(pids)), gpu=SimpleNamespace(present=gpu))
+                                                   main_pids=frozenset(pids), ranks=len(pids)), gpu=SimpleNamespace(present=gpu))
 
     one = own_threads_over(s({1}, 0.6, 3.0, 2, False))
     assert "its thread pool is larger than the CPUs: torch.set_num_threads(2)" in one

@@ -112,7 +112,7 @@ def test_a_re_creation_that_left_the_minute_is_said_to_be_before_it():
     path = "bench/results/2026-12-05-h100/run37/accuracy/switch.jsonl.gz"
     text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
     section = text.split("## Epoch structure", 1)[1].split("##", 1)[0]
-    assert "replaced the last one" in section and "That was before the run's last minute." in section, section
+    assert "replaced the last one" in section and "That was before the last minute watched." in section, section
     assert "under 2% of that minute" not in section
 
 

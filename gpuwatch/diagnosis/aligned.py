@@ -29,6 +29,9 @@ class Aligned:
     live together (_set_mean)."""
     several_sets: bool = False
     """Several sets of workers lived together in a tick of those: worker_cpu is the busiest set's."""
+    busiest_set: int = 0
+    """There, the busiest set's size (the most common over those ticks): the busy loader's num_workers,
+    where the largest set may be another loader's (a 2 + 1 job told "raise num_workers from 2")."""
     workers_cpu: float | None = None
     worker_cpu_top: float | None = None
     """CPU of the busiest worker in those ticks (median over the ticks): the one building the batch
@@ -62,8 +65,9 @@ def aligned(ticks: Sequence[Tick]) -> Aligned:
         labels.update(t.worker_labels)
     return Aligned(
         ticks=len(waiting),
-        worker_cpu=med(_set_mean(t, sets) for t in with_workers),
+        worker_cpu=med(_set_mean(t, sets)[0] for t in with_workers),
         several_sets=any(_live_sets(t, sets) >= 2 for t in with_workers),
+        busiest_set=_busiest_size(with_workers, sets),
         workers_cpu=med(sum(t.worker_cpu) for t in with_workers),
         worker_cpu_top=med(max(t.worker_cpu) for t in with_workers),
         worker_cpu_least=med(min(t.worker_cpu) for t in with_workers),
@@ -75,17 +79,23 @@ def aligned(ticks: Sequence[Tick]) -> Aligned:
     )
 
 
-def _set_mean(t: Tick, sets: Sequence[frozenset[int]]) -> float:
-    """CPU per worker in the tick: of the busiest set where several sets live together (several
-    loaders, or an earlier pass's set left alive). A persistent validation loader's workers idle
-    through training: averaged in, 2 training workers at 0.6 core beside 2 idle ones read 0.33 core,
-    under the line where a worker is said not to compute, and the verdict turned to "a reason
-    gpuwatch does not measure"."""
+def _set_mean(t: Tick, sets: Sequence[frozenset[int]]) -> tuple[float, int]:
+    """(CPU per worker in the tick, the workers it is of): of the busiest set where several sets live
+    together (several loaders, or an earlier pass's set left alive), else of all. A persistent
+    validation loader's workers idle through training: averaged in, 2 training workers at 0.6 core
+    beside 2 idle ones read 0.33 core, under the line where a worker is said not to compute, and the
+    verdict turned to "a reason gpuwatch does not measure"."""
     cpu = dict(zip(t.worker_pids, t.worker_cpu))
-    means = [sum(cpu[p] for p in live) / len(live) for g in sets if (live := [p for p in g if p in cpu])]
+    means = [(sum(cpu[p] for p in live) / len(live), len(live))
+             for g in sets if (live := [p for p in g if p in cpu])]
     if len(means) < 2:
-        return sum(t.worker_cpu) / len(t.worker_cpu)
+        return sum(t.worker_cpu) / len(t.worker_cpu), len(t.worker_cpu)
     return max(means)
+
+
+def _busiest_size(ticks: Sequence[Tick], sets: Sequence[frozenset[int]]) -> int:
+    sizes = Counter(_set_mean(t, sets)[1] for t in ticks if _live_sets(t, sets) >= 2)
+    return sizes.most_common(1)[0][0] if sizes else 0
 
 
 def _live_sets(t: Tick, sets: Sequence[frozenset[int]]) -> int:

@@ -158,7 +158,7 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
         weight = st.active
     else:
         c.note("stacks", f"no stacks ({st.reason}): dispatch and sync are not told apart", False, kind=INFO)
-        idle_workers = c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, "<", "CPU per worker",
+        idle_workers = c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, "<", s.worker_cpu_what,
                                unit="cores", kind=REQ)
         # Without stacks, a busy main thread could also be loading data inline: only the GPU-side
         # tiny-kernel signature tells launch-bound work apart, so it is required here.

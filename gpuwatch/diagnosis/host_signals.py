@@ -48,6 +48,9 @@ class JobSignals:
     worker_respawns: int = 0
     """Re-creations of the workers seen over the window (worker_births.recreations)."""
     usable_cpus: int | None = None
+    ranks: int = 1
+    """Training processes in the whole job (its ranks), in a rank's own view too: the ranks divide the
+    usable CPUs between them (remedies.own_threads_over, the CPU-bound threads advice)."""
     job_cpu: float | None = None
     """CPU of the whole job (cores): its processes, the commands it ran within the tick and, in one
     rank's view, its other ranks: what the host's busy time less it leaves is used outside the job."""
@@ -154,6 +157,7 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
         worker_read_bps=med(r.worker_read_bps for r in rows),
         worker_respawns=respawns,
         usable_cpus=rows[-1].usable_cpus or None,
+        ranks=max(r.ranks for r in rows),
         job_cpu=med(r.job_cpu for r in every),
         helpers=sum(r.helpers for r in rows) / len(rows),
         helpers_cpu=med(r.helpers_cpu for r in rows),
@@ -192,6 +196,8 @@ class _Row:
     worker_run_delay: float | None
     worker_read_bps: float | None
     usable_cpus: int | None
+    ranks: int
+    """Training processes in the whole job, whichever rank's view this is."""
     job_cpu: float
     helpers: int
     helpers_cpu: float
@@ -225,6 +231,7 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         worker_run_delay=_most_queued(ws),
         worker_read_bps=_sum_known(w.read_bps for w in ws),
         usable_cpus=sample.usable_cpus,
+        ranks=sum(1 for p in sample.processes if p.role == ROLE_MAIN),
         # With the CPU of the processes that exited within the tick (the host counted it as busy)
         # and, in one rank's view, the other ranks' (the job's, not used outside it).
         job_cpu=sum(p.cpu_pct / 100 for p in sample.processes) + (sample.exited_cpu_pct + sample.siblings_cpu_pct) / 100,

@@ -234,12 +234,6 @@ def workers_stalled(s: Signals) -> bool:
     return not _mostly_idle(s)
 
 
-def _worker_cpu_what(s: Signals) -> str:
-    """The worker CPU row's words: a busiest set's figure where several sets lived together in the
-    ticks the main thread waited in (aligned._set_mean)."""
-    return "CPU per DataLoader worker" + (" of the busiest set" if s.aligned.usable and s.aligned.several_sets else "")
-
-
 def _facts(s: Signals) -> dict[str, object]:
     """The facts the input stages' results carry (the same for all three), worked out once per
     Signals: a tick scores each of its two or three Signals more than once (the switch test, the
@@ -269,7 +263,12 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
         worker_cpu_least=s.aligned.worker_cpu_least if s.aligned.usable else None,
         storage=tuple(storage_evidence(s)), starting=s.aligned.starting, no_workers=s.aligned.no_workers,
         busiest_set=s.aligned.usable and s.aligned.several_sets,
-        sets=worker_sets(s.epoch_ticks), loader_workers=largest_set(s.epoch_ticks), spawned=job.spawned_workers,
+        worker_busy=st.wshare(lb.W_BUSY) if st.n_worker else None, worker_n=st.n_worker,
+        workers_cpu=s.aligned.workers_cpu if s.aligned.usable else job.workers_cpu,
+        # one loader's num_workers: the busy set's where several live together, else the largest set's
+        sets=worker_sets(s.epoch_ticks),
+        loader_workers=(s.aligned.busiest_set if s.aligned.usable and s.aligned.several_sets and s.aligned.busiest_set
+                        else largest_set(s.epoch_ticks)), spawned=job.spawned_workers,
     )
 
 
@@ -279,7 +278,7 @@ def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
     if io_side:
         c.check("worker_io", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "stack samples of the workers in a read", na=na)
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, ">=", "workers in D state (waiting on the disk)", na=na)
-        c.check("worker_cpu", job.worker_cpu, WORKER_CPU_IO, "<", _worker_cpu_what(s), unit="cores", na=na)
+        c.check("worker_cpu", job.worker_cpu, WORKER_CPU_IO, "<", s.worker_cpu_what, unit="cores", na=na)
         c.check("psi_io", host.psi_io, PSI_IO, ">=", "I/O pressure (PSI io some avg10)")
         c.check("disk_busy", s.disk.data_busy, DISK_BUSY, ">=", f"disk {s.disk.busy_device or '(data)'} busy")
         if s.disk.network:
@@ -291,7 +290,7 @@ def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
     else:
         c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, ">=", "stack samples of the workers computing",
                 na=na)
-        c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, ">=", _worker_cpu_what(s), unit="cores", na=na)
+        c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, ">=", s.worker_cpu_what, unit="cores", na=na)
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, "<", "workers in D state (waiting on the disk)", na=na)
         c.check("host_cpu", host.cpu, CPU_SATURATED, ">=", "host CPU busy", kind=INFO)
         if s.cpu_short:
@@ -488,7 +487,7 @@ def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
     if job.workers > 0:
         # What the sentence says of the workers, as items (shown, not scored: workers_stalled
         # decides): without them an Unknown verdict carried one line, the wait (trial 32).
-        c.check("worker_cpu", job.worker_cpu, WORKER_CPU_IO, "<", f"{_worker_cpu_what(s)} (a computing one "
+        c.check("worker_cpu", job.worker_cpu, WORKER_CPU_IO, "<", f"{s.worker_cpu_what} (a computing one "
                 "uses more)", unit="cores", kind=INFO)
         c.check("worker_busy", st.wshare(lb.W_BUSY), WORKER_BUSY_SHARE, "<", "stack samples of the workers computing",
                 kind=INFO, samples=st.n_worker)

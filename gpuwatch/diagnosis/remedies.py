@@ -19,7 +19,7 @@ from gpuwatch.diagnosis.fix_gains import (
     worker_target,
     words,
 )
-from gpuwatch.diagnosis.sentence import least_words, validation_loader_said
+from gpuwatch.diagnosis.sentence import every_tick, least_words, validation_loader_said
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find, periodic, worker_sets
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -101,15 +101,16 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
             out = [GPU_HEAD, fix, *out[1:]]
         else:
             out = [fix, *out] if sub == "starting" else [*out, fix]
-    elif (stage not in (IDLE, UNKNOWN) and (p := find(s.phases, RESPAWN)) is not None and p.count >= 2
+    elif (stage not in (IDLE, UNKNOWN, OFF_PIPELINE) and (p := find(s.phases, RESPAWN)) is not None and p.count >= 2
           and first is not None and (first.share or 0.0) >= WAIT_MODERATE):
         # Another stage holds the verdict (Contention on a busy host), yet the epochs clause says the
         # workers are re-created and their first batches cost the main thread a moderate share of its
         # time (WAIT_MODERATE, the profilers' "moderately input-bound"): a cost no fix of that stage
         # touches (trial 34: re-created at least 54 times in 59 s, first batches 19 %, and no remedy
         # said how to keep them).
+        up = "up to " if every_tick(s.phases) else ""  # every waiting tick a first-batch tick: a bound
         out.append(_keep_workers(p, s) + f"; their first batches keep the main thread waiting "
-                   f"{fmt(first.share)} of the time")
+                   f"{up}{fmt(first.share)} of the time")
     if validation_loader_said(stage, sub, s):
         # Its own remedy, first: the others are the training loader's, and their estimates keep the
         # validation passes as they are (fix_gains.split).
@@ -136,7 +137,7 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
 def _keep_workers(p: Phase, s: Signals) -> str:
     """persistent_workers=True, worded with the re-creations seen (``p``, the RESPAWN phase)."""
     times = count(p.count, "time")
-    if p.period_s is None and p.count >= 2 and not p.uneven and not p.sparse:
+    if every_tick([p]):
         times = f"at least {times}"  # about every tick: at most one a tick is seen (phases.py)
     # One replacement is a new loader (a validation loader, the next phase of a job) or one epoch:
     # not yet a pattern of epochs, so the advice is a condition (the switch job read "re-created 1 time").
@@ -318,10 +319,16 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         # What the workers use of them, and that the rest is others' where it is (trial 27: 2 workers
         # at 0.57 core each beside a busy training process read "The 2 workers already fill the 2
         # usable CPUs"; "1 worker" had read so beside the training process's core).
-        own = (f.get("worker_cpu") or 0.0) * workers
+        # Several sets alive: every worker's CPU as measured (the per-worker figure is the busiest
+        # set's, times the largest set's count read "the 2 workers use 1.62 cores" where all 3 used
+        # 0.81; review 38).
+        sets = f.get("sets") or ()
+        several = len(sets) >= 2 and f.get("workers_cpu") is not None
+        n = sum(sets) if several else workers
+        own = f["workers_cpu"] if several else (f.get("worker_cpu") or 0.0) * workers
         rest = ("" if own >= usable - IDLE_FOR_WORKER
                 else ", the training process and any other processes the rest")
-        who = f"the {count(workers, 'worker')} {'uses' if workers == 1 else 'use'} {fmt(own, 'cores')}{rest}"
+        who = f"the {count(n, 'worker')} {'uses' if n == 1 else 'use'} {fmt(own, 'cores')}{rest}"
         top, least = f.get("worker_cpu_top"), f.get("worker_cpu_least")
         # Where the ticks it waited in read the CPUs full (cpu_short, what the sentence says), the
         # window's idle time is the ticks between: no remedy may say otherwise (review).
@@ -434,8 +441,8 @@ def _cheaper_items(f: dict, sub: str, s: Signals) -> list[str]:
     # the JPEG decoder is offered for JPEG files by name: PNG data had been told of decode_jpeg (trial 33).
     decoder = ("for JPEG files, torchvision.io.decode_jpeg (libjpeg-turbo)" + (", or decode on the GPU with "
                "torchvision.io.decode_jpeg(..., device='cuda') or NVIDIA DALI" if gpu else "")
-               + "; PNG and other lossless formats decode slowly in any library: store them as JPEG, or "
-               "pre-decode them (below)")
+               + "; PNG decodes several times slower than JPEG in most libraries: pre-decode it offline, or "
+               "store it as JPEG where lossy compression is acceptable (not for masks or labels)")
     share = _inline_decoding(s) if inline and seen else ""
     offline = ("pre-resize or pre-decode the dataset and keep only random augmentations online"
                + ("; run those on the GPU on uint8 batches (torchvision.transforms.v2 on CUDA tensors)" if gpu else ""))
@@ -577,7 +584,7 @@ def own_threads_over(s: Signals) -> str | None:
     job = s.job
     cpu, queued, usable = job.main_cpu, job.main_run_delay, job.usable_cpus
     # Per training process (the readings are each one's; ranks share the CPUs, as checks_host counts them)
-    ranks = max(1, len(job.main_pids))
+    ranks = max(1, job.ranks)  # the whole job's, in a rank's own verdict too
     share = usable // ranks if usable else 0
     if cpu is None or queued is None or not share or cpu + queued < share + OWN_THREADS_OVER:
         return None
@@ -632,7 +639,7 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
     # Ranks divide the CPUs (own_threads_over counts them so): two gloo ranks at 0.8 core each on 2
     # CPUs were told to raise their threads to the usable cores (trial 34).
     used, usable = s.job.main_cpu, s.job.usable_cpus
-    ranks = max(1, len(s.job.main_pids))
+    ranks = max(1, s.job.ranks)  # the whole job's, in a rank's own verdict too
     share = usable / ranks if usable else None
     each = "each rank's share of the usable cores" if ranks > 1 else "the usable cores"
     threads = (f", torch.set_num_threads to {each}" if used is None or not share
@@ -644,8 +651,11 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
 
 def _input_unmeasured(f: dict, sub: str, s: Signals) -> list[str]:
     who, pid = ("the main thread", main_pid(s)) if sub == "inline" else ("a DataLoader worker", WORKER_PID)
-    return [f"Look at where {who} waits: py-spy dump --pid {pid} (a sleep, a lock, a remote call; gpuwatch "
-            "sees no CPU work and no storage sign)",
+    # What the stage was decided on (little CPU, no storage sign), not "no CPU work": the workers'
+    # samples may show some (review 38: beside "100 % of their samples in their own code").
+    used = "it uses little CPU and shows" if sub == "inline" else "they use little CPU and show"
+    return [f"Look at where {who} waits: py-spy dump --pid {pid} (a sleep, a lock, a remote call; {used} "
+            "no storage sign)",
             "More DataLoader workers overlap waits that are not CPU work (network or service latency)"]
 
 

@@ -16,6 +16,7 @@ from gpuwatch.diagnosis.thresholds import (
     MAIN_CPU_BUSY,
     MAIN_CPU_IDLE,
     MIN_EVIDENCE_SAMPLES,
+    MIN_WORKER_SAMPLES,
     OCC_MEMORY,
     RX_PAGEABLE_MAX,
     SM_HEALTHY,
@@ -61,6 +62,13 @@ def held_note(fired: str, fired_phases: Sequence[Phase], ago_s: float, phases: S
     own epoch clause is cut by what epochs() made of its phases, not found in the text, which
     quotes the job's strings."""
     return f"{without_epochs(fired, fired_phases)} (said {ago_s:.0f} s ago; {HELD}){epochs(phases)}"
+
+
+def every_tick(phases: Sequence[Phase]) -> bool:
+    """Sets of workers re-created about every tick or more often (a RESPAWN phase with two or more
+    starts and no period, neither uneven nor sparse: phases.py)."""
+    p = find(phases, RESPAWN)
+    return p is not None and p.period_s is None and p.count >= 2 and not p.uneven and not p.sparse
 
 
 def without_epochs(sentence: str, phases: Sequence[Phase]) -> str:
@@ -147,7 +155,7 @@ def epochs(phases: Sequence[Phase]) -> str:
         # which the ticks cannot measure (phases.py): the count is then a lower bound. Unless uneven
         # (intervals far apart) or sparse (the starts cover only part of the span): said as such.
         brief = p.each_s is None and p.kind != RESPAWN
-        fast = p.period_s is None and p.count >= 2 and not p.uneven and not p.sparse
+        fast = every_tick([p])
         if p.uneven:  # no period: the intervals between starts were far apart from one another
             every = " at uneven intervals" if p.kind == RESPAWN else " each, at uneven intervals"
         elif p.sparse and p.kind != RESPAWN:  # no period: the starts cover only part of the span
@@ -168,8 +176,12 @@ def epochs(phases: Sequence[Phase]) -> str:
                         f"{p.span_s:.0f} s: {RESTART_CAUSE})")
         elif p.kind == EPOCH_START:
             wait = "briefly (each too short to time from the ticks)" if brief else each
+            # Sets re-created about every tick make every waiting tick a first-batch tick: its share
+            # is all the waits of those ticks, a bound (trial 34: 14 % said, 4 % by the job's clock
+            # for first batches, 8 % for the other waits).
+            up = "up to " if every_tick(phases) else ""
             said.append(f"each new set of workers makes the main thread wait {wait} for its first batches "
-                        f"({fmt(p.share)} of the time)")
+                        f"({up}{fmt(p.share)} of the time)")
         elif p.kind in (VALIDATION, CHECKPOINT) and p.count == 1:
             # One is no share of the time yet: over a short watch it read "checkpoint saves take
             # 100 % of the time" on the first tick, falling as the watch went on.
@@ -234,8 +246,8 @@ def _workers(f: dict, verb: str, verb_one: str) -> str:
 def _each(f: dict) -> str:
     """" each" after a per-worker figure, but for a loader of one worker ("the 1 DataLoader worker
     computes (1.00 core CPU each ...)" read as if there were several)."""
-    if f.get("busiest_set"):
-        return " each in the busiest set"  # aligned._set_mean: not every set's workers
+    if f.get("busiest_set"):  # aligned._set_mean: not every set's workers
+        return " for the busiest set's 1 worker" if f.get("loader_workers") == 1 else " each in the busiest set"
     n = int(f.get("loader_workers") or 0) or round(f.get("workers") or 0)
     return "" if n == 1 and len(f.get("sets") or ()) < 2 else " each"
 
@@ -247,7 +259,9 @@ def _while(f: dict) -> str:
         return ""
     busiest = f", the busiest {fmt(top, 'cores')}" if top is not None and top >= (f.get("worker_cpu") or 0) + 0.1 else ""
     # the mean over every tick is said where it reads otherwise than the waiting ticks' figure
-    overall = "" if fmt(mean, "cores") == fmt(f.get("worker_cpu"), "cores") else f"; {fmt(mean, 'cores')} on average"
+    every = " a worker over every set" if f.get("busiest_set") else ""
+    overall = ("" if fmt(mean, "cores") == fmt(f.get("worker_cpu"), "cores")
+               else f"; {fmt(mean, 'cores')}{every} on average")
     return f" while it waits{busiest}{overall}"
 
 
@@ -559,7 +573,7 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
     where = "the job holds no GPU" if s.gpu.has_gpus else "there is no GPU to judge"
     # With its sample count: "0 %" of 6 samples is a thin claim of "not its input" (trial 34: a job
     # waiting 38 % by its own clock read 0 of 6), which the count lets the reader weigh.
-    wait = f", waiting for data {_share_of(f.get('wait'), s.wait_samples)}" if f.get("wait") is not None else ""
+    wait = f", waiting for data {_of_samples(f)}" if f.get("wait") is not None else ""
     # A main thread short of a core beside workers that fill the CPUs shares them with its own
     # input: said, so "0.34 core" does not read as a step that needs little CPU.
     shared = ""
@@ -612,25 +626,27 @@ def _input_unmeasured(f: dict, sub: str, s: Signals) -> str:
                 "code." if p is not None and p.count >= 2 else "")
     return (f"Input-bound for a reason gpuwatch does not measure: the main thread waits for data "
             f"{fmt(f.get('wait'))} of the time while the {_workers(f, 'use', 'uses')} "
-            f"{fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}, {_worker_samples(s)} and no "
+            f"{fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}, {_worker_samples(f)} and no "
             f"storage sign (reads {fmt(f.get('worker_read_bps'), 'B/s')}, no D state, I/O pressure or iowait): "
             f"they may sleep, wait on a lock or on a remote service, or compute in code their samples missed.{restarts}")
 
 
-def _worker_samples(s: Signals) -> str:
-    """What the workers' stack samples showed, for a verdict the workers' CPU decided: the CPU says
-    they mostly do not run, which their samples may not say ("with no stack sample of them at work"
-    stood beside an evidence row of 100 % of their samples computing)."""
-    st = s.stacks
-    busy = st.wshare(lb.W_BUSY) if st.n_worker else None
-    if busy is None:
+def _worker_samples(f: dict) -> str:
+    """What the workers' stack samples showed, read with the verdict's own evidence (its facts), for a
+    verdict the workers' CPU decided: the CPU says they mostly do not run, which their samples may not
+    say ("with no stack sample of them at work" stood beside an evidence row of 100 % of their samples
+    computing). Under MIN_WORKER_SAMPLES their share says nothing yet, and their count is said."""
+    busy, n = f.get("worker_busy"), int(f.get("worker_n") or 0)
+    if busy is None or not n:
         return "with no stack sample of them"
     if not busy:
-        return "with no stack sample of them at work"
+        return f"with no stack sample of them at work ({count(n, 'sample')})"
+    if n < MIN_WORKER_SAMPLES:
+        return f"with {round(busy * n)} of their {count(n, 'stack sample')} at work, too few to tell what they do"
     if busy < WORKER_BUSY_SHARE:
-        return f"with only {fmt(busy)} of their stack samples at work"
-    return (f"with {fmt(busy)} of their stack samples in their own code (at that CPU they run only part of the "
-            "time)")
+        return f"with only {fmt(busy)} of their {count(n, 'stack sample')} at work"
+    return (f"with {fmt(busy)} of their {count(n, 'stack sample')} in their own code, yet at that CPU they run "
+            "only part of the time")
 
 
 def _producers(s: Signals) -> str:
@@ -667,12 +683,13 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         busiest = (f", the busiest {fmt(top, 'cores')}" if top is not None
                    and fmt(top, "cores") != fmt(s.job.worker_cpu, "cores") else "")
         sets = worker_sets(s.epoch_ticks)
-        in_set = " in the busiest set of" if s.aligned.usable and s.aligned.several_sets else " over"
-        of = f"{in_set} {sum(sets)} workers in {sets_of(sets)}" if len(sets) >= 2 else ""
+        several = s.aligned.usable and s.aligned.several_sets
+        of = ((" in the busiest set, of" if several else ", over") + f" {sum(sets)} workers in {sets_of(sets)}"
+              if len(sets) >= 2 else "")
         both = f"{gpu.removesuffix(', but ')} and " if gpu else ""
         return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} of "
                 f"the time, but what holds the input back is not settled (the workers use "
-                f"{fmt(s.job.worker_cpu, 'cores')} each{of}{busiest}){lack}.")
+                f"{fmt(s.job.worker_cpu, 'cores')} each{of}{busiest.replace('the busiest', 'the busiest worker')}){lack}.")
     if s.self_fed:
         # No DataLoader workers, yet the loop waits for its batches: they come from elsewhere in the
         # process (a prefetch thread's queue), whose work is not measured per thread.

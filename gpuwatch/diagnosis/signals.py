@@ -103,6 +103,13 @@ class Signals:
         return (self.input_wait or 0.0) >= self.wait_high and self.job.seen and self.job.workers <= 0
 
     @property
+    def worker_cpu_what(self) -> str:
+        """The worker CPU evidence rows' words: a busiest set's figure where several sets lived
+        together in the ticks the main thread waited in (aligned._set_mean), as every stage reads it."""
+        several = self.aligned.usable and self.aligned.several_sets
+        return "CPU per DataLoader worker" + (" of the busiest set" if several else "")
+
+    @property
     def wait_samples(self) -> int:
         """The main-thread samples input_wait is read from: the minute's for waits that recur with
         the epochs, else the window's."""

@@ -162,7 +162,7 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
         return result(c, True, False, 1.0, "compiling", detail=st.top(lb.ROLE_MAIN_THREAD, lb.COMPILE),
                       compiling=compiling, n=st.n_main)
     main_quiet = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_IDLE, "<", "main thread CPU", unit="cores", kind=REQ)
-    workers_quiet = job.workers <= 0 or c.check("worker_cpu", job.worker_cpu, MAIN_CPU_IDLE, "<", "CPU per worker",
+    workers_quiet = job.workers <= 0 or c.check("worker_cpu", job.worker_cpu, MAIN_CPU_IDLE, "<", s.worker_cpu_what,
                                                 unit="cores", kind=REQ) is not False
     if st.available:
         outside = c.check("main_outside", st.share(lb.OTHER), IDLE_OTHER_SHARE, ">=",
@@ -301,9 +301,9 @@ def cpu_compute(s: Signals, relax: float = 0.0) -> StageResult:
         weight = share
     else:
         cpu = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main thread CPU", unit="cores", kind=REQ)
-        workers = c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, "<", "CPU per worker", unit="cores", kind=REQ)
+        workers = c.check("worker_cpu", job.worker_cpu, WORKER_CPU_BUSY, "<", s.worker_cpu_what, unit="cores", kind=REQ)
         fires = yes(cpu) and workers is not False and not s.cpu_short
         weight = job.main_thread_cpu
-    out = result(c, fires, False, weight, "", main_cpu=job.main_thread_cpu, wait=s.input_wait,
+    out = result(c, fires, False, weight, "", main_cpu=job.main_thread_cpu, wait=s.input_wait, wait_n=s.wait_samples,
                  detail=st.top(lb.ROLE_MAIN_THREAD, lb.DISPATCH, lb.BACKWARD, lb.OPTIMIZER) if st.available else None)
     return replace(out, stage=CPU_COMPUTE)

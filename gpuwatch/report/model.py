@@ -269,7 +269,7 @@ class Report:
     figures: Figures | None = None
     """The run's headline figures (what ``gpuwatch compare`` reads); None in reports from before them."""
     epochs: tuple[Phase, ...] = ()
-    """The job's epoch structure over the last minute of the run (worker re-creation, first-batch
+    """The job's epoch structure over the last minute watched (worker re-creation, first-batch
     waits, validation passes, checkpoint saves); empty in reports from before it or when none was seen."""
     epochs_earlier: tuple[Phase, ...] = ()
     """Where ``epochs`` is empty: the latest structure an earlier verdict of the run said (a 0.5 s

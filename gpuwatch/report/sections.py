@@ -84,7 +84,22 @@ def _kind_said(verdicts: Sequence[Verdict], stage: str = IDLE) -> Verdict | None
 
 
 def _kind(v: Verdict) -> str:
-    return HELD_NOTE.sub("", v.sentence).split(":", 1)[0]  # the TUI's hold note left out
+    """The story a sentence tells: its words up to the first colon, or up to its first number where it
+    has no colon (PCIe's "The main thread spends 20 % of its time copying ..." would be a story of its
+    own at each reading); the TUI's hold note left out."""
+    return re.split(r"[:\d]", HELD_NOTE.sub("", v.sentence), maxsplit=1)[0]
+
+
+def _story(stage: str, verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """The stage's verdicts of the story its headline sentence tells (_said): the headline's best fix
+    and the Remedies section read them, so that both tell that story (run 53's loop-prep job was
+    quoted "more workers ... 1.06x", and its Remedies led with the validation loader's waits, from
+    the last ticks' other story). Idle keeps all its verdicts (its stories are one settling)."""
+    mine = [v for v in verdicts if v.stage == stage]
+    said = _said(stage, verdicts)
+    if said is None or stage == IDLE:
+        return mine
+    return [v for v in mine if v.sentence and _kind(v) == _kind(said)] or mine
 
 
 def _kind_sentence(verdicts: Sequence[Verdict], stage: str = IDLE) -> str:
@@ -135,10 +150,7 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     if other is not None and (most is None or other.stage != most.stage):
         why = _kind_said(verdicts) if other.stage == IDLE else _said(other.stage, verdicts)
         beside = StageShare(other.stage, _title(other.stage), other.share, _no_epochs(why))
-    mine = [v for v in verdicts if v.stage == top.stage]
-    # The best fix of the story the headline tells: the loop-prep story's H100 job was told "more
-    # workers is expected to gain most: about 1.06x" from its last ticks' workers story.
-    told = [v for v in mine if said is not None and v.sentence and _kind(v) == _kind(said)] or mine
+    told = _story(top.stage, verdicts)  # the best fix of the story the headline tells
     fix, quoted = best_fix(told), _with_remedies(told)
     return Summary(stage=top.stage, title=_title(top.stage), share=top.share,
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
@@ -208,7 +220,7 @@ def _at(v: Verdict | None, verdicts: Sequence[Verdict]) -> float | None:
 
 def best_fix(mine: Sequence[Verdict]) -> FixGain | None:
     """The fix with the largest estimate in the verdict whose remedies the report lists
-    (_with_remedies): the headline quotes the figure written beside that remedy, so the two agree
+    (_with_remedies over the headline story's verdicts, _story): the headline quotes the figure written beside that remedy, so the two agree
     (a median over the stage's verdicts read 2.80x in the headline beside 2.3x under Remedies)."""
     v = _with_remedies(mine)
     got = [g for g in (v.gains if v is not None else ()) if g.factor is not None]
@@ -318,10 +330,10 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
             continue
         if c is not costs[0] and c is not trained and c is not most and _negligible(c, verdicts):
             continue
-        mine = [v for v in verdicts if v.stage == c.stage]
-        quoted = _with_remedies(mine)
+        told = _story(c.stage, verdicts)
+        quoted = _with_remedies(told)
         above = _above_ceiling(quoted, c)
-        for text in _stage_remedies(mine):
+        for text in _stage_remedies(told):
             ranked.append(Remedy(text=text, stage=c.stage, check=None, share=c.share,
                                  speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run,
                                  speedup_floor=c.floor and c.bottleneck, latest_while=above))

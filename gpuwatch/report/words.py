@@ -166,22 +166,22 @@ def stage_gain(r: Remedy, snapshot: bool = False) -> str:
     if snapshot and r.speedup_while is not None:
         more = " or more" if r.speedup_floor else ""
         return f"{held}; fixing it: {gain_words(r.stage or '')} {speedup(r.speedup_while)}{more} while it holds"
+    # A run figure is counted on the ticks the stage held: its cause may weigh on ticks another stage
+    # held too (trial 34: CPU prep held 13 % beside Contention, "up to 1.09x over this run" while the
+    # job waited for data 55-78 % of every window), which the figure leaves out.
+    ticks = "counted on the ticks it held; " if r.share < 1.0 else ""
     if r.speedup_run is not None and r.speedup_floor:
         why = ": the cap" if capped(r.speedup_while) else ", as far as its samples bound it"
-        return (f"{held}; fixing it: {speedup(r.speedup_run)} or more over this run ({speedup(r.speedup_while)} or "
-                f"more while it holds{why})")
+        return (f"{held}; fixing it: {speedup(r.speedup_run)} or more over this run ({ticks}"
+                f"{speedup(r.speedup_while)} or more while it holds{why})")
     if r.speedup_run is not None and r.speedup_while is not None:
         latest = (f"; {gain_words(r.stage or '')} {speedup(r.latest_while)} at the latest tick, whose readings the "
                   "remedies below quote" if r.latest_while is not None else "")
         # the figure while it holds is the middle of its ticks' (ranking.stage_costs): said so, as the
         # live screens say each tick's own ("6.20x while it holds" stood beside a TUI reading 5.7x at
         # the tick the headline quotes; review 36)
-        # Counted on the ticks the stage held: its cause may weigh on ticks another stage held too (trial
-        # 34: CPU prep held 13 % beside Contention, "up to 1.09x over this run" while the job waited for
-        # data 55-78 % of every window), which the figure leaves out.
-        ticks = ", counting the ticks it held" if r.share < 1.0 else ""
-        return (f"{held}; fixing it: {gain_words(r.stage or '')} {speedup(r.speedup_run)} over this run{ticks} "
-                f"({speedup(r.speedup_while)} while it holds, the middle of its ticks' figures{latest})")
+        return (f"{held}; fixing it: {gain_words(r.stage or '')} {speedup(r.speedup_run)} over this run "
+                f"({ticks}{speedup(r.speedup_while)} while it holds, the middle of its ticks' figures{latest})")
     if r.stage == GPU_BOUND:  # the GPU's own work sets the pace: no stage to fix, its fixes may still gain
         return f"{held}; the GPU sets the pace, so no speed-up is estimated for the stage itself"
     return f"{held}; speed-up not estimated"
@@ -203,7 +203,7 @@ def epochs_none(r: Report) -> str:
     """The epoch section where the run's last minute says no phase. A phase under PHASE_MIN_SHARE
     of the minute is left out, so "none was seen" is said only of re-created workers (named at any
     share); what an earlier minute of the run said is kept, a checkpoint save there included."""
-    text = ("No worker re-creation was seen in the last minute of the run, and no first-batch wait, validation "
+    text = ("No worker re-creation was seen in the last minute watched, and no first-batch wait, validation "
             f"pass or checkpoint save was named in it (one under {PHASE_MIN_SHARE:.0%} of the minute is left out, "
             "as are first-batch waits no longer than the input's steady wait; a validation pass is told by the "
             "name of the function it runs in, such as validate or evaluate, so one written inline in the "
@@ -224,8 +224,8 @@ def epochs_none(r: Report) -> str:
             text += (" The run's last verdict no longer names it" + ("." if any_share else
                      f": under {PHASE_MIN_SHARE:.0%} of the {r.source.covered_s:.0f} s watched."))
         elif any_share or not within:
-            text += " That was before the run's last minute."
+            text += " That was before the last minute watched."
         else:
-            text += (f" The run's last minute no longer names it: under {PHASE_MIN_SHARE:.0%} of that minute, or "
+            text += (f" The last minute watched no longer names it: under {PHASE_MIN_SHARE:.0%} of that minute, or "
                      "before it.")
     return text
