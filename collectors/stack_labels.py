@@ -240,6 +240,9 @@ READS: tuple[Pattern, ...] = (
     ("", "socket.py"), ("", "ssl.py"), ("", "http/client.py"), ("", "urllib3/response.py"),
     ("", "botocore/response.py"), ("Path.read_bytes", "pathlib.py"), ("Path.read_text", "pathlib.py"),
 )
+# A command the worker runs and waits for (subprocess.run, Popen.communicate): no read of its own,
+# though "Popen" holds "open" (trial 35: gzip | sort per sample read as a worker reading, and Disk).
+SUBPROCESS: tuple[Pattern, ...] = (("", "subprocess.py"),)
 # Loaders that read and then decode: I/O when the thread sleeps, CPU when it runs.
 LOADS: tuple[Pattern, ...] = (
     ("ImageFile.load", "PIL/ImageFile.py"), ("open", "PIL/Image.py"), ("load", "numpy/lib/npyio.py"),
@@ -621,6 +624,8 @@ def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> t
         # Stopped (SIGSTOP, SIGTSTP) where it stood: not a read, even inside ImageFile.load (trial
         # 30: six samples of a stopped worker read "reading: ImageFile.load").
         return W_WAIT, hot + STOPPED_DETAIL
+    if any_match(inner, SUBPROCESS) is not None:
+        return (W_BUSY if active else W_WAIT), hot
     if any_match(inner, READS) is not None:
         return W_IO, hot
     if state == "D":

@@ -574,6 +574,11 @@ def start_order_ranks(info: dict[int, _Raw], roles: dict[int, str], ranks: dict[
 
 
 def _is_worker(r: _Raw, parent: _Raw | None) -> bool:
+    """A DataLoader worker: named so by torch, and not a fork of one. A worker's own child carries its
+    name until it execs (subprocess.run in __getitem__: each sample's short-lived fork read as a new
+    worker, "re-created 7 times" with persistent_workers=True; trial 35)."""
+    if parent is not None and parent.name == WORKER_COMM:
+        return False
     if r.name == WORKER_COMM:
         return True
     return r.name == OLD_MAIN_COMM and parent is not None and parent.argv == r.argv
@@ -716,8 +721,8 @@ def worker_owner(pid: int) -> int | None:
         parent = proc.parent()
         # Only the name PyTorch gives its workers: torch 2.3/2.4's inherited pt_main_thread also
         # names fork-started ranks and Pool children, which are no one's DataLoader workers (review).
-        if proc.name() != WORKER_COMM:
-            return None
+        if proc.name() != WORKER_COMM or (parent is not None and parent.name() == WORKER_COMM):
+            return None  # a worker's own fork (subprocess.run before its exec) is no worker
         cur = parent
         while cur is not None and cur.pid > 1:
             argv = tuple(cur.cmdline())

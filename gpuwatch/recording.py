@@ -23,12 +23,13 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING, Any
 
 from gpuwatch import __version__
 from gpuwatch.model.codec import SCHEMA_VERSION, DecodeError, from_dict, to_dict, to_json
 from gpuwatch.model.frame import Frame
+from gpuwatch.model.procs import ProcsSample, worker_forks_as_others
 from gpuwatch.model.verdict import Verdict
 from gpuwatch.untrusted import clean
 
@@ -620,6 +621,8 @@ def _record(n: int, raw: bytes | None) -> _Record | None:
         return BadLine(n, f"bad frame: {_short(e)}")
     if not (0 <= frame.wall < MAX_WALL and 0 < frame.interval <= MAX_INTERVAL):
         return BadLine(n, f"bad frame: its time ({frame.wall:g}) or interval ({frame.interval:g}) is out of range")
+    if isinstance(frame.procs, ProcsSample):
+        frame = replace(frame, procs=worker_forks_as_others(frame.procs))
     verdict = rec.get("verdict")
     return Tick(n, frame, verdict if isinstance(verdict, dict) else None)
 

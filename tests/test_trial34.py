@@ -100,3 +100,67 @@ def test_a_secondary_stages_run_gain_says_what_it_counts():
     assert lines
     for line in lines:
         assert re.search(r"over this run \(counted on the ticks it held; ", line), line
+
+
+# -- trial 35 (tests/data/cpu_field/README.md: t35_*) ----------------------------------------------
+
+def test_a_workers_own_forks_are_not_workers():
+    """subprocess.run in __getitem__: each fork carries the worker's name until it execs, and was read
+    as a new worker ("re-created 7 times" beside persistent_workers=True). Recordings are read with
+    such forks as the job's other processes; the collector no longer names them workers."""
+    from gpuwatch.collectors.target import _Raw, _is_worker
+
+    vs = _verdicts("t35_subproc.jsonl.gz")
+    assert not [x for x in vs for p in x.phases if p.kind == v.RESPAWN]
+    assert not [r for x in vs for r in x.remedies if r.startswith("persistent_workers=True")]
+    worker = _Raw(1, "pt_data_worker", ("python", "job.py"), 0.0, "python")
+    assert _is_worker(worker, _Raw(0, "python", ("python", "job.py"), 0.0, "python"))
+    assert not _is_worker(worker, worker)  # a worker's child, before its exec
+
+
+def test_a_worker_waiting_on_its_command_is_not_reading():
+    """Popen._execute_child holds "open": a worker waiting on `gzip | sort` read as reading, and Disk
+    was named on it."""
+    from gpuwatch.model import stacks as lb
+
+    assert lb.activity(lb.ROLE_WORKER, lb.W_IO, "Popen._execute_child") == lb.W_WAIT
+    assert lb.activity(lb.ROLE_WORKER, lb.W_IO, "ImageFile.load") == lb.W_IO
+
+
+def test_a_pass_is_not_split_by_ticks_without_stack_samples():
+    """One validation pass of ~59 s (its clock) read as three, "~18.0 s every ~24.5 s", where py-spy
+    missed a tick on the busy host."""
+    vs = _verdicts("t35_stop_validation.jsonl.gz")
+    counts = {p.count for x in vs for p in x.phases if p.kind == v.VALIDATION}
+    assert counts == {1}, counts
+
+
+def test_threaded_workers_are_told_of_their_thread_pools():
+    """3 workers running BLAS pools on 2 CPUs, each under a core but with its other threads queued:
+    OPENBLAS_NUM_THREADS=1 ran the job 2-5x faster, and no remedy said so."""
+    vs = _verdicts("t35_blas_workers.jsonl.gz")
+    said = [r for x in vs if x.stage == v.DECODE for r in x.remedies if r.startswith("Stop thread oversubscription")]
+    assert said and "OPENBLAS_NUM_THREADS=1" in said[-1], said[-1:]
+
+
+def test_loading_inside_validation_is_said_as_the_validation_loaders():
+    """The training loader had 2 persistent workers; the validation loader num_workers=0. The loading
+    the main thread did itself, all inside validation passes, read "with num_workers=0 the main thread
+    loads ... each batch itself" and "Prepare batches in DataLoader workers"."""
+    vs = _verdicts("t35_val_inline.jsonl.gz")
+    inline = [x for x in vs if x.stage == v.DECODE and "loads and prepares" in x.sentence]
+    assert inline
+    for x in inline:
+        assert x.sentence.startswith("Input-bound on loading in the validation passes"), x.sentence
+        assert x.remedies[0].startswith("Give the validation DataLoader workers of its own"), x.remedies
+
+
+def test_batches_made_by_the_jobs_own_threads_leave_disk_and_cpu_prep_unjudged():
+    """A thread pool in the training process made the batches: the verdict said gpuwatch does not
+    measure where they come from, while the pipeline panel, the JSON levels and Prometheus said Disk
+    and CPU prep were "ok", as if checked and fine."""
+    vs = _verdicts("t35_threadpool.jsonl.gz")
+    fed = [x for x in vs if x.stage == v.UNKNOWN and "come from elsewhere" in x.sentence]
+    assert fed
+    for x in fed:
+        assert x.level(v.IO) == v.LEVEL_NA and x.level(v.DECODE) in (v.LEVEL_NA, v.LEVEL_WARNING), x.levels

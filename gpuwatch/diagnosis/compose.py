@@ -103,7 +103,12 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
     # An exited or stopped job has no pipeline running: its stages are n/a, not "ok" (the window's
     # older ticks scored them, but "PCIe ok" beside "PCIe held 89 % of the run" read as checked and fine).
     frozen = shown == IDLE and r is not None and r.sub in NO_PIPELINE
-    levels = tuple((p, LEVEL_NA if frozen else level(p, shown, secondary, d.results.get(p))) for p in PIPELINE)
+    # Batches the process makes itself with no DataLoader worker (a thread pool, a queue another
+    # process fills): Disk and CPU prep cannot be judged, as the verdict says; "ok" read as checked and
+    # fine beside "the batches come from elsewhere ..., which gpuwatch does not measure" (trial 35).
+    unjudged = (IO, DECODE) if shown == UNKNOWN and s.self_fed else ()
+    levels = tuple((p, LEVEL_NA if frozen or (p in unjudged and p not in secondary)
+                    else level(p, shown, secondary, d.results.get(p))) for p in PIPELINE)
     evidence = tuple(e for res in d.results.values() for e in res.evidence) + phase_evidence(s)
     if shown == UNKNOWN and stage in SHOWN_AS_UNKNOWN and r is not None:
         # The form behind an Unknown verdict: its items are the verdict's evidence, under the stage

@@ -48,6 +48,10 @@ class JobSignals:
     worker_respawns: int = 0
     """Re-creations of the workers seen over the window (worker_births.recreations)."""
     usable_cpus: int | None = None
+    worker_want: float | None = None
+    """The CPU the busiest worker wanted: its CPU plus its threads' run delay (threads ready to run
+    with no CPU), median over the window. One thread runs or waits, so over a core is several threads
+    at once (a BLAS or OpenMP pool), even where full CPUs hold each worker under one core."""
     ranks: int = 1
     """Training processes in the whole job (its ranks), in a rank's own view too: the ranks divide the
     usable CPUs between them (remedies.own_threads_over, the CPU-bound threads advice)."""
@@ -157,6 +161,7 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
         worker_read_bps=med(r.worker_read_bps for r in rows),
         worker_respawns=respawns,
         usable_cpus=rows[-1].usable_cpus or None,
+        worker_want=med(r.worker_want for r in rows),
         ranks=max(r.ranks for r in rows),
         job_cpu=med(r.job_cpu for r in every),
         helpers=sum(r.helpers for r in rows) / len(rows),
@@ -196,6 +201,7 @@ class _Row:
     worker_run_delay: float | None
     worker_read_bps: float | None
     usable_cpus: int | None
+    worker_want: float | None
     ranks: int
     """Training processes in the whole job, whichever rank's view this is."""
     job_cpu: float
@@ -231,6 +237,7 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         worker_run_delay=_most_queued(ws),
         worker_read_bps=_sum_known(w.read_bps for w in ws),
         usable_cpus=sample.usable_cpus,
+        worker_want=max((w.cpu_pct / 100 + d for w in ws if (d := num(w.run_delay_frac)) is not None), default=None),
         ranks=sum(1 for p in sample.processes if p.role == ROLE_MAIN),
         # With the CPU of the processes that exited within the tick (the host counted it as busy)
         # and, in one rank's view, the other ranks' (the job's, not used outside it).

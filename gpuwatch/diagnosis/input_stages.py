@@ -264,6 +264,7 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
         storage=tuple(storage_evidence(s)), starting=s.aligned.starting, no_workers=s.aligned.no_workers,
         busiest_set=s.aligned.usable and s.aligned.several_sets,
         worker_busy=st.wshare(lb.W_BUSY) if st.n_worker else None, worker_n=st.n_worker,
+        val_load=st.validation_load, load_n=st.main.get(lb.INLINE_LOAD, 0),
         workers_cpu=s.aligned.workers_cpu if s.aligned.usable else job.workers_cpu,
         # one loader's num_workers: the busy set's where several live together, else the largest set's
         sets=worker_sets(s.epoch_ticks),

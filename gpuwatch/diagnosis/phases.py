@@ -85,7 +85,7 @@ def phases(ticks: Sequence[Tick]) -> tuple[Phase, ...]:
     if _steady_wait(ticks, runs):
         runs = []  # it waits as much mid-epoch: the first batches are no special cost, just the input
     out += _from_runs(EPOCH_START, ticks, runs, span, tick, _wait_outside_validation)
-    out += _from_runs(VALIDATION, ticks, _runs(ticks, in_validation), span, tick,
+    out += _from_runs(VALIDATION, ticks, _runs(ticks, in_validation, _unsampled), span, tick,
                       lambda t: t.validation / t.n_main if t.n_main else 0.0)
     bursts = not _writes_without_saving(ticks)
     ckpt = _runs(ticks, lambda t: _saving(t, bursts))
@@ -340,16 +340,27 @@ def _checkpoint_share(ticks: Sequence[Tick], span: float, bursts: bool = True) -
     return total / span
 
 
-def _runs(ticks: Sequence[Tick], inside) -> list[tuple[int, int]]:
+def _runs(ticks: Sequence[Tick], inside, bridge=None) -> list[tuple[int, int]]:
+    """Runs of consecutive ticks ``inside`` the phase; ``bridge``: ticks that say nothing either way
+    (no stack sample came in them) and join a run to the next inside tick after them."""
     out: list[tuple[int, int]] = []
+    gap = 0
     for i, t in enumerate(ticks):
         if not inside(t):
+            gap = gap + 1 if bridge is not None and bridge(t) and out and out[-1][1] == i - 1 - gap else 0
             continue
-        if out and out[-1][1] == i - 1:
+        if out and out[-1][1] >= i - 1 - gap:
             out[-1] = (out[-1][0], i)
         else:
             out.append((i, i))
+        gap = 0
     return out
+
+
+def _unsampled(t: Tick) -> bool:
+    """A tick no main-thread stack sample came in (py-spy missed it on a busy host): it does not end
+    a validation pass (trial 35: one pass of ~55 s read as three, "~18.0 s every ~24.5 s")."""
+    return not t.stacks or not t.n_main
 
 
 def _from_runs(kind: str, ticks: Sequence[Tick], runs: list[tuple[int, int]], span: float, tick: float,

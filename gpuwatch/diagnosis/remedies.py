@@ -19,7 +19,7 @@ from gpuwatch.diagnosis.fix_gains import (
     worker_target,
     words,
 )
-from gpuwatch.diagnosis.sentence import every_tick, least_words, validation_loader_said
+from gpuwatch.diagnosis.sentence import every_tick, least_words, validation_loader_said, validation_loads
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find, periodic, worker_sets
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -288,8 +288,14 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         # "prepare", not "decode": the main thread's own per-item work may be tokenising or parsing
         # (bench/field_cpu/tokenize_inline.py: regexes and BPE in Docs.__getitem__), not images
         pin = ", pin_memory=True" if s.gpu.present else ""  # pinned pages only speed a copy to a GPU
-        out.append(f"Prepare batches in DataLoader workers: num_workers={target or 2}, persistent_workers=True{pin} "
-                   "(num_workers=0 prepares each batch on the main thread, between training steps)")
+        if validation_loads(f):
+            out.append(f"Give the validation DataLoader workers of its own (num_workers={target or 2}, "
+                       f"persistent_workers=True): {f['val_load']} of the main thread's {f['load_n']} samples loading "
+                       "data were inside validation passes, where that loader's num_workers=0 prepares each batch "
+                       "on the main thread; or validate less often")
+        else:
+            out.append(f"Prepare batches in DataLoader workers: num_workers={target or 2}, persistent_workers=True{pin} "
+                       "(num_workers=0 prepares each batch on the main thread, between training steps)")
     elif sub == "loop":
         return _loop_prep(f, s)
     elif sub == "starting":
@@ -366,12 +372,18 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     out += _cheaper_items(f, sub, s)
     # Only where a worker was seen running several threads at once: full CPUs or queued workers
     # alone are as true of single-threaded workers that are simply too many.
-    top = f.get("worker_cpu_top")
-    if top is not None and top > THREADED_WORKER_CPU:
-        out.append(f"Stop thread oversubscription in workers (the busiest uses {fmt(top, 'cores')}: several threads "
-                   "at once): OMP_NUM_THREADS=1 in the job's environment and cv2.setNumThreads(0) in worker_init_fn, "
-                   "for the libraries that start their own thread pools (PyTorch already runs its ops on one "
-                   "thread in each worker)")
+    top, want = f.get("worker_cpu_top"), s.job.worker_want
+    # Full CPUs hold each threaded worker under a core, its other threads queued: CPU plus run delay
+    # over a core is the same sign (trial 35: 3 workers running numpy eigh with BLAS pools on 2 CPUs,
+    # ~0.6 core each and 1.2 threads queued; OPENBLAS_NUM_THREADS=1 ran the job 2-5x faster).
+    seen = (f"the busiest uses {fmt(top, 'cores')}" if top is not None and top > THREADED_WORKER_CPU else
+            f"the busiest wants {fmt(want, 'cores')}, its CPU with its threads waiting for one"
+            if want is not None and want > THREADED_WORKER_CPU else "")
+    if seen:
+        out.append(f"Stop thread oversubscription in workers ({seen}: several threads at once): OMP_NUM_THREADS=1 "
+                   "(and OPENBLAS_NUM_THREADS=1, MKL_NUM_THREADS=1) in the job's environment and "
+                   "cv2.setNumThreads(0) in worker_init_fn, for the libraries that start their own thread pools "
+                   "(PyTorch already runs its ops on one thread in each worker)")
     keep = _workers_keep(f, s)
     # The job's own prefetch_factor cannot be read from outside: said against the default, not as
     # a value to set (trial 23 and 24: "prefetch_factor=4" told to jobs with 4 and 8).

@@ -17,11 +17,13 @@ from gpuwatch.diagnosis.thresholds import (
     MAIN_CPU_IDLE,
     MIN_EVIDENCE_SAMPLES,
     MIN_WORKER_SAMPLES,
+    MODERATE_MIN_SAMPLES,
     OCC_MEMORY,
     RX_PAGEABLE_MAX,
     SM_HEALTHY,
     TINY_KERNEL_RATIO,
     WAIT_HIGH,
+    VALIDATION_WAITS,
     WAIT_MODERATE,
     WORKER_BUSY_SHARE,
 )
@@ -134,6 +136,23 @@ def validation_loader_said(stage: str, sub: str, s: Signals) -> bool:
     """An input verdict on waits for batches from DataLoader workers, most of them the validation
     loader's (Signals.validation_loader): its sentence says so and its remedies lead with that loader."""
     return stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline", "loop") and s.validation_loader
+
+
+def validation_loads(f: dict) -> bool:
+    """Most of the main thread's own loading (num_workers=0) is inside evaluation passes, as for the
+    waits (VALIDATION_WAITS), from the MODERATE_MIN_SAMPLES samples the loading's own share is named
+    on: a validation loader with num_workers=0, whatever the training loader has (trial 35: its
+    training loader's 2 workers alive, the job was told "with num_workers=0 the main thread loads ...
+    itself" and to add workers, on 2 loading samples, both inside a validation pass)."""
+    k, n = int(f.get("val_load") or 0), int(f.get("load_n") or 0)
+    return k >= MODERATE_MIN_SAMPLES and k > VALIDATION_WAITS * n
+
+
+def _loads_whose(f: dict) -> str:
+    if not validation_loads(f):
+        return ""
+    return (f" Most of this loading is the validation loader's: {f['val_load']} of the {count(f['load_n'], 'sample')} "
+            "loading data were inside a validation pass.")
 
 
 def validation_waits(s: Signals) -> str:
@@ -301,7 +320,7 @@ def _io(f: dict, sub: str, s: Signals) -> str:
     where = f" Data: {loc.path} on {loc.fstype}{' (network)' if loc.network else ''}." if loc else ""
     if sub == "inline":
         return (f"Input-bound on storage: with num_workers=0 the main thread loads data itself "
-                f"{fmt(f.get('inline'))} of the time, mostly waiting on reads.{where}")
+                f"{fmt(f.get('inline'))} of the time, mostly waiting on reads.{where}{_loads_whose(f)}")
     parts = [f"{fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}{_while(f)}"] if f.get("worker_cpu") is not None else []
     if f.get("worker_read_bps"):
         parts.append(f"reading {fmt(f.get('worker_read_bps'), 'B/s')}")
@@ -326,6 +345,11 @@ def _io(f: dict, sub: str, s: Signals) -> str:
 def _decode(f: dict, sub: str, s: Signals) -> str:
     if sub == "inline":
         # no worker to sample for a decoder: the main thread's own load is said as loading, not decoding
+        if validation_loads(f):
+            return (f"Input-bound on loading in the validation passes: the main thread loads and prepares batches "
+                    f"itself {fmt(f.get('inline'))} of the time{_in(f.get('main_detail'))}, "
+                    f"{f['val_load']} of its {count(f['load_n'], 'sample')} loading data inside a validation pass, "
+                    "so the validation loader has num_workers=0.")
         return (f"Input-bound on loading in the training process: with num_workers=0 the main thread loads and "
                 f"prepares each batch itself {fmt(f.get('inline'))} of the time{_in(f.get('main_detail'))}.")
     if sub == "loop":

@@ -51,6 +51,9 @@ class StackSignals:
     validation_wait: int = 0
     """Main-thread samples waiting for a batch (DATA_WAIT, DATA_IPC) inside an evaluation pass: the
     validation loader's waits, which the training loader's workers do nothing for."""
+    validation_load: int = 0
+    """Main-thread samples loading data itself (INLINE_LOAD) inside an evaluation pass: a validation
+    loader with num_workers=0, whatever the training loader has."""
     span_s: float = 0.0
     newest_main: tuple[str, ...] = ()
     """The labels of the main thread in the newest sample that holds it: what it does now, where a
@@ -141,7 +144,7 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
     got = dict.fromkeys(need, 0)
     counts = {role: Counter() for role in need}
     details: dict[tuple[str, str], Counter] = {}
-    layout = blocked = in_pass = 0
+    layout = blocked = in_pass = in_load = 0
     newest: tuple[str, ...] = ()
     for ft, s in samples:  # newest first
         parts = _PARTS.get(s, (id(s), rank), lambda s=s: _parts(s, rank))
@@ -151,8 +154,9 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
             if now - ft >= short_s and got[role] >= need[role]:
                 continue  # this role has enough recent samples: older ones would only add lag
             labels = counts[role]
-            for label, detail, in_layout, asleep, pass_wait in parts[role]:
+            for label, detail, in_layout, asleep, pass_wait, pass_load in parts[role]:
                 labels[label] += 1
+                in_load += pass_load
                 layout += in_layout
                 blocked += asleep
                 in_pass += pass_wait
@@ -173,25 +177,28 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
         reason = _dump_errors(samples) or "no main-thread stack in the samples"
         return StackSignals(available=False, reason=reason, worker=worker, pin=pin, details=details, span_s=span)
     return StackSignals(available=True, main=main, worker=worker, pin=pin, details=details, layout=layout,
-                        blocked_outside=blocked, validation_wait=in_pass, span_s=span, newest_main=newest)
+                        blocked_outside=blocked, validation_wait=in_pass, validation_load=in_load, span_s=span,
+                        newest_main=newest)
 
 
-def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, bool, bool, bool], ...]]:
+def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, bool, bool, bool, bool], ...]]:
     """One sample's counted threads of ``rank``, by role, in the sample's order: (label, detail,
     whether a main thread's frames name a layout op, whether a main thread is blocked outside every
-    training frame, whether a main thread waits for a batch inside an evaluation pass). Worked out
+    training frame, whether a main thread waits for a batch inside an evaluation pass, whether it
+    loads data itself inside one). Worked out
     once per sample (sample_memo.py): a sample is counted in every window of the next minute, four
     windows a tick."""
     main = lb.ROLE_MAIN_THREAD
     return {role: tuple((lb.pin_activity(t.label, t.detail, t.active) if role == lb.ROLE_PIN else t.label,
                          t.detail or "", role == main and _is_layout(t),
                          role == main and t.label == lb.OTHER and not t.active,
-                         role == main and t.label in WAIT_LABELS and in_evaluation(t))
+                         role == main and t.label in WAIT_LABELS and in_evaluation(t),
+                         role == main and t.label == lb.INLINE_LOAD and in_evaluation(t))
                         for t in s.threads if t.role == role and _mine(t, rank))
             for role in (lb.ROLE_MAIN_THREAD, lb.ROLE_WORKER, lb.ROLE_PIN)}
 
 
-_PARTS: SampleMemo[dict[str, tuple[tuple[str, str, bool, bool, bool], ...]]] = SampleMemo(512)
+_PARTS: SampleMemo[dict[str, tuple[tuple[str, str, bool, bool, bool, bool], ...]]] = SampleMemo(512)
 """Each stack sample's threads by role, by sample and rank. Only the stack windows (up to WINDOW_S)
 read them: 512 entries are minutes of a job's ticks (an 8-rank job's: a minute), and no sample is
 held long after the history lets its frame go."""

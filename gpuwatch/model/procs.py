@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuwatch.model.values import Maybe
 
@@ -85,3 +85,15 @@ class ProcsSample:
 
     def by_role(self, role: str) -> tuple[ProcInfo, ...]:
         return tuple(p for p in self.processes if p.role == role)
+
+
+def worker_forks_as_others(sample: ProcsSample) -> ProcsSample:
+    """A recording's sample with a DataLoader worker's own forks as the job's other processes: a
+    worker's child carries its process name until it execs (subprocess.run in __getitem__), and
+    recordings made before the collector told them apart list each such fork as a worker ("re-created
+    7 times" for persistent workers; trial 35). Live samples never hold one (collectors/target.py)."""
+    workers = {p.pid for p in sample.processes if p.role == ROLE_WORKER}
+    if not any(p.role == ROLE_WORKER and p.ppid in workers for p in sample.processes):
+        return sample
+    return replace(sample, processes=tuple(replace(p, role=ROLE_OTHER) if p.role == ROLE_WORKER and p.ppid in workers
+                                           else p for p in sample.processes))

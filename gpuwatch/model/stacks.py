@@ -70,13 +70,19 @@ D_STATE_DETAIL = " (D state: blocked on I/O)"
 call such as os.preadv shows none): the state is the sign of I/O, which the detail keeps."""
 
 
+def waits_on_command(detail: str | None) -> bool:
+    """A worker's hot frame in a command it runs and waits for (subprocess's Popen): no read of its
+    own, though "Popen" holds "open" (recordings made before the labeller told it apart read so)."""
+    return (detail or "").startswith(("Popen.", "subprocess.", "run (subprocess"))
+
+
 def activity(role: str, label: str, detail: str | None, active: bool = True) -> str:
     """The label as a view or report should read it: a worker sample recorded as "io" before the
     "wait" label existed counts as a read only where its function is named for reading (READ_WORDS),
     as the diagnosis counts it; a sleep or a lock in ``__getitem__`` is a wait. A pin-thread sample
     is read by :func:`pin_activity`."""
     if (role == ROLE_WORKER and label == W_IO and not (detail or "").endswith(D_STATE_DETAIL)
-            and not any(w in (detail or "").lower() for w in READ_WORDS)):
+            and (not any(w in (detail or "").lower() for w in READ_WORDS) or waits_on_command(detail))):
         return W_WAIT
     if role == ROLE_PIN:
         return pin_activity(label, detail, active)
