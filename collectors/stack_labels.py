@@ -624,8 +624,8 @@ def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> t
         # Stopped (SIGSTOP, SIGTSTP) where it stood: not a read, even inside ImageFile.load (trial
         # 30: six samples of a stopped worker read "reading: ImageFile.load").
         return W_WAIT, hot + STOPPED_DETAIL
-    if any_match(inner, SUBPROCESS) is not None:
-        return (W_BUSY if active else W_WAIT), hot
+    if any_match(inner, SUBPROCESS) is not None:  # polling the command's pipes is waiting too
+        return (W_WAIT if _waiting(frames) or not active else W_BUSY), hot
     if any_match(inner, READS) is not None:
         return W_IO, hot
     if state == "D":

@@ -506,6 +506,8 @@ def assign_roles(root: int, info: dict[int, _Raw], ranks: dict[int, int | None],
     command line and children show."""
     kids = _children_of(info, root)
     workers = {pid for pid, r in info.items() if pid != root and _is_worker(r, info.get(r.ppid))}
+    # a worker's own fork is no worker, whatever it is named (torch 2.3/2.4 name both pt_main_thread)
+    workers = {pid for pid in workers if info[pid].ppid not in workers}
     helpers = {pid for pid, r in info.items() if _is_mp_helper(r.argv) and pid not in workers}
     owners = set()
     for w in workers:

@@ -164,3 +164,56 @@ def test_batches_made_by_the_jobs_own_threads_leave_disk_and_cpu_prep_unjudged()
     assert fed
     for x in fed:
         assert x.level(v.IO) == v.LEVEL_NA and x.level(v.DECODE) in (v.LEVEL_NA, v.LEVEL_WARNING), x.levels
+
+
+def test_a_worker_waiting_for_its_forks_exec_is_not_on_the_disk():
+    """subprocess starts its command with vfork, and the worker sits in D state until the child
+    execs: "33 % in D state" named Disk for workers reading 0 B/s (review 39)."""
+    from dataclasses import replace
+
+    from gpuwatch.diagnosis.host_signals import _d_share
+    from gpuwatch.model.procs import ROLE_OTHER, ProcsSample, forking
+
+    frames = load_frames(DATA + "t35_subproc.jsonl.gz")
+    with_fork = [f.procs for f in frames if forking(f.procs)]
+    assert with_fork  # the worker's command was caught alive beside it in some samples
+    for sample in with_fork:
+        workers = list(sample.by_role("worker"))
+        stuck = [replace(w, state="D") if w.pid in forking(sample) else w for w in workers]
+        assert _d_share(stuck, sample) == _d_share(workers, sample)  # a forking worker's D is not counted
+    # and a worker in D with no fork of its own still is
+    sample = with_fork[0]
+    lone = ProcsSample(sample.t, tuple(p for p in sample.processes if p.role != ROLE_OTHER), sample.usable_cpus)
+    workers = list(lone.by_role("worker"))
+    assert _d_share([replace(workers[0], state="D"), *workers[1:]], lone) > 0
+
+
+def test_a_long_blackout_of_stack_samples_does_not_join_two_passes():
+    """Ticks without stack samples carry a pass over BRIDGE_TICKS of them at most."""
+    from gpuwatch.diagnosis.phases import BRIDGE_TICKS, _runs
+
+    inside = [True, True, False, True, True] + [False] * (BRIDGE_TICKS + 1) + [True]
+    sampled = [True, True, False, True, True] + [False] * (BRIDGE_TICKS + 1) + [True]
+    ticks = list(range(len(inside)))
+    runs = _runs(ticks, lambda i: inside[i], lambda i: not sampled[i])
+    assert runs == [(0, 4), (len(inside) - 1, len(inside) - 1)], runs
+
+
+def test_an_old_torchs_worker_fork_is_no_worker():
+    """torch 2.3/2.4 name a worker and its un-exec'd fork alike (pt_main_thread, the same argv)."""
+    from gpuwatch.collectors.target import ROLE_WORKER, _Raw, assign_roles
+
+    argv = ("python", "train.py")
+    info = {1: _Raw(0, "python", argv, 0.0, "python"), 2: _Raw(1, "pt_main_thread", argv, 1.0, "python"),
+            3: _Raw(2, "pt_main_thread", argv, 2.0, "python")}
+    roles = assign_roles(1, info, {})
+    assert roles[2] == ROLE_WORKER and roles[3] != ROLE_WORKER, roles
+
+
+def test_loading_in_a_frame_named_like_validate_without_workers_is_the_training_loaders():
+    """A num_workers=0 job whose dataset code runs pydantic's model_validate is not told its
+    validation loader has num_workers=0: that reading needs a training loader with workers."""
+    from gpuwatch.diagnosis.validation_loader import validation_loads
+
+    assert not validation_loads({"val_load": 12, "load_n": 12, "loader_workers": 0})
+    assert validation_loads({"val_load": 2, "load_n": 2, "loader_workers": 2})

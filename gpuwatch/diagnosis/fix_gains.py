@@ -59,6 +59,7 @@ from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult
 from gpuwatch.diagnosis.thresholds import (CG_THROTTLED, IDLE_FOR_WORKER, MAX_SPEEDUP, MIN_GAIN, MIN_STACK_SAMPLES,
                                            PAGEABLE_GAIN, UNEVEN_WORKERS, WAIT_MODERATE)
 from gpuwatch.diagnosis.timeline import Tick
+from gpuwatch.diagnosis.validation_loader import validation_loads
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import (
     CHECKPOINT,
@@ -174,7 +175,8 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
         # A cheaper decode is proposed (remedies.py) only where the workers may decode images.
         out += [more_workers(r, s)] + ([cheaper_transform(s, r.facts.get("wait"))]  # type: ignore[arg-type]
                                        if decoding_seen(s) is not False else [])
-    elif stage == DECODE and r.sub == "inline":
+    elif stage == DECODE and r.sub == "inline" and not validation_loads(r.facts):
+        # (the validation loader's own loading: workers for the training loader would not touch it)
         out.append(workers_for_inline(r, s))
     elif stage in (IO, INPUT_UNMEASURED) and r.sub in ("workers", "inline"):
         # Waits off the CPU (reads, a remote service): more workers overlap more of them only until

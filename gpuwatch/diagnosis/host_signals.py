@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuwatch.diagnosis.sample_memo import SampleMemo
-from gpuwatch.diagnosis.thresholds import MAIN_CPU_IDLE
+from gpuwatch.diagnosis.thresholds import MAIN_CPU_IDLE, THREADED_WORKER_QUEUE
 from gpuwatch.diagnosis.window import latest_reason, mean, med, num, unique_samples
 from gpuwatch.diagnosis.worker_births import recreations
 from gpuwatch.model.disk import DataLocation, DiskSample
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
-from gpuwatch.model.procs import ROLE_MAIN, ROLE_OTHER, ROLE_WORKER, ProcInfo, ProcsSample, spawned
+from gpuwatch.model.procs import ROLE_MAIN, ROLE_OTHER, ROLE_WORKER, ProcInfo, ProcsSample, forking, spawned
 from gpuwatch.model.values import known
 
 D_STATES = ("D", "disk-sleep")
@@ -50,8 +50,9 @@ class JobSignals:
     usable_cpus: int | None = None
     worker_want: float | None = None
     """The CPU the busiest worker wanted: its CPU plus its threads' run delay (threads ready to run
-    with no CPU), median over the window. One thread runs or waits, so over a core is several threads
-    at once (a BLAS or OpenMP pool), even where full CPUs hold each worker under one core."""
+    with no CPU), median over the window, of workers queued THREADED_WORKER_QUEUE or more. One thread
+    runs or waits, so over a core is several threads at once (a BLAS or OpenMP pool), even where full
+    CPUs hold each worker under one core."""
     ranks: int = 1
     """Training processes in the whole job (its ranks), in a rank's own view too: the ranks divide the
     usable CPUs between them (remedies.own_threads_over, the CPU-bound threads advice)."""
@@ -233,11 +234,12 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         workers=len(ws) / len(ms) if ms else 0.0,
         worker_cpu=mean(w.cpu_pct / 100 for w in ws),
         workers_cpu=sum(w.cpu_pct / 100 for w in ws) if ws else None,
-        worker_d=_d_share(ws),
+        worker_d=_d_share(ws, sample),
         worker_run_delay=_most_queued(ws),
         worker_read_bps=_sum_known(w.read_bps for w in ws),
         usable_cpus=sample.usable_cpus,
-        worker_want=max((w.cpu_pct / 100 + d for w in ws if (d := num(w.run_delay_frac)) is not None), default=None),
+        worker_want=max((w.cpu_pct / 100 + d for w in ws if (d := num(w.run_delay_frac)) is not None
+                         and d >= THREADED_WORKER_QUEUE), default=None),
         ranks=sum(1 for p in sample.processes if p.role == ROLE_MAIN),
         # With the CPU of the processes that exited within the tick (the host counted it as busy)
         # and, in one rank's view, the other ranks' (the job's, not used outside it).
@@ -273,13 +275,15 @@ def _pin_cpu(p: ProcInfo) -> float | None:
     return sum(t.cpu_pct for t in pins) / 100 if pins else None
 
 
-def _d_share(workers: list[ProcInfo]) -> float | None:
+def _d_share(workers: list[ProcInfo], sample: ProcsSample | None = None) -> float | None:
+    """Share of the workers in D state, a worker waiting for its own fork's exec left out (forking)."""
     if not workers:
         return None
+    vfork = forking(sample) if sample is not None else frozenset()
     d = 0
     for w in workers:
         states = [w.state] + [t.state for t in w.threads]
-        d += any(s in D_STATES for s in states)
+        d += w.pid not in vfork and any(s in D_STATES for s in states)
     return d / len(workers)
 
 

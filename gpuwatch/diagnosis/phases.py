@@ -347,7 +347,8 @@ def _runs(ticks: Sequence[Tick], inside, bridge=None) -> list[tuple[int, int]]:
     gap = 0
     for i, t in enumerate(ticks):
         if not inside(t):
-            gap = gap + 1 if bridge is not None and bridge(t) and out and out[-1][1] == i - 1 - gap else 0
+            gap = (gap + 1 if bridge is not None and bridge(t) and out and out[-1][1] == i - 1 - gap
+                   and gap < BRIDGE_TICKS else 0)
             continue
         if out and out[-1][1] >= i - 1 - gap:
             out[-1] = (out[-1][0], i)
@@ -355,6 +356,12 @@ def _runs(ticks: Sequence[Tick], inside, bridge=None) -> list[tuple[int, int]]:
             out.append((i, i))
         gap = 0
     return out
+
+
+BRIDGE_TICKS = 2
+"""Unsampled ticks a run is carried over, at most: the relaxed stack pace leaves two ticks between
+main-thread dumps. A longer blackout may hide the end of one pass and the start of the next (two
+~2 s passes read as one ~4.5 s pass across 12 unsampled ticks in a review's edited recording)."""
 
 
 def _unsampled(t: Tick) -> bool:

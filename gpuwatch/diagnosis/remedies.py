@@ -19,7 +19,8 @@ from gpuwatch.diagnosis.fix_gains import (
     worker_target,
     words,
 )
-from gpuwatch.diagnosis.sentence import every_tick, least_words, validation_loader_said, validation_loads
+from gpuwatch.diagnosis.sentence import every_tick, least_words, validation_loader_said
+from gpuwatch.diagnosis.validation_loader import validation_loads
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.phases import find, periodic, worker_sets
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from gpuwatch.diagnosis.evidence import count, fmt, sets_of
 from gpuwatch.diagnosis.fix_gains import decoding_seen, restarts_idle_gpu
+from gpuwatch.diagnosis.validation_loader import validation_loads
 from gpuwatch.diagnosis.phases import find, periodic, saves_missed, worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stack_signals import BLOCKED
@@ -17,13 +18,11 @@ from gpuwatch.diagnosis.thresholds import (
     MAIN_CPU_IDLE,
     MIN_EVIDENCE_SAMPLES,
     MIN_WORKER_SAMPLES,
-    MODERATE_MIN_SAMPLES,
     OCC_MEMORY,
     RX_PAGEABLE_MAX,
     SM_HEALTHY,
     TINY_KERNEL_RATIO,
     WAIT_HIGH,
-    VALIDATION_WAITS,
     WAIT_MODERATE,
     WORKER_BUSY_SHARE,
 )
@@ -136,16 +135,6 @@ def validation_loader_said(stage: str, sub: str, s: Signals) -> bool:
     """An input verdict on waits for batches from DataLoader workers, most of them the validation
     loader's (Signals.validation_loader): its sentence says so and its remedies lead with that loader."""
     return stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline", "loop") and s.validation_loader
-
-
-def validation_loads(f: dict) -> bool:
-    """Most of the main thread's own loading (num_workers=0) is inside evaluation passes, as for the
-    waits (VALIDATION_WAITS), from the MODERATE_MIN_SAMPLES samples the loading's own share is named
-    on: a validation loader with num_workers=0, whatever the training loader has (trial 35: its
-    training loader's 2 workers alive, the job was told "with num_workers=0 the main thread loads ...
-    itself" and to add workers, on 2 loading samples, both inside a validation pass)."""
-    k, n = int(f.get("val_load") or 0), int(f.get("load_n") or 0)
-    return k >= MODERATE_MIN_SAMPLES and k > VALIDATION_WAITS * n
 
 
 def _loads_whose(f: dict) -> str:
@@ -319,7 +308,7 @@ def _io(f: dict, sub: str, s: Signals) -> str:
     loc = f.get("location")
     where = f" Data: {loc.path} on {loc.fstype}{' (network)' if loc.network else ''}." if loc else ""
     if sub == "inline":
-        return (f"Input-bound on storage: with num_workers=0 the main thread loads data itself "
+        return (f"Input-bound on storage in the training process: with num_workers=0 the main thread loads data itself "
                 f"{fmt(f.get('inline'))} of the time, mostly waiting on reads.{where}{_loads_whose(f)}")
     parts = [f"{fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}{_while(f)}"] if f.get("worker_cpu") is not None else []
     if f.get("worker_read_bps"):

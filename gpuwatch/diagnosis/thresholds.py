@@ -200,6 +200,13 @@ THREADED_WORKER_CPU = 1.2
 positive evidence for the thread-oversubscription remedy. DataLoader workers compute in Python on
 one thread (PyTorch sets torch.set_num_threads(1) in each), so a worker reads at most ~1.0 core
 unless a library spawns its own pool; 1.2 leaves room for a tick's CPU reading to run ~10 % long."""
+THREADED_WORKER_QUEUE = 0.5
+"""The run delay (threads ready to run with no CPU, per tick) a worker must show for its CPU plus that
+delay to count as wanting several threads at once (THREADED_WORKER_CPU): a single-threaded worker's
+own figure reads up to ~1.1-1.25 cores on a busy host from a tick's jitter and its queue-feeder
+thread (the recordings of single-threaded workers: per-tick maxima 1.12-1.25, window medians under
+1.02), with a queue of a few tenths; a pool's threads queue half a thread or more (3 BLAS workers on
+2 CPUs: 1.2 threads queued each)."""
 WORKER_IO_SHARE = 0.40
 """Worker samples in reads (or D state) >= 40 %: the workers wait on storage."""
 WORKER_D_SHARE = 0.30

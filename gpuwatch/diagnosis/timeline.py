@@ -20,7 +20,7 @@ from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.evaluation import in_evaluation
 from gpuwatch.model.frame import Frame
-from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, spawned
+from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER, forking, spawned
 from gpuwatch.model.values import known
 
 DECODER_WORDS = re.compile(
@@ -174,7 +174,9 @@ def _with_procs(p, rank: int | None, new: bool) -> dict:
                and (w.main_pid in pids or (w.main_pid is None and len(mains) == 1))]
     d = None
     if workers:
-        d = sum(any(st in D_STATES for st in [w.state, *(t.state for t in w.threads)]) for w in workers) / len(workers)
+        vfork = forking(p)  # a worker waiting for its own fork's exec is in D state with no disk I/O
+        d = sum(w.pid not in vfork and any(st in D_STATES for st in [w.state, *(t.state for t in w.threads)])
+                for w in workers) / len(workers)
     reads = [w.read_bps for w in workers if known(w.read_bps)]
     writes = [m.write_bps for m in mains if known(m.write_bps)]
     return dict(workers=frozenset(w.pid for w in workers), worker_cpu=tuple(w.cpu_pct / 100 for w in workers),

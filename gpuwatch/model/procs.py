@@ -97,3 +97,12 @@ def worker_forks_as_others(sample: ProcsSample) -> ProcsSample:
         return sample
     return replace(sample, processes=tuple(replace(p, role=ROLE_OTHER) if p.role == ROLE_WORKER and p.ppid in workers
                                            else p for p in sample.processes))
+
+
+def forking(sample: ProcsSample) -> frozenset[int]:
+    """The DataLoader workers with a fork of their own alive in the sample (a command they run, before
+    or after its exec): subprocess starts it with vfork, and the worker waits in the kernel's D state
+    until the child execs, which is no disk I/O (trial 35: "33 % in D state" named Disk for a job
+    whose workers ran gzip | sort per sample, reading 0 B/s)."""
+    workers = {p.pid for p in sample.processes if p.role == ROLE_WORKER}
+    return frozenset(p.ppid for p in sample.processes if p.ppid in workers and p.role != ROLE_WORKER)
