@@ -398,7 +398,7 @@ def test_outside_processes_named_add_up_to_no_more_than_the_total_beside_them():
 
     rose = {"others_cpu": 0.49, "others": (("python", 15953, 0.58), ("python", 8811, 0.40))}
     assert _outsiders(rose) == (" (the middle of the window's readings; in the latest sample python (pid 15953, "
-                                "0.58 core), python (pid 8811, 0.40 core), 0.98 core in all)")
+                                "0.58 core), python (pid 8811, 0.40 core), 0.98 core between them)")
     steady = {"others_cpu": 1.0, "others": (("python", 15953, 0.58), ("python", 8811, 0.40))}
     assert _outsiders(steady) == ": python (pid 15953, 0.58 core), python (pid 8811, 0.40 core)"
     few = {"others_cpu": 1.0, "others": (("pip", 1, 0.3),)}

@@ -185,7 +185,7 @@ def _outsiders(f: dict) -> str:
         # outside load rose, the names added up to more than the total said beside them (trial 34:
         # "0.49 core ...: python (0.58 core), python (0.40 core)").
         return (f" (the middle of the window's readings; in the latest sample {names}, "
-                f"{fmt(listed, 'cores')} in all)")
+                f"{fmt(listed, 'cores')} between them)")
     text = ": " + names
     if listed < total / 2:
         text += "; the rest by processes too short-lived or small to list"
