@@ -63,11 +63,14 @@ def aligned(ticks: Sequence[Tick]) -> Aligned:
     labels: Counter = Counter()
     for t in waiting:
         labels.update(t.worker_labels)
+    # each tick's busiest set (CPU per worker, size) and how many sets were alive, worked out once
+    per = [(_set_mean(t, sets), _live_sets(t, sets)) for t in with_workers]
+    sizes = Counter(size for (_, size), live in per if live >= 2)
     return Aligned(
         ticks=len(waiting),
-        worker_cpu=med(_set_mean(t, sets)[0] for t in with_workers),
-        several_sets=any(_live_sets(t, sets) >= 2 for t in with_workers),
-        busiest_set=_busiest_size(with_workers, sets),
+        worker_cpu=med(mean_cpu for (mean_cpu, _), _ in per),
+        several_sets=bool(sizes),
+        busiest_set=sizes.most_common(1)[0][0] if sizes else 0,
         workers_cpu=med(sum(t.worker_cpu) for t in with_workers),
         worker_cpu_top=med(max(t.worker_cpu) for t in with_workers),
         worker_cpu_least=med(min(t.worker_cpu) for t in with_workers),
@@ -91,11 +94,6 @@ def _set_mean(t: Tick, sets: Sequence[frozenset[int]]) -> tuple[float, int]:
     if len(means) < 2:
         return sum(t.worker_cpu) / len(t.worker_cpu), len(t.worker_cpu)
     return max(means)
-
-
-def _busiest_size(ticks: Sequence[Tick], sets: Sequence[frozenset[int]]) -> int:
-    sizes = Counter(_set_mean(t, sets)[1] for t in ticks if _live_sets(t, sets) >= 2)
-    return sizes.most_common(1)[0][0] if sizes else 0
 
 
 def _live_sets(t: Tick, sets: Sequence[frozenset[int]]) -> int:

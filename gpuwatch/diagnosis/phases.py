@@ -107,6 +107,13 @@ def find(ps: Sequence[Phase], kind: str) -> Phase | None:
     return next((p for p in ps if p.kind == kind), None)
 
 
+def every_tick(phases: Sequence[Phase]) -> bool:
+    """Sets of workers re-created about every tick or more often (a RESPAWN phase with two or more
+    starts and no period, neither uneven nor sparse): its count is a floor, at most one a tick seen."""
+    p = find(phases, RESPAWN)
+    return p is not None and p.period_s is None and p.count >= 2 and not p.uneven and not p.sparse
+
+
 def saves_missed(p: Phase | None) -> bool:
     """Where the period says more passes or saves came than the stack samples caught (Phase.missed),
     the share counts only those caught: a floor. "Saves take 7 % of the time (~0.5 s every ~4.6 s)"

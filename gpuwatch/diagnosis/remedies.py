@@ -19,10 +19,10 @@ from gpuwatch.diagnosis.fix_gains import (
     worker_target,
     words,
 )
-from gpuwatch.diagnosis.sentence import every_tick, least_words, validation_loader_said
+from gpuwatch.diagnosis.sentence import least_words, validation_loader_said
 from gpuwatch.diagnosis.validation_loader import validation_loads
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.phases import find, periodic, worker_sets
+from gpuwatch.diagnosis.phases import every_tick, find, periodic, worker_sets
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import (
     DISK_BUSY,

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from gpuwatch.diagnosis.evidence import count, fmt, sets_of
 from gpuwatch.diagnosis.fix_gains import decoding_seen, restarts_idle_gpu
 from gpuwatch.diagnosis.validation_loader import validation_loads
-from gpuwatch.diagnosis.phases import find, periodic, saves_missed, worker_sets
+from gpuwatch.diagnosis.phases import every_tick, find, periodic, saves_missed, worker_sets
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.stack_signals import BLOCKED
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -63,13 +63,6 @@ def held_note(fired: str, fired_phases: Sequence[Phase], ago_s: float, phases: S
     own epoch clause is cut by what epochs() made of its phases, not found in the text, which
     quotes the job's strings."""
     return f"{without_epochs(fired, fired_phases)} (said {ago_s:.0f} s ago; {HELD}){epochs(phases)}"
-
-
-def every_tick(phases: Sequence[Phase]) -> bool:
-    """Sets of workers re-created about every tick or more often (a RESPAWN phase with two or more
-    starts and no period, neither uneven nor sparse: phases.py)."""
-    p = find(phases, RESPAWN)
-    return p is not None and p.period_s is None and p.count >= 2 and not p.uneven and not p.sparse
 
 
 def without_epochs(sentence: str, phases: Sequence[Phase]) -> str:

@@ -220,8 +220,9 @@ def _at(v: Verdict | None, verdicts: Sequence[Verdict]) -> float | None:
 
 def best_fix(mine: Sequence[Verdict]) -> FixGain | None:
     """The fix with the largest estimate in the verdict whose remedies the report lists
-    (_with_remedies over the headline story's verdicts, _story): the headline quotes the figure written beside that remedy, so the two agree
-    (a median over the stage's verdicts read 2.80x in the headline beside 2.3x under Remedies)."""
+    (_with_remedies over the headline story's verdicts, _story): the headline quotes the figure
+    written beside that remedy, so the two agree (a median over the stage's verdicts read 2.80x in
+    the headline beside 2.3x under Remedies)."""
     v = _with_remedies(mine)
     got = [g for g in (v.gains if v is not None else ()) if g.factor is not None]
     return max(got, key=lambda g: g.factor) if got else None  # type: ignore[arg-type, return-value]
