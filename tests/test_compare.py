@@ -325,3 +325,22 @@ def test_a_stall_period_measured_as_absent_reads_none_seen(capsys):
     c = compare(load_side(before).figures, load_side(CPU_ONLY).figures, before, CPU_ONLY)
     assert load_side(CPU_ONLY).figures.stall_measured is None
     assert row(c, "stall_period_s").absent == (False, False)
+
+
+def test_one_job_watched_by_its_launcher_and_by_a_rank_is_one_script():
+    """An adversarial trial (session 31): one torchrun job watched once by torchrun's PID and once by
+    a rank's (nvidia-smi lists the ranks) read "different programs, so they may be different jobs". The command lines are the
+    real ones of tests/data/cpu_field/t34_ddp_torchrun.jsonl.gz (its launcher and a rank)."""
+    from gpuwatch.compare.diff import command_note
+    from gpuwatch.replay import load_frames
+
+    procs = load_frames("tests/data/cpu_field/t34_ddp_torchrun.jsonl.gz")[-1].procs.processes
+    launcher = next(p.cmdline for p in procs if p.role == "launcher")
+    rank = next(p.cmdline for p in procs if p.role == "main")
+    assert command_note(launcher, rank) == ("The runs are the same script (ddp_gloo.py), watched before by its "
+                                            "launcher's PID, after by a rank's.")
+    assert command_note(rank, launcher + " --epochs 4") == (
+        "The runs are the same script (ddp_gloo.py), watched before by a rank's PID, after by its launcher's, "
+        "with other arguments: after has --epochs 4.")
+    # another script under the launcher is another program
+    assert "different programs" in command_note(launcher.replace("ddp_gloo.py", "other.py"), rank)

@@ -3,8 +3,10 @@ better, plus notes where the two runs are not like for like (other GPUs, another
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
+from gpuwatch.collectors.target import _is_launcher_cmd
 from gpuwatch.diagnosis.thresholds import COMPARE_SAME_POINTS, COMPARE_SAME_SHARE
 from gpuwatch.model.verdict import GPU_BOUND, PIPELINE, STAGE_TITLES
 from gpuwatch.report.figures import HIGHER, LOWER, MEASURES, NEUTRAL, Figures, Mean
@@ -155,6 +157,8 @@ def command_note(before: str, after: str) -> str:
     fix: ``--workers 12``), or another program (then they may be different jobs)."""
     tb, ta = before.split(), after.split()
     pb, pa = _program(tb), _program(ta)
+    if pb != pa and (same := _launcher_and_rank(tb, ta)):
+        return same
     if pb != pa:
         return (f"The runs are different programs, so they may be different jobs (before: {_short(' '.join(pb))}; "
                 f"after: {_short(' '.join(pa))}).")
@@ -163,6 +167,31 @@ def command_note(before: str, after: str) -> str:
     if not gone and not new:
         return f"The runs are the same program with its arguments in another order ({_short(after)})."
     return f"The runs are the same program with other arguments: {'; '.join(x for x in said if x)}."
+
+
+def _launcher_and_rank(tb: list[str], ta: list[str]) -> str:
+    """The note for one job watched once by its launcher's PID and once by a rank's (nvidia-smi lists
+    the ranks; either PID watches the whole job): the launcher's command (``torchrun ... train.py``)
+    runs the rank's script (``python -u train.py``). Empty where that is not the case."""
+    launcher = [_is_launcher_cmd(tuple(t)) for t in (tb, ta)]
+    sb, sa = _script(tb), _script(ta)
+    if launcher[0] == launcher[1] or sb is None or sa is None or sb[0] != sa[0]:
+        return ""
+    which = "before by its launcher's PID, after by a rank's" if launcher[0] else \
+        "before by a rank's PID, after by its launcher's"
+    gone, new = _only(sb[1], sa[1]), _only(sa[1], sb[1])
+    said = "; ".join(x for x in (f"before had {_short(' '.join(gone))}" if gone else "",
+                                 f"after has {_short(' '.join(new))}" if new else "") if x)
+    return (f"The runs are the same script ({_short(sb[0])}), watched {which}"
+            + (f", with other arguments: {said}." if said else "."))
+
+
+def _script(tokens: list[str]) -> tuple[str, list[str]] | None:
+    """The Python script a command runs (its file name) and the words after it, or None."""
+    for i, t in enumerate(tokens):
+        if t.endswith(".py"):
+            return os.path.basename(t), tokens[i + 1:]
+    return None
 
 
 def _program(tokens: list[str]) -> list[str]:
