@@ -19,6 +19,7 @@ from functools import lru_cache
 from gpuwatch.analysis import HISTORY_FRAMES, Analysis
 from gpuwatch.diagnosis.stack_counts import count, stack_samples, threads
 from gpuwatch.diagnosis.window import recent, unique_samples
+from gpuwatch.diagnosis.worker_sets import busiest_set_cpu
 from gpuwatch.history import History
 from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.gpu import GpuSample
@@ -252,7 +253,7 @@ def rank_signals(frames: Sequence[Frame], rank: int, window_s: float = SIGNAL_WI
         mine = rank_processes(procs, rank)
         workers = [p for p in mine if p.role == ROLE_WORKER]
         if workers:
-            worker_cpu.append(sum(p.cpu_pct for p in workers) / 100.0 / len(workers))
+            worker_cpu.append(busiest_set_cpu(workers)[0])
         main_cpu += [p.cpu_pct / 100.0 for p in mine if p.role == ROLE_MAIN]
     # A rank's compute is its CPU only where it holds no GPU: on a GPU its step costs the CPU little.
     # A GPU host that lists none of the rank's processes runs it on the CPU (a gloo job beside it).

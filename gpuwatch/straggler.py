@@ -46,7 +46,8 @@ class RankSignals:
     top_label: str | None = None
     """The most frequent main-thread label other than collective waits."""
     worker_cpu: float | None = None
-    """Mean CPU of this rank's DataLoader workers, in cores per worker."""
+    """Mean CPU of this rank's DataLoader workers, in cores per worker, of the busiest set where
+    several sets live together (worker_sets.busiest_set_cpu)."""
     steps_per_s: float | None = None
     """Training steps per second, when something measured them."""
     cpu_only_main_cpu: float | None = None

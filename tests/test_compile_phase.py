@@ -106,7 +106,7 @@ def test_the_report_says_what_idle_was_where_it_held_most(verdicts):
     text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
     head = text.split("## Verdict", 1)[1].split("##", 1)[0]
     assert "the verdict was Idle, with no pipeline stage to fix. Compiling, not training" in head
-    assert "which cost the run less" not in head
+    assert "less cost to the run" not in head
     # the job's exit, the run's last Idle tick, does not stand for the 69 % the compile held
     frames = load_frames(path)
     gone = dataclasses.replace(frames[-1], seq=frames[-1].seq + 1, t=frames[-1].t + 1, wall=frames[-1].wall + 1,

@@ -93,7 +93,7 @@ def test_no_stage_named_for_most_of_the_run_is_said_beside_a_bottleneck_headline
     title, text = headline(summary(marks, verdicts))
     assert title == "Disk"
     assert "Most of the time (70%) no stage could be named. Input-bound for a reason gpuwatch does not measure" in text
-    assert "cost the run less" not in text
+    assert "less cost to the run" not in text
 
 
 def test_an_unknown_headline_tells_the_story_it_held_most_and_the_stage_named_most():
@@ -121,7 +121,8 @@ def test_a_named_stage_held_longer_than_the_headline_is_said_and_epochs_are_said
     md = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
     text = md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
     assert text.lstrip().startswith("**Contention** cost the job most: it held the verdict 22%"), text
-    assert "For the largest share of the time (33%) no stage could be named." in text
-    assert ("For 30% of the time, while the job trained, the verdict was CPU-bound: the job's own compute on the CPU "
-            "is the limit" in text), text
+    # CPU-bound (30 %) and Unknown (30 %) held longest since two validation ticks read CPU prep on the
+    # validation worker's core (test_worker_sets.py): the named one is said, with its sentence
+    assert ("For the largest share of the time (30%), at less cost to the run, the verdict was CPU-bound: the job's "
+            "own compute on the CPU is the limit" in text), text
     assert text.count("Epochs:") == 1, text  # the headline's, with its "readings are from" time

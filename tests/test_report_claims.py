@@ -129,7 +129,7 @@ def test_a_largest_share_under_half_is_not_called_most_of_the_time():
     r = build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path)
     assert r.summary.most_held is not None and r.summary.most_held.share < 0.5
     verdict = render_markdown(r).split("## Verdict", 1)[1].split("\n## ", 1)[0]
-    assert f"For the largest share of the time ({r.summary.most_held.share:.0%}) the verdict was GPU-bound" in verdict
+    assert f"For the largest share of the time ({r.summary.most_held.share:.0%}), at less cost to the run, the verdict was" in verdict
     assert "Most of the time" not in verdict
 
 
@@ -143,8 +143,10 @@ def test_a_stage_held_most_at_the_same_figure_is_not_said_to_cost_less():
     def said(disk: float) -> str:
         m = Summary(stage="contention", title="Contention", share=0.34, confidence=0.8, sentence="",
                     speedup_run=1.1249, speedup_while=1.4,
-                    most_held=StageShare("io", "Disk", 0.66, speedup_run=disk))
+                    most_held=StageShare("io", "Disk", 0.66, "Input-bound on storage: reads.", speedup_run=disk))
         return headline(m)[1]
 
-    assert "Disk, which cost the run about as much (fixing it: 1.12x over the run)." in said(1.1201)
-    assert "Disk, which cost the run less." in said(1.05)
+    assert ("Most of the time (66%), at about the same cost to the run (fixing it: 1.12x over the run), the verdict "
+            "was Disk. Input-bound on storage: reads.") in said(1.1201)
+    assert "Most of the time (66%), at less cost to the run, the verdict was Disk. Input-bound on storage: reads." \
+        in said(1.05)

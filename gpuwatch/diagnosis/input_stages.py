@@ -258,18 +258,17 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
         worker_d=job.worker_d, respawns=job.worker_respawns, disk_busy=disk.data_busy,
         device=disk.busy_device, location=disk.data, network=disk.network, read_bps=disk.read_bps,
         worker_read_bps=job.worker_read_bps, host_cpu=s.host.cpu, psi_io=s.host.psi_io,
-        iowait=s.host.iowait, worker_cpu_mean=job.worker_cpu_mean, aligned_ticks=s.aligned.ticks,
+        iowait=s.host.iowait, worker_cpu_mean=job.worker_cpu_mean if s.aligned.usable else None, aligned_ticks=s.aligned.ticks,
         worker_cpu_top=s.aligned.worker_cpu_top if s.aligned.usable else None,
         worker_cpu_least=s.aligned.worker_cpu_least if s.aligned.usable else None,
         storage=tuple(storage_evidence(s)), starting=s.aligned.starting, no_workers=s.aligned.no_workers,
-        busiest_set=s.aligned.usable and s.aligned.several_sets,
+        busiest_set=s.several_sets,
         worker_busy=st.wshare(lb.W_BUSY) if st.n_worker else None, worker_n=st.n_worker,
         val_load=st.validation_load, load_n=st.main.get(lb.INLINE_LOAD, 0),
         workers_cpu=s.aligned.workers_cpu if s.aligned.usable else job.workers_cpu,
         # one loader's num_workers: the busy set's where several live together, else the largest set's
         sets=worker_sets(s.epoch_ticks),
-        loader_workers=(s.aligned.busiest_set if s.aligned.usable and s.aligned.several_sets and s.aligned.busiest_set
-                        else largest_set(s.epoch_ticks)), spawned=job.spawned_workers,
+        loader_workers=s.busiest_set or largest_set(s.epoch_ticks), spawned=job.spawned_workers,
     )
 
 

@@ -54,10 +54,10 @@ from gpuwatch.diagnosis.thresholds import (
     PHASE_MIN_TICKS,
     PHASE_WINDOW_S,
     PILED_SETS,
-    SET_GAP_S,
 )
 from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.diagnosis.worker_births import recreations
+from gpuwatch.diagnosis.worker_sets import split_by_start
 from gpuwatch.model import stacks as lb
 from gpuwatch.model.verdict import CHECKPOINT, EPOCH_START, LEFT_ALIVE, RESPAWN, VALIDATION, Phase
 
@@ -211,22 +211,7 @@ def _find_sets(ticks: Sequence[Tick]) -> tuple[frozenset[int], ...]:
         else:
             out.append((start, by_tick[start]))
     started = {pid: at for t in ticks for pid, at in t.worker_started}
-    return tuple(part for _, g in out for part in _by_start(g, started))
-
-
-def _by_start(group: set[int], started: dict[int, float]) -> list[frozenset[int]]:
-    """``group`` split where its workers' start times, in order, lie more than SET_GAP_S apart,
-    oldest first; whole where a start is unknown (a recording made before they were kept)."""
-    if len(group) < 2 or any(pid not in started for pid in group):
-        return [frozenset(group)]
-    parts: list[set[int]] = []
-    last = None
-    for pid in sorted(group, key=lambda p: (started[p], p)):
-        if last is None or started[pid] - last > SET_GAP_S:
-            parts.append(set())
-        parts[-1].add(pid)
-        last = started[pid]
-    return [frozenset(p) for p in parts]
+    return tuple(part for _, g in out for part in split_by_start(g, started))
 
 
 def workers_survive_epochs(ps: Sequence[Phase]) -> bool:

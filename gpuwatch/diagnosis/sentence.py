@@ -689,7 +689,7 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         busiest = (f", the busiest {fmt(top, 'cores')}" if top is not None
                    and fmt(top, "cores") != fmt(s.job.worker_cpu, "cores") else "")
         sets = worker_sets(s.epoch_ticks)
-        several = s.aligned.usable and s.aligned.several_sets
+        several = s.several_sets
         of = ((" in the busiest set, of" if several else ", over") + f" {sum(sets)} workers in {sets_of(sets)}"
               if len(sets) >= 2 else "")
         both = f"{gpu.removesuffix(', but ')} and " if gpu else ""

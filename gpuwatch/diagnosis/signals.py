@@ -71,7 +71,7 @@ class Signals:
     aligned: Aligned = Aligned()
     """The workers' readings in the ticks where the main thread waited for data (aligned.py).
     Where there are enough of them, ``job`` and ``stacks`` already carry them in place of the
-    window's means; ``job.worker_cpu_mean`` keeps the mean."""
+    window's means; ``job.worker_cpu_mean`` keeps the window's mean over every set."""
     phases: tuple[Phase, ...] = ()
     """The epoch structure over the last minute (phases.py)."""
     recurring_wait: float | None = None
@@ -103,11 +103,23 @@ class Signals:
         return (self.input_wait or 0.0) >= self.wait_high and self.job.seen and self.job.workers <= 0
 
     @property
+    def several_sets(self) -> bool:
+        """job.worker_cpu is the busiest set's: several sets of workers lived together, in the ticks
+        the main thread waited in where those give the reading (aligned._set_mean), else in a sample
+        of the window (worker_sets.busiest_set_cpu)."""
+        return self.aligned.several_sets if self.aligned.usable else self.job.several_sets
+
+    @property
+    def busiest_set(self) -> int:
+        """There, the busiest set's size: the busy loader's num_workers (0 where not several_sets)."""
+        if not self.several_sets:
+            return 0
+        return self.aligned.busiest_set if self.aligned.usable else self.job.busiest_set
+
+    @property
     def worker_cpu_what(self) -> str:
-        """The worker CPU evidence rows' words: a busiest set's figure where several sets lived
-        together in the ticks the main thread waited in (aligned._set_mean), as every stage reads it."""
-        several = self.aligned.usable and self.aligned.several_sets
-        return "CPU per DataLoader worker" + (" of the busiest set" if several else "")
+        """The worker CPU evidence rows' words, as every stage reads them."""
+        return "CPU per DataLoader worker" + (" of the busiest set" if self.several_sets else "")
 
     @property
     def wait_samples(self) -> int:
@@ -222,8 +234,7 @@ _WINDOWS: WindowMemo[tuple[JobSignals, HostSignals]] = WindowMemo(8)
 def _during_wait(a: Aligned, job: JobSignals, stacks: StackSignals, sticky: StackSignals):
     """The workers' readings of the waiting ticks in place of the window's (stacks: where enough
     worker samples fell in those ticks)."""
-    job = replace(job, worker_cpu_mean=job.worker_cpu,
-                  worker_cpu=a.worker_cpu if a.worker_cpu is not None else job.worker_cpu,
+    job = replace(job, worker_cpu=a.worker_cpu if a.worker_cpu is not None else job.worker_cpu,
                   workers_cpu=a.workers_cpu if a.workers_cpu is not None else job.workers_cpu,
                   worker_d=a.worker_d if a.worker_d is not None else job.worker_d,
                   worker_read_bps=a.worker_read_bps if a.worker_read_bps is not None else job.worker_read_bps)

@@ -58,7 +58,8 @@ class StageShare:
     """Share of the run's ticks."""
     why: str = ""
     """For a warning: the latest reading that crossed its warning cut, in words (Verdict.warned). For
-    the stage held most when it is Idle: its latest sentence (what the job did instead of training)."""
+    the stage held most: its sentence (Idle's and Unknown's of the kind they held most, what the job
+    did instead of training or why no stage could be named; a named stage's of the story it told most)."""
     speedup_run: float | None = None
     """For the stage held most: what fixing it would give over the run (StageCost.speedup_run), so
     its cost is said beside the headline's as the figures say it ("cost the run less" stood beside two

@@ -139,8 +139,11 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     # lead with less time); unknown too, where no stage could be named for longer (review 31: a run
     # 70 % unknown under a 25 % Disk headline never said so)
     held = max(costs, key=lambda c: (c.share, c.stage != UNKNOWN))
+    # A named stage's own sentence too: "the verdict was CPU-bound, which cost the run less" left
+    # the reader the title alone, where the stage beside the headline is said with its sentence
     most = (StageShare(held.stage, _title(held.stage), held.share,
-                       _no_epochs(_kind_said(verdicts, held.stage)) if held.stage in (IDLE, UNKNOWN) else "",
+                       _no_epochs(_kind_said(verdicts, held.stage) if held.stage in (IDLE, UNKNOWN)
+                                  else _said(held.stage, verdicts)),
                        speedup_run=held.speedup_run)
             if held.stage != top.stage and held.share > top.share else None)
     other = _other_side(costs)
