@@ -32,7 +32,7 @@ from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.stacks import (
     BACKWARD, CHECKPOINT, COLLECTIVE, COMPILE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, LOOP_PREP, OPTIMIZER, OTHER, PIN_BUSY,
-    PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, D_STATE_DETAIL, STOPPED_DETAIL, W_BUSY,
+    PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, D_STATE_DETAIL, NETWORK_DETAIL, STOPPED_DETAIL, W_BUSY,
     W_IDLE, W_IO, W_WAIT,
     ThreadStack,
 )
@@ -236,9 +236,14 @@ GPU_SIDE_CALLERS = ("forward", "training_step", "validation_step", "test_step", 
 the batch already on the device. A transform module's own call (``Module._call_impl`` around
 ``Compose.forward``) is the prep itself."""
 # Reads a worker is waiting on even while on the CPU (copying from the page cache, TLS).
-READS: tuple[Pattern, ...] = (
+NETWORK_READS: tuple[Pattern, ...] = (
     ("", "socket.py"), ("", "ssl.py"), ("", "http/client.py"), ("", "urllib3/response.py"),
-    ("", "botocore/response.py"), ("Path.read_bytes", "pathlib.py"), ("Path.read_text", "pathlib.py"),
+    ("", "botocore/response.py"),
+)
+"""Reads over a socket (a server, an object store): said as network reads (NETWORK_DETAIL), not as
+reads of a local disk (trial 36: workers fetching over HTTP were told of the local ext4 disk)."""
+READS: tuple[Pattern, ...] = (
+    *NETWORK_READS, ("Path.read_bytes", "pathlib.py"), ("Path.read_text", "pathlib.py"),
 )
 # A command the worker runs and waits for (subprocess.run, Popen.communicate): no read of its own,
 # though "Popen" holds "open" (trial 35: gzip | sort per sample read as a worker reading, and Disk).
@@ -433,7 +438,8 @@ def _main(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
         return DATA_WAIT, f"a prefetch thread's queue ({short_name(frames[i])})"
     i = any_match(frames, (FETCH,))
     if i is not None:
-        return INLINE_LOAD, _hot(frames, i)
+        net = any_match(frames[:i], NETWORK_READS) is not None
+        return INLINE_LOAD, _hot(frames, i) + (NETWORK_DETAIL if net else "")
     i = _outermost(frames, CHECKPOINTS, CHECKPOINT_FUNCS)
     if i is not None:
         return CHECKPOINT, short_name(frames[i])
@@ -626,6 +632,8 @@ def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> t
         return W_WAIT, hot + STOPPED_DETAIL
     if any_match(inner, SUBPROCESS) is not None:  # polling the command's pipes is waiting too
         return (W_WAIT if _waiting(frames) or not active else W_BUSY), hot
+    if any_match(inner, NETWORK_READS) is not None:
+        return W_IO, hot + NETWORK_DETAIL
     if any_match(inner, READS) is not None:
         return W_IO, hot
     if state == "D":

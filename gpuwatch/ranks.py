@@ -19,7 +19,7 @@ from functools import lru_cache
 from gpuwatch.analysis import HISTORY_FRAMES, Analysis
 from gpuwatch.diagnosis.stack_counts import count, stack_samples, threads
 from gpuwatch.diagnosis.window import recent, unique_samples
-from gpuwatch.diagnosis.worker_sets import busiest_set_cpu
+from gpuwatch.diagnosis.worker_sets import sample_cpu
 from gpuwatch.history import History
 from gpuwatch.model.frame import Frame, TargetInfo
 from gpuwatch.model.gpu import GpuSample
@@ -249,11 +249,14 @@ def rank_signals(frames: Sequence[Frame], rank: int, window_s: float = SIGNAL_WI
     labels = count(mains, lambda th: COLLECTIVE if is_collective_wait(th) else th.label)
     n = sum(labels.values())
     worker_cpu, main_cpu = [], []
+    idle_out = 0
     for procs in unique_samples(window, "procs"):
         mine = rank_processes(procs, rank)
         workers = [p for p in mine if p.role == ROLE_WORKER]
         if workers:
-            worker_cpu.append(busiest_set_cpu(workers)[0])
+            sets = sample_cpu(workers)
+            worker_cpu.append(sets.cpu)
+            idle_out += sets.idle_out
         main_cpu += [p.cpu_pct / 100.0 for p in mine if p.role == ROLE_MAIN]
     # A rank's compute is its CPU only where it holds no GPU: on a GPU its step costs the CPU little.
     # A GPU host that lists none of the rank's processes runs it on the CPU (a gloo job beside it).
@@ -266,6 +269,7 @@ def rank_signals(frames: Sequence[Frame], rank: int, window_s: float = SIGNAL_WI
         collective_share=labels[COLLECTIVE] / n if n else None,
         top_label=own.most_common(1)[0][0] if own else None,
         worker_cpu=sum(worker_cpu) / len(worker_cpu) if worker_cpu else None,
+        idle_out=2 * idle_out >= len(worker_cpu) > 0,
         cpu_only_main_cpu=median(main_cpu) if main_cpu and not gpu_seen else None,
     )
 

@@ -46,8 +46,10 @@ class RankSignals:
     top_label: str | None = None
     """The most frequent main-thread label other than collective waits."""
     worker_cpu: float | None = None
-    """Mean CPU of this rank's DataLoader workers, in cores per worker, of the busiest set where
-    several sets live together (worker_sets.busiest_set_cpu)."""
+    """Mean CPU of this rank's DataLoader workers, in cores per worker, idle sets left out where
+    another set works (worker_sets.sample_cpu)."""
+    idle_out: bool = False
+    """In half the window's samples or more an idle set was left out of worker_cpu."""
     steps_per_s: float | None = None
     """Training steps per second, when something measured them."""
     cpu_only_main_cpu: float | None = None
@@ -158,7 +160,8 @@ def _own(s: RankSignals) -> tuple[str, ...]:
             what = "mostly waiting (storage, network or sleep), not computing"
         else:
             what = "partly busy"
-        out.append(f"rank {s.rank}'s DataLoader workers use {s.worker_cpu:.2f} cores each: {what}")
+        at_work = " at work" if s.idle_out else ""
+        out.append(f"rank {s.rank}'s DataLoader workers{at_work} use {s.worker_cpu:.2f} cores each: {what}")
     return tuple(out)
 
 

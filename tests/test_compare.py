@@ -337,10 +337,17 @@ def test_one_job_watched_by_its_launcher_and_by_a_rank_is_one_script():
     procs = load_frames("tests/data/cpu_field/t34_ddp_torchrun.jsonl.gz")[-1].procs.processes
     launcher = next(p.cmdline for p in procs if p.role == "launcher")
     rank = next(p.cmdline for p in procs if p.role == "main")
-    assert command_note(launcher, rank) == ("The runs are the same script (ddp_gloo.py), watched before by its "
-                                            "launcher's PID, after by a rank's.")
-    assert command_note(rank, launcher + " --epochs 4") == (
-        "The runs are the same script (ddp_gloo.py), watched before by a rank's PID, after by its launcher's, "
-        "with other arguments: after has --epochs 4.")
+    alone = "as its own process (one rank's, or a run without the launcher)"
+    assert command_note(launcher, rank) == (f"The runs are the same script (ddp_gloo.py): before under its launcher, "
+                                            f"after {alone}.")
+    # the --local_rank=N a launcher adds to a rank's arguments is no argument of the job's
+    assert command_note(rank + " --local_rank=1", launcher + " --epochs 4") == (
+        f"The runs are the same script (ddp_gloo.py): before {alone}, after under its launcher, with other arguments: "
+        "after has --epochs 4.")
+    # review 40: the script is the word both commands hold (a launcher's option may name a .py file),
+    # and its whole path: exp_a/train.py and exp_b/train.py are two scripts
+    hooked = launcher.replace("torchrun", "torchrun --rdzv-conf hooks.py")
+    assert "same script (ddp_gloo.py)" in command_note(hooked, rank)
+    assert "different programs" in command_note("torchrun exp_a/train.py", "python -u exp_b/train.py")
     # another script under the launcher is another program
     assert "different programs" in command_note(launcher.replace("ddp_gloo.py", "other.py"), rank)

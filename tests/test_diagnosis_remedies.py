@@ -201,13 +201,13 @@ def test_two_loaders_workers_are_not_told_to_even_out_their_work():
     """Trial 33: a multitask job iterating two loaders was told "Even out the workers' work" from one
     loader's busy workers and the other's idle ones: num_workers is set per loader, so uneven CPU
     across sets is said as such, and "raise num_workers" names the loader whose workers are busy. The
-    workers' CPU is the busiest set's: averaged in, the idle set halves it."""
+    workers' CPU leaves the idle set out: averaged in, it halves the working set's."""
     from gpuwatch.model import verdict as v
     from tests.test_diagnosis_frames import run
 
     verdict = run(_two_loaders(4, 4, 0.9, uneven=True))[-1]
     assert verdict.stage == v.DECODE, verdict.sentence
-    assert "compute (0.68 core CPU each in the busiest set while it waits" in verdict.sentence, verdict.sentence
+    assert "compute (0.68 core CPU each in the sets at work while it waits" in verdict.sentence, verdict.sentence
     said = " ".join(verdict.remedies)
     assert "Even out the workers' work" not in said, said
     assert ("The busiest worker uses 0.90 core, the least busy 0.05 core, and 0.88 core of the 4 usable CPUs sat "

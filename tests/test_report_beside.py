@@ -123,6 +123,6 @@ def test_a_named_stage_held_longer_than_the_headline_is_said_and_epochs_are_said
     assert text.lstrip().startswith("**Contention** cost the job most: it held the verdict 22%"), text
     # CPU-bound (30 %) and Unknown (30 %) held longest since two validation ticks read CPU prep on the
     # validation worker's core (test_worker_sets.py): the named one is said, with its sentence
-    assert ("For the largest share of the time (30%), at less cost to the run, the verdict was CPU-bound: the job's "
+    assert ("For the largest share of the time (30%) the verdict was CPU-bound: the job's "
             "own compute on the CPU is the limit" in text), text
     assert text.count("Epochs:") == 1, text  # the headline's, with its "readings are from" time

@@ -258,7 +258,10 @@ WORKER_TAIL = [fr("_MapDatasetFetcher.fetch", "torch/utils/data/_utils/fetch.py"
     ([fr("load", "numpy/lib/_npyio_impl.py"), fr("DS.__getitem__", "/home/me/ds.py")] + WORKER_TAIL,
      False, "S", S.W_IO, "_npyio_impl.load"),
     ([fr("SocketIO.readinto", "socket.py"), fr("DS.__getitem__", "/home/me/ds.py")] + WORKER_TAIL,
-     True, "R", S.W_IO, "SocketIO.readinto"),
+     True, "R", S.W_IO, "SocketIO.readinto" + S.NETWORK_DETAIL),
+    # under a library's own fetch the socket frames still say the read is over the network
+    ([fr("stream", "urllib3/response.py"), fr("DS.__getitem__", "/home/me/ds.py")] + WORKER_TAIL,
+     False, "S", S.W_IO, "response.stream" + S.NETWORK_DETAIL),
     ([fr("collate_tensor_fn", "torch/utils/data/_utils/collate.py"),
       fr("default_collate", "torch/utils/data/_utils/collate.py")] + WORKER_TAIL,
      True, "R", S.W_BUSY, "collate.default_collate"),

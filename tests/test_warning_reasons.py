@@ -117,7 +117,8 @@ def test_a_job_without_workers_gets_no_cpu_prep_warning_from_its_wait():
                                           for e in x.evidence)]
     assert len(waiting) >= 10, "the job waits for its batches most of the time"
     for verdict in waiting:
-        assert verdict.level(v.DECODE) == v.LEVEL_OK and verdict.stage != v.DECODE, verdict.warned
+        # n/a: batches the job makes in a thread of its own are no stage gpuwatch can judge
+        assert verdict.level(v.DECODE) == v.LEVEL_NA and verdict.stage != v.DECODE, verdict.warned
         notes = [e.text for e in verdict.evidence if e.stage == v.DECODE and e.signal == "workers_computing"]
         assert notes == ["no DataLoader worker seen (num_workers=0, or no DataLoader)"], notes
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpuwatch.diagnosis.host_signals import others_cpu_at
 from gpuwatch.diagnosis.thresholds import BAD_THROTTLE_WORDS
-from gpuwatch.diagnosis.worker_sets import busiest_set_cpu
+from gpuwatch.diagnosis.worker_sets import sample_cpu
 from gpuwatch.model import verdict as v
 from gpuwatch.model.disk import DiskSample
 from gpuwatch.model.frame import Frame
@@ -84,9 +84,9 @@ def _role_cpu(role: str, how: Callable[[list[float]], float]) -> Callable[[Procs
     return read
 
 
-def _busiest_set(p: ProcsSample) -> object:
+def _working_sets(p: ProcsSample) -> object:
     workers = [x for x in p.processes if x.role == "worker"]
-    return busiest_set_cpu(workers)[0] if workers else Unsupported("no worker process")
+    return sample_cpu(workers).cpu if workers else Unsupported("no worker process")
 
 
 def _pcie_rx_frac(f: Frame) -> object:
@@ -113,9 +113,9 @@ SIGNALS: dict[str, tuple[Signal, ...]] = {
         Signal("iowait", _host(lambda h: h.iowait_pct), 100, "%"),
     ),
     v.DECODE: (
-        # the busiest set's, as the evidence reads it: an idle validation loader's set beside the
+        # idle sets left out, as the evidence reads it: an idle validation loader's set beside the
         # training workers would halve their mean
-        Signal("CPU per worker", _procs(_busiest_set), None, "cores"),
+        Signal("CPU per worker", _procs(_working_sets), None, "cores"),
         # a job that prepares its batches in the training loop (or with num_workers=0) does it in
         # the main process: its CPU is that form's sign of computing, as the workers' is theirs
         Signal("training process CPU", _procs(_role_cpu("main", max)), None, "cores"),

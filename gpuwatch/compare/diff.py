@@ -3,7 +3,7 @@ better, plus notes where the two runs are not like for like (other GPUs, another
 
 from __future__ import annotations
 
-import os
+import re
 from dataclasses import dataclass
 
 from gpuwatch.collectors.target import _is_launcher_cmd
@@ -170,28 +170,31 @@ def command_note(before: str, after: str) -> str:
 
 
 def _launcher_and_rank(tb: list[str], ta: list[str]) -> str:
-    """The note for one job watched once by its launcher's PID and once by a rank's (nvidia-smi lists
-    the ranks; either PID watches the whole job): the launcher's command (``torchrun ... train.py``)
-    runs the rank's script (``python -u train.py``). Empty where that is not the case."""
+    """The note for one script run once under its launcher and once without it, or the same job
+    watched once by its launcher's PID and once by a rank's (nvidia-smi lists the ranks; either PID
+    watches the whole job): the launcher's command (``torchrun ... train.py``) runs the same script
+    path as the other (``python -u train.py``). Empty where that is not the case."""
     launcher = [_is_launcher_cmd(tuple(t)) for t in (tb, ta)]
-    sb, sa = _script(tb), _script(ta)
-    if launcher[0] == launcher[1] or sb is None or sa is None or sb[0] != sa[0]:
+    script = next((t for t in tb if t.endswith(".py") and t in ta), None)
+    if launcher[0] == launcher[1] or script is None:
         return ""
-    which = "before by its launcher's PID, after by a rank's" if launcher[0] else \
-        "before by a rank's PID, after by its launcher's"
-    gone, new = _only(sb[1], sa[1]), _only(sa[1], sb[1])
+    alone = "as its own process (one rank's, or a run without the launcher)"
+    which = f"before under its launcher, after {alone}" if launcher[0] else f"before {alone}, after under its launcher"
+    args_b, args_a = (_own_args(t[t.index(script) + 1:]) for t in (tb, ta))
+    gone, new = _only(args_b, args_a), _only(args_a, args_b)
     said = "; ".join(x for x in (f"before had {_short(' '.join(gone))}" if gone else "",
                                  f"after has {_short(' '.join(new))}" if new else "") if x)
-    return (f"The runs are the same script ({_short(sb[0])}), watched {which}"
+    return (f"The runs are the same script ({_short(script)}): {which}"
             + (f", with other arguments: {said}." if said else "."))
 
 
-def _script(tokens: list[str]) -> tuple[str, list[str]] | None:
-    """The Python script a command runs (its file name) and the words after it, or None."""
-    for i, t in enumerate(tokens):
-        if t.endswith(".py"):
-            return os.path.basename(t), tokens[i + 1:]
-    return None
+def _own_args(tokens: list[str]) -> list[str]:
+    """The script's arguments less the ``--local_rank=N`` a launcher adds to each rank's (deepspeed,
+    torch.distributed.launch)."""
+    return [t for t in tokens if not LOCAL_RANK.fullmatch(t)]
+
+
+LOCAL_RANK = re.compile(r"--local[-_]rank=\d+")
 
 
 def _program(tokens: list[str]) -> list[str]:

@@ -18,6 +18,7 @@ from gpuwatch.diagnosis.phases import pid_sets
 from gpuwatch.diagnosis.thresholds import ALIGNED_MIN_TICKS, ALIGNED_WAIT
 from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.diagnosis.window import mean, med
+from gpuwatch.diagnosis.worker_sets import SetsCpu, working_cpu
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,13 +26,14 @@ class Aligned:
     ticks: int = 0
     """Ticks in which the main thread waited for data most of its samples (with a procs sample)."""
     worker_cpu: float | None = None
-    """Mean CPU of one worker in those ticks (median over the ticks), of the busiest set where several
-    live together (_set_mean)."""
-    several_sets: bool = False
-    """Several sets of workers lived together in a tick of those: worker_cpu is the busiest set's."""
-    busiest_set: int = 0
-    """There, the busiest set's size (the most common over those ticks): the busy loader's num_workers,
-    where the largest set may be another loader's (a 2 + 1 job told "raise num_workers from 2")."""
+    """Mean CPU of one worker in those ticks (median over the ticks), idle sets left out where another
+    set works (worker_sets.working_cpu)."""
+    idle_out: bool = False
+    """In half those ticks or more, an idle set was left out of worker_cpu."""
+    working_set: int = 0
+    """There, the largest set at work (the most common over those ticks): the busy loader's
+    num_workers, where the largest set may be another loader's (a 2 + 1 job told "raise num_workers
+    from 2")."""
     workers_cpu: float | None = None
     worker_cpu_top: float | None = None
     """CPU of the busiest worker in those ticks (median over the ticks): the one building the batch
@@ -63,14 +65,15 @@ def aligned(ticks: Sequence[Tick]) -> Aligned:
     labels: Counter = Counter()
     for t in waiting:
         labels.update(t.worker_labels)
-    # each tick's busiest set (CPU per worker, size) and how many sets were alive, worked out once
-    per = [(_set_mean(t, sets), _live_sets(t, sets)) for t in with_workers]
-    sizes = Counter(size for (_, size), live in per if live >= 2)
+    # each tick's reading, idle sets left out, worked out once
+    per = [_sets_cpu(t, sets) for t in with_workers]
+    sizes = Counter(r.working_set for r in per if r.idle_out)
+    idle_out = 2 * sum(sizes.values()) >= len(per) > 0
     return Aligned(
         ticks=len(waiting),
-        worker_cpu=med(mean_cpu for (mean_cpu, _), _ in per),
-        several_sets=bool(sizes),
-        busiest_set=sizes.most_common(1)[0][0] if sizes else 0,
+        worker_cpu=med(r.cpu for r in per),
+        idle_out=idle_out,
+        working_set=sizes.most_common(1)[0][0] if idle_out else 0,
         workers_cpu=med(sum(t.worker_cpu) for t in with_workers),
         worker_cpu_top=med(max(t.worker_cpu) for t in with_workers),
         worker_cpu_least=med(min(t.worker_cpu) for t in with_workers),
@@ -82,19 +85,6 @@ def aligned(ticks: Sequence[Tick]) -> Aligned:
     )
 
 
-def _set_mean(t: Tick, sets: Sequence[frozenset[int]]) -> tuple[float, int]:
-    """(CPU per worker in the tick, the workers it is of): of the busiest set where several sets live
-    together (several loaders, or an earlier pass's set left alive), else of all. A persistent
-    validation loader's workers idle through training: averaged in, 2 training workers at 0.6 core
-    beside 2 idle ones read 0.33 core, under the line where a worker is said not to compute, and the
-    verdict turned to "a reason gpuwatch does not measure"."""
-    cpu = dict(zip(t.worker_pids, t.worker_cpu))
-    means = [(sum(cpu[p] for p in live) / len(live), len(live))
-             for g in sets if (live := [p for p in g if p in cpu])]
-    if len(means) < 2:
-        return sum(t.worker_cpu) / len(t.worker_cpu), len(t.worker_cpu)
-    return max(means)
-
-
-def _live_sets(t: Tick, sets: Sequence[frozenset[int]]) -> int:
-    return sum(1 for g in sets if g & t.workers)
+def _sets_cpu(t: Tick, sets: Sequence[frozenset[int]]) -> SetsCpu:
+    """The tick's CPU per worker over the window's sets, idle ones left out (worker_sets.py)."""
+    return working_cpu(dict(zip(t.worker_pids, t.worker_cpu)), sets)

@@ -106,8 +106,8 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
     # Batches the process makes itself with no DataLoader worker (a thread pool, a queue another
     # process fills): Disk and CPU prep cannot be judged, as the verdict says; "ok" read as checked and
     # fine beside "the batches come from elsewhere ..., which gpuwatch does not measure" (trial 35).
-    unjudged = (IO, DECODE) if shown == UNKNOWN and s.self_fed else ()
-    levels = tuple((p, LEVEL_NA if frozen or (p in unjudged and p not in secondary)
+    unjudged = (IO, DECODE) if s.self_fed else ()  # whichever stage is shown (trial 36: beside Contention)
+    levels = tuple((p, LEVEL_NA if frozen or (p in unjudged and p not in secondary and p != shown)
                     else level(p, shown, secondary, d.results.get(p))) for p in PIPELINE)
     evidence = tuple(e for res in d.results.values() for e in res.evidence) + phase_evidence(s)
     if shown == UNKNOWN and stage in SHOWN_AS_UNKNOWN and r is not None:

@@ -181,9 +181,12 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
     elif stage in (IO, INPUT_UNMEASURED) and r.sub in ("workers", "inline"):
         # Waits off the CPU (reads, a remote service): more workers overlap more of them only until
         # the storage or the service is saturated, which nothing seen here tells in advance.
-        why = "the workers wait on storage" if stage == IO else "the cause of the wait is not measured"
+        net = r.facts.get("inline_net_reads" if r.sub == "inline" else "net_reads")
+        on = "the network" if net else "storage"
+        why = f"the workers wait on {on}" if stage == IO else "the cause of the wait is not measured"
+        what = "the server or the link" if net else "it"
         out.append(FixGain(MORE_WORKERS, None, f"{why}, and more workers overlap more waits only until "
-                           "it is saturated, which gpuwatch cannot see in advance"))
+                           f"{what} is saturated, which gpuwatch cannot see in advance"))
     if stage == H2D and r.sub == "pageable":
         out.append(pinned_memory(stage, r, s))
     # No fix gains more than the stage costs: the ceiling (read over the verdict's window, where a

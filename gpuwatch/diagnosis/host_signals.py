@@ -10,7 +10,7 @@ from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.diagnosis.thresholds import MAIN_CPU_IDLE, THREADED_WORKER_QUEUE
 from gpuwatch.diagnosis.window import latest_reason, mean, med, num, unique_samples
 from gpuwatch.diagnosis.worker_births import recreations
-from gpuwatch.diagnosis.worker_sets import busiest_set_cpu
+from gpuwatch.diagnosis.worker_sets import sample_cpu
 from gpuwatch.model.disk import DataLocation, DiskSample
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
@@ -39,15 +39,15 @@ class JobSignals:
     workers: float = 0.0
     """DataLoader workers per main process (mean over the window)."""
     worker_cpu: float | None = None
-    """Mean CPU of one worker of the busiest set where several sets live together (worker_sets.py;
-    while the main thread waits for data, where that is known: signals.py)."""
+    """Mean CPU of one worker, idle sets left out where another set works (worker_sets.py; while the
+    main thread waits for data, where that is known: signals.py)."""
     worker_cpu_mean: float | None = None
     """Mean CPU of one worker over every set and the whole window."""
-    several_sets: bool = False
-    """Several sets of workers lived together in half the window's samples or more: worker_cpu,
-    read in each sample from its busiest set, is that set's."""
-    busiest_set: int = 0
-    """There, the busiest set's size (the most common): its loader's num_workers."""
+    idle_out: bool = False
+    """In half the window's samples or more, an idle set was left out of worker_cpu: where fewer (a
+    validation loader's set living a tick each pass), the median reads the other samples."""
+    working_set: int = 0
+    """There, the largest set at work (the most common): its loader's num_workers."""
     workers_cpu: float | None = None
     """All workers together."""
     worker_d: float | None = None
@@ -154,10 +154,8 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
                           + (f" for rank {rank}" if rank is not None else ""))
     # Counted as the epoch structure counts them (worker_births.py), over this window's samples.
     respawns = len(recreations([r.worker_pids for r in rows]))
-    # Said "of the busiest set" where several sets lived in half the samples or more: where fewer
-    # (a validation loader's set living a tick each pass), the median reads the one set's samples.
-    sizes = Counter(r.busiest_set for r in rows if r.busiest_set)
-    several = 2 * sum(sizes.values()) >= len(rows)
+    sizes = Counter(r.working_set for r in rows if r.working_set)
+    idle_out = 2 * sum(sizes.values()) >= len(rows)
     return JobSignals(
         seen=True,
         main_pids=frozenset().union(*(r.main_pids for r in rows)),
@@ -169,8 +167,8 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
         workers=sum(r.workers for r in rows) / len(rows),
         worker_cpu=med(r.worker_cpu for r in rows),
         worker_cpu_mean=med(r.worker_cpu_all for r in rows),
-        several_sets=several,
-        busiest_set=sizes.most_common(1)[0][0] if several else 0,
+        idle_out=idle_out,
+        working_set=sizes.most_common(1)[0][0] if idle_out else 0,
         workers_cpu=med(r.workers_cpu for r in rows),
         worker_d=mean(r.worker_d for r in rows),
         worker_run_delay=med(r.worker_run_delay for r in rows),
@@ -212,10 +210,10 @@ class _Row:
     workers: float
     """Workers per main process."""
     worker_cpu: float | None
-    """Of the busiest set (worker_sets.busiest_set_cpu)."""
+    """Idle sets left out (worker_sets.sample_cpu)."""
     worker_cpu_all: float | None
-    busiest_set: int
-    """The busiest set's size where several sets live in the sample, else 0."""
+    working_set: int
+    """The largest set at work where an idle set was left out, else 0."""
     workers_cpu: float | None
     worker_d: float | None
     worker_run_delay: float | None
@@ -242,7 +240,7 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
     ms, ws, _ = _split(sample, rank)
     pids = {p.pid for p in ms}
     hs = [p for p in sample.processes if p.role == ROLE_OTHER and p.main_pid in pids]
-    busiest, size = busiest_set_cpu(ws) if ws else (None, 0)
+    sets = sample_cpu(ws) if ws else None
     return _Row(
         main_pids=frozenset(p.pid for p in ms),
         worker_pids=frozenset(w.pid for w in ws),
@@ -252,9 +250,9 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         pin_cpu=mean(_pin_cpu(p) for p in ms),
         main_run_delay=mean(num(p.run_delay_frac) for p in ms),
         workers=len(ws) / len(ms) if ms else 0.0,
-        worker_cpu=busiest,
+        worker_cpu=sets.cpu if sets else None,
         worker_cpu_all=mean(w.cpu_pct / 100 for w in ws),
-        busiest_set=size if len(ws) > size else 0,
+        working_set=sets.working_set if sets and sets.idle_out else 0,
         workers_cpu=sum(w.cpu_pct / 100 for w in ws) if ws else None,
         worker_d=_d_share(ws, sample),
         worker_run_delay=_most_queued(ws),

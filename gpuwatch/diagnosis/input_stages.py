@@ -22,6 +22,7 @@ from gpuwatch.diagnosis.thresholds import (
     IDLE_WORKERS,
     IOWAIT,
     MIN_WORKER_SAMPLES,
+    NETWORK_SHARE,
     PSI_IO,
     READS_BPS,
     RUN_DELAY,
@@ -99,6 +100,16 @@ def checkpoint_share(s: Signals) -> float | None:
     return s.stacks.share(lb.CHECKPOINT)
 
 
+def helpers_computing(s: Signals) -> bool:
+    """The main thread waits for batches with no DataLoader worker (Signals.self_fed), and the job's
+    own other processes (a multiprocessing.Pool's, a ProcessPoolExecutor's) use WORKER_CPU_BUSY or
+    more each, flat out as a worker computing: they make the batches, on the CPU (gpuwatch samples no
+    stacks of them). Trial 36: a ProcessPoolExecutor's one process at 0.75-0.98 core while the main
+    thread waited on its queue 59-74 % of the time, told only "not enough evidence" or Contention."""
+    n = round(s.job.helpers)
+    return s.self_fed and n >= 1 and (s.job.helpers_cpu or 0.0) / n >= WORKER_CPU_BUSY
+
+
 def workers_computing(s: Signals) -> bool:
     """The workers burn CPU: measured CPU first, the labels only where the CPU is in between.
 
@@ -143,6 +154,18 @@ def reads_in_stacks(s: Signals) -> float | None:
         return 0.0
     n = sum(k for d, k in details.items() if lb.activity(lb.ROLE_WORKER, lb.W_IO, d) == lb.W_IO)
     return min(1.0, n / st.n_worker)
+
+
+def network_reads(s: Signals, role: str = lb.ROLE_WORKER, label: str = lb.W_IO) -> float | None:
+    """Of the samples of ``role`` reading (``label``: the workers' reads, or the main thread's own
+    loading), the share reading over a socket (lb.on_network): data fetched from a server or an
+    object store, which no local disk sign shows."""
+    details = s.stacks.details.get((role, label))
+    if not details:
+        return None
+    reading = {d: k for d, k in details.items() if role != lb.ROLE_WORKER or lb.activity(role, label, d) == label}
+    n = sum(reading.values())
+    return sum(k for d, k in reading.items() if lb.on_network(d)) / n if n else None
 
 
 JOB_STORAGE_SIGNS = ("worker stacks in reads", "workers in D state", "storage reads")
@@ -262,13 +285,15 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
         worker_cpu_top=s.aligned.worker_cpu_top if s.aligned.usable else None,
         worker_cpu_least=s.aligned.worker_cpu_least if s.aligned.usable else None,
         storage=tuple(storage_evidence(s)), starting=s.aligned.starting, no_workers=s.aligned.no_workers,
-        busiest_set=s.several_sets,
+        idle_out=s.idle_out,
         worker_busy=st.wshare(lb.W_BUSY) if st.n_worker else None, worker_n=st.n_worker,
         val_load=st.validation_load, load_n=st.main.get(lb.INLINE_LOAD, 0),
+        net_reads=(network_reads(s) or 0.0) >= NETWORK_SHARE,
+        inline_net_reads=(network_reads(s, lb.ROLE_MAIN_THREAD, lb.INLINE_LOAD) or 0.0) >= NETWORK_SHARE,
         workers_cpu=s.aligned.workers_cpu if s.aligned.usable else job.workers_cpu,
         # one loader's num_workers: the busy set's where several live together, else the largest set's
         sets=worker_sets(s.epoch_ticks),
-        loader_workers=s.busiest_set or largest_set(s.epoch_ticks), spawned=job.spawned_workers,
+        loader_workers=s.working_set or largest_set(s.epoch_ticks), spawned=job.spawned_workers,
     )
 
 
@@ -325,6 +350,14 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     # alive" in every wait, as a loader between two sets of workers does; but it has no workers to
     # start, so its wait is no sign of CPU prep (nor a warning): no cause without positive evidence.
     none = job.workers <= 0 and largest_set(s.epoch_ticks) == 0
+    if none and helpers_computing(s):
+        n = round(job.helpers)
+        c.note("helpers_computing", f"the job's {count(n, 'other process', 'other processes')} (no DataLoader "
+               f"worker) {'uses' if n == 1 else 'use'} {fmt(job.helpers_cpu / n, 'cores')} CPU"
+               f"{'' if n == 1 else ' each'}", True, kind=REQ)
+        fires = gate and yes(wait)
+        return result(c, fires, fires, s.input_wait, "helpers", **_facts(s), helpers=n,
+                      helper_cpu=job.helpers_cpu / n)
     starting = workers_starting(s) and not storage_bound(s) and not none
     busy = workers_computing(s)  # read once: the mark, the sub-form and the warning's words all ask
     computing = busy or ipc or starting
@@ -432,7 +465,12 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
     _worker_checks(c, s, io_side=True)
     waiting = workers_waiting(s)
     seen = storage_evidence(s)
-    c.note("workers_waiting", f"the workers wait on storage ({', '.join(seen)})" if waiting
+    on = "storage"
+    if (network_reads(s) or 0.0) >= NETWORK_SHARE:  # a server's or an object store's, not a local disk's
+        on, shown = "the network", ["worker stacks in network reads" if x == "worker stacks in reads" else x for x in seen]
+    else:
+        shown = seen
+    c.note("workers_waiting", f"the workers wait on {on} ({', '.join(shown)})" if waiting
            else "no storage sign (no reads, D state, I/O pressure or iowait)" if not seen
            else f"no storage sign of the workers' own (no reads, D state or read frames; only the host's: "
                 f"{', '.join(seen)})" if not own_storage_sign(seen)
@@ -441,7 +479,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
     warn = (s.input_wait or 0.0) >= s.wait_moderate and waiting
     return result(c, fires, warn, s.input_wait, "workers",
                   lambda: warned_by(s.input_wait, s.wait_moderate, ">=", wait_words(s), samples=s.wait_samples)
-                  + ", while the workers wait on storage", **_facts(s))
+                  + f", while the workers wait on {on}", **_facts(s))
 
 
 def _without_stacks(c: Checks, s: Signals, computing: bool) -> StageResult:

@@ -200,7 +200,8 @@ def _where(f: dict) -> str:
     loc = f.get("location")
     if loc is None:
         return ""
-    return f" ({loc.path} on {loc.fstype}{', a network file system' if loc.network else ''})"
+    cwd = "the working directory, " if loc.kind == "cwd" else ""
+    return f" ({cwd}{loc.path} on {loc.fstype}{', a network file system' if loc.network else ''})"
 
 
 def _workers_keep(f: dict, s: Signals) -> str:
@@ -236,15 +237,25 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
                 "Write checkpoints to fast local storage (NVMe), then copy them away"]
     where = _where(f)
     out = []
-    if f.get("network"):
-        out.append(f"The data is on a network file system{where}: stage it on local NVMe or /dev/shm "
-                   "before training, or cache it locally after the first epoch")
-    out.append(f"Test the storage: copy a shard to /dev/shm and point the loader at it; if the data wait "
-               f"goes away, storage is the limit{where}")
-    # Said as a condition: gpuwatch sees where the data is read from, not how many files it is in (a
-    # trial's job read random records of one 2 GB file and was told to pack many small files).
-    out.append("If the data is many small files, pack them into large shards read sequentially (WebDataset "
-               "tar shards, LMDB, or another record format)")
+    net = f.get("inline_net_reads") if sub == "inline" else f.get("net_reads")
+    if net:
+        # Fetched from a server or an object store (input_stages.network_reads): the local disk's
+        # remedies (a shard in /dev/shm, a faster device) test nothing of it.
+        at = f.get("main_detail") if sub == "inline" else f.get("io_detail")
+        out.append(f"The data comes over the network{f' (in {at})' if at else ''}: cache it on local storage (copy "
+                   "it to local NVMe or /dev/shm before training, or keep each item once fetched), or fetch it in "
+                   "fewer, larger requests (shards of many samples each, such as WebDataset tar shards over HTTP "
+                   "or S3), so each sample does not pay a request's latency")
+    else:
+        if f.get("network"):
+            out.append(f"The data is on a network file system{where}: stage it on local NVMe or /dev/shm "
+                       "before training, or cache it locally after the first epoch")
+        out.append(f"Test the storage: copy a shard to /dev/shm and point the loader at it; if the data wait "
+                   f"goes away, storage is the limit{where}")
+        # Said as a condition: gpuwatch sees where the data is read from, not how many files it is in
+        # (a trial's job read random records of one 2 GB file and was told to pack many small files).
+        out.append("If the data is many small files, pack them into large shards read sequentially (WebDataset "
+                   "tar shards, LMDB, or another record format)")
     usable = f.get("usable")
     if sub == "inline":
         target = worker_target(usable)
@@ -252,7 +263,7 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
         out.append(f"Load in DataLoader workers (num_workers > 0{eg}) so reads overlap with training instead of "
                    "blocking the main thread")
     else:
-        busiest = " in the busiest set" if f.get("busiest_set") else ""
+        busiest = " in the sets at work" if f.get("idle_out") else ""
         each = f" ({fmt(f['worker_cpu'], 'cores')} each{busiest})" if f.get("worker_cpu") is not None else ""
         queue = s.job.worker_run_delay
         # A queue beside idle cores is wake-up latency after each read, not a CPU shortage (trial 27:
@@ -269,13 +280,49 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
                        f"so their low CPU{each} is not only the reads' doing, and more workers would queue as well")
         else:
             cores = f" (even more than the {count(usable, 'usable CPU')})" if usable else ""
-            out.append(f"Raise num_workers above {loader_workers(f)}: workers waiting on reads use little CPU{each}, "
-                       f"so more of them can overlap reads{cores}; raise prefetch_factor (default 2) to keep more "
+            what = "network reads" if net else "reads"
+            out.append(f"Raise num_workers above {loader_workers(f)}: workers waiting on {what} use little CPU{each}, "
+                       f"so more of them can overlap {what}{cores}; raise prefetch_factor (default 2) to keep more "
                        "batches in flight")
     out.append(_workers_keep(f, s))
     if (f.get("disk_busy") or 0.0) >= DISK_BUSY:
         out.append(f"The disk {f.get('device') or ''} is {fmt(f.get('disk_busy'))} busy: a faster device, or "
                    "read less per sample (smaller or pre-cropped samples)")
+    return out
+
+
+def _wider_mask(usable: int | None, s: Signals) -> str:
+    """Where the job's affinity mask (taskset, a cpuset) allows fewer CPUs than the host has and the
+    host has a core idle: more CPUs for the job. Trial 36: a decode job pinned to 1 of 2 CPUs, the host
+    about half idle, was told only to make each sample cheaper (1.88x by its figure); without the
+    pin it ran 2.06x faster."""
+    host_n = s.host.cpu_count if s.host.seen else 0
+    if not usable or host_n <= usable or s.host.cpu is None:
+        return ""
+    free = host_n * (1.0 - s.host.cpu)
+    if free < IDLE_FOR_WORKER:
+        return ""
+    return (f"Let the job use more of the host's CPUs: its affinity mask (taskset, the container's cpuset) allows "
+            f"{count(usable, 'CPU')} of the host's {host_n}, and {fmt(free, 'cores')} of the host sat idle; with "
+            "more CPUs its workers run side by side")
+
+
+def _helpers(f: dict, s: Signals, usable: int | None, idle: float) -> list[str]:
+    """Batches made by the job's own pool of processes (input_stages.helpers_computing)."""
+    n = int(f.get("helpers") or 0)
+    out = []
+    if usable and idle >= IDLE_FOR_WORKER:
+        out.append(f"Give the pool that makes the batches more processes: {count(n, 'process', 'processes')} at "
+                   f"{fmt(f.get('helper_cpu'), 'cores')}{'' if n == 1 else ' each'}, and {fmt(idle, 'cores')} of the "
+                   f"{count(usable, 'usable CPU')} sat idle")
+    else:
+        out.append(f"Make each batch cheaper to build: the {count(n, 'process', 'processes')} making them "
+                   f"{'computes' if n == 1 else 'compute'} flat out and the {count(usable or 0, 'usable CPU')} "
+                   "have no core to spare")
+    out.append("Or build the batches in DataLoader workers (num_workers, persistent_workers=True): gpuwatch samples "
+               "their stacks and can tell what they compute")
+    if (wider := _wider_mask(usable, s)):
+        out.insert(0, wider)
     return out
 
 
@@ -285,6 +332,8 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     spare = unused_cores(s, usable) if usable else 0.0
     idle = idle_cores(s, spare)
     out = []
+    if sub == "helpers":
+        return _helpers(f, s, usable, idle)
     if sub == "inline":
         # "prepare", not "decode": the main thread's own per-item work may be tokenising or parsing
         # (bench/field_cpu/tokenize_inline.py: regexes and BPE in Docs.__getitem__), not images
@@ -340,7 +389,7 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         # Where the ticks it waited in read the CPUs full (cpu_short, what the sentence says), the
         # window's idle time is the ticks between: no remedy may say otherwise (review).
         if f.get("cpu_short") or spare < IDLE_FOR_WORKER:
-            out.append(f"The {count(usable, 'usable CPU')} are already full ({who}): make each "
+            out.append(f"The {count(usable, 'usable CPU')} {'is' if usable == 1 else 'are'} already full ({who}): make each "
                        "sample cheaper rather than adding workers (more workers than cores only queue for CPU)")
         elif top is not None and least is not None and workers >= 2 and top - least >= UNEVEN_WORKERS \
                 and len(f.get("sets") or ()) >= 2:
@@ -390,6 +439,8 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     # a value to set (trial 23 and 24: "prefetch_factor=4" told to jobs with 4 and 8).
     kept = keep.startswith(HEADS[PERSISTENT_WORKERS])  # not a line on iterators left alive
     out.append(keep + "; where prefetch_factor is still at its default of 2, a larger one smooths out slow batches" if kept else keep)
+    if sub in ("workers", "inline") and (wider := _wider_mask(usable, s)):
+        out.insert(0, wider)
     return out
 
 
@@ -574,8 +625,15 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
                    f"of the time: raise the container's CPU limit, or fit the job to it (fewer DataLoader "
                    f"workers than the {_n(f.get('workers'))} alive now, fewer OMP threads)")
     if "neighbours" in causes:
-        out.append(f"Processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of {_n(f.get('usable'))} CPUs"
-                   f"{_outsiders(f)}: move or renice them, or give the job its own cores (taskset)")
+        usable, host = f.get("usable") or 0, f.get("host_cpus") or 0
+        if host > usable:  # the job's affinity mask holds it to fewer CPUs than the host has
+            out.append(f"Processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of the host's {_n(host)} "
+                       f"CPUs{_outsiders(f)}, at least {fmt(f.get('others_on_mask'), 'cores')} of it on the "
+                       f"{count(usable, 'CPU')} the job may run on: move or renice them, or widen the job's "
+                       "affinity mask (taskset, the container's cpuset) to CPUs they leave free")
+        else:
+            out.append(f"Processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of {_n(usable)} CPUs"
+                       f"{_outsiders(f)}: move or renice them, or give the job its own cores (taskset)")
     if "steal" in causes:
         out.append(f"The hypervisor steals {fmt(f.get('steal'))} of the CPU: ask for dedicated vCPUs or a "
                    "larger instance")

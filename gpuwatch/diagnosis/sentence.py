@@ -247,8 +247,8 @@ def _workers(f: dict, verb: str, verb_one: str) -> str:
 def _each(f: dict) -> str:
     """" each" after a per-worker figure, but for a loader of one worker ("the 1 DataLoader worker
     computes (1.00 core CPU each ...)" read as if there were several)."""
-    if f.get("busiest_set"):  # aligned._set_mean: not every set's workers
-        return " for the busiest set's 1 worker" if f.get("loader_workers") == 1 else " each in the busiest set"
+    if f.get("idle_out"):  # worker_sets.working_cpu: not every set's workers
+        return " for the 1 worker at work" if f.get("loader_workers") == 1 else " each in the sets at work"
     n = int(f.get("loader_workers") or 0) or round(f.get("workers") or 0)
     return "" if n == 1 and len(f.get("sets") or ()) < 2 else " each"
 
@@ -260,7 +260,7 @@ def _while(f: dict) -> str:
         return ""
     busiest = f", the busiest {fmt(top, 'cores')}" if top is not None and top >= (f.get("worker_cpu") or 0) + 0.1 else ""
     # the mean over every tick is said where it reads otherwise than the waiting ticks' figure
-    every = " a worker over every set" if f.get("busiest_set") else ""
+    every = " a worker over every set" if f.get("idle_out") else ""
     overall = ("" if fmt(mean, "cores") == fmt(f.get("worker_cpu"), "cores")
                else f"; {fmt(mean, 'cores')}{every} on average")
     return f" while it waits{busiest}{overall}"
@@ -298,9 +298,12 @@ def _io(f: dict, sub: str, s: Signals) -> str:
         least = least_words(saves) if saves is not None else ""  # as the epochs clause says it
         return (f"Checkpoint saving holds training: the main thread spends {least}{fmt(f.get('checkpoint'))} of its "
                 f"time writing checkpoints{_in(f.get('ckpt_detail'))}.")
-    loc = f.get("location")
-    where = f" Data: {loc.path} on {loc.fstype}{' (network)' if loc.network else ''}." if loc else ""
+    where = _data_where(f.get("location"))
     if sub == "inline":
+        if f.get("inline_net_reads"):
+            return (f"Input-bound on loading over the network in the training process: with num_workers=0 the main "
+                    f"thread loads data itself {fmt(f.get('inline'))} of the time, mostly waiting on network reads"
+                    f"{_in(f.get('main_detail'))}.{_loads_whose(f)}")
         return (f"Input-bound on storage in the training process: with num_workers=0 the main thread loads data itself "
                 f"{fmt(f.get('inline'))} of the time, mostly waiting on reads.{where}{_loads_whose(f)}")
     parts = [f"{fmt(f.get('worker_cpu'), 'cores')} CPU{_each(f)}{_while(f)}"] if f.get("worker_cpu") is not None else []
@@ -320,11 +323,35 @@ def _io(f: dict, sub: str, s: Signals) -> str:
     if f.get("io_detail"):
         parts.append(f"in {f['io_detail']}")
     said = f" ({', '.join(parts)})" if parts else ""
+    if f.get("net_reads"):
+        # from a server or an object store: the local disk and the job's folder say nothing of it
+        return (f"Input-bound on loading over the network: the main thread waits for data {_of_samples(f)} while "
+                f"the {_workers(f, 'wait', 'waits')} on network reads{said}.")
     return (f"Input-bound on storage: the main thread waits for data {_of_samples(f)} while "
             f"the {_workers(f, 'wait', 'waits')} on reads{said}.{where}")
 
 
+def _data_where(loc) -> str:  # noqa: ANN001 - DataLocation | None
+    """Where the data is: the folder of the files seen open, or else the working directory, said as
+    such (no data file was seen open, so the data may be elsewhere)."""
+    if loc is None:
+        return ""
+    net = " (network)" if loc.network else ""
+    if loc.kind == "cwd":
+        return f" No data file was seen open; the working directory, {loc.path}, is on {loc.fstype}{net}."
+    return f" Data: {loc.path} on {loc.fstype}{net}."
+
+
 def _decode(f: dict, sub: str, s: Signals) -> str:
+    if sub == "helpers":
+        n = f.get("helpers") or 0
+        at = s.stacks.top(lb.ROLE_MAIN_THREAD, lb.DATA_WAIT)
+        return (f"Input-bound on the job's own batch-making processes: the main thread waits for data "
+                f"{_of_samples(f)}{f', most often in {at},' if at else ''} with no DataLoader worker, "
+                f"while the job's {count(n, 'other process', 'other processes')} "
+                f"{'computes' if n == 1 else 'compute'} ({fmt(f.get('helper_cpu'), 'cores')} CPU"
+                f"{'' if n == 1 else ' each'}); gpuwatch samples no stacks of {'it' if n == 1 else 'them'}, so what "
+                f"{'it computes' if n == 1 else 'they compute'} is not shown.")
     if sub == "inline":
         # no worker to sample for a decoder: the main thread's own load is said as loading, not decoding
         if validation_loads(f):
@@ -360,7 +387,7 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         full = f" The workers fill the {count(f['usable'], 'usable CPU')}."
     if sub == "no_stacks":
         return (f"Probably input-bound on the DataLoader workers' CPU work: {_starved(s)} "
-                f"while the {_workers(f, 'each use', 'uses')} {fmt(f.get('worker_cpu'), 'cores')}; "
+                f"while the {_workers(f, 'use', 'uses')} {fmt(f.get('worker_cpu'), 'cores')}{_each(f)}; "
                 f"no stacks to confirm the data wait or to tell what the workers compute.{full}")
     # "Decode/augmentation" only where a worker sample was seen in an image decoder
     # (fix_gains.decoding_seen): a tokenising loader's workers compute, they decode no image.
@@ -461,7 +488,7 @@ def _contention(f: dict, sub: str, s: Signals) -> str:
             queued = (f", and the job queues for a CPU (on average {fmt(n, 'threads')} ready to run "
                       "with no CPU free)") if n is not None else ""
             said.append(f"processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of "
-                        f"{count(f.get('usable') or 0, 'CPU')}{queued}")
+                        f"{_outside_of(f)}{queued}")
         elif cause == "steal":
             said.append(f"the hypervisor steals {fmt(f.get('steal'))} of the CPU")
         elif cause == "memory":
@@ -472,6 +499,16 @@ def _contention(f: dict, sub: str, s: Signals) -> str:
         return ("Contention slowed the job until recently; no outside cause is above its cut in the latest "
                 "readings.")
     return "Contention slows the job: " + "; ".join(said) + "." + _blocked_beside(f, s)
+
+
+def _outside_of(f: dict) -> str:
+    """"2 CPUs", or where the job may run on fewer than the host has, the host's CPUs and how much of
+    the outside load must run on the job's (system_stages.contention)."""
+    usable, host = f.get("usable") or 0, f.get("host_cpus") or 0
+    if host <= usable:
+        return count(usable, "CPU")
+    return (f"the host's {count(host, 'CPU')}, at least {fmt(f.get('others_on_mask'), 'cores')} of it on the "
+            f"{count(usable, 'CPU')} the job may run on (its affinity mask)")
 
 
 def _blocked_beside(f: dict, s: Signals) -> str:
@@ -689,8 +726,7 @@ def _unknown(f: dict, sub: str, s: Signals) -> str:
         busiest = (f", the busiest {fmt(top, 'cores')}" if top is not None
                    and fmt(top, "cores") != fmt(s.job.worker_cpu, "cores") else "")
         sets = worker_sets(s.epoch_ticks)
-        several = s.several_sets
-        of = ((" in the busiest set, of" if several else ", over") + f" {sum(sets)} workers in {sets_of(sets)}"
+        of = ((" in the sets at work, of" if s.idle_out else ", over") + f" {sum(sets)} workers in {sets_of(sets)}"
               if len(sets) >= 2 else "")
         both = f"{gpu.removesuffix(', but ')} and " if gpu else ""
         return (f"Not enough evidence to name a stage: {both}the main thread waits for data {fmt(s.input_wait)} of "

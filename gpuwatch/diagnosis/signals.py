@@ -103,23 +103,26 @@ class Signals:
         return (self.input_wait or 0.0) >= self.wait_high and self.job.seen and self.job.workers <= 0
 
     @property
-    def several_sets(self) -> bool:
-        """job.worker_cpu is the busiest set's: several sets of workers lived together, in the ticks
-        the main thread waited in where those give the reading (aligned._set_mean), else in a sample
-        of the window (worker_sets.busiest_set_cpu)."""
-        return self.aligned.several_sets if self.aligned.usable else self.job.several_sets
+    def idle_out(self) -> bool:
+        """job.worker_cpu left an idle set of workers out (worker_sets.py): read from the ticks the
+        main thread waited in where those give the reading (_during_wait), else from the window."""
+        return self.aligned.idle_out if self._aligned_cpu else self.job.idle_out
 
     @property
-    def busiest_set(self) -> int:
-        """There, the busiest set's size: the busy loader's num_workers (0 where not several_sets)."""
-        if not self.several_sets:
+    def working_set(self) -> int:
+        """There, the largest set at work: the busy loader's num_workers (0 where none was left out)."""
+        if not self.idle_out:
             return 0
-        return self.aligned.busiest_set if self.aligned.usable else self.job.busiest_set
+        return self.aligned.working_set if self._aligned_cpu else self.job.working_set
+
+    @property
+    def _aligned_cpu(self) -> bool:
+        return self.aligned.usable and self.aligned.worker_cpu is not None
 
     @property
     def worker_cpu_what(self) -> str:
         """The worker CPU evidence rows' words, as every stage reads them."""
-        return "CPU per DataLoader worker" + (" of the busiest set" if self.several_sets else "")
+        return "CPU per DataLoader worker" + (" of the sets at work" if self.idle_out else "")
 
     @property
     def wait_samples(self) -> int:

@@ -93,7 +93,14 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
             queued_threads = max(queued_threads or 0.0, s.held_queue)
         if s.held_others is not None:
             others_cpu = max(others_cpu or 0.0, s.held_others)
-    others = others_cpu / usable if others_cpu is not None and usable else None
+    # Where the job may run on fewer CPUs than the host has (taskset, a cpuset), the outside load is
+    # the host's, and only what cannot fit on the other CPUs must run on the job's: at least
+    # others_cpu - (host CPUs - usable). Trial 36's job on 1 of 2 CPUs read "processes outside the
+    # job use 1.62 cores of 1 CPU", and 0.22 core outside named contention at its start.
+    host_n = h.cpu_count or usable
+    on_mask = (max(0.0, others_cpu - (host_n - usable)) if others_cpu is not None and usable and host_n > usable
+               else others_cpu)
+    others = on_mask / usable if on_mask is not None and usable else None
     # A process's run delay sums its threads' waits: the mean number of them queued for a CPU, which
     # can pass 1 and is said as such; as a share of the time lost (the cost) it stops at 1.
     delay = min(queued_threads, 1.0) if queued_threads is not None else None
@@ -126,6 +133,7 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
                   + ", but the GPU stays saturated, so it costs little now",
                   causes=tuple(ordered), values=dict(causes), tenants=g.tenants, throttles=g.throttle_reasons,
                   quota=h.cg_quota, others=h.others_top, others_cpu=h.others_cpu, usable=usable, delay=delay,
+                  host_cpus=host_n, others_on_mask=on_mask,
                   queued_threads=queued_threads, queued_share=_neighbours_cost(job, usable),
                   steal=h.steal, workers=job.workers, psi_mem=h.psi_mem, swap_in=h.swap_in_bps)
 

@@ -466,6 +466,18 @@ CHECKPOINT_WRITE_BPS = 1e7
 """A main process writing >= 10 MB/s in a tick with no stack sample counts as saving: a training
 loop's own writes (logs, metrics) run at kB/s, and the smallest model checkpoints are MBs."""
 
+NETWORK_SHARE = 0.5
+"""Half or more of the samples reading data read over a socket (socket, ssl, http.client, urllib3,
+botocore frames): the data comes from a server or an object store, and the input stage says so,
+with the network's remedies, rather than the local disk's (trial 36: workers fetching over HTTP,
+32 of 34 read samples in SocketIO.readinto, were told "disk vda 0 % busy. Data: /tmp on ext4" and
+to copy a shard to /dev/shm)."""
+SET_IDLE_CPU = 0.10
+"""A set of workers whose mean is under 0.1 core idles (MAIN_CPU_IDLE's reasoning: a waiting process
+reads ~0; in the recordings with several sets alive, tests/data/cpu_field/lightning_val_ckpt,
+retry_loader and h100/run53_imagefolder_loop, the least busy set's mean is 0.00 in the median
+sample). Beside a set at work it is left out of the per-worker CPU (worker_sets.py), or it would
+halve that set's mean; the figure is then said "of the sets at work"."""
 SET_GAP_S = 0.15
 """Workers forked straight from the training process whose start times lie more than 0.15 s apart
 belong to different sets. A DataLoader iterator forks its workers in a loop, each fork copying the

@@ -65,6 +65,12 @@ PIN_LABELS = (PIN_BUSY, PIN_IDLE)
 STOPPED_DETAIL = " (stopped: SIGSTOP or SIGTSTP)"
 """Ends the detail of a worker sample taken while the worker was stopped (kernel state T): it
 neither reads nor computes, whatever its frames say."""
+NETWORK_DETAIL = " (network)"
+"""Ends the detail of a worker or main-thread sample reading over a socket (socket, ssl, http.client,
+urllib3, botocore frames): data fetched from a server or object store, not from a local disk."""
+NETWORK_FUNCS = ("SocketIO.", "socket.", "SSLSocket.", "SSLObject.", "HTTPResponse.", "HTTPConnection.",
+                 "StreamingBody.", "create_connection", "urlopen")
+"""Hot functions of those frames, for recordings made before the detail carried NETWORK_DETAIL."""
 D_STATE_DETAIL = " (D state: blocked on I/O)"
 """Ends the detail of a worker sample labelled io for its D state alone (no frame names a read: a C
 call such as os.preadv shows none): the state is the sign of I/O, which the detail keeps."""
@@ -76,13 +82,20 @@ def waits_on_command(detail: str | None) -> bool:
     return (detail or "").startswith(("Popen.", "subprocess.", "run (subprocess"))
 
 
+def on_network(detail: str | None) -> bool:
+    """A reading sample's detail names a read over a socket (NETWORK_DETAIL, or a socket's function)."""
+    d = detail or ""
+    return d.endswith(NETWORK_DETAIL) or d.startswith(NETWORK_FUNCS)
+
+
 def activity(role: str, label: str, detail: str | None, active: bool = True) -> str:
     """The label as a view or report should read it: a worker sample recorded as "io" before the
     "wait" label existed counts as a read only where its function is named for reading (READ_WORDS),
     as the diagnosis counts it; a sleep or a lock in ``__getitem__`` is a wait. A pin-thread sample
     is read by :func:`pin_activity`."""
     if (role == ROLE_WORKER and label == W_IO and not (detail or "").endswith(D_STATE_DETAIL)
-            and (not any(w in (detail or "").lower() for w in READ_WORDS) or waits_on_command(detail))):
+            and (not any(w in (detail or "").lower() for w in READ_WORDS) or waits_on_command(detail))
+            and not on_network(detail)):
         return W_WAIT
     if role == ROLE_PIN:
         return pin_activity(label, detail, active)

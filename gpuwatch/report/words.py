@@ -120,9 +120,11 @@ def headline(m: Summary) -> tuple[str, str]:
         # Ranked on unrounded costs: two figures that read the same are said as the same
         same = (most.speedup_run is not None and m.speedup_run is not None
                 and f"{most.speedup_run:.2f}" == f"{m.speedup_run:.2f}")
-        cost = (f"at about the same cost to the run (fixing it: {speedup(most.speedup_run or 0.0)} over the run)"
-                if same else "at less cost to the run")
-        text += f" {lead} ({most.share:.0%}), {cost}, {verdict_was(most.title, most.why)}"
+        cost = (f", at about the same cost to the run (fixing it: {speedup(most.speedup_run or 0.0)} over the run),"
+                if same else ", at less cost to the run,")
+        if most.stage == GPU_BOUND or most.speedup_run is None:
+            cost = ""  # a healthy job costs nothing, and with no figure no cost is claimed
+        text += f" {lead} ({most.share:.0%}){cost} {verdict_was(most.title, most.why)}"
     side = m.beside
     if side is not None:
         what = f". {side.why}" if side.why else "."
