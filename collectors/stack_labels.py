@@ -238,10 +238,11 @@ the batch already on the device. A transform module's own call (``Module._call_i
 # Reads a worker is waiting on even while on the CPU (copying from the page cache, TLS).
 NETWORK_READS: tuple[Pattern, ...] = (
     ("", "socket.py"), ("", "ssl.py"), ("", "http/client.py"), ("", "urllib3/response.py"),
-    ("", "botocore/response.py"),
+    ("", "botocore/response.py"), ("", "httpcore/"),
 )
-"""Reads over a socket (a server, an object store): said as network reads (NETWORK_DETAIL), not as
-reads of a local disk (trial 36: workers fetching over HTTP were told of the local ext4 disk)."""
+"""Reads over a socket (a server, an object store; a client's own socket.py too: redis-py's, pyzmq's):
+marked NETWORK_DETAIL and said as loading from a server, not as reads of a local disk (trial 36:
+workers fetching over HTTP were told of the local ext4 disk)."""
 READS: tuple[Pattern, ...] = (
     *NETWORK_READS, ("Path.read_bytes", "pathlib.py"), ("Path.read_text", "pathlib.py"),
 )

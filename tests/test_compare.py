@@ -351,3 +351,18 @@ def test_one_job_watched_by_its_launcher_and_by_a_rank_is_one_script():
     assert "different programs" in command_note("torchrun exp_a/train.py", "python -u exp_b/train.py")
     # another script under the launcher is another program
     assert "different programs" in command_note(launcher.replace("ddp_gloo.py", "other.py"), rank)
+
+
+def test_the_script_is_the_one_the_process_of_its_own_runs():
+    """Review 41: the first ".py" word both commands held named cfg.py "the same script" for train.py
+    and other.py; "./train.py" beside "train.py" read as different programs; "--local_rank 0" with a
+    space stayed as an argument."""
+    from gpuwatch.compare.diff import command_note
+
+    assert "different programs" in command_note("torchrun --nproc_per_node=2 train.py --config cfg.py",
+                                                "python other.py --config cfg.py")
+    assert command_note("torchrun --nproc_per_node=2 train.py", "python -u ./train.py").startswith(
+        "The runs are the same script (./train.py): before under its launcher")
+    assert command_note("python -u train.py --local_rank 0 --epochs 3", "deepspeed train.py --epochs 3") == (
+        "The runs are the same script (train.py): before as its own process (one rank's, or a run without the "
+        "launcher), after under its launcher.")

@@ -29,7 +29,7 @@ def _clock(name: str) -> list[dict]:
         return [r for r in map(json.loads, f) if "share" in r]
 
 
-def test_workers_fetching_over_http_are_said_to_wait_on_the_network_not_a_local_disk():
+def test_workers_fetching_over_http_are_said_to_wait_on_a_server_not_a_local_disk():
     waits = [r["share"]["wait"] for r in _clock("t36_http_fetch")]
     assert min(waits) > 0.7  # the job's own clock: a data wait throughout
     frames = load_frames(HTTP)
@@ -38,18 +38,18 @@ def test_workers_fetching_over_http_are_said_to_wait_on_the_network_not_a_local_
     named = [x for x in verdicts if x.stage == v.IO]
     assert len(named) > len(verdicts) // 2
     for x in named:
-        assert x.sentence.startswith("Input-bound on loading over the network"), x.sentence
+        assert x.sentence.startswith("Input-bound on loading from a server or object store"), x.sentence
         assert "on ext4" not in x.sentence and "Data:" not in x.sentence
         said = " ".join(x.remedies)
         assert "/dev/shm and point the loader" not in said and "pack them into large shards" not in said
-        assert "The data comes over the network" in said
+        assert "The data comes from a server over a socket" in said
     last = named[-1]
-    assert "wait on network reads" in last.sentence and "in SocketIO.readinto" in last.sentence
-    assert any(r.startswith("Raise num_workers above 2: workers waiting on network reads") for r in last.remedies)
-    assert any("the workers wait on the network (worker stacks in network reads" in e.text for e in last.evidence)
+    assert "wait on socket reads" in last.sentence and "in SocketIO.readinto)" in last.sentence and "disk vda" not in last.sentence
+    assert any(r.startswith("Raise num_workers above 2: workers waiting on socket reads") for r in last.remedies)
+    assert any("the workers wait on a server (worker stacks in socket reads" in e.text for e in last.evidence)
     md = render_markdown(build_report(from_frames(frames), NOT_RECORDED, "replay", path=HTTP))
     head = md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
-    assert "Input-bound on loading over the network" in head and "on ext4" not in head
+    assert "Input-bound on loading from a server or object store" in head and "on ext4" not in head
 
 
 def test_a_network_read_is_told_by_its_frames_or_by_its_function_in_older_recordings():
@@ -135,3 +135,36 @@ def test_a_pool_of_the_jobs_own_making_the_batches_flat_out_is_named_with_what_w
     assert dict(x.levels)[v.DECODE] == "bottleneck" and dict(x.levels)[v.IO] == "n/a"
     assert x.remedies[0].startswith("Give the pool that makes the batches more processes: 1 process at 0.98 core,")
     assert any(e.text == "the job's 1 other process (no DataLoader worker) uses 0.98 core CPU" for e in x.evidence)
+
+
+def test_the_pools_idle_neighbours_do_not_dilute_its_cpu():
+    """Review 41: an idle forkserver or resource tracker beside the pool's processes counted in their
+    mean. The same recording with an idle process of the job's added to every sample."""
+    from dataclasses import replace
+
+    frames = []
+    for f in load_frames(f"{DATA}/t36_pool.jsonl.gz"):
+        if f.procs:
+            helper = next((p for p in f.procs.processes if p.role == "other"), None)
+            if helper is not None:
+                idle = replace(helper, pid=helper.pid + 10_000, name="python", cmdline="resource_tracker",
+                               cpu_pct=0.0, threads=())
+                f = replace(f, procs=replace(f.procs, processes=f.procs.processes + (idle,)))
+        frames.append(f)
+    a = Analysis()
+    named = [x for x in (a.update(f) for f in frames) if x.stage == v.DECODE]
+    assert named and "while 1 of the job's 2 other processes computes (0.98 core CPU)" in named[-1].sentence, \
+        named[-1].sentence if named else None
+
+
+def test_the_storage_check_says_what_was_seen_of_where_the_data_is():
+    """Review 41: beside "loading from a server or object store" the report's check passed "Data on
+    local storage" on the working directory's disk; where no data file was seen open the working
+    directory says nothing of where the data is."""
+    from gpuwatch.report.checks_host import check_network_fs
+    from gpuwatch.report.model import NOT_CHECKED, WARN
+
+    got = check_network_fs(load_frames(HTTP), NOT_RECORDED)
+    assert got.status == WARN and "socket reads: the data comes from a server or an object store" in got.reason, got
+    cwd_only = check_network_fs(load_frames(f"{DATA}/t35_subproc.jsonl.gz"), NOT_RECORDED)
+    assert cwd_only.status == NOT_CHECKED and cwd_only.reason.startswith("no data file was seen open"), cwd_only

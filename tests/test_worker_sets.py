@@ -149,3 +149,21 @@ def test_workers_whose_sets_cannot_be_told_are_one_set():
                for w in ws]
     got = sample_cpu(spawned)
     assert not got.idle_out and got.working_set == 8 and abs(got.cpu - _mean(ws)) < 1e-9
+
+
+def test_several_loaders_of_one_worker_at_work_are_not_said_as_one():
+    """Review 41: two zipped training loaders of 1 worker each at work, beside a persistent validation
+    loader's idle worker, read "for the 1 worker at work" (the largest set at work, not its count)."""
+    k = Knobs(gpu=None, cpu_count=8, usable=8, workers=3, main_cpu=0.12, worker_cpu=0.9,
+              main_labels={lb.DATA_WAIT: 0.8, lb.DISPATCH: 0.2}, worker_labels={lb.W_BUSY: 1.0},
+              worker_detail={lb.W_BUSY: "Image.convert"})
+    frames = []
+    for f in build(k, 20):
+        ps = tuple(replace(p, started=1.7e9 + 10 * (p.pid - 101), cpu_pct=0.0 if p.pid == 103 else p.cpu_pct)
+                   if p.role == "worker" else p for p in f.procs.processes)
+        frames.append(replace(f, procs=replace(f.procs, processes=ps)))
+    got = sample_cpu(_workers(frames[-1]))
+    assert (got.working_set, got.at_work, got.idle_out) == (1, 2, True)
+    verdict = run(frames)[-1]
+    assert "0.90 core CPU each in the sets at work" in verdict.sentence, verdict.sentence
+    assert "1 worker at work" not in verdict.sentence

@@ -3,6 +3,7 @@ better, plus notes where the two runs are not like for like (other GPUs, another
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -172,29 +173,59 @@ def command_note(before: str, after: str) -> str:
 def _launcher_and_rank(tb: list[str], ta: list[str]) -> str:
     """The note for one script run once under its launcher and once without it, or the same job
     watched once by its launcher's PID and once by a rank's (nvidia-smi lists the ranks; either PID
-    watches the whole job): the launcher's command (``torchrun ... train.py``) runs the same script
-    path as the other (``python -u train.py``). Empty where that is not the case."""
+    watches the whole job): the launcher's command (``torchrun ... train.py``) holds the script the
+    other runs (``python -u train.py``: its first ``.py`` word; the launcher's options may name other
+    ``.py`` files). Empty where that is not the case."""
     launcher = [_is_launcher_cmd(tuple(t)) for t in (tb, ta)]
-    script = next((t for t in tb if t.endswith(".py") and t in ta), None)
-    if launcher[0] == launcher[1] or script is None:
+    if launcher[0] == launcher[1]:
         return ""
-    alone = "as its own process (one rank's, or a run without the launcher)"
-    which = f"before under its launcher, after {alone}" if launcher[0] else f"before {alone}, after under its launcher"
-    args_b, args_a = (_own_args(t[t.index(script) + 1:]) for t in (tb, ta))
+    under, alone = (tb, ta) if launcher[0] else (ta, tb)
+    mine = next((i for i, t in enumerate(alone) if t.endswith(".py")), None)
+    if mine is None:
+        return ""
+    theirs = next((i for i, t in enumerate(under) if t.endswith(".py") and _same_path(t, alone[mine])), None)
+    if theirs is None:
+        return ""
+    args = {id(under): _own_args(under[theirs + 1:]), id(alone): _own_args(alone[mine + 1:])}
+    args_b, args_a = args[id(tb)], args[id(ta)]
+    own = "as its own process (one rank's, or a run without the launcher)"
+    which = f"before under its launcher, after {own}" if launcher[0] else f"before {own}, after under its launcher"
     gone, new = _only(args_b, args_a), _only(args_a, args_b)
     said = "; ".join(x for x in (f"before had {_short(' '.join(gone))}" if gone else "",
                                  f"after has {_short(' '.join(new))}" if new else "") if x)
-    return (f"The runs are the same script ({_short(script)}): {which}"
+    return (f"The runs are the same script ({_short(alone[mine])}): {which}"
             + (f", with other arguments: {said}." if said else "."))
 
 
+def _same_path(a: str, b: str) -> bool:
+    """One script: the same path once normalised, or the same file name where one side gives no
+    folder (typed from the script's own folder)."""
+    na, nb = os.path.normpath(a), os.path.normpath(b)
+    if na == nb:
+        return True
+    return os.path.basename(na) == os.path.basename(nb) and (os.sep not in na or os.sep not in nb)
+
+
 def _own_args(tokens: list[str]) -> list[str]:
-    """The script's arguments less the ``--local_rank=N`` a launcher adds to each rank's (deepspeed,
-    torch.distributed.launch)."""
-    return [t for t in tokens if not LOCAL_RANK.fullmatch(t)]
+    """The script's arguments less the local rank a launcher adds to each rank's (deepspeed,
+    torch.distributed.launch): ``--local_rank=N`` or ``--local_rank N``."""
+    out: list[str] = []
+    skip = False
+    for t in tokens:
+        if skip:
+            skip = False
+            continue
+        if LOCAL_RANK.fullmatch(t):
+            continue
+        if LOCAL_RANK_FLAG.fullmatch(t):
+            skip = True
+            continue
+        out.append(t)
+    return out
 
 
 LOCAL_RANK = re.compile(r"--local[-_]rank=\d+")
+LOCAL_RANK_FLAG = re.compile(r"--local[-_]rank")
 
 
 def _program(tokens: list[str]) -> list[str]:

@@ -34,6 +34,8 @@ class Aligned:
     """There, the largest set at work (the most common over those ticks): the busy loader's
     num_workers, where the largest set may be another loader's (a 2 + 1 job told "raise num_workers
     from 2")."""
+    at_work: int = 0
+    """There, the workers of every set at work (the most common over those ticks)."""
     workers_cpu: float | None = None
     worker_cpu_top: float | None = None
     """CPU of the busiest worker in those ticks (median over the ticks): the one building the batch
@@ -74,6 +76,7 @@ def aligned(ticks: Sequence[Tick]) -> Aligned:
         worker_cpu=med(r.cpu for r in per),
         idle_out=idle_out,
         working_set=sizes.most_common(1)[0][0] if idle_out else 0,
+        at_work=Counter(r.at_work for r in per if r.idle_out).most_common(1)[0][0] if idle_out else 0,
         workers_cpu=med(sum(t.worker_cpu) for t in with_workers),
         worker_cpu_top=med(max(t.worker_cpu) for t in with_workers),
         worker_cpu_least=med(min(t.worker_cpu) for t in with_workers),

@@ -48,6 +48,8 @@ class JobSignals:
     validation loader's set living a tick each pass), the median reads the other samples."""
     working_set: int = 0
     """There, the largest set at work (the most common): its loader's num_workers."""
+    at_work: int = 0
+    """There, the workers of every set at work (the most common)."""
     workers_cpu: float | None = None
     """All workers together."""
     worker_d: float | None = None
@@ -71,6 +73,11 @@ class JobSignals:
     """The job's other processes below its training processes (neither a training process nor a
     DataLoader worker: a multiprocessing.Pool's, a renamed worker, a compile worker), per tick (mean)."""
     helpers_cpu: float | None = None
+    helpers_working: float = 0.0
+    """Of those, the ones at work (MAIN_CPU_IDLE or more each), per tick (mean): a pool's processes,
+    not the idle forkserver, resource tracker or logging service beside them."""
+    helpers_working_cpu: float | None = None
+    """Their CPU together (median over the window)."""
     """Those processes' CPU together (median over the window): where the main thread waits for batches
     without DataLoader workers, the work it waits on may be theirs (gpuwatch samples no stacks of them)."""
     exited_cpu: float | None = None
@@ -169,6 +176,7 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
         worker_cpu_mean=med(r.worker_cpu_all for r in rows),
         idle_out=idle_out,
         working_set=sizes.most_common(1)[0][0] if idle_out else 0,
+        at_work=Counter(r.at_work for r in rows if r.working_set).most_common(1)[0][0] if idle_out else 0,
         workers_cpu=med(r.workers_cpu for r in rows),
         worker_d=mean(r.worker_d for r in rows),
         worker_run_delay=med(r.worker_run_delay for r in rows),
@@ -180,6 +188,8 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
         job_cpu=med(r.job_cpu for r in every),
         helpers=sum(r.helpers for r in rows) / len(rows),
         helpers_cpu=med(r.helpers_cpu for r in rows),
+        helpers_working=sum(r.helpers_working for r in rows) / len(rows),
+        helpers_working_cpu=med(r.helpers_working_cpu for r in rows),
         exited_cpu=med(r.exited_cpu for r in every),
         stopped=rows[-1].stopped,
         spawned_workers=any(r.spawned for r in rows),
@@ -214,6 +224,8 @@ class _Row:
     worker_cpu_all: float | None
     working_set: int
     """The largest set at work where an idle set was left out, else 0."""
+    at_work: int
+    """There, the workers of every set at work."""
     workers_cpu: float | None
     worker_d: float | None
     worker_run_delay: float | None
@@ -225,6 +237,8 @@ class _Row:
     job_cpu: float
     helpers: int
     helpers_cpu: float
+    helpers_working: int
+    helpers_working_cpu: float
     exited_cpu: float
     stopped: bool
     paused: bool
@@ -253,6 +267,7 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         worker_cpu=sets.cpu if sets else None,
         worker_cpu_all=mean(w.cpu_pct / 100 for w in ws),
         working_set=sets.working_set if sets and sets.idle_out else 0,
+        at_work=sets.at_work if sets and sets.idle_out else 0,
         workers_cpu=sum(w.cpu_pct / 100 for w in ws) if ws else None,
         worker_d=_d_share(ws, sample),
         worker_run_delay=_most_queued(ws),
@@ -266,6 +281,8 @@ def _row(sample: ProcsSample, rank: int | None) -> _Row:
         job_cpu=sum(p.cpu_pct / 100 for p in sample.processes) + (sample.exited_cpu_pct + sample.siblings_cpu_pct) / 100,
         helpers=len(hs),
         helpers_cpu=sum(p.cpu_pct / 100 for p in hs),
+        helpers_working=sum(1 for p in hs if p.cpu_pct / 100 >= MAIN_CPU_IDLE),
+        helpers_working_cpu=sum(p.cpu_pct / 100 for p in hs if p.cpu_pct / 100 >= MAIN_CPU_IDLE),
         exited_cpu=sample.exited_cpu_pct / 100,
         stopped=all(p.state in STOPPED_STATES and p.cpu_pct / 100 < MAIN_CPU_IDLE for p in ms),
         paused=all(p.state in STOPPED_STATES for p in ms),

@@ -106,8 +106,8 @@ def helpers_computing(s: Signals) -> bool:
     more each, flat out as a worker computing: they make the batches, on the CPU (gpuwatch samples no
     stacks of them). Trial 36: a ProcessPoolExecutor's one process at 0.75-0.98 core while the main
     thread waited on its queue 59-74 % of the time, told only "not enough evidence" or Contention."""
-    n = round(s.job.helpers)
-    return s.self_fed and n >= 1 and (s.job.helpers_cpu or 0.0) / n >= WORKER_CPU_BUSY
+    n = round(s.job.helpers_working)  # the idle ones (a forkserver, a resource tracker) left out (review 41)
+    return s.self_fed and n >= 1 and (s.job.helpers_working_cpu or 0.0) / n >= WORKER_CPU_BUSY
 
 
 def workers_computing(s: Signals) -> bool:
@@ -166,6 +166,14 @@ def network_reads(s: Signals, role: str = lb.ROLE_WORKER, label: str = lb.W_IO) 
     reading = {d: k for d, k in details.items() if role != lb.ROLE_WORKER or lb.activity(role, label, d) == label}
     n = sum(reading.values())
     return sum(k for d, k in reading.items() if lb.on_network(d)) / n if n else None
+
+
+def socket_fed(s: Signals, role: str = lb.ROLE_WORKER, label: str = lb.W_IO) -> bool:
+    """The data comes from a server: NETWORK_SHARE of the reading samples in socket reads, and no
+    storage sign the kernel gives of the job's own processes (D state, storage reads). Beside those
+    the local storage is read too, and its story and remedies stay (review 41: socket reads half the
+    time beside a disk 97 % busy read "loading over the network ... disk 97 % busy")."""
+    return (network_reads(s, role, label) or 0.0) >= NETWORK_SHARE and not storage_signs(s)
 
 
 JOB_STORAGE_SIGNS = ("worker stacks in reads", "workers in D state", "storage reads")
@@ -285,11 +293,11 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
         worker_cpu_top=s.aligned.worker_cpu_top if s.aligned.usable else None,
         worker_cpu_least=s.aligned.worker_cpu_least if s.aligned.usable else None,
         storage=tuple(storage_evidence(s)), starting=s.aligned.starting, no_workers=s.aligned.no_workers,
-        idle_out=s.idle_out,
+        idle_out=s.idle_out, at_work=s.at_work,
         worker_busy=st.wshare(lb.W_BUSY) if st.n_worker else None, worker_n=st.n_worker,
         val_load=st.validation_load, load_n=st.main.get(lb.INLINE_LOAD, 0),
-        net_reads=(network_reads(s) or 0.0) >= NETWORK_SHARE,
-        inline_net_reads=(network_reads(s, lb.ROLE_MAIN_THREAD, lb.INLINE_LOAD) or 0.0) >= NETWORK_SHARE,
+        net_reads=socket_fed(s),
+        inline_net_reads=socket_fed(s, lb.ROLE_MAIN_THREAD, lb.INLINE_LOAD),
         workers_cpu=s.aligned.workers_cpu if s.aligned.usable else job.workers_cpu,
         # one loader's num_workers: the busy set's where several live together, else the largest set's
         sets=worker_sets(s.epoch_ticks),
@@ -351,13 +359,14 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     # start, so its wait is no sign of CPU prep (nor a warning): no cause without positive evidence.
     none = job.workers <= 0 and largest_set(s.epoch_ticks) == 0
     if none and helpers_computing(s):
-        n = round(job.helpers)
-        c.note("helpers_computing", f"the job's {count(n, 'other process', 'other processes')} (no DataLoader "
-               f"worker) {'uses' if n == 1 else 'use'} {fmt(job.helpers_cpu / n, 'cores')} CPU"
-               f"{'' if n == 1 else ' each'}", True, kind=REQ)
+        n, of = round(job.helpers_working), round(job.helpers)
+        each = (job.helpers_working_cpu or 0.0) / n
+        who = f"{n} of the job's {of} other processes" if of > n else f"the job's {count(n, 'other process', 'other processes')}"
+        c.note("helpers_computing", f"{who} (no DataLoader worker) {'uses' if n == 1 else 'use'} {fmt(each, 'cores')} "
+               f"CPU{'' if n == 1 else ' each'}", True, kind=REQ)
         fires = gate and yes(wait)
-        return result(c, fires, fires, s.input_wait, "helpers", **_facts(s), helpers=n,
-                      helper_cpu=job.helpers_cpu / n)
+        return result(c, fires, fires, s.input_wait, "helpers", **_facts(s), helpers=n, helpers_of=of,
+                      helper_cpu=each)
     starting = workers_starting(s) and not storage_bound(s) and not none
     busy = workers_computing(s)  # read once: the mark, the sub-form and the warning's words all ask
     computing = busy or ipc or starting
@@ -466,8 +475,8 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
     waiting = workers_waiting(s)
     seen = storage_evidence(s)
     on = "storage"
-    if (network_reads(s) or 0.0) >= NETWORK_SHARE:  # a server's or an object store's, not a local disk's
-        on, shown = "the network", ["worker stacks in network reads" if x == "worker stacks in reads" else x for x in seen]
+    if socket_fed(s):  # a server's or an object store's, not a local disk's
+        on, shown = "a server", ["worker stacks in socket reads" if x == "worker stacks in reads" else x for x in seen]
     else:
         shown = seen
     c.note("workers_waiting", f"the workers wait on {on} ({', '.join(shown)})" if waiting

@@ -11,6 +11,7 @@ from gpuwatch.diagnosis.fix_gains import (
     decoding_seen,
     idle_cores,
     inline_decoder_samples,
+    mask_room,
     inline_decoding_seen,
     loader_workers,
     proposed_workers,
@@ -43,7 +44,8 @@ from gpuwatch.diagnosis.thresholds import (
 )
 from gpuwatch.model.verdict import (CONTENTION, DECODE, GPU_BOUND, GPU_MEMORY, H2D, IDLE, IO, LAUNCH, LEFT_ALIVE,
                                     RESPAWN, UNKNOWN, VALIDATION, EPOCH_START, Phase)
-from gpuwatch.model.verdict import CHEAPER_TRANSFORM, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY, FixGain
+from gpuwatch.model.verdict import (CHEAPER_TRANSFORM, MORE_CPUS, MORE_WORKERS, PERSISTENT_WORKERS, PINNED_MEMORY,
+                                    FixGain)
 
 # No NUMA remedy here: the frames a verdict reads carry no NUMA layout (how many nodes, which one the
 # GPU hangs off), so nothing a verdict sees supports "numactl" (review 36: it closed every Contention
@@ -67,7 +69,8 @@ def main_pid(s: Signals) -> str:
 HEADS = {PERSISTENT_WORKERS: ("persistent_workers=True",),
          MORE_WORKERS: ("Raise num_workers", "Prepare batches in DataLoader workers", "Load in DataLoader workers",
                         "More DataLoader workers"),
-         CHEAPER_TRANSFORM: ("Use a faster decoder", "If the workers decode images"), PINNED_MEMORY: ("Pin host memory",)}
+         CHEAPER_TRANSFORM: ("Use a faster decoder", "If the workers decode images"), PINNED_MEMORY: ("Pin host memory",),
+         MORE_CPUS: ("Let the job use more of the host's CPUs",)}
 """How the remedy of each fix whose gain is estimated (fix_gains.py) begins: its estimate goes at its end."""
 
 
@@ -242,7 +245,7 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
         # Fetched from a server or an object store (input_stages.network_reads): the local disk's
         # remedies (a shard in /dev/shm, a faster device) test nothing of it.
         at = f.get("main_detail") if sub == "inline" else f.get("io_detail")
-        out.append(f"The data comes over the network{f' (in {at})' if at else ''}: cache it on local storage (copy "
+        out.append(f"The data comes from a server over a socket{f' (in {at})' if at else ''}: cache it on local storage (copy "
                    "it to local NVMe or /dev/shm before training, or keep each item once fetched), or fetch it in "
                    "fewer, larger requests (shards of many samples each, such as WebDataset tar shards over HTTP "
                    "or S3), so each sample does not pay a request's latency")
@@ -280,7 +283,7 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
                        f"so their low CPU{each} is not only the reads' doing, and more workers would queue as well")
         else:
             cores = f" (even more than the {count(usable, 'usable CPU')})" if usable else ""
-            what = "network reads" if net else "reads"
+            what = "socket reads" if net else "reads"
             out.append(f"Raise num_workers above {loader_workers(f)}: workers waiting on {what} use little CPU{each}, "
                        f"so more of them can overlap {what}{cores}; raise prefetch_factor (default 2) to keep more "
                        "batches in flight")
@@ -291,20 +294,17 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
     return out
 
 
-def _wider_mask(usable: int | None, s: Signals) -> str:
-    """Where the job's affinity mask (taskset, a cpuset) allows fewer CPUs than the host has and the
-    host has a core idle: more CPUs for the job. Trial 36: a decode job pinned to 1 of 2 CPUs, the host
-    about half idle, was told only to make each sample cheaper (1.88x by its figure); without the
-    pin it ran 2.06x faster."""
-    host_n = s.host.cpu_count if s.host.seen else 0
-    if not usable or host_n <= usable or s.host.cpu is None:
+def _wider_mask(usable: int | None, s: Signals, procs: int, full: bool, who: str = "workers") -> str:
+    """More CPUs for the job where its affinity mask holds its batch makers (fix_gains.mask_room).
+    Trial 36: a decode job pinned to 1 of 2 CPUs, the host about half idle, was told only to make each
+    sample cheaper (1.88x by its figure); without the pin it ran 2.06x faster."""
+    free = mask_room(s, usable, procs, full)
+    if free is None:
         return ""
-    free = host_n * (1.0 - s.host.cpu)
-    if free < IDLE_FOR_WORKER:
-        return ""
+    host_n = s.host.cpu_count
     return (f"Let the job use more of the host's CPUs: its affinity mask (taskset, the container's cpuset) allows "
-            f"{count(usable, 'CPU')} of the host's {host_n}, and {fmt(free, 'cores')} of the host sat idle; with "
-            "more CPUs its workers run side by side")
+            f"{count(usable, 'CPU')} of the host's {host_n}, which its {procs} {who} fill, and {fmt(free, 'cores')} "
+            f"of the host sat idle; with more CPUs they run side by side")
 
 
 def _helpers(f: dict, s: Signals, usable: int | None, idle: float) -> list[str]:
@@ -321,7 +321,7 @@ def _helpers(f: dict, s: Signals, usable: int | None, idle: float) -> list[str]:
                    "have no core to spare")
     out.append("Or build the batches in DataLoader workers (num_workers, persistent_workers=True): gpuwatch samples "
                "their stacks and can tell what they compute")
-    if (wider := _wider_mask(usable, s)):
+    if (wider := _wider_mask(usable, s, n, idle < IDLE_FOR_WORKER, "processes")):
         out.insert(0, wider)
     return out
 
@@ -439,7 +439,8 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     # a value to set (trial 23 and 24: "prefetch_factor=4" told to jobs with 4 and 8).
     kept = keep.startswith(HEADS[PERSISTENT_WORKERS])  # not a line on iterators left alive
     out.append(keep + "; where prefetch_factor is still at its default of 2, a larger one smooths out slow batches" if kept else keep)
-    if sub in ("workers", "inline") and (wider := _wider_mask(usable, s)):
+    full = bool(f.get("cpu_short")) or spare < IDLE_FOR_WORKER
+    if sub == "workers" and (wider := _wider_mask(usable, s, workers, full)):
         out.insert(0, wider)
     return out
 

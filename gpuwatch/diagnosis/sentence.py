@@ -248,7 +248,7 @@ def _each(f: dict) -> str:
     """" each" after a per-worker figure, but for a loader of one worker ("the 1 DataLoader worker
     computes (1.00 core CPU each ...)" read as if there were several)."""
     if f.get("idle_out"):  # worker_sets.working_cpu: not every set's workers
-        return " for the 1 worker at work" if f.get("loader_workers") == 1 else " each in the sets at work"
+        return " for the 1 worker at work" if f.get("at_work") == 1 else " each in the sets at work"
     n = int(f.get("loader_workers") or 0) or round(f.get("workers") or 0)
     return "" if n == 1 and len(f.get("sets") or ()) < 2 else " each"
 
@@ -301,8 +301,8 @@ def _io(f: dict, sub: str, s: Signals) -> str:
     where = _data_where(f.get("location"))
     if sub == "inline":
         if f.get("inline_net_reads"):
-            return (f"Input-bound on loading over the network in the training process: with num_workers=0 the main "
-                    f"thread loads data itself {fmt(f.get('inline'))} of the time, mostly waiting on network reads"
+            return (f"Input-bound on loading from a server or object store in the training process: with num_workers=0 "
+                    f"the main thread loads data itself {fmt(f.get('inline'))} of the time, mostly waiting on socket reads"
                     f"{_in(f.get('main_detail'))}.{_loads_whose(f)}")
         return (f"Input-bound on storage in the training process: with num_workers=0 the main thread loads data itself "
                 f"{fmt(f.get('inline'))} of the time, mostly waiting on reads.{where}{_loads_whose(f)}")
@@ -320,13 +320,17 @@ def _io(f: dict, sub: str, s: Signals) -> str:
         return (f"Probably input-bound on storage: {_starved(s)} while the "
                 f"{_workers(f, 'wait', 'waits')} on reads{said}; no stacks "
                 f"to confirm the data wait.{where}")
+    if f.get("net_reads"):
+        # from a server or an object store: the local disk and the job's folder say nothing of it
+        parts = [p for p in parts if not p.startswith(("disk ", "I/O pressure"))]
+        if f.get("io_detail"):
+            parts.append(f"in {f['io_detail']}")
+        said = f" ({', '.join(parts)})" if parts else ""
+        return (f"Input-bound on loading from a server or object store: the main thread waits for data "
+                f"{_of_samples(f)} while the {_workers(f, 'wait', 'waits')} on socket reads{said}.")
     if f.get("io_detail"):
         parts.append(f"in {f['io_detail']}")
     said = f" ({', '.join(parts)})" if parts else ""
-    if f.get("net_reads"):
-        # from a server or an object store: the local disk and the job's folder say nothing of it
-        return (f"Input-bound on loading over the network: the main thread waits for data {_of_samples(f)} while "
-                f"the {_workers(f, 'wait', 'waits')} on network reads{said}.")
     return (f"Input-bound on storage: the main thread waits for data {_of_samples(f)} while "
             f"the {_workers(f, 'wait', 'waits')} on reads{said}.{where}")
 
@@ -344,11 +348,13 @@ def _data_where(loc) -> str:  # noqa: ANN001 - DataLocation | None
 
 def _decode(f: dict, sub: str, s: Signals) -> str:
     if sub == "helpers":
-        n = f.get("helpers") or 0
+        n, of = f.get("helpers") or 0, f.get("helpers_of") or 0
         at = s.stacks.top(lb.ROLE_MAIN_THREAD, lb.DATA_WAIT)
+        who = (f"{n} of the job's {of} other processes" if of > n
+               else f"the job's {count(n, 'other process', 'other processes')}")
         return (f"Input-bound on the job's own batch-making processes: the main thread waits for data "
                 f"{_of_samples(f)}{f', most often in {at},' if at else ''} with no DataLoader worker, "
-                f"while the job's {count(n, 'other process', 'other processes')} "
+                f"while {who} "
                 f"{'computes' if n == 1 else 'compute'} ({fmt(f.get('helper_cpu'), 'cores')} CPU"
                 f"{'' if n == 1 else ' each'}); gpuwatch samples no stacks of {'it' if n == 1 else 'them'}, so what "
                 f"{'it computes' if n == 1 else 'they compute'} is not shown.")

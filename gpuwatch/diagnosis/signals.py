@@ -116,6 +116,13 @@ class Signals:
         return self.aligned.working_set if self._aligned_cpu else self.job.working_set
 
     @property
+    def at_work(self) -> int:
+        """There, the workers of every set at work (0 where none was left out)."""
+        if not self.idle_out:
+            return 0
+        return self.aligned.at_work if self._aligned_cpu else self.job.at_work
+
+    @property
     def _aligned_cpu(self) -> bool:
         return self.aligned.usable and self.aligned.worker_cpu is not None
 

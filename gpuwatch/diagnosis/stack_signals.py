@@ -114,7 +114,8 @@ class StackSignals:
                 c.update(d)
         c.pop("", None)
         best = c.most_common(1)
-        return best[0][0] if best and best[0][1] >= 2 else None
+        # the labeller's network mark is for counting (lb.on_network); the sentences say it in words
+        return best[0][0].removesuffix(lb.NETWORK_DETAIL) if best and best[0][1] >= 2 else None
 
 
 BLOCKED = "blocked_outside"

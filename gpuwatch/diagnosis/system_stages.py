@@ -132,7 +132,7 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
                   lambda: ", ".join(HOST_CAUSE_WORDS.get(x, x) for x in ordered)
                   + ", but the GPU stays saturated, so it costs little now",
                   causes=tuple(ordered), values=dict(causes), tenants=g.tenants, throttles=g.throttle_reasons,
-                  quota=h.cg_quota, others=h.others_top, others_cpu=h.others_cpu, usable=usable, delay=delay,
+                  quota=h.cg_quota, others=h.others_top, others_cpu=others_cpu, usable=usable, delay=delay,
                   host_cpus=host_n, others_on_mask=on_mask,
                   queued_threads=queued_threads, queued_share=_neighbours_cost(job, usable),
                   steal=h.steal, workers=job.workers, psi_mem=h.psi_mem, swap_in=h.swap_in_bps)

@@ -468,8 +468,8 @@ loop's own writes (logs, metrics) run at kB/s, and the smallest model checkpoint
 
 NETWORK_SHARE = 0.5
 """Half or more of the samples reading data read over a socket (socket, ssl, http.client, urllib3,
-botocore frames): the data comes from a server or an object store, and the input stage says so,
-with the network's remedies, rather than the local disk's (trial 36: workers fetching over HTTP,
+botocore, httpcore frames), with no storage sign of the job's own: the data comes from a server or an
+object store, and the input stage says so, with its remedies, rather than the local disk's (trial 36: workers fetching over HTTP,
 32 of 34 read samples in SocketIO.readinto, were told "disk vda 0 % busy. Data: /tmp on ext4" and
 to copy a shard to /dev/shm)."""
 SET_IDLE_CPU = 0.10

@@ -29,6 +29,8 @@ class SetsCpu:
     """Mean CPU of one worker (cores), idle sets left out."""
     working_set: int
     """The largest set at work: one loader's num_workers."""
+    at_work: int
+    """The workers of every set at work (several loaders of one worker each are several at work)."""
     idle_out: bool
     """Some set idled beside a working one and was left out."""
 
@@ -58,7 +60,7 @@ def working_cpu(cpu: Mapping[int, float], sets: Sequence[Collection[int]]) -> Se
     working = [g for g in groups if sum(cpu[p] for p in g) / len(g) >= SET_IDLE_CPU]
     kept = working if working else groups
     n = sum(len(g) for g in kept)
-    return SetsCpu(sum(cpu[p] for g in kept for p in g) / n, max(len(g) for g in kept),
+    return SetsCpu(sum(cpu[p] for g in kept for p in g) / n, max(len(g) for g in kept), n,
                    idle_out=len(kept) < len(groups))
 
 

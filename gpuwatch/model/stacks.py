@@ -65,9 +65,9 @@ PIN_LABELS = (PIN_BUSY, PIN_IDLE)
 STOPPED_DETAIL = " (stopped: SIGSTOP or SIGTSTP)"
 """Ends the detail of a worker sample taken while the worker was stopped (kernel state T): it
 neither reads nor computes, whatever its frames say."""
-NETWORK_DETAIL = " (network)"
+NETWORK_DETAIL = " (socket)"
 """Ends the detail of a worker or main-thread sample reading over a socket (socket, ssl, http.client,
-urllib3, botocore frames): data fetched from a server or object store, not from a local disk."""
+urllib3, botocore, httpcore frames): data fetched from a server or object store, not a local disk."""
 NETWORK_FUNCS = ("SocketIO.", "socket.", "SSLSocket.", "SSLObject.", "HTTPResponse.", "HTTPConnection.",
                  "StreamingBody.", "create_connection", "urlopen")
 """Hot functions of those frames, for recordings made before the detail carried NETWORK_DETAIL."""

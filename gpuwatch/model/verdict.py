@@ -124,10 +124,12 @@ MORE_WORKERS = "more_workers"
 PERSISTENT_WORKERS = "persistent_workers"
 CHEAPER_TRANSFORM = "cheaper_transform"
 PINNED_MEMORY = "pinned_memory"
-FIXES = (MORE_WORKERS, PERSISTENT_WORKERS, CHEAPER_TRANSFORM, PINNED_MEMORY)
+MORE_CPUS = "more_cpus"
+FIXES = (MORE_WORKERS, PERSISTENT_WORKERS, CHEAPER_TRANSFORM, PINNED_MEMORY, MORE_CPUS)
 """The fixes whose own gain the verdict estimates (diagnosis/fix_gains.py)."""
 FIX_WORDS = {MORE_WORKERS: "more workers", PERSISTENT_WORKERS: "persistent workers",
-             CHEAPER_TRANSFORM: "a cheaper decode", PINNED_MEMORY: "pinned memory"}
+             CHEAPER_TRANSFORM: "a cheaper decode", PINNED_MEMORY: "pinned memory",
+             MORE_CPUS: "more CPUs in the job's affinity mask"}
 """Each fix in words, as the TUI names the best one."""
 
 

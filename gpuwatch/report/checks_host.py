@@ -12,6 +12,7 @@ from gpuwatch.diagnosis.thresholds import (
     CG_THROTTLED,
     FEW_WORKERS_RATIO,
     JOB_CPU_SATURATED,
+    NETWORK_SHARE,
     RUN_DELAY,
     RUN_INPUT_SHARE,
     RUN_WARNING_SHARE,
@@ -26,6 +27,7 @@ from gpuwatch.diagnosis.timeline import timeline
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
 from gpuwatch.model.procs import NO_WORKER_SEEN, ROLE_MAIN, ROLE_WORKER, ProcsSample
+from gpuwatch.model import stacks as lb
 from gpuwatch.model.stacks import StackSample
 from gpuwatch.model.values import Maybe, Unsupported, known
 from gpuwatch.model.verdict import DECODE, IO, MORE_WORKERS, Verdict
@@ -218,8 +220,31 @@ def check_cpu_quota(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckRe
     return CheckResult("cpu_quota", title, PASS, f"throttled {mean:.1%} of the time")
 
 
+def _socket_reads(frames: Sequence[Frame]) -> tuple[int, int]:
+    """(the samples reading data over a socket, all samples reading data) of the workers and the
+    training process's own loading, as the diagnosis counts them (input_stages.network_reads)."""
+    net = n = 0
+    for f in frames:
+        if not isinstance(f.stacks, StackSample):
+            continue
+        for t in f.stacks.threads:
+            reading = ((t.role == lb.ROLE_WORKER and lb.activity(t.role, t.label, t.detail) == lb.W_IO)
+                       or (t.role == lb.ROLE_MAIN_THREAD and t.label == lb.INLINE_LOAD))
+            if reading:
+                n += 1
+                net += lb.on_network(t.detail)
+    return net, n
+
+
 def check_network_fs(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
     title = "Data on local storage"
+    net, reads = _socket_reads(frames)
+    if reads and net / reads >= NETWORK_SHARE:
+        # The data comes from a server (review 41: beside "loading from a server or object store" this
+        # check passed on the working directory's disk).
+        return CheckResult("network_fs", title, WARN, f"{net} of the {count(reads, 'sample')} reading data were socket "
+                           "reads: the data comes from a server or an object store",
+                           "cache it on local storage, or fetch it in fewer, larger requests (shards)")
     seen: dict[tuple[str, str], tuple[str, str, bool]] = {}
     for f in frames:
         if not isinstance(f.disk, Unsupported):
@@ -241,8 +266,10 @@ def check_network_fs(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckR
         what = "the data" if kind == "data" else "the working directory (no open data files were seen)"
         return CheckResult("network_fs", title, WARN, f"{what} is on a network file system: {fstype} at {mp} ({path})", fix)
     kinds = ", ".join(sorted({f"{v[0]} at {k[1]}" for k, v in (data or seen).items()}))
-    what = "data" if data else "working directory (no open data files were seen)"
-    return CheckResult("network_fs", title, PASS, f"{what} on local storage: {kinds}")
+    if not data:  # the working directory says nothing of where the data is
+        return CheckResult("network_fs", title, NOT_CHECKED, f"no data file was seen open (the working directory is "
+                           f"on local storage: {kinds})")
+    return CheckResult("network_fs", title, PASS, f"data on local storage: {kinds}")
 
 
 def check_numa(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:

@@ -122,8 +122,8 @@ def headline(m: Summary) -> tuple[str, str]:
                 and f"{most.speedup_run:.2f}" == f"{m.speedup_run:.2f}")
         cost = (f", at about the same cost to the run (fixing it: {speedup(most.speedup_run or 0.0)} over the run),"
                 if same else ", at less cost to the run,")
-        if most.stage == GPU_BOUND or most.speedup_run is None:
-            cost = ""  # a healthy job costs nothing, and with no figure no cost is claimed
+        if most.stage == GPU_BOUND or most.speedup_run is None or m.speedup_run is None:
+            cost = ""  # a healthy job costs nothing, and with no figure on either side no cost is compared
         text += f" {lead} ({most.share:.0%}){cost} {verdict_was(most.title, most.why)}"
     side = m.beside
     if side is not None:
