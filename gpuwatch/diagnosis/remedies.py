@@ -246,9 +246,10 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
         # remedies (a shard in /dev/shm, a faster device) test nothing of it.
         at = f.get("main_detail") if sub == "inline" else f.get("io_detail")
         out.append(f"The data comes from a server over a socket{f' (in {at})' if at else ''}: cache it on local storage (copy "
-                   "it to local NVMe or /dev/shm before training, or keep each item once fetched), or fetch it in "
-                   "fewer, larger requests (shards of many samples each, such as WebDataset tar shards over HTTP "
-                   "or S3), so each sample does not pay a request's latency")
+                   "it to local NVMe or /dev/shm before training, or keep each item once fetched); where each sample "
+                   "is a request of its own, fetch them in fewer, larger requests (shards of many samples each, such "
+                   "as WebDataset tar shards over HTTP or S3), so each sample does not pay a request's latency; "
+                   "where the job streams shards already, the link's bandwidth is the limit and a local copy the fix")
     else:
         if f.get("network"):
             out.append(f"The data is on a network file system{where}: stage it on local NVMe or /dev/shm "
@@ -433,7 +434,8 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
         out.append(f"Stop thread oversubscription in workers ({seen}: several threads at once): OMP_NUM_THREADS=1 "
                    "(and OPENBLAS_NUM_THREADS=1, MKL_NUM_THREADS=1) in the job's environment and "
                    "cv2.setNumThreads(0) in worker_init_fn, for the libraries that start their own thread pools "
-                   "(PyTorch already runs its ops on one thread in each worker)")
+                   "(PyTorch sets one thread in each worker, unless the job's worker_init_fn or dataset calls "
+                   "torch.set_num_threads with more)")
     keep = _workers_keep(f, s)
     # The job's own prefetch_factor cannot be read from outside: said against the default, not as
     # a value to set (trial 23 and 24: "prefetch_factor=4" told to jobs with 4 and 8).
