@@ -366,3 +366,14 @@ def test_the_script_is_the_one_the_process_of_its_own_runs():
     assert command_note("python -u train.py --local_rank 0 --epochs 3", "deepspeed train.py --epochs 3") == (
         "The runs are the same script (train.py): before as its own process (one rank's, or a run without the "
         "launcher), after under its launcher.")
+
+
+def test_a_scripts_path_is_normalised_and_a_bare_local_rank_flag_keeps_the_next_argument():
+    """Review 42: "python ./train.py" beside "python train.py" read as different programs; a bare
+    "--local_rank" took the next argument with it."""
+    from gpuwatch.compare.diff import command_note
+
+    assert command_note("python ./train.py --w 2", "python train.py --w 8").startswith(
+        "The runs are the same program with other arguments")
+    assert command_note("torchrun train.py --lr 1", "python -u train.py --local_rank --lr 1").endswith(
+        "with other arguments: after has --local_rank.")

@@ -211,13 +211,13 @@ def _own_args(tokens: list[str]) -> list[str]:
     torch.distributed.launch): ``--local_rank=N`` or ``--local_rank N``."""
     out: list[str] = []
     skip = False
-    for t in tokens:
+    for t, nxt in zip(tokens, [*tokens[1:], ""]):
         if skip:
             skip = False
             continue
         if LOCAL_RANK.fullmatch(t):
             continue
-        if LOCAL_RANK_FLAG.fullmatch(t):
+        if LOCAL_RANK_FLAG.fullmatch(t) and nxt.isdigit():
             skip = True
             continue
         out.append(t)
@@ -229,11 +229,13 @@ LOCAL_RANK_FLAG = re.compile(r"--local[-_]rank")
 
 
 def _program(tokens: list[str]) -> list[str]:
-    """The words before the first ``--option``: the interpreter and script, or ``python -m module``."""
+    """The words before the first ``--option``: the interpreter and script, or ``python -m module``;
+    a script's path normalised (``./train.py`` is ``train.py``)."""
     for i, t in enumerate(tokens):
         if t.startswith("--"):
-            return tokens[:i]
-    return tokens
+            tokens = tokens[:i]
+            break
+    return [os.path.normpath(t) if t.endswith(".py") else t for t in tokens]
 
 
 def _only(xs: list[str], ys: list[str]) -> list[str]:

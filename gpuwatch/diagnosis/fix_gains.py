@@ -330,17 +330,28 @@ def persistent_workers(s: Signals, starting: bool = False) -> FixGain:
     return FixGain(PERSISTENT_WORKERS, round(x, 2), basis)
 
 
-def makers(r: StageResult, s: Signals) -> tuple[int, float | None, bool]:
+def makers(f: Mapping[str, object], sub: str, s: Signals) -> tuple[int, float | None, bool]:
     """(the processes making the batches, their CPU together in cores, whether they fill the usable
     CPUs): the DataLoader workers, or the job's own pool (input_stages.helpers_computing)."""
-    f, usable = r.facts, r.facts.get("usable")
-    if r.sub == "helpers":
+    usable = f.get("usable")
+    if sub == "helpers":
         n = int(f.get("helpers") or 0)  # type: ignore[call-overload]
         cpu = (f.get("helper_cpu") or 0.0) * n  # type: ignore[operator]
     else:
         n, cpu = loader_workers(f), f.get("workers_cpu")
-    full = bool(f.get("cpu_short")) or (bool(usable) and unused_cores(s, usable) < IDLE_FOR_WORKER)  # type: ignore[arg-type]
-    return n, cpu, full  # type: ignore[return-value]
+    if sub != "helpers" and f.get("worker_cpu") is not None:
+        cpu = f["worker_cpu"] * n  # type: ignore[operator]  # the sets at work's, as n counts them
+    return n, cpu, mask_full(s, usable)  # type: ignore[return-value,arg-type]
+
+
+def mask_full(s: Signals, usable: int | None) -> bool:
+    """The CPUs the job's mask allows are full: the workers fill them (Signals.cpu_short), or the job's
+    own CPU leaves under IDLE_FOR_WORKER of them. Not unused_cores, which reads a mask narrower than
+    the host as full whatever the job uses (review 42: 2 workers on a mask of 8 read "which its 2
+    workers fill" beside "5 usable CPUs are free")."""
+    if not usable:
+        return False
+    return s.cpu_short or (s.job.job_cpu or 0.0) >= usable - IDLE_FOR_WORKER
 
 
 def mask_room(s: Signals, usable: int | None, procs: int, full: bool) -> float | None:
@@ -352,8 +363,20 @@ def mask_room(s: Signals, usable: int | None, procs: int, full: bool) -> float |
     host_n = (s.host.cpu_count or 0) if s.host.seen else 0
     if not usable or host_n <= usable or s.host.cpu is None or procs < 2 or not full:
         return None
-    free = host_n * (1.0 - s.host.cpu)
+    # the host's idle time, at most the CPUs outside the mask (the mask's own are full)
+    free = min(host_n * (1.0 - s.host.cpu), float(host_n - usable))
     return free if free >= IDLE_FOR_WORKER else None
+
+
+def wider_room(f: Mapping[str, object], sub: str, s: Signals) -> tuple[int, float, float] | None:
+    """(batch makers, their CPU, idle cores outside the mask) where a wider affinity mask would help:
+    mask_room, and the makers not at a core each already (single-threaded processes gain nothing from
+    more CPUs then; review 42: 2 workers at 1.9 cores each read "about 0.53x")."""
+    n, cpu, full = makers(f, sub, s)
+    free = mask_room(s, f.get("usable"), n, full)  # type: ignore[arg-type]
+    if free is None or not cpu or cpu >= n - IDLE_FOR_WORKER:
+        return None
+    return n, cpu, free
 
 
 def more_cpus(r: StageResult, s: Signals) -> FixGain | None:
@@ -362,15 +385,15 @@ def more_cpus(r: StageResult, s: Signals) -> FixGain | None:
     (trial 36: 3 workers at 0.96 core on 1 of 2 CPUs, 0.95 idle outside, read about 1.9x; without the
     pin the job ran 2.06x faster)."""
     usable = r.facts.get("usable")
-    n, cpu, full = makers(r, s)
-    free = mask_room(s, usable, n, full)  # type: ignore[arg-type]
-    if free is None:
+    room = wider_room(r.facts, r.sub, s)
+    if room is None:
         return None
+    n, cpu, free = room
     parts = split(s, r.facts.get("wait"))  # type: ignore[arg-type]
-    if not cpu or parts is None:
-        return FixGain(MORE_CPUS, None, "the batch makers' CPU or the data wait was not measured")
+    if parts is None:
+        return FixGain(MORE_CPUS, None, "the data wait was not measured")
     after = min(float(n), cpu + free)
-    x = faster_input(parts, after / cpu)
+    x = round(faster_input(parts, max(1.0, after / cpu)), 2)
     return FixGain(MORE_CPUS, x, f"the {n} processes making batches use {fmt(cpu, 'cores')} of the "
                    f"{count(usable, 'CPU')} their mask allows, and {fmt(free, 'cores')} idle outside it would let them "
                    f"use {fmt(after, 'cores')}, one core each at most")

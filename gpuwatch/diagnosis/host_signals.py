@@ -73,13 +73,13 @@ class JobSignals:
     """The job's other processes below its training processes (neither a training process nor a
     DataLoader worker: a multiprocessing.Pool's, a renamed worker, a compile worker), per tick (mean)."""
     helpers_cpu: float | None = None
+    """Those processes' CPU together (median over the window): where the main thread waits for batches
+    without DataLoader workers, the work it waits on may be theirs (gpuwatch samples no stacks of them)."""
     helpers_working: float = 0.0
     """Of those, the ones at work (MAIN_CPU_IDLE or more each), per tick (mean): a pool's processes,
     not the idle forkserver, resource tracker or logging service beside them."""
     helpers_working_cpu: float | None = None
     """Their CPU together (median over the window)."""
-    """Those processes' CPU together (median over the window): where the main thread waits for batches
-    without DataLoader workers, the work it waits on may be theirs (gpuwatch samples no stacks of them)."""
     exited_cpu: float | None = None
     """CPU of the job's processes that exited within their tick (median over the window, cores):
     commands it ran and waited for (``subprocess.run``), ProcsSample.exited_cpu_pct."""

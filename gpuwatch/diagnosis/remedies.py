@@ -11,11 +11,11 @@ from gpuwatch.diagnosis.fix_gains import (
     decoding_seen,
     idle_cores,
     inline_decoder_samples,
-    mask_room,
     inline_decoding_seen,
     loader_workers,
     proposed_workers,
     restarts_idle_gpu,
+    wider_room,
     unused_cores,
     worker_target,
     words,
@@ -295,17 +295,18 @@ def _io(f: dict, sub: str, s: Signals) -> list[str]:
     return out
 
 
-def _wider_mask(usable: int | None, s: Signals, procs: int, full: bool, who: str = "workers") -> str:
-    """More CPUs for the job where its affinity mask holds its batch makers (fix_gains.mask_room).
+def _wider_mask(f: dict, sub: str, s: Signals, who: str = "workers") -> str:
+    """More CPUs for the job where its affinity mask holds its batch makers (fix_gains.wider_room).
     Trial 36: a decode job pinned to 1 of 2 CPUs, the host about half idle, was told only to make each
     sample cheaper (1.88x by its figure); without the pin it ran 2.06x faster."""
-    free = mask_room(s, usable, procs, full)
-    if free is None:
+    room = wider_room(f, sub, s)
+    if room is None:
         return ""
-    host_n = s.host.cpu_count
+    procs, _, free = room
+    usable, host_n = f.get("usable"), s.host.cpu_count
     return (f"Let the job use more of the host's CPUs: its affinity mask (taskset, the container's cpuset) allows "
             f"{count(usable, 'CPU')} of the host's {host_n}, which its {procs} {who} fill, and {fmt(free, 'cores')} "
-            f"of the host sat idle; with more CPUs they run side by side")
+            f"outside it sat idle; with more CPUs they run side by side")
 
 
 def _helpers(f: dict, s: Signals, usable: int | None, idle: float) -> list[str]:
@@ -322,7 +323,7 @@ def _helpers(f: dict, s: Signals, usable: int | None, idle: float) -> list[str]:
                    "have no core to spare")
     out.append("Or build the batches in DataLoader workers (num_workers, persistent_workers=True): gpuwatch samples "
                "their stacks and can tell what they compute")
-    if (wider := _wider_mask(usable, s, n, idle < IDLE_FOR_WORKER, "processes")):
+    if (wider := _wider_mask(f, "helpers", s, "processes")):
         out.insert(0, wider)
     return out
 
@@ -441,8 +442,7 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     # a value to set (trial 23 and 24: "prefetch_factor=4" told to jobs with 4 and 8).
     kept = keep.startswith(HEADS[PERSISTENT_WORKERS])  # not a line on iterators left alive
     out.append(keep + "; where prefetch_factor is still at its default of 2, a larger one smooths out slow batches" if kept else keep)
-    full = bool(f.get("cpu_short")) or spare < IDLE_FOR_WORKER
-    if sub == "workers" and (wider := _wider_mask(usable, s, workers, full)):
+    if sub == "workers" and (wider := _wider_mask(f, sub, s)):
         out.insert(0, wider)
     return out
 

@@ -115,7 +115,12 @@ class StackSignals:
         c.pop("", None)
         best = c.most_common(1)
         # the labeller's network mark is for counting (lb.on_network); the sentences say it in words
-        return best[0][0].removesuffix(lb.NETWORK_DETAIL) if best and best[0][1] >= 2 else None
+        if not best or best[0][1] < 2:
+            return None
+        top = best[0][0]
+        for mark in lb.NETWORK_DETAILS:
+            top = top.removesuffix(mark)
+        return top
 
 
 BLOCKED = "blocked_outside"

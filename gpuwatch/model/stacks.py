@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # Activity labels. Main thread (and other threads of a main process):
@@ -68,6 +69,11 @@ neither reads nor computes, whatever its frames say."""
 NETWORK_DETAIL = " (socket)"
 """Ends the detail of a worker or main-thread sample reading over a socket (socket, ssl, http.client,
 urllib3, botocore, httpcore frames): data fetched from a server or object store, not a local disk."""
+NETWORK_DETAILS = (" (socket)", " (network)")
+"""NETWORK_DETAIL, and the mark recordings of 43952f8 carry."""
+RECV_NAME = re.compile(r"(?:^|\.)_*recv", re.IGNORECASE)
+LOCAL_IPC = ("Connection.", "reduction.", "resource_sharer.", "connection.")
+"""multiprocessing's pipes, queues and fd passing: local processes, no server."""
 NETWORK_FUNCS = ("SocketIO.", "socket.", "SSLSocket.", "SSLObject.", "HTTPResponse.", "HTTPConnection.",
                  "StreamingBody.", "create_connection", "urlopen")
 """Hot functions of those frames, for recordings made before the detail carried NETWORK_DETAIL."""
@@ -88,7 +94,12 @@ def on_network(detail: str | None) -> bool:
     trial 37's key-value client read in ``KVClient._recv_exact``, said "on storage" beside a disk 0 %
     busy)."""
     d = detail or ""
-    return d.endswith(NETWORK_DETAIL) or d.startswith(NETWORK_FUNCS) or "recv" in d.lower()
+    if d.endswith(NETWORK_DETAILS) or d.startswith(NETWORK_FUNCS):
+        return True
+    # the function's own name, beginning with recv (after a dot or underscores), and not
+    # multiprocessing's pipes and queues between local processes (review 42: Connection._recv,
+    # reduction.recvfds, and "precvalidate" read as a server's)
+    return not d.startswith(LOCAL_IPC) and RECV_NAME.search(d.split(" (", 1)[0]) is not None
 
 
 def activity(role: str, label: str, detail: str | None, active: bool = True) -> str:

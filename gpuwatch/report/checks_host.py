@@ -13,11 +13,13 @@ from gpuwatch.diagnosis.thresholds import (
     FEW_WORKERS_RATIO,
     JOB_CPU_SATURATED,
     NETWORK_SHARE,
+    READS_BPS,
     RUN_DELAY,
     RUN_INPUT_SHARE,
     RUN_WARNING_SHARE,
     SWAP_FAIL_SHARE,
     SWAP_IN_BPS,
+    WORKER_D_SHARE,
 )
 from gpuwatch.diagnosis.evidence import count, sets_of
 from gpuwatch.diagnosis.fix_gains import worker_target
@@ -239,7 +241,11 @@ def _socket_reads(frames: Sequence[Frame]) -> tuple[int, int]:
 def check_network_fs(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
     title = "Data on local storage"
     net, reads = _socket_reads(frames)
-    if reads and net / reads >= NETWORK_SHARE:
+    job = job_signals(frames, None) if reads else None
+    # as the verdict reads it (input_stages.socket_fed): beside storage signs of the job's own (D
+    # state, storage reads) the local storage is read too, and the data's place is checked as ever
+    local = job is not None and ((job.worker_read_bps or 0.0) >= READS_BPS or (job.worker_d or 0.0) >= WORKER_D_SHARE)
+    if reads and net / reads >= NETWORK_SHARE and not local:
         # The data comes from a server (review 41: beside "loading from a server or object store" this
         # check passed on the working directory's disk).
         return CheckResult("network_fs", title, WARN, f"{net} of the {count(reads, 'sample')} reading data were socket "
