@@ -377,3 +377,14 @@ def test_a_scripts_path_is_normalised_and_a_bare_local_rank_flag_keeps_the_next_
         "The runs are the same program with other arguments")
     assert command_note("torchrun train.py --lr 1", "python -u train.py --local_rank --lr 1").endswith(
         "with other arguments: after has --local_rank.")
+
+
+def test_a_script_path_written_two_ways_is_said_as_such():
+    """Review 43: "./train.py" beside "train.py" with the same arguments read "its arguments in another
+    order"; a config file's path after the script is no script."""
+    from gpuwatch.compare.diff import command_note
+
+    assert command_note("python ./train.py --w 2", "python train.py --w 2") == (
+        "The runs are the same program, its script's path written differently (before: python ./train.py; after: "
+        "python train.py).")
+    assert "another order" not in command_note("python train.py -c ./cfg.py", "python train.py -c cfg.py")

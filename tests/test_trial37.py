@@ -38,6 +38,9 @@ def test_a_recv_named_function_is_a_server_read_but_local_pipes_are_not():
     from gpuwatch.model import stacks as lb
 
     assert lb.on_network("KVClient._recv_exact") and lb.on_network("recv_all")
+    # review 43: recv after an underscore, and a client class of its own named Connection
+    assert lb.on_network("Client.do_recv") and lb.on_network("net.sock_recv") and lb.on_network("Connection.recv_exact")
+    assert not lb.on_network("x.irecv")
     assert lb.on_network("fetch_item (network)")  # the mark of recordings made by 43952f8
     for local in ("Connection._recv", "Connection._recv_bytes", "reduction.recvfds", "mod.precvalidate"):
         assert not lb.on_network(local), local
@@ -79,4 +82,6 @@ def test_the_storage_check_beside_local_storage_signs_checks_the_data_files():
     reading = [replace(f, procs=replace(f.procs, processes=tuple(
         replace(p, read_bps=50e6) if p.role == "worker" else p for p in f.procs.processes))) if f.procs else f
         for f in frames]
-    assert check_network_fs(reading, NOT_RECORDED).status != WARN
+    beside = check_network_fs(reading, NOT_RECORDED)
+    assert beside.status == WARN and "beside the job's own storage reads: the data comes partly from a server" \
+        in beside.reason, beside

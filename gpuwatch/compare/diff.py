@@ -165,6 +165,10 @@ def command_note(before: str, after: str) -> str:
                 f"after: {_short(' '.join(pa))}).")
     gone, new = _only(tb[len(pb):], ta[len(pa):]), _only(ta[len(pa):], tb[len(pb):])
     said = [f"before had {_short(' '.join(gone))}" if gone else "", f"after has {_short(' '.join(new))}" if new else ""]
+    if not gone and not new and tb[len(pb):] == ta[len(pa):]:
+        # the script's path written two ways (./train.py, train.py): the only difference
+        return (f"The runs are the same program, its script's path written differently (before: "
+                f"{_short(' '.join(tb[:len(pb)]))}; after: {_short(' '.join(ta[:len(pa)]))}).")
     if not gone and not new:
         return f"The runs are the same program with its arguments in another order ({_short(after)})."
     return f"The runs are the same program with other arguments: {'; '.join(x for x in said if x)}."
@@ -235,7 +239,9 @@ def _program(tokens: list[str]) -> list[str]:
         if t.startswith("--"):
             tokens = tokens[:i]
             break
-    return [os.path.normpath(t) if t.endswith(".py") else t for t in tokens]
+    # the script alone (the first .py word): a later one may be an option's file (-c ./cfg.py)
+    first = next((i for i, t in enumerate(tokens) if t.endswith(".py")), None)
+    return [os.path.normpath(t) if i == first else t for i, t in enumerate(tokens)]
 
 
 def _only(xs: list[str], ys: list[str]) -> list[str]:

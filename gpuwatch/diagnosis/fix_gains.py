@@ -339,7 +339,8 @@ def makers(f: Mapping[str, object], sub: str, s: Signals) -> tuple[int, float | 
         cpu = (f.get("helper_cpu") or 0.0) * n  # type: ignore[operator]
     else:
         n, cpu = loader_workers(f), f.get("workers_cpu")
-    if sub != "helpers" and f.get("worker_cpu") is not None:
+    several = len(f.get("sets") or ()) >= 2 and not f.get("idle_out")  # type: ignore[arg-type]
+    if sub != "helpers" and f.get("worker_cpu") is not None and not several:
         cpu = f["worker_cpu"] * n  # type: ignore[operator]  # the sets at work's, as n counts them
     return n, cpu, mask_full(s, usable)  # type: ignore[return-value,arg-type]
 

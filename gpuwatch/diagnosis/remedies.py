@@ -302,10 +302,13 @@ def _wider_mask(f: dict, sub: str, s: Signals, who: str = "workers") -> str:
     room = wider_room(f, sub, s)
     if room is None:
         return ""
-    procs, _, free = room
+    procs, cpu, free = room
     usable, host_n = f.get("usable"), s.host.cpu_count
+    # who fills the mask, as mask_full read it: the makers, or the job with them (review 43)
+    fill = (f"which its {procs} {who} fill" if s.cpu_short
+            else f"which the job fills (its {procs} {who} use {fmt(cpu, 'cores')}, its training process most of the rest)")
     return (f"Let the job use more of the host's CPUs: its affinity mask (taskset, the container's cpuset) allows "
-            f"{count(usable, 'CPU')} of the host's {host_n}, which its {procs} {who} fill, and {fmt(free, 'cores')} "
+            f"{count(usable, 'CPU')} of the host's {host_n}, {fill}, and {fmt(free, 'cores')} "
             f"outside it sat idle; with more CPUs they run side by side")
 
 

@@ -71,9 +71,13 @@ NETWORK_DETAIL = " (socket)"
 urllib3, botocore, httpcore frames): data fetched from a server or object store, not a local disk."""
 NETWORK_DETAILS = (" (socket)", " (network)")
 """NETWORK_DETAIL, and the mark recordings of 43952f8 carry."""
-RECV_NAME = re.compile(r"(?:^|\.)_*recv", re.IGNORECASE)
-LOCAL_IPC = ("Connection.", "reduction.", "resource_sharer.", "connection.")
-"""multiprocessing's pipes, queues and fd passing: local processes, no server."""
+RECV_NAME = re.compile(r"(?:^|_)recv", re.IGNORECASE)
+"""recv at the start of a function's name or after an underscore (do_recv, _sock_recv_exact), not
+inside a word (precvalidate)."""
+LOCAL_IPC = ("Connection._recv", "Connection._recv_bytes", "Connection.recv", "Connection.recv_bytes",
+             "Connection.recv_bytes_into", "reduction.recvfds", "reduction.recv_handle")
+"""multiprocessing's pipes, queues and fd passing, by their exact names: local processes, no server
+(a client class of its own named Connection still counts)."""
 NETWORK_FUNCS = ("SocketIO.", "socket.", "SSLSocket.", "SSLObject.", "HTTPResponse.", "HTTPConnection.",
                  "StreamingBody.", "create_connection", "urlopen")
 """Hot functions of those frames, for recordings made before the detail carried NETWORK_DETAIL."""
@@ -99,7 +103,8 @@ def on_network(detail: str | None) -> bool:
     # the function's own name, beginning with recv (after a dot or underscores), and not
     # multiprocessing's pipes and queues between local processes (review 42: Connection._recv,
     # reduction.recvfds, and "precvalidate" read as a server's)
-    return not d.startswith(LOCAL_IPC) and RECV_NAME.search(d.split(" (", 1)[0]) is not None
+    name = d.split(" (", 1)[0]
+    return name not in LOCAL_IPC and RECV_NAME.search(name.rsplit(".", 1)[-1]) is not None
 
 
 def activity(role: str, label: str, detail: str | None, active: bool = True) -> str:

@@ -245,7 +245,11 @@ def check_network_fs(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckR
     # as the verdict reads it (input_stages.socket_fed): beside storage signs of the job's own (D
     # state, storage reads) the local storage is read too, and the data's place is checked as ever
     local = job is not None and ((job.worker_read_bps or 0.0) >= READS_BPS or (job.worker_d or 0.0) >= WORKER_D_SHARE)
-    if reads and net / reads >= NETWORK_SHARE and not local:
+    if reads and net / reads >= NETWORK_SHARE and local:
+        return CheckResult("network_fs", title, WARN, f"{net} of the {count(reads, 'sample')} reading data were socket "
+                           "reads, beside the job's own storage reads: the data comes partly from a server",
+                           "cache what comes from the server on local storage")
+    if reads and net / reads >= NETWORK_SHARE:
         # The data comes from a server (review 41: beside "loading from a server or object store" this
         # check passed on the working directory's disk).
         return CheckResult("network_fs", title, WARN, f"{net} of the {count(reads, 'sample')} reading data were socket "
