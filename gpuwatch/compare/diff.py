@@ -190,8 +190,8 @@ def _launcher_and_rank(tb: list[str], ta: list[str]) -> str:
     theirs = next((i for i, t in enumerate(under) if t.endswith(".py") and _same_path(t, alone[mine])), None)
     if theirs is None:
         return ""
-    args = {id(under): _own_args(under[theirs + 1:]), id(alone): _own_args(alone[mine + 1:])}
-    args_b, args_a = args[id(tb)], args[id(ta)]
+    args_under, args_alone = _own_args(under[theirs + 1:]), _own_args(alone[mine + 1:])
+    args_b, args_a = (args_under, args_alone) if launcher[0] else (args_alone, args_under)
     own = "as its own process (one rank's, or a run without the launcher)"
     which = f"before under its launcher, after {own}" if launcher[0] else f"before {own}, after under its launcher"
     gone, new = _only(args_b, args_a), _only(args_a, args_b)

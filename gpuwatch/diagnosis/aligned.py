@@ -18,7 +18,7 @@ from gpuwatch.diagnosis.phases import pid_sets
 from gpuwatch.diagnosis.thresholds import ALIGNED_MIN_TICKS, ALIGNED_WAIT
 from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.diagnosis.window import mean, med
-from gpuwatch.diagnosis.worker_sets import SetsCpu, working_cpu
+from gpuwatch.diagnosis.worker_sets import SetsCpu, held_sets, working_cpu
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +69,13 @@ def aligned(ticks: Sequence[Tick]) -> Aligned:
         labels.update(t.worker_labels)
     # each tick's reading, idle sets left out, worked out once
     per = [_sets_cpu(t, sets) for t in with_workers]
-    sizes = Counter(r.working_set for r in per if r.idle_out)
-    idle_out = 2 * sum(sizes.values()) >= len(per) > 0
+    idle_out, working_set, at_work = held_sets([(r.working_set, r.at_work) for r in per if r.idle_out], len(per))
     return Aligned(
         ticks=len(waiting),
         worker_cpu=med(r.cpu for r in per),
         idle_out=idle_out,
-        working_set=sizes.most_common(1)[0][0] if idle_out else 0,
-        at_work=Counter(r.at_work for r in per if r.idle_out).most_common(1)[0][0] if idle_out else 0,
+        working_set=working_set,
+        at_work=at_work,
         workers_cpu=med(sum(t.worker_cpu) for t in with_workers),
         worker_cpu_top=med(max(t.worker_cpu) for t in with_workers),
         worker_cpu_least=med(min(t.worker_cpu) for t in with_workers),

@@ -330,19 +330,18 @@ def persistent_workers(s: Signals, starting: bool = False) -> FixGain:
     return FixGain(PERSISTENT_WORKERS, round(x, 2), basis)
 
 
-def makers(f: Mapping[str, object], sub: str, s: Signals) -> tuple[int, float | None, bool]:
-    """(the processes making the batches, their CPU together in cores, whether they fill the usable
-    CPUs): the DataLoader workers, or the job's own pool (input_stages.helpers_computing)."""
-    usable = f.get("usable")
+def makers(f: Mapping[str, object], sub: str) -> tuple[int, float | None]:
+    """(the processes making the batches, their CPU together in cores): the DataLoader workers (the
+    sets at work's, as loader_workers counts them; every worker's where several sets all work), or
+    the job's own pool (input_stages.helpers_computing)."""
     if sub == "helpers":
         n = int(f.get("helpers") or 0)  # type: ignore[call-overload]
-        cpu = (f.get("helper_cpu") or 0.0) * n  # type: ignore[operator]
-    else:
-        n, cpu = loader_workers(f), f.get("workers_cpu")
+        return n, (f.get("helper_cpu") or 0.0) * n  # type: ignore[operator]
+    n = loader_workers(f)
     several = len(f.get("sets") or ()) >= 2 and not f.get("idle_out")  # type: ignore[arg-type]
-    if sub != "helpers" and f.get("worker_cpu") is not None and not several:
-        cpu = f["worker_cpu"] * n  # type: ignore[operator]  # the sets at work's, as n counts them
-    return n, cpu, mask_full(s, usable)  # type: ignore[return-value,arg-type]
+    if f.get("worker_cpu") is None or several:
+        return n, f.get("workers_cpu")  # type: ignore[return-value]
+    return n, f["worker_cpu"] * n  # type: ignore[operator]
 
 
 def mask_full(s: Signals, usable: int | None) -> bool:
@@ -355,14 +354,14 @@ def mask_full(s: Signals, usable: int | None) -> bool:
     return s.cpu_short or (s.job.job_cpu or 0.0) >= usable - IDLE_FOR_WORKER
 
 
-def mask_room(s: Signals, usable: int | None, procs: int, full: bool) -> float | None:
+def mask_room(s: Signals, usable: int | None, procs: int) -> float | None:
     """Cores of the host idle outside the job's affinity mask where more CPUs would help: the mask
     (taskset, a cpuset) allows fewer CPUs than the host has, ``procs`` processes (2 or more) make
-    the batches and fill those CPUs, and the host has IDLE_FOR_WORKER or more idle. None otherwise:
-    where the mask's own CPUs have room, more workers come first; one process gains nothing from a
-    second CPU (review 41)."""
+    the batches, the job fills those CPUs (mask_full), and the host has IDLE_FOR_WORKER or more idle.
+    None otherwise: where the mask's own CPUs have room, more workers come first; one process gains
+    nothing from a second CPU (review 41)."""
     host_n = (s.host.cpu_count or 0) if s.host.seen else 0
-    if not usable or host_n <= usable or s.host.cpu is None or procs < 2 or not full:
+    if host_n <= (usable or 0) or s.host.cpu is None or procs < 2 or not mask_full(s, usable):
         return None
     # the host's idle time, at most the CPUs outside the mask (the mask's own are full)
     free = min(host_n * (1.0 - s.host.cpu), float(host_n - usable))
@@ -373,8 +372,8 @@ def wider_room(f: Mapping[str, object], sub: str, s: Signals) -> tuple[int, floa
     """(batch makers, their CPU, idle cores outside the mask) where a wider affinity mask would help:
     mask_room, and the makers not at a core each already (single-threaded processes gain nothing from
     more CPUs then; review 42: 2 workers at 1.9 cores each read "about 0.53x")."""
-    n, cpu, full = makers(f, sub, s)
-    free = mask_room(s, f.get("usable"), n, full)  # type: ignore[arg-type]
+    n, cpu = makers(f, sub)
+    free = mask_room(s, f.get("usable"), n)  # type: ignore[arg-type]
     if free is None or not cpu or cpu >= n - IDLE_FOR_WORKER:
         return None
     return n, cpu, free

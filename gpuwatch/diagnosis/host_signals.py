@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -10,7 +9,7 @@ from gpuwatch.diagnosis.sample_memo import SampleMemo
 from gpuwatch.diagnosis.thresholds import MAIN_CPU_IDLE, THREADED_WORKER_QUEUE
 from gpuwatch.diagnosis.window import latest_reason, mean, med, num, unique_samples
 from gpuwatch.diagnosis.worker_births import recreations
-from gpuwatch.diagnosis.worker_sets import sample_cpu
+from gpuwatch.diagnosis.worker_sets import held_sets, sample_cpu
 from gpuwatch.model.disk import DataLocation, DiskSample
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.host import HostSample
@@ -161,8 +160,7 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
                           + (f" for rank {rank}" if rank is not None else ""))
     # Counted as the epoch structure counts them (worker_births.py), over this window's samples.
     respawns = len(recreations([r.worker_pids for r in rows]))
-    sizes = Counter(r.working_set for r in rows if r.working_set)
-    idle_out = 2 * sum(sizes.values()) >= len(rows)
+    idle_out, working_set, at_work = held_sets([(r.working_set, r.at_work) for r in rows if r.working_set], len(rows))
     return JobSignals(
         seen=True,
         main_pids=frozenset().union(*(r.main_pids for r in rows)),
@@ -175,8 +173,8 @@ def job_signals(frames: Sequence[Frame], rank: int | None) -> JobSignals:
         worker_cpu=med(r.worker_cpu for r in rows),
         worker_cpu_mean=med(r.worker_cpu_all for r in rows),
         idle_out=idle_out,
-        working_set=sizes.most_common(1)[0][0] if idle_out else 0,
-        at_work=Counter(r.at_work for r in rows if r.working_set).most_common(1)[0][0] if idle_out else 0,
+        working_set=working_set,
+        at_work=at_work,
         workers_cpu=med(r.workers_cpu for r in rows),
         worker_d=mean(r.worker_d for r in rows),
         worker_run_delay=med(r.worker_run_delay for r in rows),

@@ -475,7 +475,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
     waiting = workers_waiting(s)
     seen = storage_evidence(s)
     on = "storage"
-    if socket_fed(s):  # a server's or an object store's, not a local disk's
+    if _facts(s)["net_reads"]:  # a server's or an object store's, not a local disk's (socket_fed)
         on, shown = "a server", ["worker stacks in socket reads" if x == "worker stacks in reads" else x for x in seen]
     else:
         shown = seen

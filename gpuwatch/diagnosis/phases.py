@@ -448,9 +448,10 @@ def _in_turn(gaps: list[float]) -> bool:
     """Gaps that alternate short and long, every short one under half every long one: where every
     start is seen, two things starting in turn (a training loader's workers, then a validation
     loader's, each epoch), not one pace with starts missed (checkpoint saves seen 8 and 16 s apart,
-    read from stack samples, may be one every 8 s with one missed). Trial 36's Lightning job re-created its two loaders' sets 2 and 8-9 s
-    apart in turn: their median (5 s) took 2 s and 8 s for one and two periods, and it read "every
-    ~4.1 s (at least 11 times in 59 s)" beside the headline's "at uneven intervals (10 times)"."""
+    read from stack samples, may be one every 8 s with one missed). Trial 36's Lightning job
+    re-created its two loaders' sets 2 and 8-9 s apart in turn: their median (5 s) took 2 s and 8 s
+    for one and two periods, and it read "every ~4.1 s (at least 11 times in 59 s)" beside the
+    headline's "at uneven intervals (10 times)"."""
     if len(gaps) < 3:
         return False
     a, b = gaps[0::2], gaps[1::2]

@@ -106,25 +106,22 @@ class Signals:
     def idle_out(self) -> bool:
         """job.worker_cpu left an idle set of workers out (worker_sets.py): read from the ticks the
         main thread waited in where those give the reading (_during_wait), else from the window."""
-        return self.aligned.idle_out if self._aligned_cpu else self.job.idle_out
+        return self._sets.idle_out
 
     @property
     def working_set(self) -> int:
         """There, the largest set at work: the busy loader's num_workers (0 where none was left out)."""
-        if not self.idle_out:
-            return 0
-        return self.aligned.working_set if self._aligned_cpu else self.job.working_set
+        return self._sets.working_set
 
     @property
     def at_work(self) -> int:
         """There, the workers of every set at work (0 where none was left out)."""
-        if not self.idle_out:
-            return 0
-        return self.aligned.at_work if self._aligned_cpu else self.job.at_work
+        return self._sets.at_work
 
     @property
-    def _aligned_cpu(self) -> bool:
-        return self.aligned.usable and self.aligned.worker_cpu is not None
+    def _sets(self) -> Aligned | JobSignals:
+        """Whichever reading job.worker_cpu holds (_during_wait): the waiting ticks' or the window's."""
+        return self.aligned if self.aligned.usable and self.aligned.worker_cpu is not None else self.job
 
     @property
     def worker_cpu_what(self) -> str:

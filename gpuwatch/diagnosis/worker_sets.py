@@ -16,6 +16,7 @@ them in one procs sample, for the window's reading, the drill-down's chart and t
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -62,6 +63,17 @@ def working_cpu(cpu: Mapping[int, float], sets: Sequence[Collection[int]]) -> Se
     n = sum(len(g) for g in kept)
     return SetsCpu(sum(cpu[p] for g in kept for p in g) / n, max(len(g) for g in kept), n,
                    idle_out=len(kept) < len(groups))
+
+
+def held_sets(out: Sequence[tuple[int, int]], n: int) -> tuple[bool, int, int]:
+    """(idle_out, working_set, at_work) over ``n`` readings of which those in ``out`` (each its
+    working_set and at_work) left an idle set out: said where half of them or more did (where fewer,
+    a validation loader's set living a tick each pass, their median reads the other readings), with
+    the most common sizes."""
+    if not out or 2 * len(out) < n:
+        return False, 0, 0
+    return (True, Counter(w for w, _ in out).most_common(1)[0][0],
+            Counter(a for _, a in out).most_common(1)[0][0])
 
 
 def sample_sets(workers: Sequence[ProcInfo]) -> list[frozenset[int]]:

@@ -241,19 +241,16 @@ def _socket_reads(frames: Sequence[Frame]) -> tuple[int, int]:
 def check_network_fs(frames: Sequence[Frame], env: Maybe[Environment]) -> CheckResult:
     title = "Data on local storage"
     net, reads = _socket_reads(frames)
-    job = job_signals(frames, None) if reads else None
-    # as the verdict reads it (input_stages.socket_fed): beside storage signs of the job's own (D
-    # state, storage reads) the local storage is read too, and the data's place is checked as ever
-    local = job is not None and ((job.worker_read_bps or 0.0) >= READS_BPS or (job.worker_d or 0.0) >= WORKER_D_SHARE)
-    if reads and net / reads >= NETWORK_SHARE and local:
-        return CheckResult("network_fs", title, WARN, f"{net} of the {count(reads, 'sample')} reading data were socket "
-                           "reads, beside the job's own storage reads: the data comes partly from a server",
-                           "cache what comes from the server on local storage")
     if reads and net / reads >= NETWORK_SHARE:
         # The data comes from a server (review 41: beside "loading from a server or object store" this
-        # check passed on the working directory's disk).
-        return CheckResult("network_fs", title, WARN, f"{net} of the {count(reads, 'sample')} reading data were socket "
-                           "reads: the data comes from a server or an object store",
+        # check passed on the working directory's disk); partly, beside storage signs of the job's own
+        # (D state, storage reads), as the verdict reads it (input_stages.socket_fed).
+        job = job_signals(frames, None)
+        said = f"{net} of the {count(reads, 'sample')} reading data were socket reads"
+        if (job.worker_read_bps or 0.0) >= READS_BPS or (job.worker_d or 0.0) >= WORKER_D_SHARE:
+            return CheckResult("network_fs", title, WARN, f"{said}, beside the job's own storage reads: the data comes "
+                               "partly from a server", "cache what comes from the server on local storage")
+        return CheckResult("network_fs", title, WARN, f"{said}: the data comes from a server or an object store",
                            "cache it on local storage, or fetch it in fewer, larger requests (shards)")
     seen: dict[tuple[str, str], tuple[str, str, bool]] = {}
     for f in frames:
