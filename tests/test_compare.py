@@ -70,7 +70,7 @@ def test_the_fix_shows_as_disk_time_gone_and_the_gpu_busy(io_vs_healthy):
     assert row(c, "data_wait").before > 80 and row(c, "data_wait").after < 10
     left = row(c, "speedup_left")
     assert left.before > left.after and left.verdict == "better"
-    assert "Disk" in left.note
+    assert "I/O" in left.note
     # the stage shares of each side add up to the whole run
     assert sum(r.before for r in c.rows if r.group == "stage time") == pytest.approx(100.0, abs=0.1)
     assert sum(r.after for r in c.rows if r.group == "stage time") == pytest.approx(100.0, abs=0.1)
@@ -97,7 +97,7 @@ def test_a_json_report_compares_like_its_recording(tmp_path, capsys, io_vs_healt
 def test_text_and_markdown(capsys, io_vs_healthy):
     rc, out, _ = run(capsys, IO, HEALTHY)
     assert rc == 0
-    assert "GPU busy (NVML utilization)" in out and "Disk" in out
+    assert "GPU busy (NVML utilization)" in out and "I/O" in out
     left = row(io_vs_healthy, "speedup_left")
     assert f"{left.before:.2f}x" in out and f"{left.after:.2f}x" in out
     rc, md, _ = run(capsys, IO, HEALTHY, "--format", "md")

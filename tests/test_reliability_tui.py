@@ -155,7 +155,7 @@ async def test_a_terminal_too_small_says_so_lets_only_quit_through_and_gives_the
         await pilot.pause()
         await pilot.pause()
         assert isinstance(app.screen, MainScreen) and len(app.screen_stack) == 1
-        assert "Disk" in screen_text(app)  # the latest frame is drawn again
+        assert "I/O" in screen_text(app)  # the latest frame is drawn again
         await pilot.resize_terminal(59, 24)
         await pilot.pause()
         await pilot.press("q")

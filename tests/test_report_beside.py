@@ -91,7 +91,7 @@ def test_no_stage_named_for_most_of_the_run_is_said_beside_a_bottleneck_headline
                              ("unknown", 70, "Input-bound for a reason gpuwatch does not measure: Y.", None),
                              ("gpu_bound", 5, "Healthy: Z.", None)])
     title, text = headline(summary(marks, verdicts))
-    assert title == "Disk"
+    assert title == "I/O"
     assert "Most of the time (70%) no stage could be named. Input-bound for a reason gpuwatch does not measure" in text
     assert "less cost to the run" not in text
 

@@ -145,17 +145,17 @@ def test_a_stage_held_most_at_the_same_figure_is_not_said_to_cost_less():
     def said(disk: float | None) -> str:
         m = Summary(stage="contention", title="Contention", share=0.34, confidence=0.8, sentence="",
                     speedup_run=1.1249, speedup_while=1.4,
-                    most_held=StageShare("io", "Disk", 0.66, "Input-bound on storage: reads.", speedup_run=disk))
+                    most_held=StageShare("io", "I/O", 0.66, "Input-bound on storage: reads.", speedup_run=disk))
         return headline(m)[1]
 
     assert ("Most of the time (66%), at about the same cost to the run (fixing it: 1.12x over the run), the verdict "
-            "was Disk. Input-bound on storage: reads.") in said(1.1201)
-    assert "Most of the time (66%), at less cost to the run, the verdict was Disk. Input-bound on storage: reads." \
+            "was I/O. Input-bound on storage: reads.") in said(1.1201)
+    assert "Most of the time (66%), at less cost to the run, the verdict was I/O. Input-bound on storage: reads." \
         in said(1.05)
     # no figure, no cost claimed (CPU-bound has none: the job's own compute is no pipeline stage)
-    assert "Most of the time (66%) the verdict was Disk. Input-bound on storage: reads." in said(None)
+    assert "Most of the time (66%) the verdict was I/O. Input-bound on storage: reads." in said(None)
     # nor where the headline's own cost has no figure (review 41)
     m = Summary(stage="contention", title="Contention", share=0.34, confidence=0.8, sentence="", speedup_run=None,
-                speedup_while=None, most_held=StageShare("io", "Disk", 0.66, "Input-bound on storage: reads.",
+                speedup_while=None, most_held=StageShare("io", "I/O", 0.66, "Input-bound on storage: reads.",
                                                          speedup_run=1.3))
-    assert "Most of the time (66%) the verdict was Disk. Input-bound on storage: reads." in headline(m)[1]
+    assert "Most of the time (66%) the verdict was I/O. Input-bound on storage: reads." in headline(m)[1]

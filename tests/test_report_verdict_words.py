@@ -46,8 +46,8 @@ def test_a_sentence_headed_by_its_title_says_it_once():
 def test_a_sentence_without_its_title_follows_it():
     from gpuwatch.report.words import verdict_was
 
-    assert verdict_was("Disk", "Input-bound on storage: X.") == "the verdict was Disk. Input-bound on storage: X."
-    assert verdict_was("Disk", "") == "the verdict was Disk."
+    assert verdict_was("I/O", "Input-bound on storage: X.") == "the verdict was I/O. Input-bound on storage: X."
+    assert verdict_was("I/O", "") == "the verdict was I/O."
 
 
 def test_a_stop_the_job_came_back_from_is_said_in_the_past_and_the_figure_as_a_middle():

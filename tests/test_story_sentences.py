@@ -171,7 +171,7 @@ def test_the_headline_is_the_costliest_stage_and_the_first_remedy_is_for_it():
     assert rems[0].stage == v.IO
     assert m.most_held is not None and m.most_held.stage == v.CONTENTION
     title, rest = headline(m)
-    assert title == "Disk" and "cost the job most" in rest and "Most of the time (52%), at less cost to the run, the verdict was Contention" in rest
+    assert title == "I/O" and "cost the job most" in rest and "Most of the time (52%), at less cost to the run, the verdict was Contention" in rest
     assert f"{rems[0].speedup_run:.2f}x" in rest  # the headline's number is the remedy's number
 
 

@@ -214,7 +214,7 @@ def test_help_explains_the_charts_stage_band():
 
     app = make_app(ListSource(synthetic_frames(1)))
     text = help_text(key_lines(app, [app]))
-    assert "1 Disk → 2 CPU prep → 3 PCIe → 4 GPU memory → 5 Launch →\n6 Contention" in text  # a stage whole on its line
+    assert "1 I/O → 2 CPU prep → 3 PCIe → 4 GPU memory → 5 Launch →\n6 Contention" in text  # a stage whole on its line
     band = next(line for line in text.split("\n\n") if "band" in line)
     for stage, word in ((GPU_BOUND, "GPU-bound"), (CPU_BOUND, "CPU-bound"), (IDLE, "Idle"), (UNKNOWN, "Unknown")):
         assert f"{BAND_MARK[stage]} {word}" in band

@@ -51,7 +51,7 @@ async def test_the_palette_lists_gpuwatchs_commands_and_help_instead_of_keys():
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         titles = [t for t, _, _ in commands(app)]
-        for want in ("Record: start", "Pause the display", "Go to stage 1: Disk", "Go to stage 6: Contention",
+        for want in ("Record: start", "Pause the display", "Go to stage 1: I/O", "Go to stage 6: Contention",
                      "Open process 4250 (worker, pt_data_worker)", "Export report", "Help"):
             assert want in titles
         system = [c.title for c in app.get_system_commands(app.screen)]

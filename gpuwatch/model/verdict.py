@@ -21,7 +21,7 @@ PIPELINE = (IO, DECODE, H2D, GPU_MEMORY, LAUNCH, CONTENTION)
 STAGES = PIPELINE + (GPU_BOUND, CPU_BOUND, IDLE, UNKNOWN)
 
 STAGE_TITLES = {
-    IO: "Disk",
+    IO: "I/O",  # storage or network reads: "Disk" read as a claim on storage where data came over a socket
     DECODE: "CPU prep",  # decoding and augmenting on the CPU, or a tokeniser's work: not only images
     H2D: "PCIe",
     GPU_MEMORY: "GPU memory",
