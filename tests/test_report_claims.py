@@ -159,3 +159,21 @@ def test_a_stage_held_most_at_the_same_figure_is_not_said_to_cost_less():
                 speedup_while=None, most_held=StageShare("io", "I/O", 0.66, "Input-bound on storage: reads.",
                                                          speedup_run=1.3))
     assert "Most of the time (66%) the verdict was I/O. Input-bound on storage: reads." in headline(m)[1]
+
+
+def test_a_run_figure_counted_on_some_ticks_is_no_ceiling():
+    """Review 44: "fixing it could make the whole run up to 1.75x faster" for CPU prep held 55 % of
+    t35_blas_workers, whose workers, unoversubscribed, ran 5.4x: the figure counts the held ticks
+    alone, so it is said as such, with the ceiling while it holds."""
+    part = Summary(stage="decode", title="CPU prep", share=0.55, confidence=0.8, sentence="Input-bound.",
+                   speedup_run=1.75, speedup_while=4.7)
+    text = headline(part)[1]
+    assert "up to 1.75x" not in text
+    assert ("fixing it could make the whole run 1.75x faster, counting only the ticks it held; up to 4.70x "
+            "while it holds, and its cause may weigh on the other ticks too (mean confidence 0.80).") in text
+    whole = Summary(stage="decode", title="CPU prep", share=1.0, confidence=0.8, sentence="Input-bound.",
+                    speedup_run=4.7, speedup_while=4.7)
+    assert "fixing it could make the whole run up to 4.70x faster (mean" in headline(whole)[1]
+    contended = Summary(stage="contention", title="Contention", share=0.42, confidence=0.8, sentence="Slow.",
+                        speedup_run=1.27, speedup_while=2.0)
+    assert "1.27x faster, counting only the ticks it held; about 2.00x while it holds" in headline(contended)[1]
