@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import replace
 from statistics import median
 
 from gpuwatch.diagnosis.evidence import status as evidence_status
@@ -341,6 +342,7 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
             ranked.append(Remedy(text=text, stage=c.stage, check=None, share=c.share,
                                  speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run,
                                  speedup_floor=c.floor and c.bottleneck, latest_while=above))
+    ranked = _epoch_fixes_once(ranked, verdicts)
     said = " ".join(r.text for r in ranked).lower()
     for status in (FAIL, WARN):
         for c in checks:
@@ -368,6 +370,30 @@ def _trained_beside_idle(costs: Sequence[StageCost]) -> StageCost | None:
     Summary.beside names it: its advice is listed. A job that sat in its own upload() 61 % of the
     run and trained CPU-bound 32 % read "Nothing to fix was found" (review 28)."""
     return _other_side(costs) if costs and costs[0].stage == IDLE else None
+
+
+EPOCH_FIXES = ("persistent_workers=true", "validation passes take", "most waits are for the validation loader")
+"""Remedies the epoch structure gives whichever stage holds (remedies.py: keeping the workers, the
+validation passes): the same fix for the same phases."""
+
+
+def _epoch_fixes_once(ranked: Sequence[Remedy], verdicts: Sequence[Verdict]) -> list[Remedy]:
+    """An epoch fix listed under two stages is said once, where it first comes, in the wording of
+    the latest tick that gave it. init_restarts listed persistent_workers=True under Contention
+    ("re-created 15 times in 44 s") and again under CPU prep ("23 times in 59 s", with an estimate):
+    one fix with two sets of figures (review 44)."""
+    said_at = {text: v.t for v in verdicts for text in v.remedies}  # in time order: the latest tick stays
+    out: list[Remedy] = []
+    first: dict[str, int] = {}
+    for r in ranked:
+        head = next((h for h in EPOCH_FIXES if r.text.lower().startswith(h)), None)
+        if head is None or head not in first:
+            if head is not None:
+                first[head] = len(out)
+            out.append(r)
+        elif said_at.get(r.text, float("-inf")) > said_at.get(out[first[head]].text, float("-inf")):
+            out[first[head]] = replace(out[first[head]], text=r.text)
+    return out
 
 
 UNSETTLED = ("if the workers decode images", "if the loading decodes images")
