@@ -66,7 +66,7 @@ def test_a_worker_above_a_core_gets_the_oversubscription_advice_with_its_figure(
     f = {"usable": 2, "workers": 2.0, "loader_workers": 2}
     assert not any("oversubscription" in r for r in _decode({**f, "worker_cpu_top": 0.98}, "workers", s))
     said = [r for r in _decode({**f, "worker_cpu_top": 1.6}, "workers", s) if "oversubscription" in r]
-    assert said == [r for r in said if "the busiest uses 1.60 cores" in r] and len(said) == 1  # synthetic 1.6
+    assert said == [r for r in said if "the busiest worker uses 1.60 cores" in r] and len(said) == 1  # synthetic 1.6
 
 
 SLEEP = "tests/data/cpu_field/sleep_fetch.jsonl.gz"

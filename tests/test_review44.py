@@ -7,6 +7,7 @@ from gpuwatch.replay import load_frames
 from gpuwatch.report import NOT_RECORDED
 from gpuwatch.report.build import build_report
 from gpuwatch.report.gather import from_frames
+from gpuwatch.report.model import WARN
 
 DATA = "tests/data/cpu_field"
 
@@ -24,3 +25,22 @@ def test_an_epoch_fix_under_two_stages_is_said_once_with_the_latest_figures():
     assert len(keep) == 1, [x.stage for x in keep]
     assert keep[0].stage == r.remedies[0].stage  # where it first came: the headline stage's list
     assert "re-created 23 times in 59 s" in keep[0].text and "expected:" in keep[0].text
+
+
+def test_the_oversubscription_remedy_says_what_the_busiest_worker_would_use():
+    """t35_blas_workers: "(the busiest wants 2.01 cores, its CPU with its threads waiting for one:
+    several threads at once)" did not parse."""
+    r = _report("t35_blas_workers")
+    said = [x.text for x in r.remedies if x.text.startswith("Stop thread oversubscription")]
+    assert len(said) == 1
+    assert said[0].startswith("Stop thread oversubscription in workers (the busiest worker would use 2.01 cores, "
+                              "its CPU plus the time its threads queue for one: several threads at once): "), said
+
+
+def test_a_check_whose_fix_the_stage_remedy_gives_is_not_listed_again():
+    """t37_kv_socket: "Data on local storage (a failed or warned check): cache it on local storage, or
+    fetch it in fewer, larger requests" repeated the I/O stage's first remedy. The check itself stays."""
+    r = _report("t37_kv_socket")
+    assert any(x.stage is not None and "cache it on local storage" in x.text for x in r.remedies)
+    assert not [x for x in r.remedies if x.check == "network_fs"]
+    assert [c.status for c in r.checks if c.id == "network_fs"] == [WARN]

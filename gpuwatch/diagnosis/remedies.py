@@ -431,11 +431,12 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     # Full CPUs hold each threaded worker under a core, its other threads queued: CPU plus run delay
     # over a core is the same sign (trial 35: 3 workers running numpy eigh with BLAS pools on 2 CPUs,
     # ~0.6 core each and 1.2 threads queued; OPENBLAS_NUM_THREADS=1 ran the job 2-5x faster).
-    seen = (f"the busiest uses {fmt(top, 'cores')}" if top is not None and top > THREADED_WORKER_CPU else
-            f"the busiest wants {fmt(want, 'cores')}, its CPU with its threads waiting for one"
-            if want is not None and want > THREADED_WORKER_CPU else "")
+    seen = (f"the busiest worker uses {fmt(top, 'cores')}: several threads at once" if top is not None
+            and top > THREADED_WORKER_CPU else
+            f"the busiest worker would use {fmt(want, 'cores')}, its CPU plus the time its threads queue for one: "
+            "several threads at once" if want is not None and want > THREADED_WORKER_CPU else "")
     if seen:
-        out.append(f"Stop thread oversubscription in workers ({seen}: several threads at once): OMP_NUM_THREADS=1 "
+        out.append(f"Stop thread oversubscription in workers ({seen}): OMP_NUM_THREADS=1 "
                    "(and OPENBLAS_NUM_THREADS=1, MKL_NUM_THREADS=1) in the job's environment and "
                    "cv2.setNumThreads(0) in worker_init_fn, for the libraries that start their own thread pools "
                    "(PyTorch sets one thread in each worker, unless the job's worker_init_fn or dataset calls "
@@ -638,7 +639,8 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
                        f"{count(usable, 'CPU')} the job may run on: move or renice them, or widen the job's "
                        "affinity mask (taskset, the container's cpuset) to CPUs they leave free")
         else:
-            out.append(f"Processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of {_n(usable)} CPUs"
+            out.append(f"Processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of "
+                       f"{'? CPUs' if usable is None else count(usable, 'CPU')}"
                        f"{_outsiders(f)}: move or renice them, or give the job its own cores (taskset)")
     if "steal" in causes:
         out.append(f"The hypervisor steals {fmt(f.get('steal'))} of the CPU: ask for dedicated vCPUs or a "

@@ -37,7 +37,7 @@ _NUMBERS = re.compile(r"\d+(\.\d+)?")
 _PLURAL = re.compile(r"\b(N \w+?)s\b")
 """A noun's plural after a number ("N cores", "N CPUs"), for _key."""
 CHECK_TOPICS = {"workers_vs_cores": "num_workers", "pageable_h2d": "pin", "other_gpu_processes": "GPU tenant",
-                "pcie_link": "PCIe link", "cpu_quota": "CPU quota"}
+                "pcie_link": "PCIe link", "cpu_quota": "CPU quota", "network_fs": "on local storage"}
 """A check's fix is left out of the remedies when a stage remedy already says it (same topic)."""
 
 
