@@ -108,7 +108,8 @@ def headline(m: Summary) -> tuple[str, str]:
                      f"whole run, which bounds any fix (its latest tick{at} read {times(m.best_fix.factor)}x "
                      "for it; each fix's own figure, from that tick's readings, is under Remedies).")
         else:
-            text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: about "
+            much = "up to" if m.best_fix.bound else "about"
+            text += (f" Of the fixes proposed, {FIX_WORDS[m.best_fix.fix]} is expected to gain most: {much} "
                      f"{times(m.best_fix.factor)}x{part} while the stage holds (each fix's own figure is under "
                      "Remedies).")
     most = m.most_held
