@@ -53,3 +53,13 @@ def test_a_cheaper_decode_is_said_as_the_bound_it_is():
     r = _report("t36_taskset_prep")
     said = [x.text for x in r.remedies if x.text.startswith("Use a faster decoder")]
     assert len(said) == 1 and "; expected: up to 1.88x faster: decoding is 14 of 30 worker samples" in said[0], said
+
+
+def test_a_run_shorter_than_a_minute_is_not_called_the_last_minute():
+    """h100/lightning_restarts, a 21 s recording: "the main thread spent 21 % of the last minute
+    starting and stopping DataLoader workers" beside its epoch section's "Over the whole run (21 s)"."""
+    path = "tests/data/h100/lightning_restarts.jsonl.gz"
+    r = build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path)
+    said = " ".join(x.text for x in r.remedies)
+    assert "of the last minute" not in said
+    assert "the main thread spent 21 % of the 19 s watched starting and stopping DataLoader workers" in said

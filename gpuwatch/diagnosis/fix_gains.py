@@ -57,7 +57,7 @@ from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import pageable_share, speedup
 from gpuwatch.diagnosis.stages import INPUT_UNMEASURED, StageResult
 from gpuwatch.diagnosis.thresholds import (CG_THROTTLED, IDLE_FOR_WORKER, MAX_SPEEDUP, MIN_GAIN, MIN_STACK_SAMPLES,
-                                           PAGEABLE_GAIN, UNEVEN_WORKERS, WAIT_MODERATE)
+                                           PAGEABLE_GAIN, PHASE_WINDOW_S, UNEVEN_WORKERS, WAIT_MODERATE)
 from gpuwatch.diagnosis.timeline import Tick
 from gpuwatch.diagnosis.validation_loader import validation_loads
 from gpuwatch.model import stacks as lb
@@ -271,6 +271,13 @@ def restart_share(ticks: Sequence[Tick]) -> tuple[float, int] | None:
     return sum(t.dt * t.starting / t.n_main for t in sampled) / span, sum(t.n_main for t in sampled)
 
 
+def last_minute(span_s: float) -> str:
+    """The span the epoch figures are read over (a phase's span_s), in words: "the last minute", or
+    the seconds watched where the run so far is shorter ("21 % of the last minute" in a 21 s run;
+    review 44)."""
+    return "the last minute" if span_s >= 0.9 * PHASE_WINDOW_S else f"the {span_s:.0f} s watched"
+
+
 def minute_wait(ticks: Sequence[Tick]) -> float | None:
     """The main thread's data-wait share over the last minute (worker start-up and shutdown included)."""
     sampled = [t for t in ticks[1:] if t.stacks and t.n_main and t.wait is not None]
@@ -288,7 +295,8 @@ def persistent_workers(s: Signals, starting: bool = False) -> FixGain:
                        "to tell how long it spends starting and stopping workers")
     share, n = got
     x = 1.0 / max(1.0 - share, 1.0 / MAX_SPEEDUP)
-    basis = (f"the main thread spent {fmt(share)} of the last minute starting and stopping DataLoader "
+    minute = last_minute(find(s.phases, RESPAWN).span_s)  # type: ignore[union-attr]  # the re-creations' own span
+    basis = (f"the main thread spent {fmt(share)} of {minute} starting and stopping DataLoader "
              f"workers ({count(n, 'stack sample')}); kept workers still build each epoch's first batches when it starts")
     wait = s.input_wait
     whole = minute_wait(s.epoch_ticks) if starting else None
@@ -304,7 +312,7 @@ def persistent_workers(s: Signals, starting: bool = False) -> FixGain:
                    "item" if s.job.spawned_workers else "")
             return FixGain(PERSISTENT_WORKERS, round(x, 2), basis, partial=True, upper=round(top, 2),
                            more=f"where all of the main thread's waiting for data "
-                                f"({fmt(whole)} of the last minute) is each new set's start-up, which kept "
+                                f"({fmt(whole)} of {minute}) is each new set's start-up, which kept "
                                 f"workers do once{why}")
     if wait is not None and wait >= WAIT_MODERATE:
         # A new worker may warm up on its first items (a lazy table load, opened files, caches): kept
