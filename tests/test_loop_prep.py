@@ -151,7 +151,7 @@ def test_on_a_starved_gpu_the_loops_transforms_are_cpu_prep_and_its_remedies_mov
     assert verdict.sentence.startswith("Input-bound on preparing data in the training loop"), verdict.sentence
     assert "the GPU and the step wait" in verdict.sentence and "train.py:40" in verdict.sentence
     assert verdict.remedies[0].startswith("Move this preparation (transforms, decoding, tokenising) out of the training loop"), verdict.remedies
-    assert "(now 4 workers)" in verdict.remedies[0]
+    assert "(4 of them)" in verdict.remedies[0]
     assert any(r.startswith("If they run on CPU tensors, they can also run on the GPU") for r in verdict.remedies), \
         verdict.remedies
     assert not any(r.startswith("persistent_workers") for r in verdict.remedies), verdict.remedies

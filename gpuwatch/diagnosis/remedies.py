@@ -455,7 +455,8 @@ def _loop_prep(f: dict, s: Signals) -> list[str]:
     """The training loop transforms its batches itself: move that work where it overlaps the step
     (the DataLoader's workers), or onto the GPU on whole batches where there is one."""
     workers = loader_workers(f)
-    where = (f" (now {count(workers, 'worker')})" if workers else
+    # "(14 of them)", not "(now 14 workers)": a report on a job that has exited quotes it too (review 44)
+    where = (f" ({'1 worker' if round(workers) == 1 else f'{workers:.0f} of them'})" if workers else
              f" (num_workers={worker_target(f.get('usable')) or 2}, persistent_workers=True)")
     # Where the CPUs are full, the workers would run the transforms on the cores the loop runs them on
     # now: the step gets its thread back, not more CPU, so the gain is less than the loop's share.
