@@ -382,7 +382,7 @@ def test_an_unmeasured_input_verdict_says_what_the_workers_samples_showed():
     def said(n: int, busy: float | None) -> str:
         return _worker_samples({"worker_n": n, "worker_busy": busy})
 
-    assert said(0, None) == "with no stack sample of them"
+    assert said(0, None) == "with no recent stack sample of them"
     assert said(12, 0.0) == "with no stack sample of them at work (12 samples)"
     assert said(1, 1.0) == "with 1 of their 1 stack sample at work, too few to tell what they do"
     assert said(12, 0.25) == "with only 25 % of their 12 stack samples at work"

@@ -687,7 +687,8 @@ def _worker_samples(f: dict) -> str:
     computing). Under MIN_WORKER_SAMPLES their share says nothing yet, and their count is said."""
     busy, n = f.get("worker_busy"), int(f.get("worker_n") or 0)
     if busy is None or not n:
-        return "with no stack sample of them"
+        # "recent": the report's hottest stacks, over the whole run, listed 19 samples of them (review 44)
+        return "with no recent stack sample of them"
     if not busy:
         return f"with no stack sample of them at work ({count(n, 'sample')})"
     if n < MIN_WORKER_SAMPLES:
