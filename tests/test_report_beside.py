@@ -125,4 +125,7 @@ def test_a_named_stage_held_longer_than_the_headline_is_said_and_epochs_are_said
     # validation worker's core (test_worker_sets.py): the named one is said, with its sentence
     assert ("For the largest share of the time (30%) the verdict was CPU-bound: the job's "
             "own compute on the CPU is the limit" in text), text
-    assert text.count("Epochs:") == 1, text  # the headline's, with its "readings are from" time
+    # said once, as the epoch section says them (the run's end), not a tick's "Epochs:" clause (review 44)
+    assert text.count("Epochs:") == 0 and text.count("Over the last minute watched:") == 1, text
+    section = md.split("## Epoch structure", 1)[1].split("\n## ", 1)[0].strip()
+    assert section.split(". ")[0] in text

@@ -63,3 +63,18 @@ def test_a_run_shorter_than_a_minute_is_not_called_the_last_minute():
     said = " ".join(x.text for x in r.remedies)
     assert "of the last minute" not in said
     assert "the main thread spent 21 % of the 19 s watched starting and stopping DataLoader workers" in said
+
+
+def test_the_headline_says_the_epochs_as_the_epoch_section_does():
+    """t36_lightning_epochs: the headline's "10 times in 58 s" (its tick's clause) above the epoch
+    section's "11 times in 59 s". The headline's sentence leaves its tick's clause out and says the
+    run's end's, with the span, as the section does."""
+    from gpuwatch.report.render_md import render_markdown
+
+    md = render_markdown(_report("t36_lightning_epochs"))
+    verdict = md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+    section = md.split("## Epoch structure", 1)[1].split("\n## ", 1)[0].strip()
+    assert "Epochs:" not in verdict and "10 times in 58 s" not in verdict
+    assert section.startswith("Over the last minute watched: the DataLoader workers are re-created at uneven "
+                              "intervals (11 times in 59 s")
+    assert section.split(";")[0] in verdict

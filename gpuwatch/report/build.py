@@ -18,6 +18,7 @@ from gpuwatch.report.model import Report, Source
 from gpuwatch.report.series import run_series
 from gpuwatch.report.ranking import stage_costs
 from gpuwatch.report.stacks import hot_stacks
+from gpuwatch.report.words import epochs_over
 
 
 def build_report(
@@ -51,7 +52,8 @@ def build_report(
         environment=environment,
         links=links_under_load(got.frames),
         summary=replace(sections.summary(got.marks, got.verdicts, costs,
-                                         sections.straggler(got.stragglers, got.rank_ticks)), snapshot=snapshot),
+                                         sections.straggler(got.stragglers, got.rank_ticks)), snapshot=snapshot,
+                        epochs=epochs_over(got.verdicts[-1].phases, covered) if got.verdicts else ""),
         checks=checks,
         remedies=remedies,
         timeline=sections.timeline(got.marks, got.interval),

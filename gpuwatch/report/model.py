@@ -128,6 +128,11 @@ class Summary:
     """The proposed fix expected to gain most while the stage held: the largest estimate in the verdict
     whose remedies the report lists (the stage's latest with remedies), so the headline and the
     Remedies quote one figure (diagnosis/fix_gains.py); None where no fix had a figure."""
+    epochs: str = ""
+    """The epoch structure at the run's end in words, led by the span it was counted over, as the
+    epoch section says it (words.epochs_over); said after ``sentence``, which leaves out its own
+    tick's epoch clause: the headline's "10 times in 58 s" stood above the section's "11 times in
+    59 s" (review 44). Empty where the run's end names no phase."""
 
 
 @dataclass(frozen=True, slots=True)

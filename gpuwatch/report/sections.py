@@ -129,7 +129,8 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
     top = costs[0]
     confs = [m[2] for m in marks if m[1] == top.stage]
     said = _said(top.stage, verdicts)
-    sentence = (said.sentence if said is not None else "") or (
+    # its own tick's epoch clause left out: the headline says the run's end's (Summary.epochs)
+    sentence = (without_epochs(said.sentence, said.phases) if said is not None else "") or (
         "The diagnosis could not name a stage." if top.stage == UNKNOWN else "")
     if top.stage == UNKNOWN:  # the story told most, not the latest tick's (review 31)
         kind = _kind_sentence(verdicts, UNKNOWN)

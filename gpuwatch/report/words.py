@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpuwatch.diagnosis.sentence import epochs
 from gpuwatch.diagnosis.evidence import count
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE, PHASE_WINDOW_S, WINDOW_S
-from gpuwatch.model.verdict import FIX_WORDS, FixGain, GPU_BOUND, IDLE, LEFT_ALIVE, RESPAWN, UNKNOWN, gain_words, times
+from gpuwatch.model.verdict import (FIX_WORDS, GPU_BOUND, IDLE, LEFT_ALIVE, RESPAWN, UNKNOWN, FixGain, Phase,
+                                    gain_words, times)
 from gpuwatch.report.model import Remedy, Report, Source, Summary
 
 
@@ -68,8 +71,9 @@ def headline(m: Summary) -> tuple[str, str]:
     for a report too short to judge a run (Summary.snapshot, too_short), only what its ticks held."""
     # Unknown names no stage, so it has no confidence to give (its verdicts carry 0)
     conf = "" if m.stage == UNKNOWN else f" (mean confidence {m.confidence:.2f})"
+    ends = f" {m.epochs}" if m.epochs else ""
     if m.snapshot:
-        return m.title, f"held the verdict {m.share:.0%} of those ticks{conf}. {m.sentence}{read_at(m)}".rstrip()
+        return m.title, f"held the verdict {m.share:.0%} of those ticks{conf}. {m.sentence}{read_at(m)}{ends}".rstrip()
     if m.speedup_run is not None:
         much = (f"{speedup(m.speedup_run)} faster or more, as {floor_why(m.speedup_while)}" if m.speedup_floor
                 else f"{gain_words(m.stage)} {speedup(m.speedup_run)} faster")
@@ -84,7 +88,7 @@ def headline(m: Summary) -> tuple[str, str]:
                 f"the whole run {much}")
     else:
         lead = f"held the verdict {m.share:.0%} of the time"
-    text = f"{lead}{conf}. {m.sentence}{read_at(m)}".rstrip()
+    text = f"{lead}{conf}. {m.sentence}{read_at(m)}{ends}".rstrip()
     if m.best_fix is not None and m.best_fix.factor is not None:
         part = _unmeasured_part(m.best_fix)
         if m.best_fix.factor < MIN_GAIN and not m.best_fix.partial:
@@ -198,13 +202,20 @@ def stage_gain(r: Remedy, snapshot: bool = False) -> str:
 
 
 def epochs_at_end(r: Report) -> str:
-    """The epoch section: the run's last verdict's phases, led by the span they were counted over
-    (the headline's are the tick it names, read_at): the last minute, or the whole of a run shorter
-    than one ("Over the last minute of the run" led the counts of a 27 s run)."""
-    said = epochs(r.epochs).strip().removeprefix("Epochs: ")
+    """The epoch section: the run's last verdict's phases (epochs_over)."""
+    return epochs_over(r.epochs, r.source.covered_s)
+
+
+def epochs_over(phases: Sequence[Phase], covered_s: float) -> str:
+    """The run's last verdict's phases, led by the span they were counted over: the last minute, or
+    the whole of a run shorter than one ("Over the last minute of the run" led the counts of a 27 s
+    run); "" where they name none. The epoch section and the headline (Summary.epochs) say these."""
+    said = epochs(phases).strip().removeprefix("Epochs: ")
+    if not said:
+        return ""
     said = said[:1].lower() + said[1:]
-    if r.source.covered_s <= PHASE_WINDOW_S:
-        return f"Over the whole run ({r.source.covered_s:.0f} s): {said}"
+    if covered_s <= PHASE_WINDOW_S:
+        return f"Over the whole run ({covered_s:.0f} s): {said}"
     # "of the run, to its end" read as the job's end where the recording stopped first (trial 34)
     return f"Over the last minute watched: {said}"
 
