@@ -78,3 +78,22 @@ def test_the_headline_says_the_epochs_as_the_epoch_section_does():
     assert section.startswith("Over the last minute watched: the DataLoader workers are re-created at uneven "
                               "intervals (11 times in 59 s")
     assert section.split(";")[0] in verdict
+
+
+def test_a_main_thread_loading_itself_under_contention_is_not_cpu_prep_ok():
+    """t35_stop_validation: the validation loader (num_workers=0) loads 66-81 % of the main thread's
+    samples while 1.5 cores of outside load queue its threads (0.19 core CPU): CPU prep read "ok",
+    since the loading was required to run at half a core. A queue for a CPU shows the loading would
+    compute too: CPU prep warns beside Contention."""
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.model import verdict as v
+
+    a = Analysis()
+    verdicts = [a.update(f) for f in load_frames(f"{DATA}/t35_stop_validation.jsonl.gz")]
+    contended = [x for x in verdicts if x.stage == v.CONTENTION]
+    assert len(contended) > len(verdicts) // 2
+    beside = [x for x in contended if v.DECODE in x.secondary]
+    assert len(beside) > len(contended) // 2
+    assert dict(beside[-1].levels)[v.DECODE] == v.LEVEL_WARNING
+    r = _report("t35_stop_validation")
+    assert [w.stage for w in r.summary.warnings] == [v.DECODE]

@@ -342,7 +342,17 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
                        "main thread loading data itself (num_workers=0)", kind=REQ,
                        samples=st.n_main)
-        cpu = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores", kind=REQ)
+        # The loading computes: the main thread's half core, or, with no storage sign of the job's own,
+        # its process's threads queued for a CPU (contention holds the thread under it). A validation
+        # loader with num_workers=0 loading 66 % of the main thread's samples under 1.5 cores of
+        # outside load read CPU prep "ok" (review 44); one reading a disk at 45 MB/s on 0.06 core
+        # beside a CPU hog waits on the disk, not the CPU (disk_inline_hog).
+        main = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores")
+        queued = None
+        if not own_storage_sign(storage_evidence(s, inline=True)):
+            queued = c.check("run_delay", queued_threads(job), RUN_DELAY, ">=",
+                             "training process threads ready to run but waiting for a CPU (mean)", unit="threads")
+        cpu = None if main is None and queued is None else bool(main) or bool(queued)
         fires = gate and yes(load) and cpu is not False
         # A warning too needs the CPU: a main thread loading on 0.06 core decodes nothing on it.
         warn = (st.share(lb.INLINE_LOAD) or 0) >= st.moderate and cpu is not False
