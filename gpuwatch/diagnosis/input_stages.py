@@ -327,8 +327,8 @@ def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, "<", "workers in D state (waiting on the disk)", na=na)
         c.check("host_cpu", host.cpu, CPU_SATURATED, ">=", "host CPU busy", kind=INFO)
         if s.cpu_short:
-            c.note("cpu_full", f"the workers use {fmt(job.workers_cpu, 'cores')} of {count(job.usable_cpus, 'usable CPU')}",
-                   True)
+            c.note("cpu_full",
+                   f"the workers use {fmt(job.workers_cpu, 'cores')} of {count(job.usable_cpus, 'usable CPU')}", True)
 
 
 def decode(s: Signals, relax: float = 0.0) -> StageResult:

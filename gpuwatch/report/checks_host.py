@@ -129,7 +129,8 @@ def check_workers(frames: Sequence[Frame], verdicts: Sequence[Verdict], env: May
             fix = (f"lower num_workers to at most {int(cores // mains)} in each of the {mains} training processes, "
                    "which share the CPUs, or give the job more CPUs")
         else:  # no num_workers fits: the training processes alone outnumber the CPUs (review 31)
-            fix = (f"the {mains} training processes alone outnumber the {cores:g} CPU{'' if cores == 1 else 's'} they may use: give the job "
+            cpus = f"{cores:g} CPU" + ("" if cores == 1 else "s")
+            fix = (f"the {mains} training processes alone outnumber the {cpus} they may use: give the job "
                    "more CPUs, or run fewer processes on this host")
         return CheckResult("workers_vs_cores", title, WARN, f"more workers than cores: {counted}", fix)
     n = len(verdicts) or 1
