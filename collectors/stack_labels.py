@@ -32,7 +32,7 @@ from gpuwatch.collectors.pyspy import FrameRecord, ThreadRecord
 from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.stacks import (
     BACKWARD, CHECKPOINT, COLLECTIVE, COMPILE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, LOOP_PREP, OPTIMIZER, OTHER, PIN_BUSY,
-    PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SYNC, D_STATE_DETAIL, NETWORK_DETAIL, STOPPED_DETAIL, W_BUSY,
+    PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SAMPLER, SYNC, D_STATE_DETAIL, NETWORK_DETAIL, STOPPED_DETAIL, W_BUSY,
     W_IDLE, W_IO, W_WAIT,
     ThreadStack,
 )
@@ -48,6 +48,10 @@ labelling a dump."""
 
 DATALOADER = "torch/utils/data/dataloader.py"
 FETCH: Pattern = ("fetch", "torch/utils/data/_utils/fetch.py")
+NEXT_INDEX: Pattern = ("_BaseDataLoaderIter._next_index", DATALOADER)
+"""Where a DataLoader iterator draws the next batch's indices from its sampler, in the training
+process (for every num_workers): handing indices to the workers (``_try_put_index``) and priming
+them at each epoch's start (``_reset``) both call it."""
 MP_LOADER_WAIT: tuple[Pattern, ...] = (
     ("_MultiProcessingDataLoaderIter._try_get_data", DATALOADER),
     ("_MultiProcessingDataLoaderIter._get_data", DATALOADER),
@@ -419,6 +423,9 @@ def _main(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
     # Context first: what the thread is inside of decides, whatever torch code runs below it.
     if _importing(frames):
         return OTHER, f"importing modules ({short_name(frames[0])})"
+    i = any_match(frames, (NEXT_INDEX,))
+    if i is not None:  # the sampler's own work, under the loader's wait or its epoch start (lb.SAMPLER)
+        return SAMPLER, _sampler(frames, i)
     i = any_match(frames, MP_LOADER_WAIT)
     if i is not None:
         j = any_match(frames[:i], IPC)
@@ -683,6 +690,15 @@ def _stdlib_entry(frames: Sequence[FrameRecord]) -> str:
             break
         entry = f
     return short_name(entry)
+
+
+def _sampler(frames: Sequence[FrameRecord], at: int) -> str:
+    """The sampler's own function under ``_next_index``: the deepest frame of the job's code or a
+    library's (``BalancedBatches.__iter__``, not the ``random.choices`` it calls), without a
+    comprehension's ``.<locals>.<listcomp>``; else the frame ``_next_index`` called."""
+    inner = frames[:at]
+    f = next((f for f in inner if origin(f) in ("user", "lib")), inner[-1] if inner else frames[at])
+    return short_name(f).split(".<locals>", 1)[0]
 
 
 def _hot(frames: Sequence[FrameRecord], fetch_at: int) -> str:

@@ -159,7 +159,7 @@ def gains(stage: str, r: StageResult | None, s: Signals) -> tuple[FixGain, ...]:
     # And only where a re-creation was seen (or the wait is the workers' start-up), as the remedy is
     # (remedies._workers_keep): a gain for a fix no remedy proposed stood in the stream's gains.
     recreated = find(s.phases, RESPAWN) is not None or bool(s.job.worker_respawns) or r.sub == "starting"
-    if (stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub not in ("checkpoint", "loop") and not workers_survive_epochs(s.phases)
+    if (stage in (IO, DECODE, INPUT_UNMEASURED) and r.sub not in ("checkpoint", "loop", "sampler") and not workers_survive_epochs(s.phases)
             and find(s.phases, LEFT_ALIVE) is None and not workers_outlive_window(s.epoch_ticks) and recreated):
         out.append(persistent_workers(s, starting=r.sub == "starting"))
     if stage == GPU_BOUND and restarts_idle_gpu(r.facts, s):

@@ -59,14 +59,18 @@ def gpu_gate(c: Checks, s: Signals, threshold: float = BUSY_SATURATED) -> bool:
 
 def mode(s: Signals) -> str:
     """Which wait the main thread shows most: "workers", "inline" (num_workers=0), "loop" (the
-    training loop transforms its batches itself, outside the DataLoader) or "checkpoint"."""
+    training loop transforms its batches itself, outside the DataLoader), "sampler" (it draws the
+    batches' indices in the DataLoader's sampler) or "checkpoint"."""
     st = s.stacks
     wait = s.input_wait or 0.0
     inline = st.share(lb.INLINE_LOAD) or 0.0
     loop = st.share(lb.LOOP_PREP) or 0.0
+    sampler = st.share(lb.SAMPLER) or 0.0
     ckpt = checkpoint_share(s) or 0.0
-    if ckpt > max(wait, inline, loop):
+    if ckpt > max(wait, inline, loop, sampler):
         return "checkpoint"
+    if sampler and sampler >= max(wait, inline, loop):
+        return "sampler"
     if max(inline, loop) > wait:
         return "inline" if inline >= loop else "loop"
     return "workers"
@@ -281,6 +285,7 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
     return dict(
         wait=s.input_wait, wait_n=s.wait_samples, n_main=st.n_main,
         inline=st.share(lb.INLINE_LOAD), loop=st.share(lb.LOOP_PREP), checkpoint=st.share(lb.CHECKPOINT),
+        sampler=st.share(lb.SAMPLER), sampler_detail=st.top(lb.ROLE_MAIN_THREAD, lb.SAMPLER),
         workers=job.workers, worker_cpu=job.worker_cpu, usable=job.usable_cpus,
         cpu_short=s.cpu_short, worker_detail=st.top(lb.ROLE_WORKER, lb.W_BUSY),
         io_detail=st.top(lb.ROLE_WORKER, lb.W_IO), main_detail=st.top(lb.ROLE_MAIN_THREAD, lb.INLINE_LOAD),
@@ -361,6 +366,8 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
                                         samples=st.n_main), **_facts(s))
     if m == "loop":
         return _loop_prep(c, s, gate)
+    if m == "sampler":
+        return _sampler(c, s, gate)
     wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ, samples=s.wait_samples)
     _worker_checks(c, s, io_side=False)
     ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
@@ -405,23 +412,35 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     return result(c, fires, warn, s.input_wait, sub, why, **_facts(s), ipc=st.share(lb.DATA_IPC), ipc_n=st.n_main)
 
 
+def _sampler(c: Checks, s: Signals, gate: bool) -> StageResult:
+    """The main thread draws the batches' indices in the DataLoader's sampler (lb.SAMPLER): judged as
+    a loop's own preparation is (_main_thread_work), for the same reason: time the step does not get,
+    which no worker takes over. Trial 38: a class-balanced sampler calling random.choices with 300k
+    weights each batch (76 % of the job's time by its clock; cumulative weights ran it 2.6x faster),
+    and one sorting 3M lengths at each epoch's start (25 %; sorting once, 1.43x)."""
+    return _main_thread_work(c, s, gate, lb.SAMPLER, "sampler",
+                             "main thread drawing indices in the DataLoader's sampler")
+
+
 def _loop_prep(c: Checks, s: Signals, gate: bool) -> StageResult:
     """The training loop prepares its data itself, outside the DataLoader (transforms applied to
     each batch on the main thread): the same share cut as a main thread loading with num_workers=0,
-    for the same reason (time the step does not get). It needs a sign that the preparation computes:
-    the main thread's half core as a load's decoding, or its process's (a tokenizer's thread pool did
-    the work at 1.78 cores while the main thread read 0.45), or a queue for a CPU (contention held the
-    thread under half a core). Trial 31: CPU prep stayed "ok" beside loop prep at 36-57 % of the
-    samples on the main thread's half core alone. A loop blocked opening images on slow storage shows
-    none of the three."""
+    for the same reason (time the step does not get). Trial 31: CPU prep stayed "ok" beside loop prep
+    at 36-57 % of the samples on the main thread's half core alone."""
+    return _main_thread_work(c, s, gate, lb.LOOP_PREP, "loop", "main thread preparing data in the training loop",
+                             " (outside the DataLoader)")
+
+
+def _main_thread_work(c: Checks, s: Signals, gate: bool, label: str, sub: str, what: str,
+                      where: str = "") -> StageResult:
+    """CPU prep on the main thread's own work on the input (``label``): its share at the load's cut,
+    and a sign that the work computes: the main thread's half core as a load's decoding, or its
+    process's (a tokenizer's thread pool did the work at 1.78 cores while the main thread read 0.45),
+    or a queue for a CPU (contention held the thread under half a core). A loop blocked opening
+    images on slow storage (PIL is a prep library) shows none of them, and its reads instead."""
     st, job = s.stacks, s.job
-    share = st.share(lb.LOOP_PREP)
-    prep = c.check("loop_prep", share, high_cut(st.n_main, s.gpu_starved), ">=",
-                   "main thread preparing data in the training loop (outside the DataLoader)", kind=REQ,
-                   samples=st.n_main)
-    # Computing shows in the main thread's CPU, or in its process's (a tokenizer's thread pool), or
-    # in a queue for a CPU (contention holds the thread under its half core); a loop opening images
-    # from slow storage (PIL is a prep library) shows none of them and its reads instead.
+    share = st.share(label)
+    work = c.check(label, share, high_cut(st.n_main, s.gpu_starved), ">=", what + where, kind=REQ, samples=st.n_main)
     main = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores")
     process = c.check("process_cpu", job.main_cpu, WORKER_CPU_IO, ">=", "training process CPU (all its threads)",
                       unit="cores")
@@ -429,11 +448,10 @@ def _loop_prep(c: Checks, s: Signals, gate: bool) -> StageResult:
                      "training process threads ready to run but waiting for a CPU (mean)", unit="threads")
     cpu = (None if main is None and process is None and queued is None
            else bool(main) or bool(process) or bool(queued))
-    fires = gate and yes(prep) and cpu is not False
+    fires = gate and yes(work) and cpu is not False
     warn = (share or 0) >= st.moderate and cpu is not False
-    return result(c, fires, warn, share, "loop",
-                  lambda: warned_by(share, st.moderate, ">=", "main thread preparing data in the training loop",
-                                    samples=st.n_main), **_facts(s))
+    return result(c, fires, warn, share, sub,
+                  lambda: warned_by(share, st.moderate, ">=", what, samples=st.n_main), **_facts(s))
 
 
 def io(s: Signals, relax: float = 0.0) -> StageResult:

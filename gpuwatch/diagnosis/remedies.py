@@ -353,6 +353,8 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
                        "(num_workers=0 prepares each batch on the main thread, between training steps)")
     elif sub == "loop":
         return _loop_prep(f, s)
+    elif sub == "sampler":
+        return _sampler(f)
     elif sub == "starting":
         out.append("persistent_workers=True keeps the workers (and their warm state) from one pass over the loader "
                    "to the next, so no epoch or validation pass starts or stops a set of workers")
@@ -449,6 +451,18 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
     if sub == "workers" and (wider := _wider_mask(f, sub, s)):
         out.insert(0, wider)
     return out
+
+
+def _sampler(f: dict) -> list[str]:
+    """The DataLoader's sampler computes in the training process: more workers, persistent workers or
+    smaller batches on the wire do nothing for it (trial 38's two jobs were told those); the sampler's
+    own work is the fix."""
+    where = f" (the main thread is most often in {f['sampler_detail']})" if f.get("sampler_detail") else ""
+    return [f"Make the sampler cheaper{where}: it runs in the training process for every num_workers, so more "
+            "workers do not help. Do once what it redoes for each batch or epoch (cumulative weights for "
+            "random.choices built once, or torch.multinomial over a weights tensor made once; a length-sorted "
+            "order computed once and shuffled by buckets), or draw a whole epoch's indices at once in "
+            "__iter__ and yield from them"]
 
 
 def _loop_prep(f: dict, s: Signals) -> list[str]:

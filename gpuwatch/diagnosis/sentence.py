@@ -374,6 +374,13 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         return (f"Input-bound on preparing data in the training loop: outside the DataLoader, the main thread "
                 f"prepares batches itself {fmt(f.get('loop'))} of the time{_in(f.get('loop_detail'))}, and "
                 f"{waits} meanwhile.")
+    if sub == "sampler":
+        # The sampler runs in the training process whatever num_workers is: said so, as the reason no
+        # worker takes the work over (trial 38: called "batch transfer", told to send uint8 tensors).
+        waits = "the GPU and the step wait" if s.gpu.present else "the step waits"
+        return (f"Input-bound on the DataLoader's sampler: the main thread draws the batches' indices itself "
+                f"{fmt(f.get('sampler'))} of the time{_in(f.get('sampler_detail'))}; the sampler runs in the "
+                f"training process, not in the DataLoader's workers, and {waits} meanwhile.")
     if sub == "starting":
         spawn = (" Its workers are started by spawn or forkserver: each new one imports the training script "
                  "and its libraries again before its first item.") if f.get("spawned") else ""

@@ -94,7 +94,7 @@ def _stack_keys(stage: str, sub: str) -> tuple[str, str] | None:
     """(the fact holding the main-thread share the ceiling is read from, the fact holding the samples
     it was read over) for a stage whose ceiling is such a share; None for the others."""
     if stage in (IO, DECODE) and sub != "no_stacks":
-        return {"inline": ("inline", "n_main"), "loop": ("loop", "n_main"),
+        return {"inline": ("inline", "n_main"), "loop": ("loop", "n_main"), "sampler": ("sampler", "n_main"),
                 "checkpoint": ("checkpoint", "checkpoint_n")}.get(sub, ("wait", "wait_n"))
     if stage == H2D and sub in ("pin_thread", "main_copy"):
         return ("wait" if sub == "pin_thread" else "h2d_share"), "n_main"

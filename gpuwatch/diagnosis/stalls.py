@@ -32,6 +32,7 @@ CAUSES = {
     lb.DATA_IPC: "waiting for data (batches arrive in waves)",
     lb.INLINE_LOAD: "loading data in the main process",
     lb.LOOP_PREP: "preparing data in the training loop",
+    lb.SAMPLER: "drawing indices in the DataLoader's sampler",
     lb.SYNC: "a CPU-GPU synchronisation",
     lb.H2D: "host-to-device copies",
 }

@@ -14,9 +14,15 @@ LOOP_PREP = "loop_prep"
 frames (torchvision transforms, PIL, albumentations, a tokenizer) on the main thread's stack while no
 DataLoader fetch is (that one is ``inline_load``). Time the step does not get, as a load is; read as
 the step's own compute, a loop spending 76 % of its time in ColorJitter looked like the model."""
-INPUT_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, LOOP_PREP)
+SAMPLER = "sampler"
+"""Drawing the next batch's indices from the DataLoader's sampler (``_next_index``), which runs in the
+training process whatever num_workers is: a sampler's own code (weights drawn each batch, an order
+sorted each epoch) is time the step does not get and no worker can take over. Read as receiving
+batches or as workers starting, a class-balanced sampler was told "use uint8 tensors" and a sorting
+one "persistent_workers=True" (trial 38)."""
+INPUT_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, LOOP_PREP, SAMPLER)
 """The main thread on its input: waiting for a batch (as the diagnosis counts the wait), loading one
-itself (num_workers=0) or preparing one in the training loop. What the TUI's and the HTML report's
+itself (num_workers=0), preparing one in the training loop or drawing its indices. What the TUI's and the HTML report's
 "input" lines plot: with the wait alone, a CPU-prep verdict on a loop that transforms its own
 batches stood over "data wait 0 %"."""
 H2D = "h2d"
@@ -45,7 +51,7 @@ PIN_WORK_DETAIL = "pin_memory"
 
 LABEL_WORDS = {
     DATA_WAIT: "waiting for a batch", DATA_IPC: "receiving a batch", INLINE_LOAD: "loading data itself",
-    LOOP_PREP: "preparing data in the loop",
+    LOOP_PREP: "preparing data in the loop", SAMPLER: "drawing indices in the sampler",
     H2D: "copying to the GPU", SYNC: "syncing (.item()/.cpu())", BACKWARD: "backward pass", OPTIMIZER: "optimizer step",
     DISPATCH: "running ops", CHECKPOINT: "saving a checkpoint", COLLECTIVE: "in a collective",
     COMPILE: "compiling (torch.compile)", OTHER: "other work",
@@ -56,7 +62,7 @@ LABEL_WORDS = {
 as "waiting for the GPU": on a CPU-only job ``.tolist()`` in a Python loop is the same label, and a
 job with no GPU read "waiting for the GPU" (trial 24)."""
 
-MAIN_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, LOOP_PREP, H2D, SYNC, BACKWARD, OPTIMIZER, DISPATCH, CHECKPOINT, COLLECTIVE,
+MAIN_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, LOOP_PREP, SAMPLER, H2D, SYNC, BACKWARD, OPTIMIZER, DISPATCH, CHECKPOINT, COLLECTIVE,
                COMPILE, OTHER)
 WORKER_LABELS = (W_BUSY, W_IO, W_WAIT, W_IDLE)
 READ_WORDS = ("read", "open", "load", "recv", "fetch", "download", "get_object", "imread")
