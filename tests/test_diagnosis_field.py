@@ -239,8 +239,13 @@ def test_a_cpu_bound_step_that_shares_the_cpus_with_its_workers_says_so():
               main_cpu=0.35, worker_cpu=0.85, worker_labels={lb.W_BUSY: 1.0}, host_cpu=100.0)
     verdict = run(build(k, 20))[-1]
     assert verdict.stage == v.CPU_BOUND
-    assert ("It gets under a core because the job's DataLoader workers use 1.70 cores of the 2 usable CPUs: "
-            "the step and its input share the CPUs.") in verdict.sentence
+    assert verdict.sentence.startswith("CPU-bound: the job's own compute fills the CPUs, its input's included.")
+    assert ("It gets under a core because the job's DataLoader workers use 1.70 cores of the 2 usable CPUs "
+            "preparing batches: the step and its input share the CPUs, so cheaper input work speeds the step "
+            "too.") in verdict.sentence
+    assert "not its input" not in verdict.sentence
+    assert verdict.remedies[0].startswith("Make the input cheaper: the DataLoader workers use 1.70 cores of the 2 "
+                                          "usable CPUs that the step would otherwise get")
 
 
 def test_an_outside_process_is_named_only_with_a_share_of_the_outside_cpu():

@@ -630,19 +630,21 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> str:
     # With its sample count: "0 %" of 6 samples is a thin claim of "not its input" (trial 34: a job
     # waiting 38 % by its own clock read 0 of 6), which the count lets the reader weigh.
     wait = f", waiting for data {_of_samples(f)}" if f.get("wait") is not None else ""
-    # A main thread short of a core beside workers that fill the CPUs shares them with its own
-    # input: said, so "0.34 core" does not read as a step that needs little CPU.
-    shared = ""
-    if (f.get("main_cpu") or 0.0) < MAIN_CPU_BUSY and s.cpu_short and s.job.workers_cpu is not None:
-        shared = (f" It gets under a core because the job's DataLoader workers use "
-                  f"{fmt(s.job.workers_cpu, 'cores')} of the {count(s.job.usable_cpus, 'usable CPU')}: the step and "
-                  "its input share the CPUs.")
+    # A main thread short of a core beside workers that take the CPUs shares them with its own
+    # input: said, so "0.34 core" does not read as a step that needs little CPU, and the head does
+    # not say "not its input" of a job whose input's CPU is what the step lacks (trial 38).
+    shared, head = "", "the job's own compute on the CPU is the limit, not its input"
+    if (f.get("main_cpu") or 0.0) < MAIN_CPU_BUSY and (workers := s.input_on_cpus) is not None:
+        head = "the job's own compute fills the CPUs, its input's included"
+        shared = (f" It gets under a core because the job's DataLoader workers use {fmt(workers, 'cores')} of the "
+                  f"{count(s.job.usable_cpus, 'usable CPU')} preparing batches: the step and its input share the "
+                  "CPUs, so cheaper input work speeds the step too.")
     # Validation passes compute on the main thread too: "computes the step itself" beside "validation
     # passes take 58 % of the time" read as two stories (trial 27).
     val = find(s.phases, VALIDATION)
     what = ("computes the step and its validation passes itself" if periodic(val) and (val.share or 0.0) >= WAIT_HIGH  # type: ignore[union-attr]
             else "computes the step itself")
-    return (f"CPU-bound: the job's own compute on the CPU is the limit, not its input. The main thread "
+    return (f"CPU-bound: {head}. The main thread "
             f"{what} "
             f"({fmt(f.get('main_cpu'), 'cores')} CPU{_mostly(f.get('detail'))}{wait}); {where}, so no GPU stage applies."
             f"{shared}")
