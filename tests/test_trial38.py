@@ -131,3 +131,19 @@ def test_a_compute_bound_control_names_no_input_cause(verdicts):
     got = verdicts("t38_mlm")
     assert not [x for x in got if x.stage in (v.IO, v.DECODE)]
     assert sum(x.stage == v.CPU_BOUND for x in got) > len(got) // 2
+
+
+def test_contention_on_a_multithreaded_step_says_its_figure_may_be_low(verdicts):
+    """t38_metrics: a 2-thread MLP whose samples per 10 s fell from about 26,000 to about 4,000
+    (6.5x) under one core of outside load, told "about 1.90x": its threads queued 0.9 on average,
+    and threads in lock-step lose more than that. The sentence says so, and a remedy fits its threads
+    to the CPUs left."""
+    clock = [r["samples"] for r in _clock("t38_metrics") if "samples" in r]
+    assert max(clock) / min(clock) > 5
+    got = verdicts("t38_metrics")
+    named = [x for x in got if x.stage == v.CONTENTION]
+    assert len(named) > len(got) // 2
+    said = [x for x in named if "several threads at once: threads that work in lock-step" in x.sentence]
+    assert len(said) > len(named) // 2
+    assert any(r.startswith("Or fit the training process's threads to the CPUs the others leave: "
+                            "torch.set_num_threads(1)") for r in said[-1].remedies)

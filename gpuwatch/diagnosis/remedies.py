@@ -667,6 +667,12 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
     own = own_threads_over(s)
     if own is not None:
         out.append(own)
+    elif "neighbours" in causes and f.get("wants") and f.get("usable") and f.get("others_cpu") is not None:
+        # Its threads in lock-step wait on the one a neighbour holds up (system_stages._threads_at_once)
+        left = max(1, int(f["usable"] - f["others_cpu"]))
+        out.append(f"Or fit the training process's threads to the CPUs the others leave: torch.set_num_threads({left}) "
+                   f"(or OMP_NUM_THREADS={left}), so its intra-op threads do not wait on one another while one "
+                   f"queues for a CPU (it would use {fmt(f['wants'], 'cores')})")
     return out  # no NUMA line: see the note above HEADS
 
 

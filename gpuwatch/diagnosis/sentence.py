@@ -485,7 +485,7 @@ def _launch(f: dict, sub: str, s: Signals) -> str:
 
 def _contention(f: dict, sub: str, s: Signals) -> str:
     values = f.get("values") or {}
-    said = []
+    said, lockstep = [], ""
     for cause in f.get("causes") or ():
         if cause == "tenant":
             top = (f.get("tenants") or ())[:1]
@@ -500,6 +500,10 @@ def _contention(f: dict, sub: str, s: Signals) -> str:
             n = f.get("queued_threads", f.get("delay"))
             queued = (f", and the job queues for a CPU (on average {fmt(n, 'threads')} ready to run "
                       "with no CPU free)") if n is not None else ""
+            if f.get("wants") and queued:  # system_stages._threads_at_once
+                lockstep = (f" The training process would use {fmt(f['wants'], 'cores')}, several threads at once: "
+                            "threads that work in lock-step, such as PyTorch's intra-op pool, can lose more than "
+                            "their queued time, so the speed-up may be larger.")
             said.append(f"processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of "
                         f"{_outside_of(f)}{queued}")
         elif cause == "steal":
@@ -511,7 +515,7 @@ def _contention(f: dict, sub: str, s: Signals) -> str:
     if not said:  # held by the stability rule after every cause fell below its cut
         return ("Contention slowed the job until recently; no outside cause is above its cut in the latest "
                 "readings.")
-    return "Contention slows the job: " + "; ".join(said) + "." + _blocked_beside(f, s)
+    return "Contention slows the job: " + "; ".join(said) + "." + lockstep + _blocked_beside(f, s)
 
 
 def _outside_of(f: dict) -> str:

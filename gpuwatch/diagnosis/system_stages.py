@@ -19,6 +19,7 @@ from gpuwatch.diagnosis.speedup import share_floor
 from gpuwatch.diagnosis.stack_signals import ACTIVE_LABELS
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult, result
 from gpuwatch.diagnosis.thresholds import (
+    THREADED_WORKER_CPU,
     WAIT_BOUND_CPU,
     BUSY_IDLE,
     BUSY_SATURATED,
@@ -135,7 +136,21 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
                   quota=h.cg_quota, others=h.others_top, others_cpu=others_cpu, usable=usable, delay=delay,
                   host_cpus=host_n, others_on_mask=on_mask,
                   queued_threads=queued_threads, queued_share=_neighbours_cost(job, usable),
+                  # without a GPU the step's own intra-op pool; beside one, pin and autograd threads too
+                  wants=None if s.gpu.present else _threads_at_once(job, queued_threads),
                   steal=h.steal, workers=job.workers, psi_mem=h.psi_mem, swap_in=h.swap_in_bps)
+
+
+def _threads_at_once(job: JobSignals, queued: float | None) -> float | None:
+    """The cores the training process would use (its CPU plus its threads queued for one) where that
+    is over THREADED_WORKER_CPU: several of its threads run at once. Threads that work in lock-step
+    (PyTorch's intra-op pool) wait for the slowest, so a neighbour that takes one core costs them
+    more than their queued time (trial 22: 5x slower, estimated 2.0x; trial 38: a 2-thread MLP 6.5x
+    slower under one core of outside load, estimated 1.9x). None otherwise."""
+    if job.main_cpu is None or queued is None:
+        return None
+    want = job.main_cpu + queued
+    return want if want >= THREADED_WORKER_CPU else None
 
 
 def _neighbours_cost(job: JobSignals, usable: float | None) -> float | None:
