@@ -147,3 +147,12 @@ def test_contention_on_a_multithreaded_step_says_its_figure_may_be_low(verdicts)
     assert len(said) > len(named) // 2
     assert any(r.startswith("Or fit the training process's threads to the CPUs the others leave: "
                             "torch.set_num_threads(1)") for r in said[-1].remedies)
+
+
+def test_one_first_batch_wait_is_said_once_not_of_each_new_set(verdicts):
+    """t38_annot_gc: persistent workers, one set for the whole run, read "Each new set of workers
+    makes the main thread wait ~1.0 s for its first batches"."""
+    got = verdicts("t38_annot_gc")
+    said = [x.sentence for x in got if "first batches" in x.sentence]
+    assert said and not [x for x in said if "each new set of workers" in x.lower()]
+    assert any("a set of workers made the main thread wait ~1.0 s for its first batches once" in x for x in said)

@@ -181,8 +181,12 @@ def epochs(phases: Sequence[Phase]) -> str:
             # is all the waits of those ticks, a bound (trial 34: 14 % said, 4 % by the job's clock
             # for first batches, 8 % for the other waits).
             up = "up to " if every_tick(phases) else ""
-            said.append(f"each new set of workers makes the main thread wait {wait} for its first batches "
-                        f"({up}{fmt(p.share)} of the time)")
+            if p.count == 1:  # one start, not a pattern: said of the past (trial 38: the job's only set)
+                said.append(f"a set of workers made the main thread wait {wait} for its first batches once "
+                            f"({fmt(p.share)} of {p.span_s:.0f} s)")
+            else:
+                said.append(f"each new set of workers makes the main thread wait {wait} for its first batches "
+                            f"({up}{fmt(p.share)} of the time)")
         elif p.kind in (VALIDATION, CHECKPOINT) and p.count == 1:
             # One is no share of the time yet: over a short watch it read "checkpoint saves take
             # 100 % of the time" on the first tick, falling as the watch went on.
