@@ -158,4 +158,4 @@ def test_one_first_batch_wait_is_said_once_not_of_each_new_set():
     got = [a.update(f) for f in load_frames(f"{DATA}/t38_annot_gc.jsonl.gz")]
     said = [epochs(x.phases) for x in got if "first batches" in epochs(x.phases)]
     assert said and not [x for x in said if "each new set of workers" in x.lower()]
-    assert any("a set of workers made the main thread wait ~1.0 s for its first batches once" in x for x in said)
+    assert any("a set of workers made the main thread wait ~1.0 s for its first batches once" in x.lower() for x in said)
