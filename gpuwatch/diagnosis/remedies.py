@@ -349,8 +349,13 @@ def _decode(f: dict, sub: str, s: Signals) -> list[str]:
                        "data were inside validation passes, where that loader's num_workers=0 prepares each batch "
                        "on the main thread; or validate less often")
         else:
+            # Workers alive beside the main thread's own loading are another loader's (trial 38: a
+            # labelled loader's 2 workers zipped with an unlabelled one at num_workers=0, told
+            # "num_workers=1" with no word of which loader)
+            other = (f" (the job's other loader already runs {count(workers, 'worker')})" if workers else "")
             out.append(f"Prepare batches in DataLoader workers: num_workers={target or 2}, persistent_workers=True{pin} "
-                       "(num_workers=0 prepares each batch on the main thread, between training steps)")
+                       f"in the loader that loads on the main thread{other} (num_workers=0 prepares each batch on "
+                       "the main thread, between training steps)")
     elif sub == "loop":
         return _loop_prep(f, s)
     elif sub == "sampler":
