@@ -48,6 +48,11 @@ labelling a dump."""
 
 DATALOADER = "torch/utils/data/dataloader.py"
 FETCH: Pattern = ("fetch", "torch/utils/data/_utils/fetch.py")
+ITER_START: tuple[Pattern, ...] = (
+    ("_BaseDataLoaderIter.__init__", DATALOADER),
+    ("_BaseDataLoaderIter._reset", DATALOADER),
+)
+"""Where an iterator calls iter() on its sampler: made (``__init__``) and at each epoch's start (``_reset``)."""
 NEXT_INDEX: Pattern = ("_BaseDataLoaderIter._next_index", DATALOADER)
 """Where a DataLoader iterator draws the next batch's indices from its sampler, in the training
 process (for every num_workers): handing indices to the workers (``_try_put_index``) and priming
@@ -426,6 +431,11 @@ def _main(frames: Sequence[FrameRecord], active: bool) -> tuple[str, str]:
     i = any_match(frames, (NEXT_INDEX,))
     if i is not None:  # the sampler's own work, under the loader's wait or its epoch start (lb.SAMPLER)
         return SAMPLER, _sampler(frames, i)
+    i = any_match(frames, ITER_START)
+    if i is not None and i > 0 and frames[i - 1].name.endswith("__iter__") and origin(frames[i - 1]) != "torch":
+        # iter(sampler) at an epoch's start: a sampler whose __iter__ does its work before it returns
+        # an iterator (a list of batches built there) does it here, not under _next_index (review 45)
+        return SAMPLER, _sampler(frames, i)
     i = any_match(frames, MP_LOADER_WAIT)
     if i is not None:
         j = any_match(frames[:i], IPC)
@@ -693,11 +703,14 @@ def _stdlib_entry(frames: Sequence[FrameRecord]) -> str:
 
 
 def _sampler(frames: Sequence[FrameRecord], at: int) -> str:
-    """The sampler's own function under ``_next_index``: the deepest frame of the job's code or a
-    library's (``BalancedBatches.__iter__``, not the ``random.choices`` it calls), without a
-    comprehension's ``.<locals>.<listcomp>``; else the frame ``_next_index`` called."""
+    """The sampler's own function under the loader's frame at ``at``: the deepest frame of the job's
+    code (``BalancedBatches.__iter__``, not the ``random.choices`` it calls), else the deepest
+    ``__iter__`` (torch's ``BatchSampler.__iter__``, not numpy's internals a library frame would name;
+    review 45), else the frame the loader called; without a comprehension's ``.<locals>.<listcomp>``."""
     inner = frames[:at]
-    f = next((f for f in inner if origin(f) in ("user", "lib")), inner[-1] if inner else frames[at])
+    f = (next((f for f in inner if origin(f) == "user"), None)
+         or next((f for f in inner if f.name.split(".<locals>", 1)[0].endswith("__iter__")), None)
+         or (inner[-1] if inner else frames[at]))
     return short_name(f).split(".<locals>", 1)[0]
 
 

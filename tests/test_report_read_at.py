@@ -109,7 +109,7 @@ def test_a_fix_above_the_stages_ceiling_over_the_run_says_its_tick():
     assert f"about {times(m.best_fix.factor)}x" not in verdict
     stage = next(x for x in r.remedies if x.stage == m.stage)
     assert stage.latest_while == quoted.speedup and quoted.speedup >= m.best_fix.factor
-    assert (f"(counted on the ticks it held; {m.speedup_while:.2f}x while it holds, the middle of its ticks' figures; up to "
+    assert (f"(counted on the ticks it held; up to {m.speedup_while:.2f}x while it holds, the middle of its ticks' figures; up to "
             f"{quoted.speedup:.2f}x at the latest tick, whose "
             "readings the remedies below quote)") in render_markdown(r)
 

@@ -159,3 +159,63 @@ def test_one_first_batch_wait_is_said_once_not_of_each_new_set():
     said = [epochs(x.phases) for x in got if "first batches" in epochs(x.phases)]
     assert said and not [x for x in said if "each new set of workers" in x.lower()]
     assert any("a set of workers made the main thread wait ~1.0 s for its first batches once" in x.lower() for x in said)
+
+
+def test_a_sampler_that_works_in_its_iter_call_is_the_samplers_and_its_detail_names_its_code():
+    """Review 45: a batch_sampler whose __iter__ builds its batches before it returns an iterator works
+    under iter(sampler) in the iterator's _reset (with workers read as "workers starting", without as
+    running ops); a sampler calling numpy was named by numpy's internals."""
+    at_reset = ("MyBuckets.__iter__ (job9.py:12)",
+                "_BaseDataLoaderIter._reset (torch/utils/data/dataloader.py:703)",
+                "_MultiProcessingDataLoaderIter._reset (torch/utils/data/dataloader.py:1276)",
+                "DataLoader.__iter__ (torch/utils/data/dataloader.py:502)", "<module> (job9.py:40)")
+    assert _main(*at_reset) == (lb.SAMPLER, "MyBuckets.__iter__")
+    at_init = ("MyBuckets.__iter__ (job9.py:12)", "_BaseDataLoaderIter._reset (torch/utils/data/dataloader.py:703)",
+               "_SingleProcessDataLoaderIter.__init__ (torch/utils/data/dataloader.py:760)",
+               "DataLoader.__iter__ (torch/utils/data/dataloader.py:502)", "<module> (job9.py:40)")
+    assert _main(*at_init) == (lb.SAMPLER, "MyBuckets.__iter__")
+    numpy = ("_wrapfunc (numpy/core/fromnumeric.py:57)", "argsort (numpy/core/fromnumeric.py:1133)",
+             "Sorter.__iter__ (job9.py:12)", "_BaseDataLoaderIter._next_index (torch/utils/data/dataloader.py:715)",
+             "<module> (job9.py:40)")
+    assert _main(*numpy) == (lb.SAMPLER, "Sorter.__iter__")
+    builtin = ("RandomSampler.__iter__ (torch/utils/data/sampler.py:170)",
+               "BatchSampler.__iter__ (torch/utils/data/sampler.py:330)",
+               "_BaseDataLoaderIter._next_index (torch/utils/data/dataloader.py:715)", "<module> (job9.py:40)")
+    assert _main(*builtin) == (lb.SAMPLER, "RandomSampler.__iter__")
+    # torch's own iterator set-up (its workers' start) is no sampler's
+    start = ("Popen._launch (multiprocessing/popen_fork.py:71)",
+             "_MultiProcessingDataLoaderIter.__init__ (torch/utils/data/dataloader.py:1200)",
+             "DataLoader.__iter__ (torch/utils/data/dataloader.py:502)", "<module> (job9.py:40)")
+    assert _main(*start)[0] == lb.DATA_WAIT
+
+
+def test_a_sampler_verdict_is_no_loading_that_more_workers_would_help(verdicts):
+    """Review 45: the workers check read a sampler verdict as loading ("far fewer workers than cores
+    while loading data held the job back", "raise num_workers") beside "more workers do not help"."""
+    from gpuwatch.report.checks_host import _loading
+
+    named = [x for x in verdicts("t38_sampler") if x.stage == v.DECODE and x.sentence.startswith(
+        "Input-bound on the DataLoader's sampler")]
+    assert named and not [x for x in named if _loading(x)]
+
+
+def test_a_main_thread_loading_itself_beside_a_larger_sampler_share_is_still_judged_as_a_load():
+    """Review 45: with num_workers=0, a sampler share of 40 % beside inline loading of 35 % hid the
+    load from the I/O and unmeasured stages (a loop's share had an exception for it, the sampler's not)."""
+    from types import SimpleNamespace
+
+    from gpuwatch.diagnosis.input_stages import loads_inline
+
+    shares = {lb.INLINE_LOAD: 0.35, lb.SAMPLER: 0.40}
+    s = SimpleNamespace(stacks=SimpleNamespace(share=shares.get), input_wait=0.0)
+    assert loads_inline(s, "sampler")
+
+
+def test_contention_blames_no_lock_step_on_the_training_process_for_its_workers_queue():
+    """Review 45: t35_blas_workers' main process at 0.0 core with 0.06 threads queued read "The training
+    process would use 1.68 cores, several threads at once", from a worker's BLAS pool queueing 1.8."""
+    a = Analysis()
+    got = [a.update(f) for f in load_frames(f"{DATA}/t35_blas_workers.jsonl.gz")]
+    assert [x for x in got if x.stage == v.CONTENTION]
+    assert not [x for x in got if "The training process would use" in x.sentence]
+    assert not [x for x in got for r in x.remedies if r.startswith("Or fit the training process's threads")]

@@ -107,7 +107,7 @@ def _decide(s: Signals, current: str | None, challenge: bool, lazy: bool = False
             # CPU-bound has no takeover margin (it is no host-side share): an input stage unseats it
             # only where the wait holds over the stage in force's wider samples too. A worker set's
             # start-up caught in 2 of 6 samples named CPU prep for 4 ticks on a Lightning job whose
-            # clock put 2-3 % of its time there (its wider view: 2 of 16; review 44).
+            # clock put 2-8 % of its time in data waits (its wider view: 2 of 16; review 44).
             wide = table[name](held, other)
             if not wide.fires:
                 return wide

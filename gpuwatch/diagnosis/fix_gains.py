@@ -273,9 +273,9 @@ def restart_share(ticks: Sequence[Tick]) -> tuple[float, int] | None:
 
 def last_minute(span_s: float) -> str:
     """The span the epoch figures are read over (a phase's span_s), in words: "the last minute", or
-    the seconds watched where the run so far is shorter ("21 % of the last minute" in a 21 s run;
-    review 44)."""
-    return "the last minute" if span_s >= 0.9 * PHASE_WINDOW_S else f"the {span_s:.0f} s watched"
+    its seconds where the run so far is shorter ("21 % of the last minute" in a 21 s run, review 44;
+    "of the 19 s watched" beside "Over the whole run (21 s)", review 45)."""
+    return "the last minute" if span_s >= 0.9 * PHASE_WINDOW_S else f"the last {span_s:.0f} s"
 
 
 def minute_wait(ticks: Sequence[Tick]) -> float | None:

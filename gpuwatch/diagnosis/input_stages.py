@@ -81,7 +81,8 @@ def loads_inline(s: Signals, m: str) -> bool:
     loop's own transforms take more still ("loop"): the disk and unmeasured stages judge that load,
     which a larger loop share must not hide (a num_workers=0 read from slow storage beside heavier
     transforms in the loop)."""
-    return m == "inline" or (m == "loop" and (s.stacks.share(lb.INLINE_LOAD) or 0.0) > (s.input_wait or 0.0))
+    return m == "inline" or (m in ("loop", "sampler")
+                             and (s.stacks.share(lb.INLINE_LOAD) or 0.0) > (s.input_wait or 0.0))
 
 
 def share_band(cut: float, n: int) -> float:
@@ -354,7 +355,8 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         # beside a CPU hog waits on the disk, not the CPU (disk_inline_hog).
         main = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores")
         queued = None
-        if not own_storage_sign(storage_evidence(s, inline=True)):
+        if not own_storage_sign(storage_evidence(s, inline=True)) and not socket_fed(s, lb.ROLE_MAIN_THREAD,
+                                                                                      lb.INLINE_LOAD):
             queued = c.check("run_delay", queued_threads(job), RUN_DELAY, ">=",
                              "training process threads ready to run but waiting for a CPU (mean)", unit="threads")
         cpu = None if main is None and queued is None else bool(main) or bool(queued)

@@ -464,7 +464,7 @@ def _sampler(f: dict) -> list[str]:
     own work is the fix."""
     where = f" (the main thread is most often in {f['sampler_detail']})" if f.get("sampler_detail") else ""
     return [f"Make the sampler cheaper{where}: it runs in the training process for every num_workers, so more "
-            "workers do not help. Do once what it redoes for each batch or epoch (cumulative weights for "
+            "workers do not speed it up. Do once what it redoes for each batch or epoch (cumulative weights for "
             "random.choices built once, or torch.multinomial over a weights tensor made once; a length-sorted "
             "order computed once and shuffled by buckets), or draw a whole epoch's indices at once in "
             "__iter__ and yield from them"]

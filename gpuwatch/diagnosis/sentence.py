@@ -127,7 +127,7 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
 def validation_loader_said(stage: str, sub: str, s: Signals) -> bool:
     """An input verdict on waits for batches from DataLoader workers, most of them the validation
     loader's (Signals.validation_loader): its sentence says so and its remedies lead with that loader."""
-    return stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline", "loop") and s.validation_loader
+    return stage in (IO, DECODE, INPUT_UNMEASURED) and sub not in ("checkpoint", "inline", "loop", "sampler") and s.validation_loader
 
 
 def _loads_whose(f: dict) -> str:
@@ -383,7 +383,7 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         # worker takes the work over (trial 38: called "batch transfer", told to send uint8 tensors).
         waits = "the GPU and the step wait" if s.gpu.present else "the step waits"
         return (f"Input-bound on the DataLoader's sampler: the main thread draws the batches' indices itself "
-                f"{fmt(f.get('sampler'))} of the time{_in(f.get('sampler_detail'))}; the sampler runs in the "
+                f"{_share_of(f.get('sampler'), f.get('n_main'))}{_in(f.get('sampler_detail'))}; the sampler runs in the "
                 f"training process, not in the DataLoader's workers, and {waits} meanwhile.")
     if sub == "starting":
         spawn = (" Its workers are started by spawn or forkserver: each new one imports the training script "

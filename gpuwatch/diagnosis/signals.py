@@ -21,6 +21,7 @@ from gpuwatch.diagnosis.sample_memo import WindowMemo
 from gpuwatch.diagnosis.stack_signals import StackSignals, stack_signals
 from gpuwatch.diagnosis.thresholds import (
     BUSY_STARVED,
+    IDLE_FOR_WORKER,
     JOB_CPU_SATURATED,
     MAIN_CPU_BUSY,
     MIN_EVIDENCE_SAMPLES,
@@ -179,7 +180,11 @@ class Signals:
         main, workers, usable = job.main_thread_cpu, job.workers_cpu, job.usable_cpus
         if main is None or workers is None or not usable or main >= MAIN_CPU_BUSY:
             return None
-        full = job.job_cpu is not None and job.job_cpu >= JOB_CPU_SATURATED * usable and workers >= WORKER_CPU_IO
+        # ... and take what the training process leaves: light workers beside a process whose own
+        # threads fill 6.4 of 8 CPUs are not why its main thread gets under a core (review 45)
+        takes = job.main_cpu is not None and workers >= usable - job.main_cpu - IDLE_FOR_WORKER
+        full = (job.job_cpu is not None and job.job_cpu >= JOB_CPU_SATURATED * usable and workers >= WORKER_CPU_IO
+                and takes)
         return workers if self.cpu_short or full else None
 
     @property

@@ -137,19 +137,20 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
                   host_cpus=host_n, others_on_mask=on_mask,
                   queued_threads=queued_threads, queued_share=_neighbours_cost(job, usable),
                   # without a GPU the step's own intra-op pool; beside one, pin and autograd threads too
-                  wants=None if s.gpu.present else _threads_at_once(job, queued_threads),
+                  wants=None if s.gpu.present else _threads_at_once(job),
                   steal=h.steal, workers=job.workers, psi_mem=h.psi_mem, swap_in=h.swap_in_bps)
 
 
-def _threads_at_once(job: JobSignals, queued: float | None) -> float | None:
-    """The cores the training process would use (its CPU plus its threads queued for one) where that
+def _threads_at_once(job: JobSignals) -> float | None:
+    """The cores the training process would use (its CPU plus its own threads queued for one, not its
+    workers': review 45, where a worker's BLAS pool read as the training process's) where that
     is over THREADED_WORKER_CPU: several of its threads run at once. Threads that work in lock-step
     (PyTorch's intra-op pool) wait for the slowest, so a neighbour that takes one core costs them
     more than their queued time (trial 22: 5x slower, estimated 2.0x; trial 38: a 2-thread MLP 6.5x
     slower under one core of outside load, estimated 1.9x). None otherwise."""
-    if job.main_cpu is None or queued is None:
+    if job.main_cpu is None or job.main_run_delay is None:
         return None
-    want = job.main_cpu + queued
+    want = job.main_cpu + job.main_run_delay
     return want if want >= THREADED_WORKER_CPU else None
 
 

@@ -74,7 +74,8 @@ def _loading(v: Verdict) -> bool:
     saving = any(e.stage == IO and e.signal == "checkpoint" and e.supports for e in v.evidence)
     # A loop that transforms its own batches waits on that work, not on its workers: "raise
     # num_workers" beside "move these transforms out of the loop" told two stories (review 34).
-    in_loop = any(e.stage == DECODE and e.signal == "loop_prep" and e.supports for e in v.evidence)
+    # Nor does the DataLoader's sampler, which runs in the training process (review 45).
+    in_loop = any(e.stage == DECODE and e.signal in ("loop_prep", "sampler") and e.supports for e in v.evidence)
     return v.stage in (IO, DECODE) and not saving and not in_loop
 
 

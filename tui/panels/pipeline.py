@@ -82,7 +82,7 @@ def also(v: Verdict, stage: str) -> str:
 
 
 class PipelinePanel(SteadyLines, Vertical):
-    """Disk → CPU prep → PCIe → GPU memory → Launch → Contention, then the verdict."""
+    """I/O → CPU prep → PCIe → GPU memory → Launch → Contention, then the verdict."""
 
     selected: reactive[str] = reactive(PIPELINE[0])
     """The stage Enter drills into: the verdict's stage until the user picks one (:meth:`pick`)."""
@@ -90,8 +90,8 @@ class PipelinePanel(SteadyLines, Vertical):
     """True once the user chose a stage: from then on the cursor stays where they put it."""
     cursor_shown = False
     """The cursor is drawn once it means something: on the verdict's stage (or, while the verdict
-    names none, the first stage with a warning), or where the user put it; never on Disk merely
-    because Disk comes first."""
+    names none, the first stage with a warning), or where the user put it; never on I/O merely
+    because I/O comes first."""
 
     class StageClicked(Message):
         """A stage box was clicked."""
