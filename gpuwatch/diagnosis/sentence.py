@@ -382,8 +382,11 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         # The sampler runs in the training process whatever num_workers is: said so, as the reason no
         # worker takes the work over (trial 38: called "batch transfer", told to send uint8 tensors).
         waits = "the GPU and the step wait" if s.gpu.present else "the step waits"
+        share, n, where = f.get("sampler"), f.get("n_main"), f.get("sampler_detail")
+        said = [f"{round(share * n)} of its last {count(n, 'sample')}"] if share is not None and n else []
+        said += [f"most often in {where}"] if where else []
         return (f"Input-bound on the DataLoader's sampler: the main thread draws the batches' indices itself "
-                f"{_share_of(f.get('sampler'), f.get('n_main'))}{_in(f.get('sampler_detail'))}; the sampler runs in the "
+                f"{fmt(share)} of the time{' (' + ', '.join(said) + ')' if said else ''}; the sampler runs in the "
                 f"training process, not in the DataLoader's workers, and {waits} meanwhile.")
     if sub == "starting":
         spawn = (" Its workers are started by spawn or forkserver: each new one imports the training script "
