@@ -173,15 +173,16 @@ class Signals:
     def input_on_cpus(self) -> float | None:
         """The DataLoader workers' CPU (cores) where the step gets under a core (MAIN_CPU_BUSY) because
         the job's own input takes the CPUs: its workers fill them (cpu_short), or with the training
-        process fill them (JOB_CPU_SATURATED) at half a core or more (WORKER_CPU_IO). None otherwise.
-        Trial 38: workers decoding PNGs at 0.9 core beside a step at 0.49 core of 2 CPUs read
-        "CPU-bound ... not its input", where a pre-decoded cache ran the job 2.9x faster."""
+        process fill them (JOB_CPU_SATURATED), at half a core or more (WORKER_CPU_IO) and taking what
+        the process leaves (within IDLE_FOR_WORKER). None otherwise. Trial 38: workers decoding PNGs
+        at 0.9 core beside a step at 0.49 core of 2 CPUs read "CPU-bound ... not its input", where a
+        pre-decoded cache ran the job 2.9x faster."""
         job = self.job
         main, workers, usable = job.main_thread_cpu, job.workers_cpu, job.usable_cpus
         if main is None or workers is None or not usable or main >= MAIN_CPU_BUSY:
             return None
-        # ... and take what the training process leaves: light workers beside a process whose own
-        # threads fill 6.4 of 8 CPUs are not why its main thread gets under a core (review 45)
+        # Light workers beside a process whose own threads fill 6.4 of 8 CPUs are not why its main
+        # thread gets under a core (review 45).
         takes = job.main_cpu is not None and workers >= usable - job.main_cpu - IDLE_FOR_WORKER
         full = (job.job_cpu is not None and job.job_cpu >= JOB_CPU_SATURATED * usable and workers >= WORKER_CPU_IO
                 and takes)
