@@ -355,8 +355,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         # beside a CPU hog waits on the disk, not the CPU (disk_inline_hog).
         main = c.check("main_cpu", job.main_thread_cpu, WORKER_CPU_IO, ">=", "main thread CPU", unit="cores")
         queued = None
-        if not own_storage_sign(storage_evidence(s, inline=True)) and not socket_fed(s, lb.ROLE_MAIN_THREAD,
-                                                                                      lb.INLINE_LOAD):
+        if not own_storage_sign(storage_evidence(s, inline=True)) and not _facts(s)["inline_net_reads"]:
             queued = c.check("run_delay", queued_threads(job), RUN_DELAY, ">=",
                              "training process threads ready to run but waiting for a CPU (mean)", unit="threads")
         cpu = None if main is None and queued is None else bool(main) or bool(queued)

@@ -75,8 +75,8 @@ def _loading(v: Verdict) -> bool:
     # A loop that transforms its own batches waits on that work, not on its workers: "raise
     # num_workers" beside "move these transforms out of the loop" told two stories (review 34).
     # Nor does the DataLoader's sampler, which runs in the training process (review 45).
-    in_loop = any(e.stage == DECODE and e.signal in ("loop_prep", "sampler") and e.supports for e in v.evidence)
-    return v.stage in (IO, DECODE) and not saving and not in_loop
+    on_main = any(e.stage == DECODE and e.signal in ("loop_prep", "sampler") and e.supports for e in v.evidence)
+    return v.stage in (IO, DECODE) and not saving and not on_main
 
 
 def _more_workers_help(v: Verdict) -> bool:

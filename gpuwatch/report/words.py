@@ -198,7 +198,8 @@ def stage_gain(r: Remedy, snapshot: bool = False) -> str:
         # figure while it holds, as the headline says it (review 45: "up to 1.75x over this run" beside
         # the headline's "1.75x faster, counting only the ticks it held")
         words = gain_words(r.stage or "")
-        run, held_words = (f"{speedup(r.speedup_run)}", f"{words} ") if ticks else (f"{words} {speedup(r.speedup_run)}", "")
+        run, held_words = ((speedup(r.speedup_run), f"{words} ") if ticks
+                           else (f"{words} {speedup(r.speedup_run)}", ""))
         return (f"{held}; fixing it: {run} over this run "
                 f"({ticks}{held_words}{speedup(r.speedup_while)} while it holds, the middle of its ticks' figures{latest})")
     if r.stage == GPU_BOUND:  # the GPU's own work sets the pace: no stage to fix, its fixes may still gain
