@@ -16,6 +16,7 @@ from gpuwatch.diagnosis.evidence import status as evidence_status
 from gpuwatch.diagnosis.sentence import HELD, HELD_NOTE, without_epochs
 from gpuwatch.diagnosis.thresholds import MIN_GAIN, RUN_WARNING_SHARE, STRAGGLER_HEADLINE_SHARE
 from gpuwatch.model.verdict import (
+    CPU_BOUND,
     IDLE,
     LEVEL_WARNING,
     PHASE_SIGNAL,
@@ -329,10 +330,10 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
     trained = _trained_beside_idle(costs)
     most = max(costs, key=lambda c: c.share) if costs else None  # the headline names the stage held most
     for c in order:
-        if not c.bottleneck and c is not costs[0] and c is not trained:
+        if not c.bottleneck and c is not costs[0] and c is not trained and not _cpu_bound_most(c, most):
             # a healthy, CPU-bound or idle stage's advice only where it is the headline (an idle job
-            # not training has none; one that trains slowly is told where its main thread waits), or
-            # where it held while an Idle headline's job trained
+            # not training has none; one that trains slowly is told where its main thread waits),
+            # where it held while an Idle headline's job trained, or CPU-bound held most of the run
             continue
         if c is not costs[0] and c is not trained and c is not most and _negligible(c, verdicts):
             continue
@@ -352,6 +353,14 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
                 ranked.append(Remedy(text=c.fix, stage=None, check=c.id, share=0.0, speedup_while=None,
                                      speedup_run=None, title=c.title))
     return tuple(ranked)
+
+
+def _cpu_bound_most(c: StageCost, most: StageCost | None) -> bool:
+    """CPU-bound held most of the run under another stage's headline, which says so ("Most of the
+    time (68%) the verdict was CPU-bound"): its advice names where the main thread computes, which
+    may be the job's own per-step code. A job whose gc.collect() every 10 steps took half its time
+    read only the side stage's advice (trial 38), while CPU-bound's named the line that called it."""
+    return c is most and c.stage == CPU_BOUND
 
 
 def _negligible(c: StageCost, verdicts: Sequence[Verdict]) -> bool:
