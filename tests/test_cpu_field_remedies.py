@@ -79,7 +79,7 @@ def test_a_job_that_idles_in_its_own_code_between_steps_is_not_called_not_traini
     vs = _verdicts(SLEEP)
     judged = [v for v in vs if v.stage == "idle"]
     assert len(judged) >= 0.9 * len(vs)
-    said = [v for v in judged if v.sentence.startswith("Mostly idle")]
+    said = [v for v in judged if v.sentence.startswith("Mostly idle:")]
     assert said and not any("Not training" in v.sentence for v in said)
     for v in said:
         m = re.search(r"of its last (\d+) main-thread samples, (\d+) are outside every training frame, "
@@ -88,6 +88,31 @@ def test_a_job_that_idles_in_its_own_code_between_steps_is_not_called_not_traini
         n, outside, ops = map(int, m.groups())
         assert ops >= 1 and outside + ops <= n
         assert any(r.startswith("Look at what the main thread waits on in fetch_remote_batch") for r in v.remedies)
+
+
+def test_before_its_steps_show_an_idle_job_is_not_called_not_training_outright():
+    """Review 46: the same job read "Not training: ... the job's main thread is idle" at 0.95 for its
+    first 30 s, while its clock said 18 steps a second: 2 ms steps in 52 ms show in few samples. Until
+    two ticks show a step, the sentence says the claim rests on its samples, how many, how many were
+    in the step, and the most a step could take that they allow (the Wilson interval's upper end).
+    Then "Mostly idle: ..." (the test above) says it trains."""
+    from gpuwatch.diagnosis.speedup import share_ceiling
+    early = [v for v in _verdicts(SLEEP) if v.stage == "idle" and not v.sentence.startswith("Mostly idle:")]
+    assert len(early) >= 20
+    for v in early:
+        assert not v.sentence.startswith("Not training:"), v.sentence
+        assert v.sentence.startswith("Not training, as far as its samples show:"), v.sentence
+        m = re.search(r"; (none|\d+) of its last (\d+) main-thread samples? (?:is|are) in the model's step, "
+                      r"(all in one tick, )?so a step, if any (?:still )?runs, takes under (\d+) % of its time\.$",
+                      v.sentence)
+        assert m, v.sentence
+        k = 0 if m[1] == "none" else int(m[1])
+        n = int(m[2])
+        assert bool(k) == bool(m[3])  # a step seen in one tick is said to be only that
+        assert int(m[4]) == round(100 * share_ceiling(k / n, n))
+    # the bound tightens as samples come in
+    bounds = [int(re.search(r"under (\d+) %", v.sentence)[1]) for v in early]
+    assert bounds[-1] < bounds[0]
 
 
 def test_a_job_that_stopped_training_is_still_not_training():

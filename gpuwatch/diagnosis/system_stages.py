@@ -213,14 +213,14 @@ def idle(s: Signals, relax: float = 0.0) -> StageResult:
                                               kind=REQ) is False:
         host_quiet = False
     c.support.extend(x for x in (main_quiet, workers_quiet, host_quiet) if x is not None)
-    ops, outside, n = _ops_seen(s)
+    ops, seen, outside, n = _ops_seen(s)
     if g.present:
         gpu_idle = c.check("gpu_util", g.busy, BUSY_IDLE, "<", "GPU utilization (NVML, copies included)", kind=REQ)
         return result(c, yes(gpu_idle) and host_quiet, False, 1.0, "gpu_idle", detail=_other_detail(s),
-                      ops=ops, ops_outside=outside, ops_of=n)
+                      ops=ops, ops_seen=seen, ops_outside=outside, ops_of=n)
     c.note("gpu", f"no GPU in use ({g.reason})", True, kind=INFO)
     return result(c, host_quiet, False, 1.0, "no_gpu" if g.has_gpus else "cpu_only", detail=_other_detail(s),
-                  ops=ops, ops_outside=outside, ops_of=n)
+                  ops=ops, ops_seen=seen, ops_outside=outside, ops_of=n)
 
 
 STEP_LABELS = (*ACTIVE_LABELS, lb.H2D)
@@ -228,8 +228,9 @@ STEP_LABELS = (*ACTIVE_LABELS, lb.H2D)
 and a copy to the GPU."""
 
 
-def _ops_seen(s: Signals) -> tuple[int, int, int]:
-    """(main-thread samples in the model's step, outside every training frame, in all) over the
+def _ops_seen(s: Signals) -> tuple[int, int, int, int]:
+    """(main-thread samples in the model's step, the same counted even where seen in one tick only,
+    outside every training frame, in all) over the
     ticks of the last minute since the main thread went idle: the newest run of ticks with at least
     half their samples outside every training frame. A job idle most of its time that still runs its
     step now and then trains, slowly: a step that waited ~50 ms on a sleep or a remote call each time
@@ -247,7 +248,7 @@ def _ops_seen(s: Signals) -> tuple[int, int, int]:
     run = run[:-1]
     steps = [sum(t.main[x] for x in STEP_LABELS) for t in run]
     ops = sum(steps) if sum(1 for n in steps if n) >= 2 else 0
-    return ops, sum(t.main[lb.OTHER] for t in run), sum(t.n_main for t in run)
+    return ops, sum(steps), sum(t.main[lb.OTHER] for t in run), sum(t.n_main for t in run)
 
 
 def _other_detail(s: Signals) -> str | None:
