@@ -55,6 +55,37 @@ async def test_the_stage_cursor_follows_the_verdict_until_a_stage_is_picked():
         source.put(None)
 
 
+async def test_the_stage_cursor_is_not_drawn_while_the_verdict_points_at_no_stage():
+    """Review 46: a healthy H200 replay kept Launch highlighted all run, from tick 2's verdict; a box
+    still marked when every stage reads ok is read as the problem. Unpicked, the cursor is hidden
+    while nothing is flagged and comes back with the next stage named."""
+    from dataclasses import replace
+
+    from gpuwatch.model.verdict import GPU_BOUND, LEVEL_OK
+    from tests.test_tui_fixtures import synthetic_verdict
+
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=SIZE) as pilot:
+        pipeline = app.screen.pipeline
+        source.put(synthetic_frame(0))
+        await pilot.pause(0.05)
+        assert app.query_one("#stage-decode").has_class("-selected")
+        named = synthetic_verdict(synthetic_frame(1))
+        healthy = replace(named, stage=GPU_BOUND, secondary=(), levels=tuple((s, LEVEL_OK) for s in PIPELINE))
+        pipeline.show(healthy)
+        await pilot.pause()
+        assert not any(app.query_one(f"#stage-{s}").has_class("-selected") for s in PIPELINE)
+        pipeline.show(named)
+        await pilot.pause()
+        assert app.query_one("#stage-decode").has_class("-selected")
+        await pilot.press("5")  # picked: it stays drawn where the user put it, whatever the verdict
+        pipeline.show(healthy)
+        await pilot.pause()
+        assert app.query_one(f"#stage-{PIPELINE[4]}").has_class("-selected")
+        source.put(None)
+
+
 async def test_a_frame_that_comes_while_a_drill_down_composes_is_drawn_once_it_can_be():
     # CI caught this race once: Enter pushed the drill-down, a frame came before the screen's
     # header had its parts, and drawing it raised (NoMatches) and ended the app.

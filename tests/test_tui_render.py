@@ -379,3 +379,27 @@ async def test_the_stacks_screen_counts_the_samples_its_sections_show():
         (total,) = re.findall(r"stack collections \((\d+) thread samples", text)
         sections = re.findall(r"^ ?(\d+) thread samples?:", text, re.M)
         assert len(sections) >= 3 and int(total) == sum(map(int, sections)), (total, sections)
+
+
+async def test_the_header_names_the_script_not_the_interpreters_folder_and_keeps_it_after_exit():
+    """Review 46: at 80 columns the header read "PID 13748 /work/main/.venv/bin/pytho…" and, once the
+    job had exited (no command line left to read), "PID 1733 ?"."""
+    from gpuwatch.model.frame import TargetInfo
+    from gpuwatch.tui.format import short_command
+
+    assert short_command("/work/main/.venv/bin/python job_img.py --dir /data/x") == "python job_img.py --dir /data/x"
+    assert short_command("torchrun --nproc_per_node 2 train.py") == "torchrun --nproc_per_node 2 train.py"
+    frames = synthetic_frames(6)
+    long = TargetInfo(4242, "/very/long/path/to/a/virtual/env/bin/python3.11 train_resnet.py --epochs 90", True)
+    frames = [dataclasses.replace(f, target=long) for f in frames[:3]] + [
+        dataclasses.replace(f, target=TargetInfo(4242, "", False)) for f in frames[3:]]
+    source = QueueSource()
+    app = make_app(source)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for f in frames:  # one at a time, as a replay or a live watch shows them
+            source.put(f)
+            await pilot.pause(0.05)
+        first = screen_text(app).splitlines()[0]
+        assert "PID 4242 python3.11 train_resnet.py" in first, first
+        assert " ? " not in first
+        source.put(None)

@@ -76,3 +76,11 @@ def ellipsize(text: str, width: int) -> str:
     if width <= 0:
         return ""
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def short_command(cmdline: str) -> str:
+    """The command line with its program's folder left out (``/work/.venv/bin/python train.py`` →
+    ``python train.py``): at 80 columns the header showed the interpreter's path and cut the
+    script, which is what tells one job from another (review 46). Its arguments are kept whole."""
+    head, sep, rest = cmdline.partition(" ")
+    return head.rsplit("/", 1)[-1] + sep + rest if "/" in head else cmdline

@@ -65,6 +65,7 @@ class HeaderBar(SteadyLines, Horizontal):
     def __init__(self) -> None:
         super().__init__(id="header")
         self._view: View | None = None
+        self._commands: dict[int, str] = {}
 
     def compose(self) -> ComposeResult:
         yield Plain("gpuwatch: waiting for the first frame", id="header-what")
@@ -81,7 +82,11 @@ class HeaderBar(SteadyLines, Horizontal):
     def show(self, view: View) -> None:
         self._view = view
         t = view.frame.target
-        parts = [f"PID {t.pid} {t.cmdline or '?'}"]
+        # A job that has exited has no command line to read: the last one read stays (a bare "?" stood
+        # there, review 46).
+        if t.cmdline:
+            self._commands[t.pid] = fmt.short_command(t.cmdline)
+        parts = [f"PID {t.pid} {self._commands.get(t.pid) or '(command not readable)'}"]
         caption = getattr(self.app, "rank_caption", None)  # multi-rank jobs: which rank is on show
         rank = caption() if caption is not None else ""
         if rank:

@@ -142,6 +142,12 @@ class PipelinePanel(SteadyLines, Vertical):
                 flagged = next((s for s in PIPELINE if verdict.level(s) in (LEVEL_WARNING, LEVEL_BOTTLENECK)), None)
                 if flagged is not None:
                     self._place(flagged)
+                elif self.cursor_shown:
+                    # Nothing to point at now (GPU-bound, every stage ok): a box left highlighted from an
+                    # earlier tick's verdict read as the problem (review 46: Launch from tick 2 stayed
+                    # selected through a healthy run). Enter still opens the last one placed.
+                    self.cursor_shown = False
+                    self.watch_selected(self.selected, self.selected)
         for box in self._boxes:
             box.set_level(verdict.level(box.stage))
         line = self.verdict_line
