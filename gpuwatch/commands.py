@@ -74,6 +74,7 @@ def replay(ns: argparse.Namespace) -> int:
         from gpuwatch.tui.app import run_app
 
         source.control = ReplayControl(ns.speed)  # the TUI's pause, step, seek and speed keys
+        bad.hold()  # said once the terminal is back; the TUI says a cut-short file itself
         release()
         return run_app(source)
     finally:

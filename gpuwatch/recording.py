@@ -351,6 +351,10 @@ class BadLineReport:
     def __init__(self, path: str) -> None:
         self.path = clean(path)
         self.count = 0
+        self.held: list[str] | None = None
+        """While a full-screen front end owns the terminal (the TUI), the lines wait here and
+        :meth:`close` says them once it is back: written beside the TUI they were painted over, and a
+        cut-short recording replayed with no word of it (review 46). None: said at once."""
         self.cut_at: int | None = None
         """The line the file's compressed data ends at or is damaged from (BadLine.cut), if so."""
         self.joined_at: int | None = None
@@ -363,11 +367,24 @@ class BadLineReport:
         if b.joined and self.joined_at is None:
             self.joined_at = b.line
         if self.count <= self.LIMIT:
-            print(f"gpuwatch: {self.path}: {b}", file=sys.stderr)
+            self._say(f"gpuwatch: {self.path}: {b}")
         elif self.count == self.LIMIT + 1:
-            print(f"gpuwatch: {self.path}: more bad lines; their number follows at the end", file=sys.stderr)
+            self._say(f"gpuwatch: {self.path}: more bad lines; their number follows at the end")
+
+    def hold(self) -> None:
+        """Keep the lines until :meth:`close` (see :attr:`held`)."""
+        self.held = []
+
+    def _say(self, line: str) -> None:
+        if self.held is not None:
+            self.held.append(line)
+        else:
+            print(line, file=sys.stderr)
 
     def close(self) -> None:
+        for line in self.held or ():
+            print(line, file=sys.stderr)
+        self.held = None
         if self.count > self.LIMIT:
             print(f"gpuwatch: {self.path}: {self.count} bad lines in all, skipped", file=sys.stderr)
 

@@ -91,3 +91,24 @@ class FirstFrames:
                     return
         finally:
             await agen.aclose()
+
+
+def damaged(source: object) -> str | None:
+    """What a replay's file lost, in one sentence for the screen (the report says the same): a cut
+    its compressed data ends at, another recording joined on, or lines that could not be read. None
+    for a whole file, or a source that is no replay."""
+    while isinstance(source, FirstFrames):
+        source = source.source
+    bad = getattr(source, "bad_lines", None)
+    if not bad:
+        return None
+    cut = next((b.line for b in bad if b.cut), None)
+    if cut is not None:
+        return (f"The recording is cut short at line {cut}, where its compressed data ends or is damaged: "
+                "what came after is lost.")
+    joined = next((b.line for b in bad if b.joined), None)
+    if joined is not None:
+        return (f"Another recording starts at line {joined} of this file and is not shown: replay each "
+                "on its own.")
+    n = len(bad)
+    return f"{n} unreadable line{'s' if n != 1 else ''} of the recording skipped (listed when gpuwatch quits)."

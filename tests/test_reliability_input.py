@@ -220,3 +220,29 @@ def test_a_cut_gzip_recording_reports_what_it_holds_and_says_the_rest_is_lost(tm
     assert "**The recording ends early**: this report covers only the " in r.stdout
     doc = json.loads(run("diagnose", "--replay", str(cut), "--format", "json").stdout)
     assert doc["source"]["early"] is True and doc["source"]["ended"].startswith("the recording is cut short")
+
+
+async def test_a_cut_gzip_recording_replayed_in_the_tui_says_so_on_screen_and_after_quitting(tmp_path, capsys):
+    """Review 46: a recording cut to 3000 bytes played 2 ticks in the TUI, showed "ended" and exited
+    0 with no word of the damage: the bad-line report went to stderr under the full screen and was
+    painted over. The TUI now says it when the frames run out, and the line is printed once the
+    terminal is back."""
+    from gpuwatch.recording import BadLineReport
+    from gpuwatch.source import ReplaySource
+    from tests.test_tui_fixtures import make_app, settle
+
+    whole = (Path(__file__).parent / "data" / "cpu_field" / "init_restarts.jsonl.gz").read_bytes()
+    cut = tmp_path / "half.jsonl.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    bad = BadLineReport(str(cut))
+    bad.hold()
+    app = make_app(ReplaySource(str(cut), speed=0.0, on_bad_line=bad))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        said = [n.message for n in app._notifications]
+        assert any(re.fullmatch(r"The recording is cut short at line \d+, where its compressed data ends or is "
+                                r"damaged: what came after is lost\.", m) for m in said), said
+        assert capsys.readouterr().err == ""  # nothing written under the full screen
+    bad.close()
+    err = capsys.readouterr().err
+    assert "the compressed data ends early or is damaged" in err and err.startswith(f"gpuwatch: {cut}: line ")

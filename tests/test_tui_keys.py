@@ -382,3 +382,24 @@ def test_help_explains_every_word_the_main_screen_abbreviates():
                  "St: the kernel's state", "data wait: the training process's main thread", "confidence (0-1)",
                  "while it holds", '"Also:" names stages at warning level'):
         assert word in flat, word
+
+
+async def test_a_reports_path_is_on_a_line_of_its_own_and_kept_for_the_quit_message(tmp_path):
+    """Review 46: at 80 columns the toast wrapped '/tmp/r46/gpuwatch-report-20261207-16' / '2544.md',
+    and the report's path was said nowhere else. The path now has its own line in a toast up to 90 %
+    of the width, and run_app says it again once the terminal is back."""
+    from textual.widgets._toast import Toast
+
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    app = make_app(ListSource(synthetic_frames(3), hold=True), record_dir=str(folder))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.pause(0.3)
+        await app.action_export_report()
+        await pilot.pause(0.2)
+        assert len(app.reports) == 1 and app.reports[0].startswith(str(folder))
+        said = [n for n in app._notifications if n.message.startswith("Report of the last")]
+        assert said and said[0].message.endswith("written to\n" + app.reports[0])
+        shown = list(app.screen.query(Toast))
+        # as wide as its path (plus padding), up to 90 % of the screen: Textual's own stops at half
+        assert shown and shown[0].size.width >= 60, [t.size for t in shown]

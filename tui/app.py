@@ -31,6 +31,7 @@ from gpuwatch.pipeline import Pipeline, Sink, Source, Tick
 from gpuwatch.ranks import ScopeNotice
 from gpuwatch.recording import Recorder, RecordingError
 from gpuwatch.signals import install_signal_handlers, rearm
+from gpuwatch.source import damaged
 from gpuwatch.threadname import name_this_thread
 from gpuwatch.tui.app_keys import AppKeys
 from gpuwatch.tui.commands import GpuwatchCommands, system_commands
@@ -146,6 +147,8 @@ class GpuwatchApp(AppKeys, App[int]):
         self.view: View | None = None
         self._recorder = recorder
         self.recordings: list[Recorder] = [recorder] if recorder is not None else []
+        self.reports: list[str] = []
+        """The reports written from the TUI (export report), said again on quit."""
         """Every recording made in this session (``--record`` and ``r``), said on quit."""
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gw-record", initializer=name_this_thread,
                                       initargs=("gw-record",))
@@ -240,6 +243,8 @@ class GpuwatchApp(AppKeys, App[int]):
                 self.exit(0)  # a live watch ran its --duration: done, as in --json mode
             else:
                 self.ended = "replay ended"  # stay on the last frame
+                if said := damaged(self.source):
+                    self.notify(said, severity="warning", timeout=15)
         finally:
             await ticks.aclose()
         self.post_message(self.FrameReady())
@@ -369,7 +374,7 @@ class GpuwatchApp(AppKeys, App[int]):
                 self.recordings.remove(rec)  # nothing to say where it is on quit
                 self.notify("Recording stopped before its first tick: no file kept")
                 return
-            self.notify(f"Recording stopped: {rec.ticks} ticks in {rec.path}")
+            self.notify(f"Recording stopped: {rec.ticks} ticks in\n{rec.path}")
             return
         if self.ended:  # no tick will come: a recording would hold its header alone (review 30)
             self.notify(f"Nothing to record: {self.ended}.", timeout=3)
@@ -385,7 +390,7 @@ class GpuwatchApp(AppKeys, App[int]):
         self._recorder = rec
         self.recordings.append(rec)
         self.recording_path = rec.path
-        self.notify(f"Recording to {rec.path}")
+        self.notify(f"Recording to\n{rec.path}")
 
     def exit(self, *args: Any, **kwargs: Any) -> None:
         self._leaving = True
@@ -476,4 +481,6 @@ def run_app(source: Source, recorder: Recorder | None = None, prometheus: tuple[
             exporter.close()  # stop serving metrics
         for rec in app.recordings:  # the terminal is back: say where each recording is
             print(f"gpuwatch: {rec.summary()}", file=sys.stderr)
+        for path in app.reports:  # and each report (a toast's path was wrapped mid-name at 80 columns)
+            print(f"gpuwatch: report written to {path}", file=sys.stderr)
     return app.return_code or 0

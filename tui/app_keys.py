@@ -159,7 +159,8 @@ class AppKeys:
         except OSError as e:
             self.notify(f"Cannot write the report: {e.strerror or e}", severity="error", timeout=10)
             return
-        self.notify(f"Report of the last {n} frames written to {path}", timeout=6)
+        self.reports.append(path)  # said again once the terminal is back (run_app)
+        self.notify(f"Report of the last {n} frames written to\n{path}", timeout=6)
 
 
 def _write_report(frames: list, path: str, recording: str | None) -> int:
