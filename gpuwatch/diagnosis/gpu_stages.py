@@ -137,8 +137,10 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
     ratio = sm_per_gr(s)
     # With stacks the kernel shape corroborates; without, it is the only GPU-side proof: a gate.
     idle = g.gr is not None and g.gr < BUSY_IDLE
-    tiny = c.check("sm_per_gr", ratio, TINY_KERNEL_RATIO, "<=", "SM active / graphics-engine active (GPM; tiny kernels read low)",
-                   unit="x", kind=SUP if st.available else REQ, na=NO_KERNELS if idle else "")
+    # Said as a share, as the GPU-bound sentence says "SMs 88 % active": a bare ratio "0.88" beside
+    # it read as another signal (review 46).
+    tiny = c.check("sm_per_gr", ratio, TINY_KERNEL_RATIO, "<=", "SMs active while the graphics engine works (GPM; tiny kernels keep it low)",
+                   kind=SUP if st.available else REQ, na=NO_KERNELS if idle else "")
     # The launching threads run flat out, dispatching or spin-waiting in a sync (a spin-waiting CUDA sync burns a core). An unknown
     # CPU (no process sample) does not block.
     cpu = c.check("main_cpu", job.main_thread_cpu, MAIN_CPU_BUSY, ">=", "main + autograd thread CPU",
@@ -167,7 +169,7 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
         weight = 1.0 - (g.compute_busy or 0.0)
     warn = fires or (yes(busy) and yes(tiny))
     def why() -> str:
-        return (warned_by(ratio, TINY_KERNEL_RATIO, "<=", "tiny kernels: SM / graphics-engine active", "x")
+        return (warned_by(ratio, TINY_KERNEL_RATIO, "<=", "tiny kernels: SMs active while the graphics engine works")
                 + f", while the GPU is kernel-active {fmt(g.compute_busy)}")
     return result(c, fires, warn, weight, sub, why, busy=g.compute_busy, sm=g.sm, gr=g.gr, ratio=ratio,
                   # The step's ops as the sub-stage reads them (forward dispatch, backward, optimizer):
