@@ -309,14 +309,17 @@ def test_one_save_or_validation_pass_is_said_once_not_as_a_share_of_the_time():
     """On the first ticks a single save read "Checkpoint saves take 100 % of the time (~1.0 s)",
     falling as the watch went on (trial 23's sync_logging job): one is no share of the time yet."""
     from gpuwatch.diagnosis.sentence import epochs
-    from gpuwatch.model.verdict import CHECKPOINT, VALIDATION, Phase
+    from gpuwatch.model.verdict import CHECKPOINT, RESPAWN, VALIDATION, Phase
 
     one = Phase(CHECKPOINT, 1, 1.0, None, 1.0, 1.0)
-    assert epochs((one,)) == " Epochs: A checkpoint save (~1.0 s) was seen once."  # not "once in 1 s"
+    # no "Epochs:" lead for saves and passes alone (review 46: "Epochs: Checkpoint saves take ...")
+    assert epochs((one,)) == " A checkpoint save (~1.0 s) was seen once."  # not "once in 1 s"
     val = Phase(VALIDATION, 1, 0.2, None, 2.0, 10.0)
-    assert epochs((val,)) == " Epochs: A validation pass (~2.0 s) was seen once in 10 s."
+    assert epochs((val,)) == " A validation pass (~2.0 s) was seen once in 10 s."
     two = Phase(CHECKPOINT, 2, 0.1, 10.0, 1.0, 20.0)
-    assert epochs((two,)) == " Epochs: Checkpoint saves take 10 % of the time (~1.0 s every ~10.0 s)."
+    assert epochs((two,)) == " Checkpoint saves take 10 % of the time (~1.0 s every ~10.0 s)."
+    sets = Phase(RESPAWN, 3, None, 10.0, None, 30.0)  # the workers' sets are what epochs make: led so
+    assert epochs((sets, two)).startswith(" Epochs: The DataLoader workers are re-created every ~10.0 s")
 
 
 def test_a_ranks_view_counts_its_sibling_ranks_as_the_job_not_as_contention():

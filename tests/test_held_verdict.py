@@ -8,7 +8,7 @@ large shards"): a cause with no evidence for it."""
 
 from __future__ import annotations
 
-from gpuwatch.diagnosis.sentence import HELD
+from gpuwatch.diagnosis.sentence import HELD, without_epochs
 from gpuwatch.model import verdict as v
 from gpuwatch.replay import load_frames
 from gpuwatch.report.gather import from_frames
@@ -22,7 +22,7 @@ def test_a_held_verdict_keeps_the_words_its_stage_fired_with():
     assert held, "the recording holds a stage on weaker readings"
     for i, x in held:
         before = next(p for p in reversed(verdicts[:i]) if p.stage == x.stage and HELD not in p.sentence)
-        head = before.sentence.split(" Epochs: ")[0]
+        head = without_epochs(before.sentence, before.phases)  # its epoch clause is the latest tick's
         assert x.sentence.startswith(head + " (said "), (x.sentence, before.sentence)
         ago = round(x.t - before.t)
         assert f"(said {ago} s ago; {HELD})" in x.sentence

@@ -399,3 +399,23 @@ def test_a_stage_that_fires_while_another_holds_the_verdict_is_a_warning_not_ok(
             hidden.append((f.seq, vd.stage, dict(vd.levels)[v.IO], vd.secondary))
     assert hidden, "the recording has a tick where Disk's evidence is all met under another verdict"
     assert all(level == v.LEVEL_WARNING and v.IO in sec for _, _, level, sec in hidden), hidden
+
+
+def test_a_stall_during_checkpoint_saves_says_what_each_of_its_two_timings_is_read_from():
+    """Review 46, field_checkpoint (H200): "the GPU also idles ~1.6 s every ~4.2 s, during
+    checkpoint saves ... Epochs: Checkpoint saves take 33 % of the time (~1.5 s every ~4.0 s)": one
+    pattern, two figures, and saves under an "Epochs" lead. The GPU's figure now says it comes from
+    its utilization samples and that the stack samples time the saves too; saves and passes alone
+    take no "Epochs:" lead."""
+    from pathlib import Path
+
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report.gather import from_frames
+
+    path = Path(__file__).parent / "data" / "h200" / "field_checkpoint.jsonl.gz"
+    said = [vd.sentence for vd in from_frames(load_frames(str(path))).verdicts]
+    both = [x for x in said if "during checkpoint saves" in x and "Checkpoint saves take" in x]
+    assert both
+    for x in both:
+        assert "by its utilization samples, during checkpoint saves, which the stack samples time too." in x, x
+    assert not any("Epochs: Checkpoint" in x or "Epochs: A checkpoint" in x for x in said)

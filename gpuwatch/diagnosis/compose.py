@@ -8,7 +8,7 @@ from gpuwatch.diagnosis.decide import HOST_SIDE, Decision, unproven
 from gpuwatch.diagnosis.evidence import NOT_APPLICABLE, NOT_MEASURED, status
 from gpuwatch.diagnosis.fix_gains import gains
 from gpuwatch.diagnosis.remedies import remedies
-from gpuwatch.diagnosis.sentence import epochs, sentence
+from gpuwatch.diagnosis.sentence import phase_words, sentence
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import shown as shown_speedup, speedup as ceiling_speedup
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
@@ -85,7 +85,7 @@ def phase_evidence(s: Signals) -> tuple[Evidence, ...]:
     checkpoint saves): facts, no threshold."""
     out = []
     for p in s.phases:
-        text = epochs((p,)).removeprefix(" Epochs: ").rstrip(".")
+        text = phase_words((p,)).rstrip(".")
         value = p.share if p.share is not None else float(p.count)
         for stage in ((IO,) if p.kind == CHECKPOINT else (IO, DECODE)):
             out.append(Evidence(stage, f"{PHASE_SIGNAL}{p.kind}", value, None, "", True, text))

@@ -118,6 +118,10 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
         text += validation_waits(s)
     if stall is not None:
         during = f", during {stall.coincides_with}" if stall.coincides_with else ""
+        if stall.coincides_with == "checkpoint saves" and any(p.kind == CHECKPOINT for p in s.phases):
+            # The saves are timed again below from the stack samples ("~2.1 s every ~5.0 s" after
+            # "idled ~2.2 s every ~5.2 s"): each figure says what it was read from (review 46).
+            during = f" by its utilization samples{during}, which the stack samples time too"
         if stage == IDLE and sub == "exited":  # the stall was seen while the job ran: it is gone now
             text += f" While it ran, the GPU idled ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
         else:
@@ -148,7 +152,18 @@ def validation_waits(s: Signals) -> str:
 
 
 def epochs(phases: Sequence[Phase]) -> str:
-    """The job's epoch structure as one sentence ("" when none was seen)."""
+    """The job's epoch structure as one sentence ("" when none was seen), led by "Epochs:" where it
+    holds the workers' sets (their re-creation, their first batches) that epochs make: checkpoint
+    saves alone read "Epochs: Checkpoint saves take 40 % ..." (review 46)."""
+    text = phase_words(phases)
+    if not text:
+        return ""
+    lead = "Epochs: " if any(p.kind in (RESPAWN, EPOCH_START, LEFT_ALIVE) for p in phases) else ""
+    return f" {lead}{text}"
+
+
+def phase_words(phases: Sequence[Phase]) -> str:
+    """The phases of :func:`epochs` as one sentence with no lead, capitalised ("" when none)."""
     said = []
     for p in phases:
         every = f" every ~{p.period_s:.1f} s" if p.period_s is not None else ""
@@ -217,7 +232,7 @@ def epochs(phases: Sequence[Phase]) -> str:
     if not said:
         return ""
     text = "; ".join(said)
-    return f" Epochs: {text[0].upper()}{text[1:]}."
+    return f"{text[0].upper()}{text[1:]}."
 
 
 def least_words(p: Phase) -> str:

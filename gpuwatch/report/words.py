@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuwatch.diagnosis.sentence import epochs
+from gpuwatch.diagnosis.sentence import phase_words
 from gpuwatch.diagnosis.evidence import count
 from gpuwatch.diagnosis.thresholds import MAX_SPEEDUP, MIN_GAIN, PHASE_MIN_SHARE, PHASE_WINDOW_S, WINDOW_S
 from gpuwatch.model.verdict import (FIX_WORDS, GPU_BOUND, IDLE, LEFT_ALIVE, RESPAWN, UNKNOWN, FixGain, Phase,
@@ -216,7 +216,7 @@ def epochs_over(phases: Sequence[Phase], covered_s: float) -> str:
     """The run's last verdict's phases, led by the span they were counted over: the last minute, or
     the whole of a run shorter than one ("Over the last minute of the run" led the counts of a 27 s
     run); "" where they name none. The epoch section and the headline (Summary.epochs) say these."""
-    said = epochs(phases).strip().removeprefix("Epochs: ")
+    said = phase_words(phases)
     if not said:
         return ""
     said = said[:1].lower() + said[1:]
@@ -242,7 +242,7 @@ def epochs_none(r: Report) -> str:
         # PHASE_MIN_SHARE of it (where the moment lies within it, which of the two is not known).
         at = (f"At {r.epochs_earlier_s:.0f} s into the run" if r.epochs_earlier_s is not None
               else "Earlier in the run")
-        said = epochs(r.epochs_earlier).removeprefix(" Epochs: ")
+        said = phase_words(r.epochs_earlier)
         text += f' {at}, over what it had seen by then, the verdict said: "{said}"'
         any_share = all(p.kind in (RESPAWN, LEFT_ALIVE) for p in r.epochs_earlier)
         within = r.epochs_earlier_s is not None and r.source.covered_s - r.epochs_earlier_s <= PHASE_WINDOW_S
