@@ -251,6 +251,19 @@ def _busiest(s: Signals) -> float | None:
     return a.worker_cpu_top if a.usable and a.worker_cpu_top is not None else s.job.worker_cpu
 
 
+def receiving_leads(s: Signals) -> bool:
+    """Over the minute's ticks (Signals.epoch_ticks), the main thread's samples receiving batches
+    (lb.DATA_IPC: unpickling, fd passing) are at least as many as those plain waiting for one
+    (lb.DATA_WAIT): the transfer is then what the wait is made of. A window of 14 samples caught 3
+    in a pipe read beside 2 in the queue's poll and named "batch transfer" with a uint8 remedy for
+    10 KB batches, while the minute held 4 such samples against 41 waiting on workers still at work
+    on long-tail batches (trial 39). Without the minute's ticks, the window's share alone."""
+    ticks = [t for t in s.epoch_ticks if t.stacks and t.n_main]
+    if not ticks:
+        return True
+    return sum(t.main[lb.DATA_IPC] for t in ticks) >= sum(t.main[lb.DATA_WAIT] for t in ticks)
+
+
 def workers_waiting(s: Signals) -> bool:
     """The workers wait on storage: positive storage evidence, and they do not compute (nor wait for
     work: page-cache reads beside workers idle in Queue.get read as "wait on storage" in a trial)."""
@@ -371,7 +384,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         return _sampler(c, s, gate)
     wait = c.check("data_wait", s.input_wait, s.wait_high, ">=", wait_words(s), kind=REQ, samples=s.wait_samples)
     _worker_checks(c, s, io_side=False)
-    ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s)
+    ipc = (st.share(lb.DATA_IPC) or 0.0) >= WAIT_HIGH and not workers_waiting(s) and receiving_leads(s)
     # A job with no DataLoader workers all minute (a thread of its own prefetches) reads as "no worker
     # alive" in every wait, as a loader between two sets of workers does; but it has no workers to
     # start, so its wait is no sign of CPU prep (nor a warning): no cause without positive evidence.
