@@ -132,6 +132,7 @@ def _held(verdict: Verdict, fired: Verdict) -> Verdict:
     older ones give way to this tick's, with the plain note."""
     return replace(verdict, sentence=held_note(fired.sentence, fired.phases, verdict.t - fired.t, verdict.phases),
                    speedup=fired.speedup, speedup_floor=fired.speedup_floor, speedup_point=fired.speedup_point,
+                   speedup_floor_cpus=fired.speedup_floor_cpus,
                    gains=fired.gains, remedies=fired.remedies)
 
 

@@ -10,7 +10,7 @@ from gpuwatch.diagnosis.fix_gains import gains
 from gpuwatch.diagnosis.remedies import remedies
 from gpuwatch.diagnosis.sentence import phase_words, sentence
 from gpuwatch.diagnosis.signals import Signals
-from gpuwatch.diagnosis.speedup import shown as shown_speedup, speedup as ceiling_speedup
+from gpuwatch.diagnosis.speedup import shares_cpus, shown as shown_speedup, speedup as ceiling_speedup
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, INPUT_UNMEASURED, OFF_PIPELINE, StageResult
 from gpuwatch.diagnosis.thresholds import MAX_CONFIDENCE, MIN_STACK_SAMPLES, SM_HEALTHY
 from gpuwatch.model.verdict import (
@@ -136,6 +136,7 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         gains=fixes,
         warned=tuple((x, _why(d.results[x], d.stage == stage, shown == UNKNOWN)) for x in secondary),
         speedup_floor=floor,
+        speedup_floor_cpus=floor and shares_cpus(stage, r, s),
         speedup_point=point,
     )
 

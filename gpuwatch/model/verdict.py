@@ -202,6 +202,10 @@ class Verdict:
     for a share of main-thread stack samples it is what the samples bound (a 95 % Wilson bound on
     the share: 16 of 16 samples waiting bound the wait at 81 % or more, so "5.2x or more", not the
     cap's "20x or more")."""
+    speedup_floor_cpus: bool = False
+    """``speedup`` is a floor because the job's input takes the CPUs its step runs on too (DataLoader
+    workers filling them beside a step on the CPU): a cheaper input frees CPU for the step as well,
+    which the wait's ceiling does not count. Said so, not as a bound of the samples."""
     speedup_point: float | None = None
     """Where ``speedup`` is a floor: the figure the share read gives, ``1 / (1 - share)`` capped (the
     ceiling the floor stands in for). A run's median over a stage's ticks reads it where most of them

@@ -103,6 +103,8 @@ class Summary:
     speedup_floor: bool = False
     """``speedup_while`` and ``speedup_run`` are floors ("or more"), not ceilings: most of the
     verdicts' figures were (Verdict.speedup_floor)."""
+    speedup_floor_cpus: bool = False
+    """Those floors are because the input takes the step's CPUs (Verdict.speedup_floor_cpus)."""
     most_held: StageShare | None = None
     """The stage held most of the time, when it is not the headline."""
     snapshot: bool = False
@@ -227,6 +229,8 @@ class Remedy:
     """What that would give over the whole run (Amdahl: 1 / ((1 - share) + share / speedup_while))."""
     speedup_floor: bool = False
     """Both figures are floors ("or more"): see Summary.speedup_floor."""
+    speedup_floor_cpus: bool = False
+    """Floors because the input takes the step's CPUs: see Summary.speedup_floor_cpus."""
     title: str | None = None
     """The check's title, for a remedy that comes from a check."""
     latest_while: float | None = None

@@ -38,6 +38,8 @@ class StageCost:
     """Median of the verdicts' speed-up estimates while it held (None: not estimated)."""
     floor: bool = False
     """Most of those estimates were floors ("or more": Verdict.speedup_floor), so the median is one."""
+    floor_cpus: bool = False
+    """Most of those floors were because the input takes the step's CPUs (Verdict.speedup_floor_cpus)."""
 
     @property
     def bottleneck(self) -> bool:
@@ -83,8 +85,9 @@ def stage_costs(marks: Sequence[Mark], verdicts: Sequence[Verdict]) -> list[Stag
         # Mostly floors: their median, a floor too. Mostly not: the figures the shares read give, a
         # floor's own point estimate included (Verdict.speedup_point), or the floors drag it down.
         ups = [v.speedup if floor or v.speedup_point is None else v.speedup_point for v in said]
+        cpus = floor and 2 * sum(v.speedup_floor_cpus for v in said) >= floors
         out.append(StageCost(stage, count, count / n, median(ups) if ups else None,  # type: ignore[type-var]
-                             floor=floor))
+                             floor=floor, floor_cpus=cpus))
     # Past the bottlenecks, the stage held most leads, unknown too: a two-rank job input-bound for a
     # reason not measured 77 % of its run had led with the Idle of its first three ticks ("Not
     # training"). Unknown gives way only on an equal share.

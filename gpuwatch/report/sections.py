@@ -162,6 +162,7 @@ def summary(marks: Sequence[Mark], verdicts: Sequence[Verdict], costs: Sequence[
                    confidence=sum(confs) / len(confs) if confs else 0.0, sentence=sentence,
                    sentence_at_s=_at(said, verdicts),
                    speedup_run=top.speedup_run, speedup_while=top.speedup_while, speedup_floor=top.floor,
+                   speedup_floor_cpus=top.floor_cpus,
                    most_held=most, beside=beside, warnings=_warnings(verdicts, top.stage),
                    straggler=lagging, best_fix=fix, best_fix_at_s=_at(quoted, verdicts) if fix is not None else None,
                    fix_above_ceiling=_above_ceiling(quoted, top) is not None)
@@ -343,7 +344,8 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
         for text in _stage_remedies(told):
             ranked.append(Remedy(text=text, stage=c.stage, check=None, share=c.share,
                                  speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run,
-                                 speedup_floor=c.floor and c.bottleneck, latest_while=above))
+                                 speedup_floor=c.floor and c.bottleneck, speedup_floor_cpus=c.floor_cpus and c.bottleneck,
+                                 latest_while=above))
     ranked = _epoch_fixes_once(ranked, verdicts)
     said = " ".join(r.text for r in ranked).lower()
     for status in (FAIL, WARN):

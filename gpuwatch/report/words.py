@@ -21,10 +21,14 @@ def capped(x: float | None) -> bool:
     return x is not None and x >= MAX_SPEEDUP - 1e-9
 
 
-def floor_why(x: float | None) -> str:
-    """Why a floor is one: the cap, or the samples the share was read over, which bound it only from
-    below ("as its wait was nearly all the time" stood beside a wait of 86 %, 12 of 14 samples,
-    whose interval reaches the cap's share: speedup.shown)."""
+def floor_why(x: float | None, cpus: bool = False) -> str:
+    """Why a floor is one: the input taking the step's CPUs (Summary.speedup_floor_cpus), the cap, or
+    the samples the share was read over, which bound it only from below ("as its wait was nearly all
+    the time" stood beside a wait of 86 %, 12 of 14 samples, whose interval reaches the cap's share:
+    speedup.shown)."""
+    if cpus:
+        return (f"its input takes the CPUs the step runs on too, so a cheaper input gives the step CPU as well; "
+                f"{speedup(x or 0.0)} or more while it holds")
     if capped(x):
         return f"its wait was nearly all the time and {speedup(MAX_SPEEDUP)} while it holds is the cap"
     return f"the samples gpuwatch took bound it only from below, at {speedup(x or 0.0)} or more while it holds"
@@ -75,7 +79,8 @@ def headline(m: Summary) -> tuple[str, str]:
     if m.snapshot:
         return m.title, f"held the verdict {m.share:.0%} of those ticks{conf}. {m.sentence}{read_at(m)}{ends}".rstrip()
     if m.speedup_run is not None:
-        much = (f"{speedup(m.speedup_run)} faster or more, as {floor_why(m.speedup_while)}" if m.speedup_floor
+        much = (f"{speedup(m.speedup_run)} faster or more, as {floor_why(m.speedup_while, m.speedup_floor_cpus)}"
+                if m.speedup_floor
                 else f"{gain_words(m.stage)} {speedup(m.speedup_run)} faster")
         if not m.speedup_floor and m.share < 1.0 and m.speedup_while is not None:
             # The run figure counts the stage's gain on the ticks it held and none on the rest; its
@@ -185,7 +190,8 @@ def stage_gain(r: Remedy, snapshot: bool = False) -> str:
     # job waited for data 55-78 % of every window), which the figure leaves out.
     ticks = "counted on the ticks it held; " if r.share < 1.0 else ""
     if r.speedup_run is not None and r.speedup_floor:
-        why = ": the cap" if capped(r.speedup_while) else ", as far as its samples bound it"
+        why = (", as the input takes the step's CPUs too" if r.speedup_floor_cpus
+               else ": the cap" if capped(r.speedup_while) else ", as far as its samples bound it")
         return (f"{held}; fixing it: {speedup(r.speedup_run)} or more over this run ({ticks}"
                 f"{speedup(r.speedup_while)} or more while it holds{why})")
     if r.speedup_run is not None and r.speedup_while is not None:
