@@ -232,7 +232,7 @@ def test_a_cpu_bound_remedy_names_where_the_main_thread_computes_not_the_model()
     assert verdict.stage == v.CPU_BOUND, verdict.sentence
     said = verdict.remedies[0]
     assert said.startswith("The main thread's compute is the work (most often in auc (metrics.py:12)):"), said
-    assert "The model itself" not in said and "run it less often or off the main thread" in said
+    assert "The model itself" not in said and "run it less often, or move it off the main thread where a CPU is free" in said
 
 
 def test_the_fill_remedy_agrees_with_the_sentence_read_in_the_waiting_ticks():

@@ -748,17 +748,42 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
     share = usable / ranks if usable else None
     each = "each rank's share of the usable cores" if ranks > 1 else "the usable cores"
     workers = s.input_on_cpus  # its own workers take the CPUs it leaves: more threads only queue
-    threads = (f", torch.set_num_threads to {each}" if workers is None and (used is None or not share
-               or used < share - IDLE_FOR_WORKER) else "")
+    # PyTorch's default already is one thread per core: raising it helps only a job that set it
+    # lower, which the process's CPU alone cannot tell from serial Python (trial 39: a pixel loop at
+    # 1 core of 2 under the default 2 threads was told to raise them).
+    threads = (f", torch.set_num_threads to {each} where it is set lower (torch.get_num_threads() says)"
+               if workers is None and (used is None or not share or used < share - IDLE_FOR_WORKER) else "")
     out = [f"The main thread's compute is the work{where}: where that is the model, train on a GPU or make "
-           f"the CPU step cheaper (torch.compile, channels_last{threads}); "
-           "where it is the job's own per-step code (metrics, logging), run it less often or off the main thread"]
+           f"the CPU step cheaper (torch.compile, channels_last for a conv net{threads}); "
+           "where it is the job's own per-step code (metrics, logging, augmentation), make it cheaper (tensor "
+           "ops in place of Python loops over elements), run it less often, or move it off the main thread "
+           "where a CPU is free"]
+    if f.get("optimizer") is not None:
+        out.insert(0, _optimizer(f))
     if workers is not None:
         # The step gets what its own workers leave (trial 38: a pre-decoded cache ran the job 2.9x faster)
         out.insert(0, f"Make the input cheaper: the DataLoader workers use {fmt(workers, 'cores')} of the "
                       f"{count(usable, 'usable CPU')} that the step would otherwise get; pre-decode or pre-resize the "
                       "data offline (or cache decoded samples), or lighten the augmentation")
     return out
+
+
+def _optimizer(f: dict) -> str:
+    """The optimizer step as the largest part of the main thread's work (system_stages.cpu_compute):
+    torch's single-tensor optimizers loop in Python over every parameter, which a multi-tensor
+    (foreach) or fused one does in a few kernels; each parameter group is a loop of its own."""
+    detail = f.get("optimizer_detail") or ""
+    where = f", most often in {detail}" if detail else ""
+    head = (f"The optimizer step is the largest part of the main thread's work ({fmt(f['optimizer'])} of its "
+            f"samples{where})")
+    if "_multi_tensor" in detail or "_fused" in detail:
+        fix = ("it already runs multi-tensor: fewer parameter groups (each is a loop of its own), and fused=True "
+               "where the optimizer supports it")
+    else:
+        fix = ("a multi-tensor optimizer (foreach=True, or fused=True where supported) does it in a few kernels "
+               "in place of a Python loop per parameter; fewer parameter groups help too")
+    return (f"{head}: {fix}; the job's own loops over parameters (gradient clipping, weight averaging) can use "
+            "torch._foreach_* ops or clip_grad_norm_(..., foreach=True)")
 
 
 def _input_unmeasured(f: dict, sub: str, s: Signals) -> list[str]:
