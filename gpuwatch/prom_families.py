@@ -113,11 +113,13 @@ FAMILIES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "gpuwatch_verdict_speedup_factor": (_G, "What fixing the stage could speed the job up by (x times): the most, or the "
                                         "least where gpuwatch_verdict_speedup_floor is 1", ()),
     "gpuwatch_verdict_speedup_floor": (_G, "1 where gpuwatch_verdict_speedup_factor is a floor ('or more': the stage "
-                                       "took nearly all the time, or its samples bound it only from below), 0 where it "
-                                       "is a ceiling", ()),
+                                       "took nearly all the time, its samples bound it only from below, or its DataLoader "
+                                       "workers fill the CPUs its step runs on), 0 where it is a ceiling", ()),
     "gpuwatch_verdict_fix_speedup_factor": (_G, "What each proposed fix is expected to speed the job up by (x times; for "
                                             "persistent workers while the job waits for data, the measured part: "
-                                            "a new worker's warm-up shows in no signal)",
+                                            "a new worker's warm-up shows in no signal; for a cheaper decode where the "
+                                            "workers fill the step's CPUs, the measured part: the CPU it frees for the "
+                                            "step is not counted)",
                                             ("fix",)),
     "gpuwatch_stage_level": (_G, "Per pipeline stage: 1 for its level now (ok, warning, bottleneck, n/a), 0 for the others",
                              ("stage", "level")),

@@ -62,7 +62,7 @@ def test_a_cheaper_decode_is_said_as_the_bound_it_is():
     assert len(said) == 1 and ("; expected: about 1.88x from what was measured, because decoding is 14 of 30 worker "
                                "samples") in said[0], said
     assert said[0].endswith("more where the CPU the decode frees goes to the step too: the workers fill the CPUs "
-                            "it runs on")
+                            "the step runs on")
 
 
 def test_a_run_shorter_than_a_minute_is_not_called_the_last_minute():
@@ -119,7 +119,8 @@ def test_the_remedies_say_a_run_figure_counted_on_some_ticks_as_the_headline_doe
     # 4.70x" once said), and both places say the run figure is counted on the ticks it held
     md = render_markdown(_report("t35_blas_workers"))
     assert ("could make the whole run 1.49x faster or more, as its input takes the CPUs the step runs on too, so a "
-            "cheaper input gives the step CPU as well; 2.50x or more while it holds") in md
+            "cheaper input gives the step CPU as well (the figures count only the wait it removes); 2.50x or more "
+            "while it holds") in md
     assert ("(held 55% of the time; fixing it: 1.49x or more over this run (counted on the ticks it held; 2.50x or "
             "more while it holds, as the input takes the step's CPUs too))") in md
     assert "up to 1.49x" not in md and "up to 2.50x" not in md

@@ -417,5 +417,33 @@ def test_a_stall_during_checkpoint_saves_says_what_each_of_its_two_timings_is_re
     both = [x for x in said if "during checkpoint saves" in x and "Checkpoint saves take" in x]
     assert both
     for x in both:
-        assert "by its utilization samples, during checkpoint saves, which the stack samples time too." in x, x
+        assert ("during checkpoint saves (that from the GPU's utilization samples; the saves' own timing, from the "
+                "stack samples, follows). Checkpoint saves take") in x, x
     assert not any("Epochs: Checkpoint" in x or "Epochs: A checkpoint" in x for x in said)
+
+
+def test_an_input_verdict_on_workers_that_have_since_exited_says_so():
+    """Review 46, the demo: "while the 1 DataLoader worker computes" stood for three ticks beside a
+    process table and a chart with no worker, once the demo's loader had ended: the verdict reads the
+    last seconds. Said where the newest tick has no worker and the job does not re-create its sets
+    (between two sets, the epochs clause says what happens)."""
+    from pathlib import Path
+
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.replay import load_frames
+
+    analysis = Analysis()
+    frames = load_frames(str(Path(__file__).parent / "data" / "demo" / "demo_cpu_decode_again.jsonl.gz"))
+    gone = []
+    for f in frames:
+        vd = analysis.update(f)
+        workers = [p for p in f.procs.processes if p.role == "worker"]
+        if "The workers have exited since" in vd.sentence:
+            gone.append(vd)
+            assert not workers and vd.stage == v.DECODE and "DataLoader worker computes" in vd.sentence
+        elif vd.stage == v.DECODE and "DataLoader worker" in vd.sentence:
+            assert workers, vd.sentence
+    assert gone
+    restarts = Path(__file__).parent / "data" / "cpu_field" / "init_restarts.jsonl.gz"
+    analysis = Analysis()
+    assert not any("have exited since" in analysis.update(f).sentence for f in load_frames(str(restarts)))

@@ -61,4 +61,5 @@ def test_python_loops_on_the_main_thread_are_told_to_get_cheaper_and_threads_onl
         assert "make it cheaper (tensor ops in place of Python loops over elements)" in t
         assert "move it off the main thread where a CPU is free" in t
         assert "torch.set_num_threads to the usable cores," not in t
-        assert ("set_num_threads" not in t or "where it is set lower (torch.get_num_threads() says)" in t)
+        assert ("set_num_threads" not in t or "torch.set_num_threads up to the usable cores if torch.get_num_threads() "
+                "is lower" in t)

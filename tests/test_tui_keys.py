@@ -58,34 +58,41 @@ async def test_the_stage_cursor_follows_the_verdict_until_a_stage_is_picked():
 async def test_the_stage_cursor_is_not_drawn_while_the_verdict_points_at_no_stage():
     """Review 46: a healthy H200 replay kept Launch highlighted all run, from tick 2's verdict; a box
     still marked when every stage reads ok is read as the problem. Unpicked, the cursor is hidden
-    while nothing is flagged and comes back with the next stage named."""
+    while nothing is flagged and comes back with the next stage named. Frames go through the app one
+    at a time, each with its verdict (odd frames healthy), as a replay shows them."""
     from dataclasses import replace
 
     from gpuwatch.model.verdict import GPU_BOUND, LEVEL_OK
-    from tests.test_tui_fixtures import synthetic_verdict
+    from tests.test_tui_fixtures import SyntheticAnalysis, synthetic_verdict
 
-    source = QueueSource()
-    app = make_app(source)
-    async with app.run_test(size=SIZE) as pilot:
-        pipeline = app.screen.pipeline
-        source.put(synthetic_frame(0))
+    class Alternating(SyntheticAnalysis):
+        def update(self, frame):
+            v = synthetic_verdict(frame)
+            if frame.seq % 2 == 0:
+                v = replace(v, stage=GPU_BOUND, secondary=(), levels=tuple((s, LEVEL_OK) for s in PIPELINE))
+            self.frames.append(frame)
+            self.verdicts.append(v)
+            return v
+
+    def drawn() -> list[str]:
+        return [s for s in PIPELINE if app.query_one(f"#stage-{s}").has_class("-selected")]
+
+    async def shows(i: int, want: list[str]) -> None:
+        source.put(synthetic_frame(i))
         for _ in range(100):  # drawn once the frame went through the pipeline (slower on a busy host)
             await pilot.pause(0.05)
-            if app.query_one("#stage-decode").has_class("-selected"):
+            if app._latest is not None and app._latest[0].seq == i + 1 and drawn() == want:
                 break
-        assert app.query_one("#stage-decode").has_class("-selected")
-        named = synthetic_verdict(synthetic_frame(1))
-        healthy = replace(named, stage=GPU_BOUND, secondary=(), levels=tuple((s, LEVEL_OK) for s in PIPELINE))
-        pipeline.show(healthy)
-        await pilot.pause()
-        assert not any(app.query_one(f"#stage-{s}").has_class("-selected") for s in PIPELINE)
-        pipeline.show(named)
-        await pilot.pause()
-        assert app.query_one("#stage-decode").has_class("-selected")
+        assert drawn() == want, (i, drawn())
+
+    source = QueueSource()
+    app = make_app(source, analysis=Alternating())
+    async with app.run_test(size=SIZE) as pilot:
+        await shows(0, ["decode"])  # named: drawn on it
+        await shows(1, [])  # healthy, nothing flagged: not drawn
+        await shows(2, ["decode"])  # named again: back
         await pilot.press("5")  # picked: it stays drawn where the user put it, whatever the verdict
-        pipeline.show(healthy)
-        await pilot.pause()
-        assert app.query_one(f"#stage-{PIPELINE[4]}").has_class("-selected")
+        await shows(3, [PIPELINE[4]])
         source.put(None)
 
 

@@ -147,9 +147,9 @@ class GpuwatchApp(AppKeys, App[int]):
         self.view: View | None = None
         self._recorder = recorder
         self.recordings: list[Recorder] = [recorder] if recorder is not None else []
+        """Every recording made in this session (``--record`` and ``r``), said on quit."""
         self.reports: list[str] = []
         """The reports written from the TUI (export report), said again on quit."""
-        """Every recording made in this session (``--record`` and ``r``), said on quit."""
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gw-record", initializer=name_this_thread,
                                       initargs=("gw-record",))
         """Recording I/O, in order, off the event loop."""

@@ -136,6 +136,7 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         gains=fixes,
         warned=tuple((x, _why(d.results[x], d.stage == stage, shown == UNKNOWN)) for x in secondary),
         speedup_floor=floor,
+        # a floor on this ground whatever its figure: one its samples bound lower is a floor on both
         speedup_floor_cpus=floor and shares_cpus(stage, r, s),
         speedup_point=point,
     )

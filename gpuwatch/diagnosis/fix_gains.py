@@ -532,7 +532,7 @@ def cheaper_transform(s: Signals, wait_said: float | None = None) -> FixGain:
         # which the batches' pace does not count (speedup.shares_cpus): no bound, a figure of what
         # was measured with more beside it.
         return FixGain(CHEAPER_TRANSFORM, round(x, 2), basis, partial=True,
-                       more="where the CPU the decode frees goes to the step too: the workers fill the CPUs it runs on")
+                       more="where the CPU the decode frees goes to the step too: the workers fill the CPUs the step runs on")
     # Decoding made free is the most a cheaper decode gives: a bound, said "up to" ("expected: about
     # 1.88x ... the most a cheaper decode gives" read as an estimate and a bound at once; review 44).
     return FixGain(CHEAPER_TRANSFORM, round(x, 2),

@@ -751,7 +751,7 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
     # PyTorch's default already is one thread per core: raising it helps only a job that set it
     # lower, which the process's CPU alone cannot tell from serial Python (trial 39: a pixel loop at
     # 1 core of 2 under the default 2 threads was told to raise them).
-    threads = (f", torch.set_num_threads to {each} where it is set lower (torch.get_num_threads() says)"
+    threads = (f", torch.set_num_threads up to {each} if torch.get_num_threads() is lower"
                if workers is None and (used is None or not share or used < share - IDLE_FOR_WORKER) else "")
     out = [f"The main thread's compute is the work{where}: where that is the model, train on a GPU or make "
            f"the CPU step cheaper (torch.compile, channels_last for a conv net{threads}); "
@@ -772,10 +772,10 @@ def _optimizer(f: dict) -> str:
     """The optimizer step as the largest part of the main thread's work (system_stages.cpu_compute):
     torch's single-tensor optimizers loop in Python over every parameter, which a multi-tensor
     (foreach) or fused one does in a few kernels; each parameter group is a loop of its own."""
-    detail = f.get("optimizer_detail") or ""
+    detail = f.get("detail") or ""
     where = f", most often in {detail}" if detail else ""
-    head = (f"The optimizer step is the largest part of the main thread's work ({fmt(f['optimizer'])} of its "
-            f"samples{where})")
+    head = (f"The optimizer step is the largest part of the main thread's work ({f['optimizer']} of its last "
+            f"{count(f['optimizer_of'], 'sample')}{where})")
     if "_multi_tensor" in detail or "_fused" in detail:
         fix = ("it already runs multi-tensor: fewer parameter groups (each is a loop of its own), and fused=True "
                "where the optimizer supports it")

@@ -116,17 +116,30 @@ def sentence(stage: str, r: StageResult | None, s: Signals, stall: Stall | None)
         text += HOLDING
     if validation_loader_said(stage, sub, s):
         text += validation_waits(s)
+    text += _workers_gone(stage, sub, s)
     if stall is not None:
         during = f", during {stall.coincides_with}" if stall.coincides_with else ""
         if stall.coincides_with == "checkpoint saves" and any(p.kind == CHECKPOINT for p in s.phases):
             # The saves are timed again below from the stack samples ("~2.1 s every ~5.0 s" after
             # "idled ~2.2 s every ~5.2 s"): each figure says what it was read from (review 46).
-            during = f" by its utilization samples{during}, which the stack samples time too"
+            during = f"{during} (that from the GPU's utilization samples; the saves' own timing, from the stack samples, follows)"
         if stage == IDLE and sub == "exited":  # the stall was seen while the job ran: it is gone now
             text += f" While it ran, the GPU idled ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
         else:
             text += f" The GPU also idles ~{stall.idle_s:.1f} s every ~{stall.period_s:.1f} s{during}."
     return text + epochs(s.phases)
+
+
+def _workers_gone(stage: str, sub: str, s: Signals) -> str:
+    """Said after an input verdict on the DataLoader workers when the newest tick has none left: the
+    verdict reads the last seconds, so "while the 1 DataLoader worker computes" stood for three ticks
+    beside a process table and a chart showing no worker, once the demo's loader had ended (review 46)."""
+    if stage not in (IO, DECODE) or sub not in ("workers", "ipc") or s.job.workers <= 0 or not s.epoch_ticks:
+        return ""
+    if s.epoch_ticks[-1].workers or find(s.phases, RESPAWN) is not None:
+        return ""  # a job that re-creates its sets is between two: the epochs clause says so
+    return (" The workers have exited since (none in the latest tick): these readings are of the last "
+            "few seconds, before they did.")
 
 
 def validation_loader_said(stage: str, sub: str, s: Signals) -> bool:
@@ -656,9 +669,11 @@ def _not_training(f: dict) -> tuple[str, str]:
         return ("Not training, as far as its samples show",
                 f"; none of its last {count(n, 'main-thread sample')} is in the model's step, so a step, if any "
                 f"runs, takes under {bound} of its time")
-    return ("Not training, as far as its samples show",
+    # A step seen in one tick only is no pattern yet (the last step before a pause, or a slow trainer):
+    # not "not training" beside a step sample (review 47), and not yet the settled "Mostly idle:".
+    return ("Mostly idle, as far as its samples show",
             f"; {k} of its last {count(n, 'main-thread sample')} {'is' if k == 1 else 'are'} in the model's step, "
-            f"all in one tick, so a step, if any still runs, takes under {bound} of its time")
+            f"seen in one tick only, so its steps, if it still trains, take under {bound} of its time")
 
 
 def _compiling(f: dict, s: Signals) -> str:

@@ -85,7 +85,8 @@ def stage_costs(marks: Sequence[Mark], verdicts: Sequence[Verdict]) -> list[Stag
         # Mostly floors: their median, a floor too. Mostly not: the figures the shares read give, a
         # floor's own point estimate included (Verdict.speedup_point), or the floors drag it down.
         ups = [v.speedup if floor or v.speedup_point is None else v.speedup_point for v in said]
-        cpus = floor and 2 * sum(v.speedup_floor_cpus for v in said) >= floors
+        # the CPU reason only where every floor has it: the others say their own (cap, samples)
+        cpus = floor and sum(v.speedup_floor_cpus for v in said) == floors
         out.append(StageCost(stage, count, count / n, median(ups) if ups else None,  # type: ignore[type-var]
                              floor=floor, floor_cpus=cpus))
     # Past the bottlenecks, the stage held most leads, unknown too: a two-rank job input-bound for a

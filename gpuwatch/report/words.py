@@ -26,8 +26,9 @@ def floor_why(x: float | None, cpus: bool = False) -> str:
     the samples the share was read over, which bound it only from below ("as its wait was nearly all
     the time" stood beside a wait of 86 %, 12 of 14 samples, whose interval reaches the cap's share:
     speedup.shown)."""
-    if cpus:
-        return (f"its input takes the CPUs the step runs on too, so a cheaper input gives the step CPU as well; "
+    if cpus and not capped(x):
+        return (f"its input takes the CPUs the step runs on too, so a cheaper input gives the step CPU as well "
+                f"(the figures count only the wait it removes); "
                 f"{speedup(x or 0.0)} or more while it holds")
     if capped(x):
         return f"its wait was nearly all the time and {speedup(MAX_SPEEDUP)} while it holds is the cap"
@@ -190,8 +191,8 @@ def stage_gain(r: Remedy, snapshot: bool = False) -> str:
     # job waited for data 55-78 % of every window), which the figure leaves out.
     ticks = "counted on the ticks it held; " if r.share < 1.0 else ""
     if r.speedup_run is not None and r.speedup_floor:
-        why = (", as the input takes the step's CPUs too" if r.speedup_floor_cpus
-               else ": the cap" if capped(r.speedup_while) else ", as far as its samples bound it")
+        why = (": the cap" if capped(r.speedup_while) else ", as the input takes the step's CPUs too"
+               if r.speedup_floor_cpus else ", as far as its samples bound it")
         return (f"{held}; fixing it: {speedup(r.speedup_run)} or more over this run ({ticks}"
                 f"{speedup(r.speedup_while)} or more while it holds{why})")
     if r.speedup_run is not None and r.speedup_while is not None:
