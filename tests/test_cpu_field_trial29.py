@@ -37,11 +37,11 @@ def test_more_torch_threads_are_proposed_only_where_the_training_process_leaves_
         return _cpu_compute({}, "", SimpleNamespace(job=job, input_on_cpus=None))[0]
 
     assert "set_num_threads" not in said(1.91, 2)
-    assert "torch.set_num_threads to the usable cores" in said(1.0, 8)
-    assert "torch.set_num_threads to the usable cores" in said(None, 8)  # unread: the advice stands, as before
+    assert "torch.set_num_threads up to the usable cores if torch.get_num_threads() is lower" in said(1.0, 8)
+    assert "torch.set_num_threads up to the usable cores" in said(None, 8)  # unread: the advice stands, as before
     # ranks divide the CPUs (trial 34: two gloo ranks at 0.8 core each on 2 CPUs)
     assert "set_num_threads" not in said(0.8, 2, ranks=(1, 2))
-    assert "torch.set_num_threads to each rank's share of the usable cores" in said(1.0, 8, ranks=(1, 2))
+    assert "torch.set_num_threads up to each rank's share of the usable cores" in said(1.0, 8, ranks=(1, 2))
 
 
 def test_the_more_workers_estimate_reads_the_wait_its_verdict_says():
