@@ -616,7 +616,9 @@ def _record(n: int, raw: bytes | None) -> _Record | None:
     except RecursionError:
         return BadLine(n, "nested too deeply to be a gpuwatch record", record=False)
     except (ValueError, UnicodeDecodeError) as e:
-        return BadLine(n, f"not valid JSON ({_short(e)}); truncated?", record=False)
+        if n == 1:  # a text file, a log: no guess at a cut line, whose parser position said nothing (review 46)
+            return BadLine(n, "not JSON, as every line of a gpuwatch recording is", record=False)
+        return BadLine(n, f"not valid JSON ({_short(e)}); a line cut short?", record=False)
     if not isinstance(rec, dict) or "schema" not in rec or "type" not in rec:
         return BadLine(n, "not a JSON object with a schema and a type", record=False)
     schema = rec.get("schema")

@@ -153,4 +153,4 @@ def test_an_older_recordings_job_exit_reads_in_words_not_the_exception_name():
     assert frames[-1].procs.reason == "the job's processes: the job exited (process 1289)"
     assert from_dict(Frame, {**to_dict(frames[-1]), "disk": {"unsupported": "disk: TargetGone: process no longer "
                                                               "exists (pid=7)"}}).disk.reason == \
-        "disk activity: the job exited (process no longer exists (pid=7))"
+        "disk activity: the job exited (process 7)"  # psutil's words too (review 46)

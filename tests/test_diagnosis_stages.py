@@ -319,7 +319,7 @@ def test_one_save_or_validation_pass_is_said_once_not_as_a_share_of_the_time():
     two = Phase(CHECKPOINT, 2, 0.1, 10.0, 1.0, 20.0)
     assert epochs((two,)) == " Checkpoint saves take 10 % of the time (~1.0 s every ~10.0 s)."
     sets = Phase(RESPAWN, 3, None, 10.0, None, 30.0)  # the workers' sets are what epochs make: led so
-    assert epochs((sets, two)).startswith(" Epochs: The DataLoader workers are re-created every ~10.0 s")
+    assert epochs((sets, two)).startswith(" Epochs: the DataLoader workers are re-created every ~10.0 s")
 
 
 def test_a_ranks_view_counts_its_sibling_ranks_as_the_job_not_as_contention():

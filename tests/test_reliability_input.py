@@ -60,6 +60,11 @@ def test_replay_of_a_proc_file_or_a_report_says_what_it_is(tmp_path):
     """Trial 27: /proc/self/status (0 bytes by stat, text when read) read "is empty", and a JSON report
     passed to replay read "line 1 is not a gpuwatch record (not valid JSON ...; truncated?)"."""
     one_line_usage_error(run("replay", "/proc/self/status", "--json"), "line 1 is not a gpuwatch record")
+    # a text file: no parser position and no guess at a cut line (review 46: "...(char 0)); truncated?")
+    text = tmp_path / "notes.txt"
+    text.write_text("hello world\n")
+    one_line_usage_error(run("replay", str(text), "--json"),
+                         "line 1 is not a gpuwatch record (not JSON, as every line of a gpuwatch recording is)")
     report = tmp_path / "report.json"
     r = run("diagnose", "--replay", "tests/data/cpu_demo.jsonl", "--format", "json", "-o", str(report))
     assert r.returncode == 0, r.stderr

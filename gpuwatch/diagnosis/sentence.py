@@ -171,8 +171,9 @@ def epochs(phases: Sequence[Phase]) -> str:
     text = phase_words(phases)
     if not text:
         return ""
-    lead = "Epochs: " if any(p.kind in (RESPAWN, EPOCH_START, LEFT_ALIVE) for p in phases) else ""
-    return f" {lead}{text}"
+    if not any(p.kind in (RESPAWN, EPOCH_START, LEFT_ALIVE) for p in phases):
+        return f" {text}"
+    return f" Epochs: {text[0].lower()}{text[1:]}"  # after the colon, as the other sentences say it
 
 
 def phase_words(phases: Sequence[Phase]) -> str:

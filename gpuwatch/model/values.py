@@ -36,6 +36,9 @@ JOB_EXITED = "the job exited"
 
 _PROCESS_EXITED = re.compile(r"process (\d+) exited(?: \((.+)\))?")
 """How collectors/target.py words the job's end: "process N exited", maybe with why in brackets."""
+_PSUTIL_GONE = re.compile(r"process no longer exists \(pid=(\d+)(?:, name=.*)?\)")
+"""psutil's words for it (NoSuchProcess), which older recordings carry: "the job exited (process no
+longer exists (pid=1733))" stood on screen (review 46)."""
 
 
 def job_exited(reason: str | None) -> str:
@@ -45,7 +48,8 @@ def job_exited(reason: str | None) -> str:
     if not reason or reason.startswith(JOB_EXITED):
         return reason or JOB_EXITED
     m = _PROCESS_EXITED.fullmatch(reason)
-    detail = (f"process {m[1]}" + (f"; {m[2]}" if m[2] else "")) if m else reason
+    gone = _PSUTIL_GONE.fullmatch(reason)
+    detail = (f"process {m[1]}" + (f"; {m[2]}" if m[2] else "")) if m else f"process {gone[1]}" if gone else reason
     return f"{JOB_EXITED} ({detail})"
 
 _OLDER_EXIT = re.compile(r"(\w+): TargetGone: (.+)")
