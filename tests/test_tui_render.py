@@ -403,3 +403,36 @@ async def test_the_header_names_the_script_not_the_interpreters_folder_and_keeps
         assert "PID 4242 python3.11 train_resnet.py" in first, first
         assert " ? " not in first
         source.put(None)
+
+
+def test_a_frame_too_long_for_its_column_keeps_its_line_number():
+    """Review 46: at 80x24 the stacks view cut "_apply_to_collection_slow (lightning_utilities/core/
+    apply_…" twice over, so two lines of one function read alike. The path's start gives way."""
+    from gpuwatch.tui.format import fit_frame
+
+    frame = "_apply_to_collection_slow (lightning_utilities/core/apply_func.py:123)"
+    assert fit_frame(frame, 80) == frame and fit_frame(frame, None) == frame
+    assert fit_frame(frame, 50) == "_apply_to_collection_slow (…ore/apply_func.py:123)"
+    assert all(len(fit_frame(frame, w)) == w and fit_frame(frame, w).endswith(":123)") for w in (40, 50, 60))
+    assert fit_frame(frame, 30) == frame  # no room for any path: the cell's own "…" cuts the end
+    assert fit_frame("Image.convert", 5) == "Image.convert"  # no path to cut
+
+
+async def test_the_stacks_view_does_not_call_workers_it_did_not_sample_absent():
+    """Review 46: field_lightning (2 workers re-created each pass) read "no DataLoader worker seen
+    (num_workers=0, or no DataLoader)" in the stacks view, while the process table listed them."""
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.source import FirstFrames, ReplaySource
+    from gpuwatch.tui.screens.stacks import UNSAMPLED_WORKERS
+
+    source = FirstFrames(ReplaySource("tests/data/h200/field_lightning.jsonl.gz", speed=0.0), 30)
+    app = make_app(source, analysis=Analysis())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("s")
+        await pilot.pause(0.3)
+        text = " ".join(screen_text(app).split())
+        assert "num_workers=0, or no DataLoader" not in text
+        assert " ".join(UNSAMPLED_WORKERS.split())[:60] in text
+        # a frame too long for its column keeps its line number (fit_frame)
+        assert "_apply_to_collection_slow (…" in text and "apply_func.py:154)" in text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from gpuwatch.model.values import Unsupported, known
 
 NA = "N/A"
@@ -76,6 +78,23 @@ def ellipsize(text: str, width: int) -> str:
     if width <= 0:
         return ""
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+_FRAME = re.compile(r"(?P<name>.+) \((?P<path>.+)(?P<line>:\d+)\)")
+
+
+def fit_frame(text: str, width: int | None) -> str:
+    """A py-spy frame ``name (path/file.py:123)`` fitted to ``width`` cells by cutting its path's
+    start, never its line number: cut at the end, two lines of one function read alike at 80
+    columns ("_apply_to_collection_slow (lightning_utilities/core/apply_…", review 46). Where even
+    the name and the line do not fit, the end is cut with "…" as before."""
+    m = _FRAME.fullmatch(text)
+    if width is None or len(text) <= width or m is None:
+        return text
+    room = width - len(m["name"]) - len(m["line"]) - 4  # " (", "…", ")"
+    if room < 6:  # too narrow for any of the path: the cell's own ellipsis cuts the end
+        return text
+    return f"{m['name']} (…{m['path'][-room:]}{m['line']})"
 
 
 def short_command(cmdline: str) -> str:

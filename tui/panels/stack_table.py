@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets.data_table import ColumnKey
 
 from gpuwatch.model.stacks import ThreadStack
+from gpuwatch.tui.format import fit_frame
 from gpuwatch.tui.hot import hot_frames
 from gpuwatch.tui.panels.row_table import RowTable
 
@@ -39,6 +40,8 @@ class StackTable(RowTable):
         width = max(frame.label.cell_len, self.scrollable_content_region.width - numbers - 2 * self.cell_padding)
         if frame.auto_width or frame.width != width:
             frame.auto_width, frame.width = False, width
+            for row in list(self.rows):  # each row's key is its frame's whole text: fitted to the new width
+                self.set_cell(row, "frame", Text(fit_frame(str(row.value), width), no_wrap=True, overflow="ellipsis"))
             self._require_update_dimensions = True
             self.refresh()
 
@@ -47,14 +50,17 @@ class StackTable(RowTable):
         hot = hot_frames(stacks, self.limit) if n else []
         # Fixed-width strings: they print as py-spy does and sort right as text.
         # The frame as Text: DataTable reads a str as markup, and frames may hold [brackets].
+        column = self.columns.get(ColumnKey("frame"))
+        width = None if column is None or column.auto_width else column.width
         rows = {h.frame: (f"{100 * h.own / n:5.1f}", f"{100 * h.total / n:5.1f}",
-                          Text(h.frame, no_wrap=True, overflow="ellipsis")) for h in hot}
+                          Text(fit_frame(h.frame, width), no_wrap=True, overflow="ellipsis")) for h in hot}
         for key in [k.value for k in self.rows if k.value not in rows]:
             self.remove_row(key)
         for key, cells in rows.items():
             if key in self.rows:
                 self.set_cell(key, "own", cells[0])
                 self.set_cell(key, "total", cells[1])
+                self.set_cell(key, "frame", cells[2])  # fitted again: the column's width may have changed
             else:
                 self.add_row(*cells, key=key)
         # The order sort() gives (stable, in the order rows were added), sorting only when it differs.

@@ -8,8 +8,9 @@ from textual.containers import VerticalScroll
 
 from gpuwatch.diagnosis.evidence import count
 from gpuwatch.model.procs import NO_WORKER_SEEN
+from gpuwatch.model.procs import ROLE_WORKER as WORKER_PROCESS
 from gpuwatch.model.stacks import LABEL_WORDS, ROLE_OTHER_THREAD, ROLE_PIN, ROLE_WORKER
-from gpuwatch.model.values import Unsupported
+from gpuwatch.model.values import Unsupported, known
 from gpuwatch.tui import format as fmt
 from gpuwatch.tui.hot import STACK_WINDOW, counted, label_shares, stack_samples, threads
 from gpuwatch.tui.panels.footer import KeysFooter
@@ -27,6 +28,19 @@ NONE_SEEN = {
 }
 """What an empty section says: "no thread samples" under the pin-memory thread read as a thread that
 was there and not sampled, for a job without pin_memory."""
+
+
+UNSAMPLED_WORKERS = ("no stack sample of the DataLoader workers in these frames, though the process table saw "
+                     "some: they are sampled one at a time, and a set that lives a few seconds may end first")
+"""The worker section where the frames list workers but no sample read one: "num_workers=0, or no
+DataLoader" stood over a job with 2 workers re-created each pass (review 46)."""
+
+
+def _none_seen(role: str, view: View) -> str:
+    if role == ROLE_WORKER and any(known(f.procs) and any(p.role == WORKER_PROCESS for p in f.procs.processes)
+                                   for f in view.frames):
+        return UNSAMPLED_WORKERS
+    return NONE_SEEN.get(role, "no thread samples")
 
 
 class StacksScreen(WatchScreen):
@@ -61,7 +75,7 @@ class StacksScreen(WatchScreen):
             mine = threads(samples, keep)
             shares = ", ".join(f"{LABEL_WORDS.get(label, label)} {share:.0%}" for label, share in label_shares(mine)[:6])
             self.query_one(f"#shares-{role}", Plain).update(
-                f"{count(len(mine), 'thread sample')}: {shares}" if mine else NONE_SEEN.get(role, "no thread samples"))
+                f"{count(len(mine), 'thread sample')}: {shares}" if mine else _none_seen(role, view))
             table = self.query_one(f"#table-{role}", StackTable)
             table.show(mine)
             table.display = bool(mine)
