@@ -63,3 +63,14 @@ def test_python_loops_on_the_main_thread_are_told_to_get_cheaper_and_threads_onl
         assert "torch.set_num_threads to the usable cores," not in t
         assert ("set_num_threads" not in t or "torch.set_num_threads up to the usable cores if torch.get_num_threads() "
                 "is lower" in t)
+
+
+def test_the_validation_remedy_does_not_tell_a_job_to_do_what_it_may_already_do():
+    """Trial 39: "validate ... under torch.no_grad() or torch.inference_mode()" was said to a job
+    whose evaluate() already ran under torch.no_grad(), which stack samples cannot show. H200
+    field_imagefolder_epochs validates 37 % of its time: its remedy says it as a condition."""
+    path = Path(__file__).parent / "data" / "h200" / "field_imagefolder_epochs.jsonl.gz"
+    said = [t for x in from_frames(load_frames(str(path))).verdicts for t in x.remedies
+            if t.startswith("Validation passes take")]
+    assert said and all("and, if it does not already, under torch.no_grad() or torch.inference_mode() (stack "
+                        "samples do not show it)" in t for t in said)

@@ -134,7 +134,8 @@ def _remedies(stage: str, r: StageResult | None, s: Signals) -> tuple[str, ...]:
         pace = f" (~{val.each_s:.1f} s every ~{val.period_s:.1f} s)" if val.each_s and val.period_s else ""
         out.append(f"Validation passes take {least_words(val)}{fmt(val.share)} of the time{pace}: validate less often or on part of "
                    "the validation set (Lightning: check_val_every_n_epoch, val_check_interval, limit_val_batches), "
-                   "and under torch.no_grad() or torch.inference_mode()")
+                   "and, if it does not already, under torch.no_grad() or torch.inference_mode() (stack samples do not "
+                   "show it)")
     return tuple(dict.fromkeys(x for x in out if x))  # in order, without repeats
 
 
