@@ -91,16 +91,16 @@ def test_a_share_whose_interval_reaches_the_caps_share_gives_its_floor():
     def said(k: int, n: int = 14) -> tuple[float | None, bool]:
         r = StageResult(stage=v.DECODE, fires=True, warn=True, strength=1.0, weight=k / n, evidence=(),
                         sub="workers", facts={"wait": k / n, "wait_n": n})
-        # a stack share reads no other signal, bar whether the workers fill the step's CPUs (shares_cpus)
-        return shown(v.DECODE, r, SimpleNamespace(cpu_short=False, input_on_cpus=None))  # type: ignore[arg-type]
+        # a stack share reads no other signal, bar whether the workers fill the step's CPUs (input_fills_cpus)
+        return shown(v.DECODE, r, SimpleNamespace(input_fills_cpus=False))  # type: ignore[arg-type]
 
     assert {k: said(k) for k in (10, 11, 12, 13, 14)} == {
         10: (3.5, False), 11: (4.7, False), 12: (2.5, True), 13: (3.2, True), 14: (4.6, True)}
     # workers filling the CPUs the step runs on too: the same figures, each a floor (trial 39)
     r = StageResult(stage=v.DECODE, fires=True, warn=True, strength=1.0, weight=0.5, evidence=(), sub="workers",
                     facts={"wait": 0.5, "wait_n": 14})
-    assert shown(v.DECODE, r, SimpleNamespace(cpu_short=True, input_on_cpus=None)) == (2.0, True)  # type: ignore[arg-type]
-    assert shown(v.DECODE, r, SimpleNamespace(cpu_short=False, input_on_cpus=None)) == (2.0, False)  # type: ignore[arg-type]
+    assert shown(v.DECODE, r, SimpleNamespace(input_fills_cpus=True)) == (2.0, True)  # type: ignore[arg-type]
+    assert shown(v.DECODE, r, SimpleNamespace(input_fills_cpus=False)) == (2.0, False)  # type: ignore[arg-type]
     floors = [said(k)[0] for k in (12, 13, 14)]
     assert floors == sorted(floors)  # among floors, more samples waiting never says less
     assert said(73, 73) == (MAX_SPEEDUP, True)  # the cap's own share, bound by enough samples

@@ -527,7 +527,7 @@ def cheaper_transform(s: Signals, wait_said: float | None = None) -> FixGain:
     k = 1.0 / max(1.0 - d, 1.0 / MAX_SPEEDUP)
     x = faster_input(parts, k)
     basis = f"decoding is {decoding} of {working} worker samples ({fmt(d)}); with it free each batch is built {k:.1f}x faster"
-    if s.cpu_short or s.input_on_cpus is not None:
+    if s.input_fills_cpus:
         # The workers fill the CPUs the step runs on too: the decode's CPU, freed, also goes to the step,
         # which the batches' pace does not count (speedup.shares_cpus): no bound, a figure of what
         # was measured with more beside it.

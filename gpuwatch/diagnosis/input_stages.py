@@ -257,11 +257,9 @@ def receiving_leads(s: Signals) -> bool:
     (lb.DATA_WAIT): the transfer is then what the wait is made of. A window of 14 samples caught 3
     in a pipe read beside 2 in the queue's poll and named "batch transfer" with a uint8 remedy for
     10 KB batches, while the minute held 4 such samples against 41 waiting on workers still at work
-    on long-tail batches (trial 39). Without the minute's ticks, the window's share alone."""
-    ticks = [t for t in s.epoch_ticks if t.stacks and t.n_main]
-    if not ticks:
-        return True
-    return sum(t.main[lb.DATA_IPC] for t in ticks) >= sum(t.main[lb.DATA_WAIT] for t in ticks)
+    on long-tail batches (trial 39). Without the minute's samples, the window's share alone."""
+    counts, n = s.minute_main()
+    return not n or counts[lb.DATA_IPC] >= counts[lb.DATA_WAIT]
 
 
 def workers_waiting(s: Signals) -> bool:

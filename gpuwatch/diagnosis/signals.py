@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -187,6 +188,20 @@ class Signals:
         full = (job.job_cpu is not None and job.job_cpu >= JOB_CPU_SATURATED * usable and workers >= WORKER_CPU_IO
                 and takes)
         return workers if self.cpu_short or full else None
+
+    @property
+    def input_fills_cpus(self) -> bool:
+        """The job's DataLoader workers fill the CPUs its step runs on too (cpu_short, input_on_cpus):
+        a cheaper input then gives the step CPU as well (speedup.shares_cpus, fix_gains.cheaper_transform)."""
+        return self.cpu_short or self.input_on_cpus is not None
+
+    def minute_main(self) -> tuple[Counter, int]:
+        """The main thread's stack labels counted over the minute's ticks (epoch_ticks), and its samples
+        there: a share read over more than one window."""
+        counts: Counter = Counter()
+        for t in self.epoch_ticks:
+            counts.update(t.main)
+        return counts, sum(t.n_main for t in self.epoch_ticks)
 
     @property
     def cpu_short(self) -> bool:

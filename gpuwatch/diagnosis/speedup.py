@@ -145,8 +145,7 @@ def shares_cpus(stage: str, r: StageResult | None, s: Signals) -> bool:
     cheaper input work also gives the step CPU, which the wait's ceiling does not count, so the figure
     is a floor (Verdict.speedup_floor_cpus). Trial 39: workers inflating a whole compressed array per
     item (1.6 cores of 2) read "up to 3.50x"; loading it once ran the job 45x faster."""
-    return (stage == DECODE and r is not None and r.sub == "workers"
-            and (s.cpu_short or s.input_on_cpus is not None))
+    return stage == DECODE and r is not None and r.sub == "workers" and s.input_fills_cpus
 
 
 def speedup(stage: str, r: StageResult | None, s: Signals) -> float | None:

@@ -256,13 +256,11 @@ def _optimizer_lead(s: Signals) -> tuple[int, int]:
     (Signals.epoch_ticks) where the optimizer has more of them than the forward pass (dispatch) and
     than backward; (0, 0) otherwise. The step's own parts, compared: where the optimizer is the
     largest, torch's single-tensor loop over the parameters is the work to cut."""
-    ticks = [t for t in s.epoch_ticks if t.stacks and t.n_main]
-    opt = sum(t.main[lb.OPTIMIZER] for t in ticks)
-    if opt < MIN_EVIDENCE_SAMPLES:  # a few samples name no part of the step
-        return 0, 0
-    if opt < sum(t.main[lb.DISPATCH] for t in ticks) or opt < sum(t.main[lb.BACKWARD] for t in ticks):
-        return 0, 0
-    return opt, sum(t.n_main for t in ticks)
+    counts, n = s.minute_main()
+    opt = counts[lb.OPTIMIZER]
+    if opt < MIN_EVIDENCE_SAMPLES or opt < counts[lb.DISPATCH] or opt < counts[lb.BACKWARD]:
+        return 0, 0  # a few samples name no part of the step
+    return opt, n
 
 
 def _other_detail(s: Signals) -> str | None:

@@ -39,7 +39,8 @@ class StageCost:
     floor: bool = False
     """Most of those estimates were floors ("or more": Verdict.speedup_floor), so the median is one."""
     floor_cpus: bool = False
-    """Most of those floors were because the input takes the step's CPUs (Verdict.speedup_floor_cpus)."""
+    """Every one of those floors was one because the input takes the step's CPUs
+    (Verdict.speedup_floor_cpus); a mix says the others' reasons (cap, samples)."""
 
     @property
     def bottleneck(self) -> bool:
