@@ -106,7 +106,10 @@ class MainScreen(WatchScreen):
                 self.query_one(GpuArea), self.query_one(ActivityPanel), self.query_one(HostStrip))
 
     def on_resize(self, event: events.Resize) -> None:
-        self._cap_verdict()
+        # A resize can come before the screen's widgets are all mounted (a start cut short by SIGTERM
+        # read "NoMatches: No nodes match 'RankTable'" once in CI): show() caps the verdict then.
+        if self.composed:
+            self._cap_verdict()
 
     def _cap_verdict(self) -> None:
         """The verdict's most lines: what the terminal's height leaves once the ranks line and every
