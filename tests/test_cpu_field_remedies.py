@@ -111,7 +111,11 @@ def test_before_its_steps_show_an_idle_job_is_not_called_not_training_outright()
         assert v.sentence.startswith("Not training, as far as its samples show:" if not k else
                                      "Mostly idle, as far as its samples show:"), v.sentence
         assert ("seen in one tick only" in v.sentence) == bool(k)
+        # a step caught in one tick argues against "idle": the confidence is not the highest then
+        if k:
+            assert v.confidence <= 0.81, (v.confidence, v.sentence)
         assert int(m[3]) == round(100 * share_ceiling(k / n, n))
+    assert any("seen in one tick only" in v.sentence for v in early)
     # the bound tightens as samples come in
     bounds = [int(re.search(r"under (\d+) %", v.sentence)[1]) for v in early]
     assert bounds[-1] < bounds[0]

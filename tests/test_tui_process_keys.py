@@ -209,6 +209,20 @@ async def test_enter_with_no_row_says_why_the_list_is_empty():
             assert isinstance(app.screen, MainScreen) and app.said[-1] == says, app.said
 
 
+async def test_a_filter_that_matches_nothing_says_so_under_the_empty_table():
+    """An empty table under "filter “zzz”" read as a job with no processes."""
+    app = make_app(ListSource(synthetic_frames(3)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("slash", *"zzz", "enter")
+        await pilot.pause()
+        assert "no process matches filter “zzz” (Esc clears)" in screen_text(app)
+        await pilot.press("slash", "backspace", "backspace", "backspace", *"work", "enter")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "filter “work” (Esc clears)" in text and "no process matches" not in text
+
+
 async def test_a_live_job_has_no_last_seen_mark():
     app = make_app(ListSource(synthetic_frames(3)))
     async with app.run_test(size=SIZE) as pilot:

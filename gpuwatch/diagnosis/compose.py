@@ -49,7 +49,9 @@ def confidence(stage: str, r: StageResult | None, s: Signals, d: Decision) -> fl
     0.35 for a stage kept by the stability rule whose gates no longer all hold. Then one factor per
     missing source: no stacks for a stage proved by stacks (x0.75) or too few samples (x0.85);
     no GPM for a GPU-side stage (x0.85); a GPU assumed to be the job's (x0.85); under three
-    ticks (x0.7); a rival stage that fires too (x0.85). The factors are judgement, not measurement:
+    ticks (x0.7); a rival stage that fires too (x0.85); a job called idle whose samples caught its
+    step in one tick (x0.85: its sentence says "if it still trains", so its confidence is not the
+    highest either). The factors are judgement, not measurement:
     each is about the share of the proof the missing source carries, chosen so that a stage proved
     without its main source (stacks for input stages, GPM for GPU-side ones) stays under "high"."""
     if r is None:
@@ -76,6 +78,8 @@ def confidence(stage: str, r: StageResult | None, s: Signals, d: Decision) -> fl
     if rivals:
         q *= 0.85
     if stage == GPU_BOUND and (r.facts.get("sm_work") or 1.0) < SM_HEALTHY:
+        q *= 0.85
+    if stage == IDLE and (r.facts.get("ops_seen") or 0) > (r.facts.get("ops") or 0):
         q *= 0.85
     return round(min(MAX_CONFIDENCE, base * q), 2)
 

@@ -144,6 +144,8 @@ class ProcessPanel(SteadyLines, Vertical):
         """The cells' Texts made this frame, by (text, dimmed) (see :meth:`_text`)."""
         self._texts_last: dict[tuple[str, bool], Text] = {}
         """Those of the frame before."""
+        self._matched = True
+        """Whether the filter kept a row in the last draw (the state line says when it kept none)."""
         self._absorbed: Frame | None = None
         """The newest frame folded into the two memos above. Every frame is folded in,
         drawn or not (a frame can come before the screen is ready, or while paused), so what the
@@ -214,7 +216,8 @@ class ProcessPanel(SteadyLines, Vertical):
         if _last_seen(self._view):
             parts.append("last seen before the job exited")
         if self.query:
-            parts.append(f"filter “{self.query}” (Esc clears)")
+            matched = "" if self._matched else "no process matches "
+            parts.append(f"{matched}filter “{self.query}” (Esc clears)")
         if self.sort:
             parts.append(f"sorted by {SORT_WORDS[self.sort]}")
         if self.tree:
@@ -267,6 +270,10 @@ class ProcessPanel(SteadyLines, Vertical):
                 row = (row[0], Text(listed.prefix + row[1].plain), *row[2:])
             rows[str(listed.proc.pid)] = row
         rows.update(outside)
+        matched = bool(rows) or not self.query
+        if matched != self._matched:
+            self._matched = matched
+            self._draw_state()
         table.set_rows(rows, ordered=True)  # repaints the rows whose cells changed
 
     def _absorb(self, view: View) -> None:
