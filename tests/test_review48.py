@@ -31,3 +31,19 @@ def test_a_gpu_idle_only_while_the_host_saves_checkpoints_is_not_put_on_launches
     rows = [e for e in named[-1].evidence if e.signal == "idle_in_step"]
     assert rows and rows[0].supports and rows[0].value > 0.7, rows
     assert "GPU idle while the main thread is in the step" in rows[0].text
+
+
+def test_a_gpu_bound_job_already_under_torch_compile_is_not_told_to_use_it():
+    """The H100 job compiled with max-autotune (tests/data/h100/README.md) was told "torch.compile for
+    kernel fusion" once it trained; 5 of its 24 main-thread samples after the compile were in the
+    compiled model's frames (OptimizedModule.__call__, CompiledFxGraph.__call__, AOTAutograd's)."""
+    got = _verdicts("tests/data/h100/compile_start.jsonl.gz")
+    healthy = [x for x in got if x.stage == v.GPU_BOUND]
+    assert len(healthy) >= 20
+    for x in healthy:
+        said = " ".join(x.remedies)
+        assert "torch.compile for kernel fusion" not in said
+        assert "the model already runs under torch.compile, as its stack samples show" in said
+    # a job whose samples show no compiled model is still told of it (the H200 benchmark job)
+    plain = [x for x in _verdicts("tests/data/h200/healthy.jsonl") if x.stage == v.GPU_BOUND]
+    assert plain and all("torch.compile for kernel fusion" in " ".join(x.remedies) for x in plain)

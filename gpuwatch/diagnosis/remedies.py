@@ -719,7 +719,11 @@ def _gpu_bound(f: dict, sub: str, s: Signals) -> list[str]:
     if f.get("sm_work") is not None and f["sm_work"] < SM_HEALTHY:
         out.append(f"SMs are only {fmt(f['sm_work'])} active while the GPU works: kernels too small to fill it; "
                    "a larger batch or fusion")
-    out.append("torch.compile for kernel fusion; a larger batch if memory allows")
+    if s.runs_compiled:  # "torch.compile for kernel fusion" was told to a job compiled with max-autotune (review 48)
+        out.append("A larger batch if memory allows (the model already runs under torch.compile, as its stack "
+                   "samples show)")
+    else:
+        out.append("torch.compile for kernel fusion; a larger batch if memory allows")
     return out
 
 

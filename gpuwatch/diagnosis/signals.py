@@ -195,6 +195,12 @@ class Signals:
         a cheaper input then gives the step CPU as well (speedup.shares_cpus, fix_gains.cheaper_transform)."""
         return self.cpu_short or self.input_on_cpus is not None
 
+    @property
+    def runs_compiled(self) -> bool:
+        """The main thread's samples over the minute (epoch_ticks) caught torch.compile's compiler or a
+        compiled model (timeline.COMPILED_FRAMES): the job already uses torch.compile."""
+        return any(t.compiled for t in self.epoch_ticks)
+
     def minute_main(self) -> tuple[Counter, int]:
         """The main thread's stack labels counted over the minute's ticks (epoch_ticks), and its samples
         there: a share read over more than one window."""
