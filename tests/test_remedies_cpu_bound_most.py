@@ -31,7 +31,7 @@ def test_the_stage_held_most_has_its_advice_listed_after_the_bottleneck():
     stages = list(dict.fromkeys(rem.stage for rem in r.remedies if rem.stage))
     assert stages == ["decode", "cpu_bound"]
     text = render_markdown(r)
-    assert "Most of the time (68%) the verdict was CPU-bound" in text
+    assert "Most of the time (68%), at a cost not estimated, the verdict was CPU-bound" in text
     advice = next(rem.text for rem in r.remedies if rem.stage == "cpu_bound")
     assert "job6_annot.py:43" in advice and "run it less often" in advice
     assert "2. **CPU-bound** (held 68% of the time; speed-up not estimated)" in text

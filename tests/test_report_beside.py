@@ -120,11 +120,11 @@ def test_a_named_stage_held_longer_than_the_headline_is_said_and_epochs_are_said
     path = "tests/data/cpu_field/lightning_val_ckpt.jsonl.gz"
     md = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path))
     text = md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
-    assert text.lstrip().startswith("**Contention** cost the job most: it held the verdict 22%"), text
+    assert text.lstrip().startswith("**Contention** cost the job most of what was estimated: it held the verdict 22%"), text
     # CPU-bound held longest since two validation ticks read CPU prep on the validation worker's core
     # (test_worker_sets.py), and ticks of "batch transfer" on 2 of 6 samples are CPU-bound now that
     # receiving must lead the minute's waits (input_stages.receiving_leads): said, with its sentence
-    assert ("For the largest share of the time (34%) the verdict was CPU-bound: the job's "
+    assert ("For the largest share of the time (34%), at a cost not estimated, the verdict was CPU-bound: the job's "
             "own compute on the CPU is the limit" in text), text
     # said once, as the epoch section says them (the run's end), not a tick's "Epochs:" clause (review 44)
     assert text.count("Epochs:") == 0 and text.count("Over the last minute watched:") == 1, text

@@ -152,8 +152,11 @@ def test_a_stage_held_most_at_the_same_figure_is_not_said_to_cost_less():
             "was I/O. Input-bound on storage: reads.") in said(1.1201)
     assert "Most of the time (66%), at less cost to the run, the verdict was I/O. Input-bound on storage: reads." \
         in said(1.05)
-    # no figure, no cost claimed (CPU-bound has none: the job's own compute is no pipeline stage)
-    assert "Most of the time (66%) the verdict was I/O. Input-bound on storage: reads." in said(None)
+    # no figure: its cost is said to have none, and the headline's "most" is among the figures (review 48)
+    assert "Most of the time (66%), at a cost not estimated, the verdict was I/O. Input-bound on storage: reads." \
+        in said(None)
+    assert said(None).startswith("cost the job most of what was estimated: it held the verdict 34%")
+    assert said(1.05).startswith("cost the job most: it held")
     # nor where the headline's own cost has no figure (review 41)
     m = Summary(stage="contention", title="Contention", share=0.34, confidence=0.8, sentence="", speedup_run=None,
                 speedup_while=None, most_held=StageShare("io", "I/O", 0.66, "Input-bound on storage: reads.",

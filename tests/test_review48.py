@@ -47,3 +47,19 @@ def test_a_gpu_bound_job_already_under_torch_compile_is_not_told_to_use_it():
     # a job whose samples show no compiled model is still told of it (the H200 benchmark job)
     plain = [x for x in _verdicts("tests/data/h200/healthy.jsonl") if x.stage == v.GPU_BOUND]
     assert plain and all("torch.compile for kernel fusion" in " ".join(x.remedies) for x in plain)
+
+
+def test_a_headline_beside_a_longer_stage_with_no_figure_says_its_claim_is_among_the_figures():
+    """t38_mlm (a compute-bound control: its step 98.7 % by its own clock): "Contention cost the job
+    most: it held the verdict 14%" beside "Most of the time (83%) the verdict was CPU-bound", whose
+    cost has no figure: nothing compared the two."""
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+    from gpuwatch.report import NOT_RECORDED
+    path = "tests/data/cpu_field/t38_mlm.jsonl.gz"
+    text = render_markdown(build_report(from_frames(load_frames(path)), NOT_RECORDED, "replay", path=path,
+                                        requested_s=None))
+    head = next(line for line in text.splitlines() if line.startswith("**Contention**"))
+    assert head.startswith("**Contention** cost the job most of what was estimated: it held the verdict 14% of the time")
+    assert "Most of the time (83%), at a cost not estimated, the verdict was CPU-bound" in head

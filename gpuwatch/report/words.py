@@ -90,7 +90,11 @@ def headline(m: Summary) -> tuple[str, str]:
             # review 44). The ceiling is the figure while it holds.
             much = (f"{speedup(m.speedup_run)} faster, counting only the ticks it held; {gain_words(m.stage)} "
                     f"{speedup(m.speedup_while)} while it holds, and its cause may weigh on the other ticks too")
-        lead = (f"cost the job most: it held the verdict {m.share:.0%} of the time, and fixing it could make "
+        # Beside a stage held longer whose cost has no figure (CPU-bound: the job's own compute, which may
+        # hold waste no stack sample tells from work), "cost the job most" is a claim among the
+        # figures only (review 48: Contention 14 % "cost the job most" beside CPU-bound 83 %).
+        most = "cost the job most of what was estimated" if _unestimated_longer(m) else "cost the job most"
+        lead = (f"{most}: it held the verdict {m.share:.0%} of the time, and fixing it could make "
                 f"the whole run {much}")
     else:
         lead = f"held the verdict {m.share:.0%} of the time"
@@ -142,6 +146,8 @@ def headline(m: Summary) -> tuple[str, str]:
                 if same else ", at less cost to the run,")
         if most.stage == GPU_BOUND or most.speedup_run is None or m.speedup_run is None:
             cost = ""  # a healthy job costs nothing, and with no figure on either side no cost is compared
+        if _unestimated_longer(m):
+            cost = ", at a cost not estimated,"
         text += f" {lead} ({most.share:.0%}){cost} {verdict_was(most.title, most.why)}"
     side = m.beside
     if side is not None:
@@ -166,6 +172,15 @@ def headline(m: Summary) -> tuple[str, str]:
         text += (f" Rank {lag.rank} held the other ranks back on {lag.ticks} of the {lag.of} ticks that showed "
                  f"several ranks: {lag.sentence}")
     return m.title, text
+
+
+def _unestimated_longer(m: Summary) -> bool:
+    """The stage held most is not the headline's, held longer than it, and its cost has no figure
+    while it may have one (not healthy GPU-bound, which costs nothing; not idle or unknown, which are
+    said apart)."""
+    most = m.most_held
+    return (most is not None and most.stage != m.stage and most.share > m.share and most.speedup_run is None
+            and most.stage not in (GPU_BOUND, IDLE, UNKNOWN) and m.speedup_run is not None)
 
 
 def verdict_was(title: str, why: str) -> str:
