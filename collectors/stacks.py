@@ -24,7 +24,7 @@ from gpuwatch.collectors.pyspy import (
 )
 from gpuwatch.collectors.stack_labels import classify, thread_role, waits_on_compiler
 from gpuwatch.collectors.target import Node, Target, TargetGone, Tree
-from gpuwatch.model.evaluation import pass_site, site
+from gpuwatch.model.evaluation import pass_sites
 from gpuwatch.model.stacks import (
     BACKWARD, OPTIMIZER, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_WORKER, DumpResult, StackSample, ThreadStack,
 )
@@ -268,8 +268,7 @@ def label_threads(out: DumpOutcome, node: Node) -> list[ThreadStack]:
             texts = tuple(f.text() for f in rec.frames)
             # Read from the whole stack: a wait for the validation loader's batch lies ten frames deep
             # in DataLoader internals, and the evaluation loop's frame is beyond the dozen kept.
-            sites = (frozenset(site(t) for i, t in enumerate(texts) if pass_site(t, i < MAX_FRAMES))
-                     if role == ROLE_MAIN_THREAD else frozenset())
+            sites = pass_sites(texts, MAX_FRAMES) if role == ROLE_MAIN_THREAD else frozenset()
             got = _labels[key] = (label, detail, texts[:MAX_FRAMES], sites)
         label, detail, frames, sites = got
         evaluating = None

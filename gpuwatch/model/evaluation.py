@@ -68,6 +68,28 @@ def pass_site(frame: str, kept: bool) -> bool:
     return not where.startswith(NOT_PASS_FILES) and func.rsplit(".", 1)[-1].lower() in PASS_NAMES
 
 
+IMPORT_FRAME = re.compile(r"^(_find_and_load|_call_with_frames_removed|_load_unlocked) \(<frozen importlib")
+"""importlib's own frames: the frames leaf-ward of them run the body of a module being imported."""
+
+
+def imported_through(frames: tuple[str, ...] | list[str]) -> int:
+    """How many frames from the leaf run the body of a module being imported: up to the outermost
+    importlib frame, else 0. Importing Lightning's ``evaluation_loop.py`` runs its module and class
+    bodies, frames of that file, with no pass at all (trial 40: "a validation pass was seen once in
+    19 s" from one sample of a job that had not validated yet, importing its logger connector)."""
+    for i in range(len(frames) - 1, -1, -1):
+        if IMPORT_FRAME.match(frames[i]):
+            return i + 1
+    return 0
+
+
+def pass_sites(frames: tuple[str, ...] | list[str], kept: int) -> frozenset[str]:
+    """The sites (see :func:`site`) of a main thread's whole stack, leaf first, that are inside a pass
+    (:func:`pass_site`, the first ``kept`` frames read as kept), outside a module being imported."""
+    start = imported_through(frames)
+    return frozenset(site(t) for i, t in enumerate(frames) if i >= start and pass_site(t, i < kept))
+
+
 def site(frame: str) -> str:
     """A frame without its line number: the function where it is, whichever line the sample caught."""
     return frame.rsplit(":", 1)[0]
@@ -78,4 +100,4 @@ def in_evaluation(t: ThreadStack) -> bool:
     collector, or, in a recording made before the flag (None), told by the frames it kept."""
     if t.evaluating is not None:
         return t.evaluating
-    return any(validation_frame(f) for f in t.frames)
+    return any(validation_frame(f) for f in t.frames[imported_through(t.frames):])
