@@ -27,10 +27,10 @@ from tests.test_diagnosis_frames import Knobs, build, last, run
 DATA = Path(__file__).parent / "data"
 RECORDINGS = sorted(p for p in DATA.rglob("*.jsonl*"))
 # "PCIe RX of the link 41 %, warns from 35 %", "main thread in host-to-device copies 15 % of the
-# latest 40 samples, warns from 5 %", or "... 33.3 % of the latest 6 samples, warns from 2 of them"
+# latest 40 samples, warns from 5 %", or "... 33.3 % of the latest 6 samples, warns from 2 samples"
 # where the cut is two main-thread samples' worth: a reading and the warning's cut.
 READING = re.compile(r"(\d+(?:\.\d+)?) %(?: of the latest (\d+) samples)?, warns (from|above|at or under|under) "
-                     r"(?:(\d+(?:\.\d+)?) %|(\d+) of them)")
+                     r"(?:(\d+(?:\.\d+)?) %|(\d+) samples)")
 
 
 def _reading(why: str) -> tuple[float, str, float] | None:
@@ -69,7 +69,7 @@ def test_every_surface_says_the_same_reason():
     assert pcie.why == why, "the report quotes the latest reason"
     _, text = headline(Summary(v.GPU_BOUND, "GPU-bound", 1.0, 0.9, "Healthy.", warnings=(pcie,)))
     # "At warning level", not "close to their cuts": a warning may meet its cuts as well.
-    assert f"At warning level beside the verdict: PCIe {pcie.share:.0%} of the time (why, at its latest: {why})." in text
+    assert f"At warning level beside the verdict: PCIe {pcie.share:.0%} of the time (at its latest: {why})." in text
 
 
 def test_a_verdict_without_warnings_has_no_reasons():
@@ -97,7 +97,7 @@ def test_each_warning_in_the_recordings_has_a_true_reason():
                     quoted += 1
                     reading, op, cut = got
                     assert reading >= cut - 0.05 if op in ("from", "above") else reading <= cut + 0.05, why
-                if why == MET_AS_WELL:
+                if why.endswith(MET_AS_WELL):
                     met += 1
                     assert any(e.supports for e in verdict.evidence if e.stage == stage and e.threshold is not None)
     # The recordings hold both kinds (6 quoted readings and about 350 stages meeting their cuts).
@@ -137,10 +137,12 @@ def test_a_stage_held_by_the_stability_rule_is_not_said_to_rank_first():
             if verdict is None or verdict.stage not in (v.UNKNOWN, v.GPU_BOUND):
                 continue
             why = verdict.why_warned(v.DECODE)
-            assert why != MET_AS_WELL, (name, verdict.t, verdict.stage)
-            steady += why == MET_NOT_STEADY
-            if why == MET_NOT_STEADY:
-                assert f"CPU prep ({MET_NOT_STEADY})" in verdict_text(verdict)
+            assert not why.endswith(MET_AS_WELL), (name, verdict.t, verdict.stage)
+            if why.endswith(MET_NOT_STEADY):
+                steady += 1
+                # what it fires on, then why it is not the verdict (trial 40: the second alone said nothing)
+                assert why.startswith("main thread waiting for a batch "), why
+                assert f"CPU prep ({why})" in verdict_text(verdict)
     assert steady >= 3, steady  # run25_lightning 1 tick (unknown), field_lightning 3 (GPU-bound)
 
 
@@ -167,7 +169,7 @@ def test_a_cut_of_two_samples_is_said_in_samples():
     from gpuwatch.diagnosis.thresholds import moderate_cut
 
     assert warned_by(1 / 3, moderate_cut(6), ">=", "main thread saving checkpoints", samples=6) == \
-        "main thread saving checkpoints 33.3 % of the latest 6 samples, warns from 2 of them"
+        "main thread saving checkpoints 33.3 % of the latest 6 samples, warns from 2 samples"
     assert warned_by(0.14, moderate_cut(100), ">=", "main thread in host-to-device copies", samples=100) == \
         "main thread in host-to-device copies 14 % of the latest 100 samples, warns from 5 %"
     assert warned_by(None, 0.05, ">=", "anything") == ""

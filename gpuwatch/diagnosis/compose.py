@@ -193,6 +193,5 @@ def _why(r: StageResult, ranked: bool, unknown: bool = False) -> str:
     ``unknown``: that verdict is shown as Unknown."""
     if not r.fires:
         return r.why
-    if not ranked:
-        return MET_NOT_STEADY
-    return MET_BESIDE_UNKNOWN if unknown else MET_AS_WELL
+    met = MET_NOT_STEADY if not ranked else MET_BESIDE_UNKNOWN if unknown else MET_AS_WELL
+    return f"{r.why}; {met}" if r.why else met

@@ -182,9 +182,12 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
         weight = 1.0 - (g.compute_busy or 0.0)
     warn = fires or (yes(busy) and yes(tiny))
     def why() -> str:
+        if fires and not yes(tiny):  # fired by the main thread's step (stacks), not by the kernels' shape
+            return (f"the GPU idles while the main thread is in the step: the step holds {fmt(st.active)} of its "
+                    f"samples, the GPU is kernel-active {fmt(g.compute_busy)}")
         return (warned_by(ratio, TINY_KERNEL_RATIO, "<=", "tiny kernels: SMs active while the graphics engine works")
                 + f", while the GPU is kernel-active {fmt(g.compute_busy)}")
-    return result(c, fires, warn, weight, sub, why, busy=g.compute_busy, sm=g.sm, gr=g.gr, ratio=ratio,
+    return result(c, fires, warn, weight, sub, why, True, busy=g.compute_busy, sm=g.sm, gr=g.gr, ratio=ratio,
                   # The step's ops as the sub-stage reads them (forward dispatch, backward, optimizer):
                   # run 25's switch job read "0 % of samples in ops" with every sample in backward/optimizer.
                   sync=st.share(lb.SYNC), dispatch=st.share(lb.DISPATCH, lb.BACKWARD, lb.OPTIMIZER),

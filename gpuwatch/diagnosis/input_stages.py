@@ -375,7 +375,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
         warn = (st.share(lb.INLINE_LOAD) or 0) >= st.moderate and cpu is not False
         return result(c, fires, warn, st.share(lb.INLINE_LOAD), "inline",
                       lambda: warned_by(st.share(lb.INLINE_LOAD), st.moderate, ">=", "main thread loading data itself",
-                                        samples=st.n_main), **_facts(s))
+                                        samples=st.n_main), why_fires=True, **_facts(s))
     if m == "loop":
         return _loop_prep(c, s, gate)
     if m == "sampler":
@@ -421,7 +421,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
             ", while the workers compute" if busy
             else ", while the DataLoader starts or stops its workers" if starting
             else ", while the main thread receives batches from the workers (shared-memory IPC and unpickling)")
-    return result(c, fires, warn, s.input_wait, sub, why, **_facts(s), ipc=st.share(lb.DATA_IPC), ipc_n=st.n_main)
+    return result(c, fires, warn, s.input_wait, sub, why, True, **_facts(s), ipc=st.share(lb.DATA_IPC), ipc_n=st.n_main)
 
 
 def _sampler(c: Checks, s: Signals, gate: bool) -> StageResult:
@@ -463,7 +463,7 @@ def _main_thread_work(c: Checks, s: Signals, gate: bool, label: str, sub: str, w
     fires = gate and yes(work) and cpu is not False
     warn = (share or 0) >= st.moderate and cpu is not False
     return result(c, fires, warn, share, sub,
-                  lambda: warned_by(share, st.moderate, ">=", what, samples=st.n_main), **_facts(s))
+                  lambda: warned_by(share, st.moderate, ">=", what, samples=st.n_main), why_fires=True, **_facts(s))
 
 
 def io(s: Signals, relax: float = 0.0) -> StageResult:
@@ -494,7 +494,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
                       lambda: warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints over the last "
                                         "minute") if recurring else
                       warned_by(share, moderate_cut(n), ">=", "main thread saving checkpoints", samples=n),
-                      **{**_facts(s), "checkpoint": share, "recurring": recurring, "checkpoint_n": n,
+                      why_fires=True, **{**_facts(s), "checkpoint": share, "recurring": recurring, "checkpoint_n": n,
                          "checkpoint_floor": recurring and saves_missed(find(s.phases, CHECKPOINT))})
     if loads_inline(s, m):
         load = c.check("inline_load", st.share(lb.INLINE_LOAD), high_cut(st.n_main, s.gpu_starved), ">=",
@@ -528,7 +528,7 @@ def io(s: Signals, relax: float = 0.0) -> StageResult:
     warn = (s.input_wait or 0.0) >= s.wait_moderate and waiting
     return result(c, fires, warn, s.input_wait, "workers",
                   lambda: warned_by(s.input_wait, s.wait_moderate, ">=", wait_words(s), samples=s.wait_samples)
-                  + f", while the workers wait on {on}", **_facts(s))
+                  + f", while the workers wait on {on}", why_fires=True, **_facts(s))
 
 
 def _without_stacks(c: Checks, s: Signals, computing: bool) -> StageResult:

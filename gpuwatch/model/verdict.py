@@ -194,7 +194,7 @@ class Verdict:
     """(stage, why in words) for each stage in ``secondary``: the reading that crossed its warning cut,
     which is lower than the verdict's cuts ("main thread in host-to-device copies 15 % of the latest
     40 samples, warns from 5 %"; two samples' worth where the window holds few, which can be above
-    them: "..., warns from 2 of them"), or that its cuts
+    them: "..., warns from 2 samples"), or that its cuts
     are met as well (another stage ranks ahead of it, or the stability rule holds the verdict)."""
     speedup_floor: bool = False
     """``speedup`` is a floor ("or more"), not a ceiling: the stage's share was nearly all of the time,

@@ -159,7 +159,7 @@ def headline(m: Summary) -> tuple[str, str]:
         else:  # its own share: a run may hold two stages while it trains
             text += f" For {side.share:.0%} of the time, while the job trained, {verdict_was(side.title, side.why)}"
     if m.warnings:
-        near = "; ".join(f"{w.title} {w.share:.0%} of the time" + (f" (why, at its latest: {w.why})" if w.why else "")
+        near = "; ".join(f"{w.title} {w.share:.0%} of the time" + (f" (at its latest: {w.why})" if w.why else "")
                          for w in m.warnings)
         text += f" At warning level beside the verdict: {near}."
     lag = m.straggler
