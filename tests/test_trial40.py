@@ -44,3 +44,30 @@ def test_a_module_being_imported_is_not_an_evaluation_pass():
     assert pass_sites(lazy, kept=12) == {"validation_step (job.py", "_EvaluationLoop.run (lightning/pytorch/loops/evaluation_loop.py"}
     # no import: as before
     assert pass_sites(lazy[2:], kept=12) == pass_sites(lazy, kept=12)
+
+
+def test_a_stage_that_meets_its_cuts_beside_the_verdict_most_of_the_run_has_its_remedies_listed():
+    """t40_sqlite (tests/data/cpu_field/README.md): workers doing an unindexed SQLite lookup per item,
+    the job waiting for them 81 % of its time by its own clock, on a host whose other work used 0.8-1.7
+    of its 2 cores. Contention is the verdict; CPU prep, which met its own cuts beside it 95 % of the
+    run, stood "at warning level ... it meets its thresholds too" with no remedy, and no word of what it
+    met them on. An index ran the job 38x faster."""
+    from gpuwatch.replay import load_frames
+    from gpuwatch.report import NOT_RECORDED
+    from gpuwatch.report.build import build_report
+    from gpuwatch.report.gather import from_frames
+    from gpuwatch.report.render_md import render_markdown
+
+    path = "tests/data/cpu_field/t40_sqlite.jsonl.gz"
+    got = from_frames(load_frames(path))
+    report = build_report(got, NOT_RECORDED, "replay", path=path)
+    text = render_markdown(report)
+    assert report.summary.stage == "contention"
+    beside = [r for r in report.remedies if r.stage == "decode"]
+    assert beside and all(r.beside is not None and r.beside > 0.9 and r.speedup_run is None for r in beside)
+    assert "**CPU prep** (met its own thresholds beside the verdict 95% of the time; speed-up not estimated)" in text
+    assert "the workers are most often in Store.\\_\\_getitem\\_\\_" in text
+    # what it meets its cuts on, then why it is not the verdict
+    warn = text.split("At warning level beside the verdict: ", 1)[1].split("\n", 1)[0]
+    assert warn.startswith("CPU prep 95% of the time (at its latest: main thread waiting for a batch "), warn
+    assert "while the workers compute; it meets its thresholds too, but the stage the verdict names takes precedence" in warn

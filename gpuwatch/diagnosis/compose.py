@@ -132,6 +132,8 @@ def compose(stage: str, d: Decision, s: Signals, stall: Stall | None, candidate:
         secondary=secondary,
         speedup=up,
         remedies=remedies(stage, r, s, fixes),
+        beside_remedies=tuple((x, remedies(x, d.results[x], s, gains(x, d.results[x], s)))
+                              for x in secondary if x in d.results and d.results[x].fires),
         levels=levels,
         stall=stall,
         rank=rank,

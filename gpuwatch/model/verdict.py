@@ -206,6 +206,11 @@ class Verdict:
     """``speedup`` is a floor because the job's input takes the CPUs its step runs on too (DataLoader
     workers filling them beside a step on the CPU): a cheaper input frees CPU for the step as well,
     which the wait's ceiling does not count. Said so, not as a bound of the samples."""
+    beside_remedies: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(stage, its remedies) for each stage in ``secondary`` that meets its own cuts beside the verdict
+    (it fires; another stage ranks ahead of it): what its fixes are, as if it were named. An input stage
+    held at warning level 95 % of a run under a Contention headline had no remedy in the report, while
+    an index on its workers' SQL lookup ran the job 38x faster (trial 40)."""
     speedup_point: float | None = None
     """Where ``speedup`` is a floor: the figure the share read gives, ``1 / (1 - share)`` capped (the
     ceiling the floor stands in for). A run's median over a stage's ticks reads it where most of them

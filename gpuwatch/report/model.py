@@ -233,6 +233,10 @@ class Remedy:
     """Floors because the input takes the step's CPUs: see Summary.speedup_floor_cpus."""
     title: str | None = None
     """The check's title, for a remedy that comes from a check."""
+    beside: float | None = None
+    """For a stage that was never the verdict, or whose own remedies the verdict ticks did not give:
+    the share of the run it met its own cuts beside the verdict (Verdict.beside_remedies), its remedies
+    quoted from the latest such tick; None for the others."""
     latest_while: float | None = None
     """The ceiling while the stage held at the tick whose remedies are quoted (the stage's latest with
     remedies, sections._stage_remedies), where a fix's figure there is above ``speedup_while``: their

@@ -347,6 +347,7 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
                                  speedup_floor=c.floor and c.bottleneck, speedup_floor_cpus=c.floor_cpus and c.bottleneck,
                                  latest_while=above))
     ranked = _epoch_fixes_once(ranked, verdicts)
+    ranked += _beside(verdicts, {r.stage for r in ranked}, {r.text for r in ranked})
     said = " ".join(r.text for r in ranked).lower()
     for status in (FAIL, WARN):
         for c in checks:
@@ -355,6 +356,30 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
                 ranked.append(Remedy(text=c.fix, stage=None, check=c.id, share=0.0, speedup_while=None,
                                      speedup_run=None, title=c.title))
     return tuple(ranked)
+
+
+def _beside(verdicts: Sequence[Verdict], listed: set[str | None], said: set[str]) -> list[Remedy]:
+    """The remedies of each pipeline stage that met its own cuts beside the verdict for
+    RUN_WARNING_SHARE of the run or more (Verdict.beside_remedies) and has none listed yet, those of its
+    latest such tick, most often met first. Trial 40: CPU prep met its cuts beside a Contention verdict
+    95 % of a run and the report listed no fix for it (an index on its workers' SQL lookup ran the job
+    38x faster)."""
+    if not verdicts:
+        return []
+    seen: Counter = Counter()
+    latest: dict[str, tuple[str, ...]] = {}
+    for v in verdicts:
+        for stage, texts in v.beside_remedies:
+            seen[stage] += 1
+            latest[stage] = texts
+    out: list[Remedy] = []
+    for stage, n in seen.most_common():
+        share = n / len(verdicts)
+        if stage in listed or share < RUN_WARNING_SHARE:
+            continue
+        out += [Remedy(text=t, stage=stage, check=None, share=0.0, speedup_while=None, speedup_run=None,
+                       beside=share) for t in latest[stage] if t not in said]
+    return out
 
 
 def _cpu_bound_most(c: StageCost, most: StageCost | None) -> bool:

@@ -197,6 +197,9 @@ def verdict_was(title: str, why: str) -> str:
 def stage_gain(r: Remedy, snapshot: bool = False) -> str:
     """``held 95% of the time; fixing it: up to 1.86x over this run (1.95x while it holds)``; for a
     snapshot (Summary.snapshot) only the figure while it holds."""
+    if r.beside is not None:  # never the verdict: its cuts met beside it (sections._beside)
+        return (f"met its own thresholds beside the verdict {r.beside:.0%} of "
+                f"{'those ticks' if snapshot else 'the time'}; speed-up not estimated")
     held = f"held {r.share:.0%} of {'those ticks' if snapshot else 'the time'}"
     if snapshot and r.speedup_while is not None:
         more = " or more" if r.speedup_floor else ""
