@@ -166,9 +166,11 @@ def _own(s: RankSignals) -> tuple[str, ...]:
 
 
 def _sentence(s: RankSignals, cause: str, others: str) -> str:
+    # "they" of a single rank read as a slip (review 48): the other rank by name, with its verb
+    who = f"{others} waits" if others.startswith("rank ") else "they wait"
     if cause == "input":
-        return f"Rank {s.rank} holds {others} back: it waits for its input while they wait for it in collectives."
-    return f"Rank {s.rank} holds {others} back: it is busy ({cause}) while they wait for it in collectives."
+        return f"Rank {s.rank} holds {others} back: it waits for its input while {who} for it in collectives."
+    return f"Rank {s.rank} holds {others} back: it is busy ({cause}) while {who} for it in collectives."
 
 
 def _others(others: Sequence[RankSignals]) -> str:

@@ -353,7 +353,7 @@ def test_evidence_renders_per_stage_with_median_and_share():
     md = render_markdown(build_report(collected(frames, verdicts), make_env(), "live", pid=1))
     # the middle of the readings, with its own wording, so the text and the median agree
     assert "**CPU prep**\n\n- ● workers busy 90%: met in 80% of the ticks CPU prep held (the middle reading is shown)" in md
-    assert "The GPU idled about 0.4 s every 2.0 s, coinciding with checkpoint (seen in 50% of the ticks)." in md
+    assert "The GPU idled about 0.4 s every 2.0 s, coinciding with checkpoint (seen in 50% of the ticks; the middle of their figures)." in md
 
 
 def test_a_report_that_cannot_be_written_goes_to_stdout_instead(tmp_path, capsys):

@@ -256,7 +256,7 @@ EVIDENCE_MARKS = {MET: "●", NOT_MET: "○", NOT_MEASURED: "?", NOT_APPLICABLE:
 stage levels (✓ ok, ▲ warning, ■ bottleneck): a met cut is not an "ok" stage."""
 
 
-FACT_MARKS = "a fact with no cut: ● where it points to the stage, ○ where it points away"
+FACT_MARKS = "a reading with no threshold: ● where it points to the stage, ○ where it points away"
 """The legend's word on notes (Checks.note): "○ no storage sign" reads as a sign seen without it
 (trial 29)."""
 

@@ -26,14 +26,14 @@ from gpuwatch.model.frame import Frame
 from gpuwatch.model.values import known
 from gpuwatch.model.verdict import Stall
 
-CAUSES = {
+CAUSES = {  # said after "during" and "coinciding with": nouns ("during waiting for data" read badly)
     lb.CHECKPOINT: "checkpoint saves",
-    lb.DATA_WAIT: "waiting for data (batches arrive in waves)",
-    lb.DATA_IPC: "waiting for data (batches arrive in waves)",
+    lb.DATA_WAIT: "waits for data (batches arrive in waves)",
+    lb.DATA_IPC: "waits for data (batches arrive in waves)",
     lb.INLINE_LOAD: "loading data in the main process",
     lb.LOOP_PREP: "preparing data in the training loop",
     lb.SAMPLER: "drawing indices in the DataLoader's sampler",
-    lb.SYNC: "a CPU-GPU synchronisation",
+    lb.SYNC: "CPU-GPU synchronisations",
     lb.H2D: "host-to-device copies",
 }
 

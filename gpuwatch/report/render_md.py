@@ -182,8 +182,10 @@ def _stall(r: Report) -> list[str]:
     if st is None:
         return out + ["The verdicts reported no periodic GPU stall."]
     with_ = f", coinciding with {_job(st.coincides_with)}" if st.coincides_with else ""  # a stack label: the job's
+    # the middle of the ticks' figures: the verdict's sentence quotes its own tick's, which may differ
+    # ("~2.2 s every ~5.2 s" above "about 2.0 s every 5.0 s" read as two measurements; review 48)
     return out + [f"The GPU idled about {st.idle_s:.1f} s every {st.period_s:.1f} s{with_} "
-                  f"(seen in {st.seen_share:.0%} of the ticks)."]
+                  f"(seen in {st.seen_share:.0%} of the ticks; the middle of their figures)."]
 
 
 def _epochs(r: Report) -> list[str]:
