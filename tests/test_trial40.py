@@ -71,3 +71,38 @@ def test_a_stage_that_meets_its_cuts_beside_the_verdict_most_of_the_run_has_its_
     warn = text.split("At warning level beside the verdict: ", 1)[1].split("\n", 1)[0]
     assert warn.startswith("CPU prep 95% of the time (at its latest: main thread waiting for a batch "), warn
     assert "while the workers compute; it meets its thresholds too, but the stage the verdict names takes precedence" in warn
+
+
+def test_a_thread_of_the_job_that_holds_the_gil_is_named_as_contention_with_its_remedy():
+    """t40_gil_thread (tests/data/cpu_field/README.md): a pure-Python "dashboard" thread in the training
+    process held the GIL in 55 of the main thread's 79 samples. Only the outside processes were named
+    (0.77-1.08 core of 2 CPUs); without the dashboard the job ran 1.4x (under load) to 10x faster."""
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.replay import load_frames
+
+    a = Analysis()
+    got = [a.update(f) for f in load_frames("tests/data/cpu_field/t40_gil_thread.jsonl.gz")]
+    named = [x for x in got if x.stage == "contention" and "holds the GIL" in x.sentence]
+    assert len(named) >= len(got) // 2
+    last = named[-1]
+    assert "a thread of its own (dashboard, in job_gil_thread.dashboard) holds the GIL in " in last.sentence
+    assert any(r.startswith("A thread of the training process (dashboard, in job_gil_thread.dashboard) holds the GIL ")
+               and "a process of its own" in r for r in last.remedies)
+    rows = [e for e in last.evidence if e.signal == "gil_elsewhere"]
+    assert rows and rows[0].supports and rows[0].value >= 0.25
+
+
+def test_threads_parked_in_waits_are_not_gil_holders():
+    """py-spy reads a queue's feeder thread as the GIL's holder as it wakes (12-33 % of the main
+    thread's samples on the H200 Lightning and benchmark jobs, which run no thread of their own): no
+    contention cause there, nor where the job's own threads make its batches (trial 35's thread pool
+    of JPEG decoders, judged as its input)."""
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.replay import load_frames
+
+    for path in ("tests/data/h200/field_lightning_persistent.jsonl.gz", "tests/data/h200/healthy.jsonl",
+                 "tests/data/cpu_field/t35_threadpool.jsonl.gz"):
+        a = Analysis()
+        for f in load_frames(path):
+            v = a.update(f)
+            assert "holds the GIL" not in v.sentence, (path, v.sentence)

@@ -663,6 +663,12 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
             out.append(f"Processes outside the job use {fmt(f.get('others_cpu'), 'cores')} of "
                        f"{'? CPUs' if usable is None else count(usable, 'CPU')}"
                        f"{_outsiders(f)}: move or renice them, or give the job its own cores (taskset)")
+    if "gil" in causes:
+        who = f.get("gil_holder")
+        out.append(f"A thread of the training process{f' ({who})' if who else ''} holds the GIL "
+                   f"{fmt((f.get('values') or {}).get('gil'))} of the time: move its work to a process of its own "
+                   "(multiprocessing), run it less often, or do it in NumPy or torch operations on whole arrays, "
+                   "which release the GIL, instead of Python loops")
     if "steal" in causes:
         out.append(f"The hypervisor steals {fmt(f.get('steal'))} of the CPU: ask for dedicated vCPUs or a "
                    "larger instance")

@@ -54,6 +54,10 @@ class StackSignals:
     validation_load: int = 0
     """Main-thread samples loading data itself (INLINE_LOAD) inside an evaluation pass: a validation
     loader with num_workers=0, whatever the training loader has."""
+    gil_elsewhere: int = 0
+    """Main-thread samples taken while another thread of its process (not a DataLoader worker or the
+    pin-memory thread: one of the job's own, a logger, a dashboard) held the GIL, as py-spy reads it:
+    the training loop's Python cannot run then. Where, by thread and function: details under GIL_KEY."""
     span_s: float = 0.0
     newest_main: tuple[str, ...] = ()
     """The labels of the main thread in the newest sample that holds it: what it does now, where a
@@ -128,6 +132,9 @@ BLOCKED = "blocked_outside"
 every training frame (``StackSignals.blocked_outside``), so where it blocks is read from those samples
 alone, not from all its "other" samples, the running ones included."""
 BLOCKED_KEY = (lb.ROLE_MAIN_THREAD, BLOCKED)
+GIL_KEY = (lb.ROLE_MAIN_THREAD, "gil_elsewhere")
+"""Not a label: the key of the details of the threads that held the GIL in the main thread's samples
+(StackSignals.gil_elsewhere), ``thread name, in function``."""
 
 
 def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, factor: int = 1) -> StackSignals:
@@ -150,7 +157,7 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
     got = dict.fromkeys(need, 0)
     counts = {role: Counter() for role in need}
     details: dict[tuple[str, str], Counter] = {}
-    layout = blocked = in_pass = in_load = 0
+    layout = blocked = in_pass = in_load = gil = 0
     newest: tuple[str, ...] = ()
     for ft, s in samples:  # newest first
         parts = _PARTS.get(s, (id(s), rank), lambda s=s: _parts(s, rank))
@@ -160,8 +167,14 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
             if now - ft >= short_s and got[role] >= need[role]:
                 continue  # this role has enough recent samples: older ones would only add lag
             labels = counts[role]
-            for label, detail, in_layout, asleep, pass_wait, pass_load in parts[role]:
+            for label, detail, in_layout, asleep, pass_wait, pass_load, holder in parts[role]:
                 labels[label] += 1
+                if holder:
+                    gil += 1
+                    h = details.get(GIL_KEY)
+                    if h is None:
+                        h = details[GIL_KEY] = Counter()
+                    h[holder] += 1
                 in_load += pass_load
                 layout += in_layout
                 blocked += asleep
@@ -184,30 +197,51 @@ def stack_signals(frames: Sequence[Frame], short_s: float, rank: int | None, fac
         return StackSignals(available=False, reason=reason, worker=worker, pin=pin, details=details, span_s=span)
     return StackSignals(available=True, main=main, worker=worker, pin=pin, details=details, layout=layout,
                         blocked_outside=blocked, validation_wait=in_pass, validation_load=in_load, span_s=span,
+                        gil_elsewhere=gil,
                         newest_main=newest)
 
 
-def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, bool, bool, bool, bool], ...]]:
+def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, bool, bool, bool, bool, str], ...]]:
     """One sample's counted threads of ``rank``, by role, in the sample's order: (label, detail,
     whether a main thread's frames name a layout op, whether a main thread is blocked outside every
     training frame, whether a main thread waits for a batch inside an evaluation pass, whether it
-    loads data itself inside one). Worked out
+    loads data itself inside one, and for a main thread without the GIL the thread of its process
+    that held it, ``name, in function``, else ""). Worked out
     once per sample (sample_memo.py): a sample is counted in every window of the next minute, four
     windows a tick."""
     main = lb.ROLE_MAIN_THREAD
+    # Threads the job started from Python hold a name; the autograd engine's (a C++ thread: "Dummy-N"
+    # or none) runs the main thread's own backward, which it waits for, and is no rival for the GIL.
+    holders = {t.pid: f"{t.thread_name}, in {t.detail}" if t.detail else t.thread_name
+               for t in s.threads if t.role == lb.ROLE_OTHER_THREAD and t.owns_gil and t.thread_name
+               and not t.thread_name.startswith("Dummy-") and t.label != lb.COMPILE and not _in_wait(t)}
     return {role: tuple((lb.pin_activity(t.label, t.detail, t.active) if role == lb.ROLE_PIN else t.label,
                          t.detail or "", role == main and _is_layout(t),
                          role == main and t.label == lb.OTHER and not t.active,
                          role == main and t.label in WAIT_LABELS and in_evaluation(t),
-                         role == main and t.label == lb.INLINE_LOAD and in_evaluation(t))
+                         role == main and t.label == lb.INLINE_LOAD and in_evaluation(t),
+                         holders.get(t.pid, "") if role == main and not t.owns_gil else "")
                         for t in s.threads if t.role == role and _mine(t, rank))
             for role in (lb.ROLE_MAIN_THREAD, lb.ROLE_WORKER, lb.ROLE_PIN)}
 
 
-_PARTS: SampleMemo[dict[str, tuple[tuple[str, str, bool, bool, bool, bool], ...]]] = SampleMemo(512)
+_PARTS: SampleMemo[dict[str, tuple[tuple[str, str, bool, bool, bool, bool, str], ...]]] = SampleMemo(512)
 """Each stack sample's threads by role, by sample and rank. Only the stack windows (up to WINDOW_S)
 read them: 512 entries are minutes of a job's ticks (an 8-rank job's: a minute), and no sample is
 held long after the history lets its frame go."""
+
+
+WAIT_FILES = frozenset({"threading.py", "selectors.py", "queue.py", "socket.py", "multiprocessing/connection.py",
+                        "multiprocessing/queues.py", "multiprocessing/pool.py", "multiprocessing/synchronize.py"})
+"""Standard-library modules whose functions a thread waits in (a condition, a poll, a queue, a
+socket). py-spy reads such a thread as the GIL's holder at the instant it wakes or parks: the
+queues' feeder threads "held" it in 12-33 % of the main thread's samples on jobs with no thread of
+their own at work (H200 benchmark and Lightning jobs); a thread in them is no rival for the GIL."""
+
+
+def _in_wait(t: ThreadStack) -> bool:
+    leaf = t.frames[0] if t.frames else ""
+    return leaf.rpartition(" (")[2].rsplit(":", 1)[0] in WAIT_FILES
 
 
 def _mine(t: ThreadStack, rank: int | None) -> bool:

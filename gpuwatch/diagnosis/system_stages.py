@@ -16,7 +16,7 @@ from gpuwatch.diagnosis.host_signals import queued_threads as threads_queued
 from gpuwatch.diagnosis.input_stages import wait_words
 from gpuwatch.diagnosis.signals import Signals
 from gpuwatch.diagnosis.speedup import share_floor
-from gpuwatch.diagnosis.stack_signals import ACTIVE_LABELS
+from gpuwatch.diagnosis.stack_signals import ACTIVE_LABELS, GIL_KEY
 from gpuwatch.diagnosis.stages import CPU_COMPUTE, StageResult, result
 from gpuwatch.diagnosis.thresholds import (
     THREADED_WORKER_CPU,
@@ -27,11 +27,14 @@ from gpuwatch.diagnosis.thresholds import (
     COMPILE_SHARE,
     CPU_SATURATED,
     DISK_BUSY,
+    GIL_ELSEWHERE,
     IDLE_OTHER_SHARE,
     MAIN_ACTIVE_SHARE,
     MIN_EVIDENCE_SAMPLES,
     MAIN_CPU_BUSY,
     MAIN_CPU_IDLE,
+    MIN_STACK_SAMPLES,
+    MODERATE_MIN_SAMPLES,
     OTHERS_CPU_SHARE,
     PSI_CPU,
     PSI_IO,
@@ -51,10 +54,11 @@ from gpuwatch.model import stacks as lb
 from gpuwatch.model.values import job_exited
 from gpuwatch.model.verdict import CONTENTION, IDLE, UNKNOWN
 
-CAUSE_ORDER = ("tenant", "throttle", "cgroup", "neighbours", "steal", "memory", "link")
+CAUSE_ORDER = ("tenant", "throttle", "cgroup", "neighbours", "gil", "steal", "memory", "link")
 """The order causes are named in when several hold: the GPU-side ones cost the GPU directly."""
 HOST_CAUSE_WORDS = {"cgroup": "the CPU quota throttles the job", "neighbours": "other processes take CPUs the job "
-                    "waits for", "steal": "the hypervisor steals CPU time", "memory": "the host is short of memory"}
+                    "waits for", "steal": "the hypervisor steals CPU time", "memory": "the host is short of memory",
+                    "gil": "a thread of the job's own holds the GIL"}
 """The CPU-side causes in words, for a warning: they warn without firing while the GPU stays saturated."""
 
 
@@ -116,6 +120,16 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
     if yes(oth) and hits_job:
         causes["neighbours"] = delay if delay is not None else others
         c.support.extend(yes(q) for q in queued if q is not None)
+    # A thread of the job's own holding the GIL (stack_signals.gil_elsewhere): not where the job, with no
+    # DataLoader worker, waits for batches it makes itself (a thread pool decoding them), whose threads'
+    # GIL is its input's, judged as the input (trial 35's ThreadPoolExecutor of JPEG decoders).
+    st = s.stacks
+    feeds_itself = job.workers <= 0 and _waits_for_batches(s)
+    gil = (st.gil_elsewhere / st.n_main if st.available and st.n_main >= MIN_STACK_SAMPLES and not feeds_itself
+           else None)
+    if yes(c.check("gil_elsewhere", gil, GIL_ELSEWHERE, ">=",
+                   "main-thread samples while another thread of its process holds the GIL", kind=REQ)):
+        causes["gil"] = gil
     mem = [c.check("psi_mem", h.psi_mem, PSI_MEM, ">=", "memory pressure (PSI memory some)", kind=REQ),
            c.check("swap_in", h.swap_in_bps, SWAP_IN_BPS, ">=", "swap-in", unit="B/s", kind=REQ)]
     if any(yes(m) for m in mem):
@@ -138,7 +152,21 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
                   queued_threads=queued_threads, queued_share=_neighbours_cost(job, usable),
                   # without a GPU the step's own intra-op pool; beside one, pin and autograd threads too
                   wants=None if s.gpu.present else _threads_at_once(job),
-                  steal=h.steal, workers=job.workers, psi_mem=h.psi_mem, swap_in=h.swap_in_bps)
+                  steal=h.steal, workers=job.workers, psi_mem=h.psi_mem, swap_in=h.swap_in_bps,
+                  gil=gil, gil_n=st.gil_elsewhere, gil_of=st.n_main, gil_holder=_gil_holder(s))
+
+
+def _waits_for_batches(s: Signals) -> bool:
+    """Over the minute (Signals.minute_main), the main thread was caught waiting for a batch in two
+    samples or more (MODERATE_MIN_SAMPLES: one is a chance catch)."""
+    counts, _ = s.minute_main()
+    return counts[lb.DATA_WAIT] + counts[lb.DATA_IPC] >= MODERATE_MIN_SAMPLES
+
+
+def _gil_holder(s: Signals) -> str | None:
+    """The thread (and its function) that held the GIL most often in the main thread's samples."""
+    d = s.stacks.details.get(GIL_KEY)
+    return d.most_common(1)[0][0] if d else None
 
 
 def _threads_at_once(job: JobSignals) -> float | None:

@@ -260,6 +260,15 @@ OTHERS_CPU_SHARE = 0.25
 """Processes outside the job using a quarter of the usable CPUs. An outside tenant is told apart
 from self-contention (too many workers), but no source gives a number; a quarter of the machine is well
 above background daemons and is enough to starve a job that needs every core."""
+GIL_ELSEWHERE = 0.25
+"""Another thread of the training process (one the job started: a logger, a dashboard, a metrics
+thread) held the GIL in a quarter of the main thread's stack samples or more: the training loop's
+Python waits for it then, as it waits for a CPU a neighbour holds, and a quarter is
+OTHERS_CPU_SHARE's cut for that. Threads parked in the standard library's waits (queue feeders,
+pollers) are not counted: py-spy reads them as holders as they wake, 12-33 % of the samples of jobs
+with no thread of their own at work. Trial 40: a pure-Python dashboard thread held it in 58-70 % of
+the samples; without it the job ran 10x faster on a quieter host (2.10 to 22.9 steps/s) and 1.4x
+faster under the outside load it was watched in (2.6 to 3.6)."""
 OUTSIDER_SHARE = 0.1
 """An outside process is named as one that crowds the job where it holds at least a tenth of the
 CPU used outside the job: a daemon at 0.01 core beside 1.00 core of outside use is no lead. Up to
