@@ -150,9 +150,11 @@ def _keep_workers(p: Phase, s: Signals) -> str:
         return ("persistent_workers=True, if the job's epochs re-create its workers (one set replaced another "
                 f"once in {p.span_s:.0f} s: a new DataLoader or a new epoch, not yet a pattern)")
     fix = (f"persistent_workers=True: the DataLoader's workers were re-created {times} in "
-           f"{p.span_s:.0f} s, and each new set builds its first batches from scratch (where it is set "
-           "already on the training loader, the sets are another loader's, such as a validation loader "
-           "re-created for each pass, or workers that crash and are restarted)")
+           f"{p.span_s:.0f} s, and each new set builds its first batches from scratch; it keeps them only "
+           "for a DataLoader built once, outside the epoch loop: one built anew each epoch starts new "
+           "workers whatever it says (where it is set already on the training loader, the sets are another "
+           "loader's, such as a validation loader re-created for each pass, or workers that crash and are "
+           "restarted)")
     if s.job.spawned_workers:
         # Seen on their command lines: each new spawned worker imports the script and torch
         # again before its first item (trial 26: seconds a set, ~60 % of a job's time).

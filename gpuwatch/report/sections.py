@@ -209,14 +209,18 @@ def _other_side(costs: Sequence[StageCost]) -> StageCost | None:
     return other if other is not None and other.share >= RUN_WARNING_SHARE else None
 
 
-def _above_ceiling(quoted: Verdict | None, c: StageCost) -> float | None:
-    """The ceiling of the verdict whose remedies are quoted, where a fix's own figure there is above
+def _above_ceiling(quoted: Verdict | None, c: StageCost, bounds: bool = False) -> float | None:
+    """The ceiling of the verdict whose remedies are quoted, where a fix's own figure (or its bound) there is above
     the stage's ceiling over the run (the verdicts' median) and neither is a floor; else None. The
     headline (Summary.fix_above_ceiling) and the stage's remedy line (Remedy.latest_while) say it."""
     if (quoted is None or quoted.speedup is None or not c.bottleneck or c.floor or quoted.speedup_floor
             or c.speedup_while is None):
         return None
-    over = any(g.factor is not None and g.factor > c.speedup_while + 0.05 for g in quoted.gains)
+    # ``bounds``: a fix's bound counts too, for the stage's remedy line: "up to about 1.49x" under a
+    # stage line of "1.40x while it holds" read as a fix above the stage it fixes (review 48). The
+    # headline says a bound above the run's ceiling beside the bound itself (words._unmeasured_part).
+    over = any(max(g.factor or 0.0, (g.upper or 0.0) if bounds else 0.0) > c.speedup_while + 0.05
+               for g in quoted.gains)
     return quoted.speedup if over else None
 
 
@@ -340,7 +344,7 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
             continue
         told = _story(c.stage, verdicts)
         quoted = _with_remedies(told)
-        above = _above_ceiling(quoted, c)
+        above = _above_ceiling(quoted, c, bounds=True)
         for text in _stage_remedies(told):
             ranked.append(Remedy(text=text, stage=c.stage, check=None, share=c.share,
                                  speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run,

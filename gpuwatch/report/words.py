@@ -59,13 +59,17 @@ REMEDIES_READ_AT = "A stage's remedies quote the readings of the latest tick tha
 not the medians of the evidence section."""
 
 
-def _unmeasured_part(fix: FixGain) -> str:
+def _unmeasured_part(fix: FixGain, ceiling: float | None = None) -> str:
     """The ceiling in the headline is the stage's whole cost gone; a fix removes its own part of it.
     Where part of that is a cost no signal shows (FixGain.partial), it is said beside the figure, with
     its bound where one is known ("1.40x while the stage holds from what was measured" read as the
     stage holding from it)."""
     if not fix.partial:
         return ""
+    if fix.upper is not None and ceiling is not None and fix.upper > ceiling + 0.05:
+        # its bound is its latest tick's, above the run's ceiling said before it (review 48)
+        return (f" from what was measured, up to about {times(fix.upper)}x at its latest tick (above the "
+                f"{times(ceiling)}x the stage's ticks read in the middle),")
     if fix.upper is not None:
         return f" from what was measured, up to about {times(fix.upper)}x,"
     return " from what was measured, maybe more,"
@@ -100,7 +104,7 @@ def headline(m: Summary) -> tuple[str, str]:
         lead = f"held the verdict {m.share:.0%} of the time"
     text = f"{lead}{conf}. {m.sentence}{read_at(m)}{ends}".rstrip()
     if m.best_fix is not None and m.best_fix.factor is not None:
-        part = _unmeasured_part(m.best_fix)
+        part = _unmeasured_part(m.best_fix, m.speedup_while)
         if m.best_fix.factor < MIN_GAIN and not m.best_fix.partial:
             # "expected to gain most: about 1.01x" named a winner among fixes that gain nothing measurable
             text += (f" None of the fixes proposed is expected to gain much: the largest estimate, for "
