@@ -114,7 +114,7 @@ def test_a_fix_above_the_stages_ceiling_over_the_run_says_its_tick():
             "readings the remedies below quote)") in render_markdown(r)
 
 
-def test_a_fix_within_the_stages_ceiling_says_no_tick():
+def test_a_fix_within_the_stages_ceiling_whose_bound_is_above_it_says_the_tick():
     r = _report(load_frames("tests/data/h200/run25_lightning.jsonl.gz"))
     m = r.summary
     assert m.best_fix is not None and m.best_fix.factor <= m.speedup_while and not m.fix_above_ceiling

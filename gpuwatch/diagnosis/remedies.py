@@ -625,9 +625,14 @@ def _launch(f: dict, sub: str, s: Signals) -> list[str]:
             f"{at}; keep metrics on the GPU and read them every N steps")
     if sub == "sync":
         out.append(sync)
-    out.append('Capture the step in CUDA graphs: torch.compile(model, mode="reduce-overhead"), or torch.cuda.graphs')
+    # a model already under torch.compile (Signals.runs_compiled) is told of its modes, not of compiling
+    compiled = s.runs_compiled
+    out.append('Capture the step in CUDA graphs: ' + ('mode="reduce-overhead" in the torch.compile call it already has'
+                                                      if compiled else 'torch.compile(model, mode="reduce-overhead")')
+               + ', or torch.cuda.graphs')
     out.append(f"Give each launch more work: a larger batch (the GPU has work {fmt(f.get('busy'))} of the time now)")
-    out.append("Fuse small ops with torch.compile; use fused optimizers (torch.optim.AdamW(..., fused=True))")
+    out.append("Use fused optimizers (torch.optim.AdamW(..., fused=True))" if compiled else
+               "Fuse small ops with torch.compile; use fused optimizers (torch.optim.AdamW(..., fused=True))")
     if sub != "sync":
         out.append(sync)
     if (s.job.main_run_delay or 0.0) >= RUN_DELAY:
@@ -667,8 +672,8 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
                        f"{_outsiders(f)}: move or renice them, or give the job its own cores (taskset)")
     if "gil" in causes:
         who = f.get("gil_holder")
-        out.append(f"A thread of the training process{f' ({who})' if who else ''} holds the GIL "
-                   f"{fmt((f.get('values') or {}).get('gil'))} of the time: move its work to a process of its own "
+        out.append(f"A thread of the training process{f' ({who})' if who else ''} holds the GIL in "
+                   f"{fmt((f.get('values') or {}).get('gil'))} of the main thread's samples: move its work to a process of its own "
                    "(multiprocessing), run it less often, or do it in NumPy or torch operations on whole arrays, "
                    "which release the GIL, instead of Python loops")
     if "steal" in causes:

@@ -546,8 +546,8 @@ def _contention(f: dict, sub: str, s: Signals) -> str:
         elif cause == "gil":
             who = f.get("gil_holder")
             said.append(f"a thread of its own{f' ({who})' if who else ''} holds the GIL in {f.get('gil_n')} of the main "
-                        f"thread's last {count(f.get('gil_of') or 0, 'sample')}, and the training loop's Python "
-                        "cannot run while it does")
+                        f"thread's last {count(f.get('gil_of') or 0, 'sample')}, and the training loop's Python, "
+                        "between its ops, waits for it then")
         elif cause == "steal":
             said.append(f"the hypervisor steals {fmt(f.get('steal'))} of the CPU")
         elif cause == "memory":

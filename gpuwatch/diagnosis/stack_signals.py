@@ -55,9 +55,9 @@ class StackSignals:
     """Main-thread samples loading data itself (INLINE_LOAD) inside an evaluation pass: a validation
     loader with num_workers=0, whatever the training loader has."""
     gil_elsewhere: int = 0
-    """Main-thread samples taken while another thread of its process (not a DataLoader worker or the
-    pin-memory thread: one of the job's own, a logger, a dashboard) held the GIL, as py-spy reads it:
-    the training loop's Python cannot run then. Where, by thread and function: details under GIL_KEY."""
+    """Main-thread samples, outside its waits for a batch, taken while another thread of its process
+    (not a DataLoader worker or the pin-memory thread: one of the job's own, a logger, a dashboard)
+    held the GIL, as py-spy reads it: the training loop's Python, between its ops, waits for it then. Where, by thread and function: details under GIL_KEY."""
     span_s: float = 0.0
     newest_main: tuple[str, ...] = ()
     """The labels of the main thread in the newest sample that holds it: what it does now, where a
@@ -220,7 +220,8 @@ def _parts(s: StackSample, rank: int | None) -> dict[str, tuple[tuple[str, str, 
                          role == main and t.label == lb.OTHER and not t.active,
                          role == main and t.label in WAIT_LABELS and in_evaluation(t),
                          role == main and t.label == lb.INLINE_LOAD and in_evaluation(t),
-                         holders.get(t.pid, "") if role == main and not t.owns_gil else "")
+                         holders.get(t.pid, "") if role == main and not t.owns_gil and t.label not in WAIT_LABELS
+                         else "")
                         for t in s.threads if t.role == role and _mine(t, rank))
             for role in (lb.ROLE_MAIN_THREAD, lb.ROLE_WORKER, lb.ROLE_PIN)}
 
@@ -231,8 +232,9 @@ read them: 512 entries are minutes of a job's ticks (an 8-rank job's: a minute),
 held long after the history lets its frame go."""
 
 
-WAIT_FILES = frozenset({"threading.py", "selectors.py", "queue.py", "socket.py", "multiprocessing/connection.py",
-                        "multiprocessing/queues.py", "multiprocessing/pool.py", "multiprocessing/synchronize.py"})
+WAIT_FILES = frozenset({"threading.py", "selectors.py", "queue.py", "socket.py", "ssl.py", "subprocess.py",
+                        "multiprocessing/connection.py", "multiprocessing/queues.py", "multiprocessing/pool.py",
+                        "multiprocessing/synchronize.py", "concurrent/futures/thread.py"})
 """Standard-library modules whose functions a thread waits in (a condition, a poll, a queue, a
 socket). py-spy reads such a thread as the GIL's holder at the instant it wakes or parks: the
 queues' feeder threads "held" it in 12-33 % of the main thread's samples on jobs with no thread of

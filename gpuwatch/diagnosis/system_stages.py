@@ -127,8 +127,10 @@ def contention(s: Signals, relax: float = 0.0) -> StageResult:
     feeds_itself = job.workers <= 0 and _waits_for_batches(s)
     gil = (st.gil_elsewhere / st.n_main if st.available and st.n_main >= MIN_STACK_SAMPLES and not feeds_itself
            else None)
-    if yes(c.check("gil_elsewhere", gil, GIL_ELSEWHERE, ">=",
-                   "main-thread samples while another thread of its process holds the GIL", kind=REQ)):
+    # and at least MIN_EVIDENCE_SAMPLES of them: 2 of 6 samples meet the quarter by chance
+    if (yes(c.check("gil_elsewhere", gil, GIL_ELSEWHERE, ">=",
+                    "main-thread samples while another thread of its process holds the GIL", kind=REQ))
+            and st.gil_elsewhere >= MIN_EVIDENCE_SAMPLES):
         causes["gil"] = gil
     mem = [c.check("psi_mem", h.psi_mem, PSI_MEM, ">=", "memory pressure (PSI memory some)", kind=REQ),
            c.check("swap_in", h.swap_in_bps, SWAP_IN_BPS, ">=", "swap-in", unit="B/s", kind=REQ)]

@@ -107,10 +107,10 @@ BUSY_STARVED = 0.70
 """A GPU with work under 70 % of the time waits a large part of it (H200: loader-starved 9 %,
 launch-bound 26 %). Used where no
 stack says *why*, so that only a clearly starved GPU is blamed on the host. Launch-bound also needs the
-GPU idle 30 % of the time while the main thread is in the step (at least: the step's share of the
-main thread's samples less the kernel-active time), so a GPU idle only while the host saves a
-checkpoint is not blamed on launches (H200 and H100 launch scenarios: 79-84 %; checkpoint jobs: at
-most 16 %)."""
+GPU idle for 30 % of the time the main thread is in the step (at least: the step's share of the main
+thread's samples less the kernel-active time, over the step's share), so a GPU idle only while the
+host saves a checkpoint is not blamed on launches (H200 and H100 launch scenarios: 79-99 %;
+checkpoint jobs' ticks: at most 25 %)."""
 BUSY_IDLE = 0.02
 """H200: an idle GPU reads 0.0 %, a loader-starved job still reads ~9 %: under 2 % nothing runs."""
 SM_HEALTHY = 0.80

@@ -120,4 +120,4 @@ def h2d(s: Signals, relax: float = 0.0) -> StageResult:
         wait=st.wait, n_main=st.n_main, link=gpu.link, replays=gpu.replays_per_s, detail=st.top(lb.ROLE_MAIN_THREAD, lb.H2D),
         rx_text=fmt(gpu.rx_bps, "B/s"), loader=loader,
     )
-    return result(c, bool(sub), warn, weight, sub, why, True, **facts)
+    return result(c, bool(sub), warn, weight, sub, why, **facts)  # its why quotes warning signs, not what fires

@@ -49,8 +49,8 @@ def speedup_left(remedies: Sequence[Remedy]) -> SpeedupLeft | None:
     estimate cannot hide that little is left."""
     stages: dict[str, tuple[float, float | None, bool]] = {}
     for r in remedies:
-        if r.stage is None or r.stage in (GPU_BOUND, IDLE):
-            continue
+        if r.stage is None or r.stage in (GPU_BOUND, IDLE) or r.beside is not None:
+            continue  # (a stage met beside the verdict held no share of the run: "at most 1.00x" is no figure)
         share, factor, floor = stages.get(r.stage, (r.share, None, False))
         if r.speedup_run is not None and r.speedup_run > (factor or 0.0):
             factor, floor = r.speedup_run, r.speedup_floor

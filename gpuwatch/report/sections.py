@@ -350,8 +350,8 @@ def remedies(marks: Sequence[Mark], verdicts: Sequence[Verdict], checks: Sequenc
                                  speedup_while=c.speedup_while if c.bottleneck else None, speedup_run=c.speedup_run,
                                  speedup_floor=c.floor and c.bottleneck, speedup_floor_cpus=c.floor_cpus and c.bottleneck,
                                  latest_while=above))
-    ranked = _epoch_fixes_once(ranked, verdicts)
     ranked += _beside(verdicts, {r.stage for r in ranked}, {r.text for r in ranked})
+    ranked = _epoch_fixes_once(ranked, verdicts)  # a beside stage's "persistent_workers=True" said once too
     said = " ".join(r.text for r in ranked).lower()
     for status in (FAIL, WARN):
         for c in checks:
