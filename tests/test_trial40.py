@@ -65,8 +65,8 @@ def test_a_stage_that_meets_its_cuts_beside_the_verdict_most_of_the_run_has_its_
     assert report.summary.stage == "contention"
     beside = [r for r in report.remedies if r.stage == "decode"]
     assert beside and all(r.beside is not None and r.beside > 0.9 and r.speedup_run is None for r in beside)
-    assert ("**CPU prep** (met its own thresholds beside the verdict 95% of the time; never the verdict, so no figure "
-            "over the run: each fix's own figure below is from its latest such tick)") in text
+    assert ("**CPU prep** (met its own thresholds beside the verdict 95% of the time; no run figure for that time: "
+            "each fix's own figure below is from its latest such tick)") in text
     # no "at most 1.00x" left for it (a share of 0 read as a figure)
     assert report.figures is None or report.figures.speedup_left is None or report.figures.speedup_left.stage != "decode"
     assert "the workers are most often in Store.\\_\\_getitem\\_\\_" in text

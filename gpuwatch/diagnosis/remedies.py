@@ -673,9 +673,9 @@ def _contention(f: dict, sub: str, s: Signals) -> list[str]:
     if "gil" in causes:
         who = f.get("gil_holder")
         out.append(f"A thread of the training process{f' ({who})' if who else ''} holds the GIL in "
-                   f"{fmt((f.get('values') or {}).get('gil'))} of the main thread's samples: move its work to a process of its own "
-                   "(multiprocessing), run it less often, or do it in NumPy or torch operations on whole arrays, "
-                   "which release the GIL, instead of Python loops")
+                   f"{fmt((f.get('values') or {}).get('gil'))} of the main thread's samples: move its work to a "
+                   "process of its own (multiprocessing), run it less often, or do it in NumPy or torch "
+                   "operations on whole arrays, which release the GIL, instead of Python loops")
     if "steal" in causes:
         out.append(f"The hypervisor steals {fmt(f.get('steal'))} of the CPU: ask for dedicated vCPUs or a "
                    "larger instance")

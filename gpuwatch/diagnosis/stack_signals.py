@@ -57,7 +57,8 @@ class StackSignals:
     gil_elsewhere: int = 0
     """Main-thread samples, outside its waits for a batch, taken while another thread of its process
     (not a DataLoader worker or the pin-memory thread: one of the job's own, a logger, a dashboard)
-    held the GIL, as py-spy reads it: the training loop's Python, between its ops, waits for it then. Where, by thread and function: details under GIL_KEY."""
+    held the GIL, as py-spy reads it: the training loop's Python, between its ops, waits for it then.
+    Where, by thread and function: details under GIL_KEY."""
     span_s: float = 0.0
     newest_main: tuple[str, ...] = ()
     """The labels of the main thread in the newest sample that holds it: what it does now, where a

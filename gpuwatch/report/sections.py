@@ -210,9 +210,10 @@ def _other_side(costs: Sequence[StageCost]) -> StageCost | None:
 
 
 def _above_ceiling(quoted: Verdict | None, c: StageCost, bounds: bool = False) -> float | None:
-    """The ceiling of the verdict whose remedies are quoted, where a fix's own figure (or its bound) there is above
-    the stage's ceiling over the run (the verdicts' median) and neither is a floor; else None. The
-    headline (Summary.fix_above_ceiling) and the stage's remedy line (Remedy.latest_while) say it."""
+    """The ceiling of the verdict whose remedies are quoted, where a fix's own figure (or, with
+    ``bounds``, its bound) there is above the stage's ceiling over the run (the verdicts' median) and
+    neither is a floor; else None. The headline (Summary.fix_above_ceiling) and the stage's remedy line
+    (Remedy.latest_while) say it."""
     if (quoted is None or quoted.speedup is None or not c.bottleneck or c.floor or quoted.speedup_floor
             or c.speedup_while is None):
         return None

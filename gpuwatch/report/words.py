@@ -203,8 +203,8 @@ def stage_gain(r: Remedy, snapshot: bool = False) -> str:
     snapshot (Summary.snapshot) only the figure while it holds."""
     if r.beside is not None:  # never the verdict: its cuts met beside it (sections._beside)
         return (f"met its own thresholds beside the verdict {r.beside:.0%} of "
-                f"{'those ticks' if snapshot else 'the time'}; never the verdict, so no figure over the run: each "
-                "fix's own figure below is from its latest such tick")
+                f"{'those ticks' if snapshot else 'the time'}; no run figure for that time: each fix's own "
+                "figure below is from its latest such tick")
     held = f"held {r.share:.0%} of {'those ticks' if snapshot else 'the time'}"
     if snapshot and r.speedup_while is not None:
         more = " or more" if r.speedup_floor else ""
