@@ -501,7 +501,7 @@ def test_a_child_that_execs_another_program_is_read_again():
     """A wrapper (``sh -c '...; exec python train.py'``) keeps its PID and start time through the
     exec: the walk's cache kept the shell's command line for the Python process that replaced it."""
     code = ("import subprocess, sys, time\n"
-            "subprocess.Popen(['sh', '-c', 'sleep 0.8; exec ' + sys.executable + ' -c \"import time; time.sleep(60)\"'])\n"
+            "subprocess.Popen(['sh', '-c', 'sleep 3; exec ' + sys.executable + ' -c \"import time; time.sleep(60)\"'])\n"
             "time.sleep(60)\n")
     proc = subprocess.Popen([sys.executable, "-c", code])
     try:
@@ -511,7 +511,10 @@ def test_a_child_that_execs_another_program_is_read_again():
         def child():  # noqa: ANN202
             return next((n for n in target.tree().nodes if n.pid == kids[0].pid), None)
 
-        assert child() is not None and child().cmdline.startswith("sh ")
+        # the child reads as the shell once its fork has exec'd sh (a moment after Popen, longer on a busy
+        # host: CI once read the forked Python's command line here)
+        shell = wait_for(lambda: (n := child()) is not None and n.cmdline.startswith("sh ") and n, timeout=10.0)
+        assert shell, child()
         after = wait_for(lambda: (n := child()) is not None and n.name != "sh" and n, timeout=10.0)
         assert after and after.cmdline.startswith(sys.executable), after
     finally:

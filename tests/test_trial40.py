@@ -139,3 +139,26 @@ def test_a_stage_met_beside_the_verdict_gives_no_speed_up_left():
                   speedup_run=None)
     left = speedup_left([bound, held])
     assert left is not None and left.stage == "decode" and left.upper_bound
+
+
+def test_worker_readings_after_the_workers_exited_say_so_not_that_none_was_seen():
+    """The demo's drill-down, once its loader's worker had exited: "does not apply (no DataLoader worker
+    seen (num_workers=0, or no DataLoader))" beside "the workers are not computing", seconds after the
+    worker computed. Where the minute held workers, the rows say none is alive now."""
+    from gpuwatch.analysis import Analysis
+    from gpuwatch.diagnosis.input_stages import NO_WORKER_NOW
+    from gpuwatch.model.procs import NO_WORKER_SEEN
+    from gpuwatch.replay import load_frames
+
+    a = Analysis()
+    after = []
+    for f in load_frames("tests/data/cpu_demo.jsonl"):
+        v = a.update(f)
+        procs = getattr(f.procs, "processes", None)
+        if procs is not None and not any(p.role == "worker" for p in procs) and v.stage == "idle":
+            after.append(v)
+    assert after
+    rows = [e.text for v in after[:5] for e in v.evidence if e.stage == "decode"]
+    assert any(NO_WORKER_NOW in t for t in rows), rows
+    assert not any(NO_WORKER_SEEN in t for t in rows)
+    assert "the workers are not computing" not in rows

@@ -322,9 +322,16 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
     )
 
 
+NO_WORKER_NOW = "no DataLoader worker alive now (the last set has exited)"
+"""Why a worker reading does not apply where the minute held workers and the latest tick holds none:
+"no DataLoader worker seen (num_workers=0, or no DataLoader)" stood in the demo's drill-down beside a
+job whose worker had computed seconds before."""
+
+
 def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
     st, job, host = s.stacks, s.job, s.host
-    na = NO_WORKER_SEEN if job.seen and job.workers <= 0 else ""
+    gone = job.seen and job.workers <= 0
+    na = (NO_WORKER_SEEN if not largest_set(s.epoch_ticks) else NO_WORKER_NOW) if gone else ""
     if io_side:
         c.check("worker_io", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "stack samples of the workers in a read", na=na)
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, ">=", "workers in D state (waiting on the disk)", na=na)
@@ -406,6 +413,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
            else "the main thread waits while the DataLoader starts or stops its workers" if starting
            else "the workers are computing" if busy
            else "the main thread receives batches from the workers (shared-memory IPC)" if ipc
+           else NO_WORKER_NOW if job.seen and job.workers <= 0
            else "the workers are not computing", computing and not none, kind=INFO)
     fires = gate and yes(wait) and job.workers > 0 and computing
     # Spawned workers import the script and its libraries before their first item: where the main
