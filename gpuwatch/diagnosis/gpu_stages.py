@@ -163,8 +163,8 @@ def launch(s: Signals, relax: float = 0.0) -> StageResult:
         # of the time). The cut is BUSY_STARVED's: the GPU idle 30 % of the step's time, as 30 % of
         # all time is starved. The H200 and H100 launch scenarios read 79-99 %; the checkpoint jobs'
         # ticks at most 25 %. A step 60 % of the samples beside a GPU 35 % busy reads 42 %.
-        gap = (1.0 - g.compute_busy / st.active if st.active and g.compute_busy is not None
-               else 0.0 if st.active is not None and g.compute_busy is not None else None)
+        gap = (None if st.active is None or g.compute_busy is None
+               else 1.0 - g.compute_busy / st.active if st.active else 0.0)
         in_step = c.check("idle_in_step", gap, 1.0 - BUSY_STARVED, ">=",
                           "GPU idle while the main thread is in the step (share of the step's time, at least)",
                           kind=REQ)

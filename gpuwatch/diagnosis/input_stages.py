@@ -328,10 +328,14 @@ NO_WORKER_NOW = "no DataLoader worker alive now (the last set has exited)"
 job whose worker had computed seconds before."""
 
 
+def _none_alive(s: Signals) -> bool:
+    """The job's processes were read and no DataLoader worker is alive in them."""
+    return s.job.seen and s.job.workers <= 0
+
+
 def _worker_checks(c: Checks, s: Signals, io_side: bool) -> None:
     st, job, host = s.stacks, s.job, s.host
-    gone = job.seen and job.workers <= 0
-    na = (NO_WORKER_SEEN if not largest_set(s.epoch_ticks) else NO_WORKER_NOW) if gone else ""
+    na = (NO_WORKER_SEEN if not largest_set(s.epoch_ticks) else NO_WORKER_NOW) if _none_alive(s) else ""
     if io_side:
         c.check("worker_io", reads_in_stacks(s), WORKER_IO_SHARE, ">=", "stack samples of the workers in a read", na=na)
         c.check("worker_d", job.worker_d, WORKER_D_SHARE, ">=", "workers in D state (waiting on the disk)", na=na)
@@ -413,7 +417,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
            else "the main thread waits while the DataLoader starts or stops its workers" if starting
            else "the workers are computing" if busy
            else "the main thread receives batches from the workers (shared-memory IPC)" if ipc
-           else NO_WORKER_NOW if job.seen and job.workers <= 0
+           else NO_WORKER_NOW if _none_alive(s)
            else "the workers are not computing", computing and not none, kind=INFO)
     fires = gate and yes(wait) and job.workers > 0 and computing
     # Spawned workers import the script and its libraries before their first item: where the main
