@@ -42,6 +42,11 @@ MAX_INTERVAL = 3600.0
 """A frame's interval beyond an hour is no interval gpuwatch ever used (--interval allows 60 s)."""
 MAX_LINE = 8 * 1024 * 1024
 """A line longer than this is rejected unread (a frame is a few kB)."""
+MAX_SKIPPED = 10_000
+"""Blank or unreadable lines read before the rest of a file is left unread. gpuwatch writes one
+tick per line and no blank line; a damaged recording holds a few bad lines. Each one read costs
+time and a note: a 9 KB gzip file of 2 million ``{}`` lines held a replay 22 s and 281 MB, and one
+of a GiB of newlines for minutes (review 50)."""
 
 
 def tick_record(frame: Frame, verdict: Verdict | None, ranks: RankTick | None = None) -> dict[str, Any]:
@@ -316,6 +321,8 @@ class BadLine:
     """The line comes from a newer gpuwatch (a higher schema version)."""
     cut: bool = False
     """The compressed data ends here or is damaged: nothing after this line could be read."""
+    gave_up: bool = False
+    """More than MAX_SKIPPED lines before this one were blank or unreadable: the rest is not read."""
     joined: bool = False
     """Another recording starts here (a second header): the lines from here on are not read."""
 
@@ -359,13 +366,19 @@ class BadLineReport:
         """The line the file's compressed data ends at or is damaged from (BadLine.cut), if so."""
         self.joined_at: int | None = None
         """The line another recording joined to this one starts at (BadLine.joined), if so."""
+        self.gave_up_at: int | None = None
+        """The line reading stopped at, after too many blank or unreadable lines (BadLine.gave_up)."""
 
     def __call__(self, b: BadLine) -> None:
-        self.count += not b.joined  # another recording's start is no unreadable line (joined_at says it)
+        # another recording's start, or where reading stopped, is no unreadable line (joined_at and
+        # gave_up_at say them)
+        self.count += not (b.joined or b.gave_up)
         if b.cut and self.cut_at is None:
             self.cut_at = b.line
         if b.joined and self.joined_at is None:
             self.joined_at = b.line
+        if b.gave_up:
+            self.gave_up_at = b.line
         if self.count <= self.LIMIT:
             self._say(f"gpuwatch: {self.path}: {b}")
         elif self.count == self.LIMIT + 1:
@@ -492,9 +505,15 @@ def _records(path: str) -> Iterator[_Record]:
     """The recording's records in file order, blank lines left out; the read ends after data that
     cannot be decompressed. Raises NotARecording when the first record says the file is none."""
     first = True
+    skipped = 0
     with open_recording(path) as f:
         for n, raw in enumerate(_lines(f, _ends_on_sync_flush(path)), start=1):
             item = _record(n, raw)
+            skipped += item is None or isinstance(item, BadLine)
+            if skipped > MAX_SKIPPED:
+                yield BadLine(n, f"more than {MAX_SKIPPED:,} blank or unreadable lines: the rest of the file "
+                                 "is not read", gave_up=True)
+                return
             if item is None:
                 continue
             if first:
@@ -658,6 +677,13 @@ writer was killed after a whole line (Recorder flushes so after each)."""
 FINAL_EMPTY_BLOCK = b"\x01\x00\x00\xff\xff"
 """A final, empty stored deflate block: after a sync flush (byte-aligned, no final block yet) it
 ends the deflate stream."""
+
+
+def gave_up_words(line: int) -> str:
+    """Where a reader left a file whose lines were too often blank or unreadable (BadLine.gave_up),
+    in the words the report and the replay screen share."""
+    return (f"read only up to line {line:,}: more than {MAX_SKIPPED:,} of its lines were blank or unreadable, "
+            "so the rest of the file was not read")
 
 
 def gzip_end(crc: int, size: int) -> bytes:

@@ -10,7 +10,7 @@ from gpuwatch.collectors.target import Target
 from gpuwatch.engine import Watch
 from gpuwatch.model.frame import Frame
 from gpuwatch.model.verdict import Verdict
-from gpuwatch.recording import BadLine
+from gpuwatch.recording import BadLine, gave_up_words
 from gpuwatch.replay import replay_frames
 from gpuwatch.replay_control import ReplayControl
 
@@ -106,6 +106,9 @@ def damaged(source: object) -> str | None:
     if cut is not None:
         return (f"The recording is cut short at line {cut}, where its compressed data ends or is damaged: "
                 "what came after is lost.")
+    gave_up = next((b.line for b in bad if b.gave_up), None)
+    if gave_up is not None:
+        return f"The recording is {gave_up_words(gave_up)}."
     joined = next((b.line for b in bad if b.joined), None)
     if joined is not None:
         return (f"Another recording starts at line {joined} of this file and is not shown: replay each "

@@ -29,12 +29,28 @@ MAX_LABEL = 256
 
 _UNSAFE = re.compile(
     "[\x00-\x1f\x7f-\x9f"          # C0 controls (ESC, BEL, NUL, newline, tab...), DEL, C1 (incl. 8-bit CSI \x9b)
-    "\u061c\u200b-\u200f"           # Arabic letter mark; zero-width space/joiners; LRM, RLM
+    "\xad\u034f"                    # soft hyphen, combining grapheme joiner (invisible)
+    "\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"  # Arabic/Syriac format marks, Arabic letter mark
+    "\u115f\u1160\u3164\uffa0"      # Hangul fillers: Rich measures them 0 cells, terminals 2 (a job's name
+                                    # shifted the header over the replay badge, review 50)
+    "\u17b4\u17b5\u180b-\u180f"     # Khmer inherent vowels, Mongolian variation selectors and vowel separator
+    "\u200b-\u200f"                 # zero-width space/joiners; LRM, RLM
     "\u2028-\u202e"                 # line/paragraph separators; bidi embeddings and overrides
-    "\u2060-\u2069"                 # word joiner, invisible operators, bidi isolates
-    "\ufeff\ufff9-\ufffb"           # zero-width no-break space (BOM); interlinear annotations
+    "\u2060-\u206f"                 # word joiner, invisible operators, bidi isolates, deprecated format marks
+    "\ufe00-\ufe0f\ufeff"           # variation selectors; zero-width no-break space (BOM)
+    "\ufff0-\ufffb"                 # unassigned specials; interlinear annotations
+    "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"  # other format marks
+    "\U0001f3fb-\U0001f3ff"         # emoji skin-tone modifiers: 0 cells to Rich, 2 to a terminal when alone
+    "\U000e0000-\U000e0fff"         # tag characters (they spell hidden ASCII text) and variation selectors
     "\ud800-\udfff]"                # lone surrogates (undecodable bytes kept by surrogateescape)
 )
+"""Every character of Unicode's Cf (format) category and every Default_Ignorable_Code_Point
+(DerivedCoreProperties.txt): none is drawn, so each could hide text a reader of the report or the
+screen does not see (tag characters spelled "IGNORE THE VERDICT" unseen in a report, review 50),
+or be measured differently by Rich and the terminal. Listed rather than read from ``unicodedata``
+at import: a scan of every code point costs a tenth of a second at start-up. The emoji modifiers are
+the only drawn characters left that Rich and terminals measure differently (tests/test_untrusted.py
+scans Rich's widths)."""
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -45,7 +61,9 @@ def _escape(m: re.Match[str]) -> str:
     o = ord(c)
     if 0xDC80 <= o <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape: show the byte
         return f"\\x{o - 0xDC00:02x}"
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+    if o < 0x100:
+        return f"\\x{o:02x}"
+    return f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
 
 
 def cut(text: str, limit: int) -> str:
@@ -87,13 +105,16 @@ def terminal(text: str, limit: int = MAX_TEXT) -> str:
     return clean(text, limit)
 
 
-_MD_SPECIAL = re.compile(r"[\\`*\[\]<&|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^[#>+=-]")
+_MD_SPECIAL = re.compile(r"[\\`*\[\]<&|~$@#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?i:(?<=www)\.)|:(?=//)|^[>+=-]")
 """What gives Markdown a meaning inside one line: code, emphasis (``_`` only at a word's edge:
 ``cpu_train`` stays readable), links and images (``[``), HTML tags and entities, table cells,
-strikethrough, and a heading, quote or list marker at the start."""
+strikethrough, math (``$``, on GitHub and GitLab), a mention or a reference (``@``, ``#``: escaped
+as CommonMark allows; whether a site still links an escaped one is the site's), and a heading,
+quote or list marker at the start (``#`` anywhere). A bare ``www.`` or ``scheme://`` has its ``.``
+or ``:`` escaped, which GFM's autolinker then does not see."""
 
 
-_MD_INLINE = re.compile(r"[\\`*\[\]<&|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_MD_INLINE = re.compile(r"[\\`*\[\]<&|~$@#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|(?i:(?<=www)\.)|:(?=//)")
 """_MD_SPECIAL less the line-start markers: for text placed after other text on its line, where a
 leading "-" or "#" means nothing ("ended: \\--duration 4 s reached" showed the backslash in a terminal)."""
 
@@ -105,11 +126,13 @@ def markdown(text: str, limit: int = MAX_TEXT, inline: bool = False) -> str:
     return (_MD_INLINE if inline else _MD_SPECIAL).sub(lambda m: "\\" + m.group(0), clean(text, limit))
 
 
-def markdown_code(text: str, limit: int = MAX_TEXT) -> str:
+def markdown_code(text: str, limit: int = MAX_TEXT, in_table: bool = False) -> str:
     """A Markdown code span holding ``text`` literally: cleaned, fenced with one backtick more than
-    the longest run inside it (CommonMark), padded when it starts or ends with a backtick. Pipes are
-    escaped so the span also works inside a table row."""
-    s = clean(text, limit).replace("|", "\\|")
+    the longest run inside it (CommonMark), padded when it starts or ends with a backtick.
+    ``in_table``: pipes escaped, as a table row needs (GFM); outside a table the backslash would
+    show."""
+    s = clean(text, limit)
+    s = s.replace("|", "\\|") if in_table else s
     longest = max((len(r) for r in re.findall(r"`+", s)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""

@@ -90,5 +90,6 @@ def test_inline_markdown_leaves_a_leading_marker_plain_and_still_escapes_the_res
 
     assert markdown("--duration 4 s reached", inline=True) == "--duration 4 s reached"
     assert markdown("--duration 4 s reached") == "\\--duration 4 s reached"  # at a line's start
-    assert markdown("# [x](http://e) <b> `c` *e*", inline=True) == "# \\[x\\](http://e) \\<b> \\`c\\` \\*e\\*"
+    # "#" is escaped anywhere (a GitHub reference, review 50), "://" too (an autolink)
+    assert markdown("- [x](http://e) <b> `c` *e* #", inline=True) == "- \\[x\\](http\\://e) \\<b> \\`c\\` \\*e\\* \\#"
     assert "\n" not in markdown("a\n# heading", inline=True)

@@ -57,7 +57,7 @@ def run_diagnose(ns: argparse.Namespace) -> int:
 def _replay(ns: argparse.Namespace) -> tuple[Collected, Report]:
     from gpuwatch.replay import load_frames
 
-    from gpuwatch.recording import BadLineReport, NotARecording
+    from gpuwatch.recording import BadLineReport, NotARecording, gave_up_words
 
     bad = BadLineReport(ns.replay)
     try:
@@ -77,6 +77,9 @@ def _replay(ns: argparse.Namespace) -> tuple[Collected, Report]:
         # lost is said (trial 29: 45 s of 76 lost read as one line)
         got.ended = (f"the recording is cut short at line {bad.cut_at}, where its compressed data ends or is "
                      "damaged; what came after is lost")
+        got.early = True
+    if bad.gave_up_at is not None:
+        got.ended = f"the recording is {gave_up_words(bad.gave_up_at)}"
         got.early = True
     if bad.joined_at is not None:
         got.ended = (f"the first of joined recordings: another one starts at line {bad.joined_at} and is not read "
