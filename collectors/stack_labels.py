@@ -33,7 +33,7 @@ from gpuwatch.model.procs import ROLE_MAIN, ROLE_WORKER
 from gpuwatch.model.stacks import (
     BACKWARD, CHECKPOINT, COLLECTIVE, COMPILE, DATA_IPC, DATA_WAIT, DISPATCH, H2D, INLINE_LOAD, LOOP_PREP, OPTIMIZER, OTHER, PIN_BUSY,
     PIN_IDLE, PIN_WORK_DETAIL, ROLE_MAIN_THREAD, ROLE_OTHER_THREAD, ROLE_PIN, READ_WORDS, SAMPLER, SYNC, D_STATE_DETAIL, NETWORK_DETAIL, STOPPED_DETAIL, W_BUSY,
-    W_IDLE, W_IO, W_WAIT,
+    W_IDLE, W_IO, W_START, W_WAIT,
     ThreadStack,
 )
 from gpuwatch.model.stacks import ROLE_WORKER as ROLE_WORKER_THREAD
@@ -48,6 +48,9 @@ labelling a dump."""
 
 DATALOADER = "torch/utils/data/dataloader.py"
 FETCH: Pattern = ("fetch", "torch/utils/data/_utils/fetch.py")
+WORKER_LOOP: Pattern = ("_worker_loop", "torch/utils/data/_utils/worker.py")
+"""A DataLoader worker's loop: before its first item it seeds and calls the loader's
+``worker_init_fn``, the only code outside torch and the standard library it calls directly."""
 ITER_START: tuple[Pattern, ...] = (
     ("_BaseDataLoaderIter.__init__", DATALOADER),
     ("_BaseDataLoaderIter._reset", DATALOADER),
@@ -637,6 +640,12 @@ def _user_line(frames: Sequence[FrameRecord], start: int) -> str:
 
 def _worker(frames: Sequence[FrameRecord], active: bool, state: str | None) -> tuple[str, str]:
     i = any_match(frames, (FETCH,))
+    j = any_match(frames, (WORKER_LOOP,)) if i is None else None
+    if j and origin(frames[j - 1]) in ("user", "lib"):
+        # In its worker_init_fn: a start-up each new worker pays before its first item (trial 41: a
+        # 1.5 s sleep in it, read "idle", held a job whose workers were re-created each epoch 96 %
+        # of the time, and kept workers ran it 39x faster).
+        return W_START, short_name(frames[j - 1])
     if i is None:  # between items: waiting for an index, or handing the batch to data_queue.put
         detail = _stdlib_entry(frames)
         if _waiting(frames) or not active:

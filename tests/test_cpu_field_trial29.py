@@ -33,7 +33,7 @@ def test_more_torch_threads_are_proposed_only_where_the_training_process_leaves_
     from gpuwatch.diagnosis.remedies import _cpu_compute
 
     def said(main_cpu, usable, ranks=(1,)):
-        job = SimpleNamespace(main_cpu=main_cpu, usable_cpus=usable, ranks=len(ranks))
+        job = SimpleNamespace(main_cpu=main_cpu, usable_cpus=usable, ranks=len(ranks), main_run_delay=None)
         return _cpu_compute({}, "", SimpleNamespace(job=job, input_on_cpus=None))[0]
 
     assert "set_num_threads" not in said(1.91, 2)

@@ -6,6 +6,8 @@ stack labels (a worker sleeping inside ``__getitem__`` may be labelled busy yet 
 
 from __future__ import annotations
 
+from collections import Counter
+
 from gpuwatch.diagnosis.evidence import INFO, REQ, Checks, count, fmt, yes
 from gpuwatch.diagnosis.host_signals import queued_threads
 from gpuwatch.diagnosis.sample_memo import SampleMemo
@@ -20,6 +22,7 @@ from gpuwatch.diagnosis.thresholds import (
     DISK_BUSY,
     HYSTERESIS_ABS,
     IDLE_WORKERS,
+    WORKERS_IN_INIT,
     IOWAIT,
     MIN_WORKER_SAMPLES,
     NETWORK_SHARE,
@@ -312,6 +315,7 @@ def _work_out_facts(s: Signals) -> dict[str, object]:
         storage=tuple(storage_evidence(s)), starting=s.aligned.starting, no_workers=s.aligned.no_workers,
         idle_out=s.idle_out, at_work=s.at_work,
         worker_busy=st.wshare(lb.W_BUSY) if st.n_worker else None, worker_n=st.n_worker,
+        worker_init=init_share(s) if workers_initialising(s) else None,
         val_load=st.validation_load, load_n=st.main.get(lb.INLINE_LOAD, 0),
         net_reads=socket_fed(s),
         inline_net_reads=socket_fed(s, lb.ROLE_MAIN_THREAD, lb.INLINE_LOAD),
@@ -602,7 +606,25 @@ def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
 def workers_starting(s: Signals) -> bool:
     """Most ticks the main thread waited in, it sat in the DataLoader's worker start-up or shutdown
     (its stack in ``_MultiProcessingDataLoaderIter.__init__``/``_shutdown_workers``), or no worker was
-    alive: the loader's own worker lifecycle (persistent_workers=False) is what it waits on, CPU
-    work on the input side (forking, re-initialising, joining), so it counts with decode."""
+    alive, or the workers' own samples are mostly in their start-up (workers_initialising): the
+    loader's own worker lifecycle (persistent_workers=False) is what it waits on, work on the input
+    side (forking, re-initialising, joining), so it counts with decode."""
     a = s.aligned
-    return a.usable and (a.starting + a.no_workers) * 2 >= a.ticks
+    return (a.usable and (a.starting + a.no_workers) * 2 >= a.ticks) or workers_initialising(s)
+
+
+def workers_initialising(s: Signals) -> bool:
+    """The workers' stack samples of the last minute are in their worker_init_fn in WORKERS_IN_INIT
+    of them or more. Over the minute, not the verdict's window: a worker is sampled about every 2 s
+    and a short-lived one less (trial 41: 5 samples in 41 s, every one in its worker_init_fn)."""
+    share, n = init_share(s)
+    return n >= MIN_WORKER_SAMPLES and (share or 0.0) >= WORKERS_IN_INIT
+
+
+def init_share(s: Signals) -> tuple[float | None, int]:
+    """(the share of the last minute's worker samples in their worker_init_fn, those samples)."""
+    labels: Counter = Counter()
+    for t in s.epoch_ticks:
+        labels.update(t.worker_labels)
+    n = sum(labels.values())
+    return (labels[lb.W_START] / n if n else None), n

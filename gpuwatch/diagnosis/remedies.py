@@ -778,6 +778,11 @@ def _cpu_compute(f: dict, sub: str, s: Signals) -> list[str]:
            "where a CPU is free"]
     if f.get("optimizer") is not None:
         out.insert(0, _optimizer(f))
+    # Its own pool larger than the CPUs slows the step itself, with or without a neighbour (trial 41:
+    # torch.set_num_threads(8) on 2 CPUs queued 4.7 threads; 2 threads ran it 1.28x faster)
+    over = own_threads_over(s)
+    if over:
+        out.insert(0, over)
     if workers is not None:
         # The step gets what its own workers leave (trial 38: a pre-decoded cache ran the job 2.9x faster)
         out.insert(0, f"Make the input cheaper: the DataLoader workers use {fmt(workers, 'cores')} of the "

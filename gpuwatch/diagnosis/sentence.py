@@ -421,9 +421,14 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
     if sub == "starting":
         spawn = (" Its workers are started by spawn or forkserver: each new one imports the training script "
                  "and its libraries again before its first item.") if f.get("spawned") else ""
+        init = f.get("worker_init")
+        # What the workers were seen doing, where their own samples show the start-up (trial 41)
+        seen = (f" The workers were in their worker_init_fn in {round(init[0] * init[1])} of their "
+                f"{count(init[1], 'stack sample')} of the last minute: each new worker runs it before its first "
+                "item." if init else "")
         return (f"Input-bound on starting workers: the main thread waits for data {_of_samples(f)}, "
                 "mostly while the DataLoader starts or stops a set of workers (or has none yet), before they "
-                f"deliver their first batches.{spawn}")
+                f"deliver their first batches.{spawn}{seen}")
     if sub == "ipc":
         # The transfer's own share, with its samples: the data wait's whole share, said as the time
         # "receiving batches", read 33 % where 4 of the run's 152 samples were in it (trial 29)

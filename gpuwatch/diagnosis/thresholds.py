@@ -342,6 +342,11 @@ OUTSIDE_SHARE = 0.50
 """Main thread outside every training frame for half the samples: the job's own code, which no
 pipeline stage names, sets its pace (the GPU starves for it; a job without a GPU is paced by it
 when it is not computing the step)."""
+WORKERS_IN_INIT = 0.50
+"""Worker samples in their worker_init_fn >= 50 % (of at least MIN_WORKER_SAMPLES): the workers
+spend their sampled time starting up, so a main thread waiting for data waits on their start-up.
+Start-up samples are rare by nature (a set re-created every 1.6 s is mostly gone before the stack
+collector's turn comes): half of the few taken is the start-up's, not a stray one."""
 IDLE_WORKERS = 0.70
 """Worker samples waiting for an index >= 70 %: the workers are ahead, not reading (the same 70 %
 as their "busy" share)."""

@@ -43,6 +43,9 @@ W_IO = "io"
 W_IDLE = "idle"
 W_WAIT = "wait"
 """Off the CPU inside ``__getitem__`` with no sign of a read: a sleep, a lock, a remote call."""
+W_START = "start"
+"""In the worker's start-up, before its first item: the ``worker_init_fn`` the worker loop calls
+(what runs in it: opening a store, loading a table, a sleep)."""
 # The pin-memory thread:
 PIN_BUSY = "pin_busy"
 PIN_IDLE = "pin_idle"
@@ -56,7 +59,7 @@ LABEL_WORDS = {
     DISPATCH: "running ops", CHECKPOINT: "saving a checkpoint", COLLECTIVE: "in a collective",
     COMPILE: "compiling (torch.compile)", OTHER: "other work",
     W_BUSY: "computing", W_IO: "reading", W_WAIT: "waiting, no read in its stack", W_IDLE: "idle",
-    PIN_BUSY: "pinning", PIN_IDLE: "idle",
+    W_START: "starting up (worker_init_fn)", PIN_BUSY: "pinning", PIN_IDLE: "idle",
 }
 """Activity labels in words, as the views and the report say them. A sync is said by its calls, not
 as "waiting for the GPU": on a CPU-only job ``.tolist()`` in a Python loop is the same label, and a
@@ -64,7 +67,7 @@ job with no GPU read "waiting for the GPU" (trial 24)."""
 
 MAIN_LABELS = (DATA_WAIT, DATA_IPC, INLINE_LOAD, LOOP_PREP, SAMPLER, H2D, SYNC, BACKWARD, OPTIMIZER, DISPATCH, CHECKPOINT, COLLECTIVE,
                COMPILE, OTHER)
-WORKER_LABELS = (W_BUSY, W_IO, W_WAIT, W_IDLE)
+WORKER_LABELS = (W_BUSY, W_IO, W_WAIT, W_IDLE, W_START)
 READ_WORDS = ("read", "open", "load", "recv", "fetch", "download", "get_object", "imread")
 """Function names that read (``read_uncached``, ``ImageFile.load``, ``socket.recv_into``, ``np.load``):
 a worker off the CPU in one of them reads; in anything else it may sleep or wait on a lock."""

@@ -22,7 +22,7 @@ from gpuwatch.report.render_md import render_markdown
 from gpuwatch.report.series import DATA_WAIT_WINDOW_S, WORKER_STATES, Tick
 from gpuwatch.report.svg import Axis, Line, band_chart, line_chart, stacked_bars
 from gpuwatch.report.units import rate, value
-from gpuwatch.report.words import REMEDIES_READ_AT, headline, stage_gain, too_short
+from gpuwatch.report.words import REMEDIES_READ_AT, headline, no_remedy_words, stage_gain, too_short
 from gpuwatch.untrusted import html
 
 STAGE_COLOURS = {
@@ -147,7 +147,7 @@ def _glance(r: Report) -> list[str]:
 
 def _remedies(r: Report) -> list[str]:
     if not r.remedies:
-        return []
+        return ["<h2>What to do</h2>", f"<p>{html(no_remedy_words(r))}</p>"]
     out = ["<h2>What to do</h2>"]
     if any(x.stage is not None for x in r.remedies):
         out.append(f"<p>{html(REMEDIES_READ_AT)}</p>")
