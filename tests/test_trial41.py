@@ -108,3 +108,13 @@ def test_only_code_the_worker_loop_calls_outside_torch_and_the_standard_library_
     assert label(seed, active=True)[0] != lb.W_START
     get = FrameRecord("Queue.get", "/usr/lib/python3.11/multiprocessing/queues.py", "multiprocessing/queues.py", 113)
     assert label(get)[0] == lb.W_IDLE
+
+
+def test_the_writes_no_stage_judges_are_said_where_nothing_is_conclusive(tmp_path):
+    """Its clock: 72 % writing (a CSV line and a 4 MB np.save, both fsynced, each step); it read
+    only "no stage's signals are conclusive". The writes are said, no cause is named."""
+    frames = _frames("logwrite", tmp_path)
+    last = _verdicts(frames)[-1]
+    assert last.stage == "unknown" and not last.remedies
+    assert "no stage's signals are conclusive. The training process writes" in last.sentence
+    assert "MB/s to files (the middle of the last minute's readings), which no stage judges" in last.sentence

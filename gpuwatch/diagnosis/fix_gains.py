@@ -471,12 +471,13 @@ def workers_for_inline(r: StageResult, s: Signals) -> FixGain:
     cores = free + share * each
     k = min(float(target), cores / each)
     after = max(1.0 - share, share / k) if k > 0 else 1.0
+    workers = min(target, max(1, math.ceil(k - 1e-6)))  # as many as those cores hold, whole
     x = min(MAX_SPEEDUP, 1.0 / max(after, 1.0 / MAX_SPEEDUP))
     if x < MIN_GAIN:
         return FixGain(MORE_WORKERS, None, f"only {fmt(free, 'cores')} left idle: workers would build batches on "
                        "little more CPU than the main thread's own loading frees, so no faster than it does now")
     return FixGain(MORE_WORKERS, round(x, 2),
-                   f"the main thread loads data {fmt(share)} of the time between steps; {count(target, 'worker')} on the "
+                   f"the main thread loads data {fmt(share)} of the time between steps; {count(workers, 'worker')} on the "
                    f"{fmt(cores, 'cores')} left idle or freed from that loading would build batches {k:.1f}x as fast "
                    f"as it does now, but beside the step rather than between steps, until the step ({fmt(1 - share)} of the time) is the limit")
 
