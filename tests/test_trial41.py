@@ -54,6 +54,7 @@ def test_workers_that_sleep_in_their_init_read_as_starting_and_keeping_them_lead
     last = _verdicts(frames)[-1]
     assert last.stage == "decode"
     assert "Input-bound on starting workers" in last.sentence
+    assert any(e.text.startswith("the workers are starting up: in their worker_init_fn") for e in last.evidence)
     assert "The workers were in their worker_init_fn in 5 of their 5 stack samples of the last minute" in last.sentence
     assert last.remedies[0].startswith("persistent_workers=True")
     text = _report(frames, "winit_sleep")

@@ -418,6 +418,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     # and no worker seen is never a mark for them (a trial's renamed workers read "● the workers are
     # computing" beside "no DataLoader workers").
     c.note("workers_computing", NO_WORKER_SEEN if none
+           else _init_words(s) if starting and workers_initialising(s)
            else "the main thread waits while the DataLoader starts or stops its workers" if starting
            else "the workers are computing" if busy
            else "the main thread receives batches from the workers (shared-memory IPC)" if ipc
@@ -619,6 +620,12 @@ def workers_initialising(s: Signals) -> bool:
     and a short-lived one less (trial 41: 5 samples in 41 s, every one in its worker_init_fn)."""
     share, n = init_share(s)
     return n >= MIN_WORKER_SAMPLES and (share or 0.0) >= WORKERS_IN_INIT
+
+
+def _init_words(s: Signals) -> str:
+    share, n = init_share(s)
+    return (f"the workers are starting up: in their worker_init_fn in {round((share or 0.0) * n)} of their "
+            f"{count(n, 'stack sample')} of the last minute")
 
 
 def init_share(s: Signals) -> tuple[float | None, int]:
