@@ -43,7 +43,7 @@ MAX_INTERVAL = 3600.0
 MAX_LINE = 8 * 1024 * 1024
 """A line longer than this is rejected unread (a frame is a few kB)."""
 MAX_SKIPPED = 10_000
-"""Blank or unreadable lines read before the rest of a file is left unread. gpuwatch writes one
+"""Blank or unreadable lines, in all (not in a row), read before the rest of a file is left unread. gpuwatch writes one
 tick per line and no blank line; a damaged recording holds a few bad lines. Each one read costs
 time and a note: a 9 KB gzip file of 2 million ``{}`` lines held a replay 22 s and 281 MB, and one
 of a GiB of newlines for minutes (review 50)."""
@@ -379,7 +379,7 @@ class BadLineReport:
             self.joined_at = b.line
         if b.gave_up:
             self.gave_up_at = b.line
-        if self.count <= self.LIMIT:
+        if self.count <= self.LIMIT or b.gave_up:  # where reading stopped is said however many came before
             self._say(f"gpuwatch: {self.path}: {b}")
         elif self.count == self.LIMIT + 1:
             self._say(f"gpuwatch: {self.path}: more bad lines; their number follows at the end")
@@ -473,7 +473,7 @@ def read_recording(path: str) -> Iterator[Tick | BadLine]:
                 yield joined
                 break
             if isinstance(item, BadLine):
-                bad += 1
+                bad += not item.gave_up  # where reading stopped is no unreadable line
                 first_bad = first_bad or item
                 yield item
             elif isinstance(item, Tick):

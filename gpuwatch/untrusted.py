@@ -49,8 +49,8 @@ _UNSAFE = re.compile(
 screen does not see (tag characters spelled "IGNORE THE VERDICT" unseen in a report, review 50),
 or be measured differently by Rich and the terminal. Listed rather than read from ``unicodedata``
 at import: a scan of every code point costs a tenth of a second at start-up. The emoji modifiers are
-the only drawn characters left that Rich and terminals measure differently (tests/test_untrusted.py
-scans Rich's widths)."""
+drawn characters that Rich measures 0 cells wide and a terminal, alone, 2: tests/test_review50.py
+checks that no drawn character kept is 0 cells to Rich unless it combines with the one before."""
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

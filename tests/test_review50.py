@@ -126,3 +126,27 @@ def test_the_replay_screen_says_the_same():
     src.bad_lines.append(BadLine(10_005, "more than 10,000 blank or unreadable lines", gave_up=True))
     assert damaged(src) == ("The recording is read only up to line 10,005: more than 10,000 of its lines were "
                             "blank or unreadable, so the rest of the file was not read.")
+
+
+def test_where_reading_stopped_is_said_after_the_first_twenty_bad_lines_too(tmp_path):
+    """replay --json said "10000 bad lines in all, skipped" and nothing of the stop (review 51)."""
+    p = _flooded(tmp_path, b"{}\n", 20_000)
+    out = subprocess.run([sys.executable, "-m", "gpuwatch", "replay", "--json", "--speed", "0", str(p)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0
+    assert "more than 10,000 blank or unreadable lines: the rest of the file is not read" in out.stderr
+
+
+def test_a_file_of_blank_lines_is_refused_for_its_blank_lines():
+    import tempfile
+
+    import pytest
+
+    from gpuwatch.recording import NotARecording
+
+    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl") as f:
+        f.write(b"\n" * (MAX_SKIPPED + 5))
+        f.flush()
+        with pytest.raises(NotARecording) as e:
+            list(read_recording(f.name))
+    assert "0 unreadable lines and no tick" in str(e.value) and "blank or unreadable" in str(e.value)

@@ -455,11 +455,13 @@ def more_workers(r: StageResult, s: Signals) -> FixGain | None:
 
 def workers_for_inline(r: StageResult, s: Signals) -> FixGain:
     """num_workers=0 -> N: the main thread loads share ``L`` of the time itself, between steps, on a
-    core. The workers get the cores left idle and the CPU the main thread's own loading frees, so
-    they build batches ``k`` times as fast as it does now (k = those cores over its CPU, at most N),
-    beside the step: the time goes from (step + L) to max(step, L / k). A core left idle under a
-    whole one still gains: the loading it frees goes with it (trial 41: refused "only 0.96 core left
-    idle" on a job one worker ran 1.85x faster)."""
+    core (``each``). The workers get the cores left idle and the CPU the main thread's own loading
+    frees, so they build batches ``k`` times as fast as it does now (k = those cores over ``each``,
+    at most N), beside the step: the time goes from (step + L) to max(step, L / k). The job as a
+    whole can use no more CPU than it has: at x times the pace its step and its loading take
+    ``x * each`` cores of the ``free + each`` there are, so x <= (free + each) / each. A core left idle
+    under a whole one still gains: the loading it frees goes with it (trial 41: refused "only 0.96
+    core left idle" on a job one worker ran 1.85x faster)."""
     f = r.facts
     share, target = f.get("inline"), worker_target(f.get("usable"))  # type: ignore[arg-type]
     if share is None or not target:
@@ -470,16 +472,18 @@ def workers_for_inline(r: StageResult, s: Signals) -> FixGain:
     each = max(s.job.main_thread_cpu or 1.0, 1e-3)
     cores = free + share * each
     k = min(float(target), cores / each)
-    after = max(1.0 - share, share / k) if k > 0 else 1.0
-    workers = min(target, max(1, math.ceil(k - 1e-6)))  # as many as those cores hold, whole
+    after = max(1.0 - share, share / k if k > 0 else 1.0, each / (free + each))
     x = min(MAX_SPEEDUP, 1.0 / max(after, 1.0 / MAX_SPEEDUP))
     if x < MIN_GAIN:
-        return FixGain(MORE_WORKERS, None, f"only {fmt(free, 'cores')} left idle: workers would build batches on "
-                       "little more CPU than the main thread's own loading frees, so no faster than it does now")
+        why = (f"only {fmt(free, 'cores')} left idle: workers would build batches on little more CPU than the main "
+               "thread's own loading frees, so no faster than it does now" if free < 1.0 else
+               f"the main thread loads data only {fmt(share)} of the time: moving it off the step gains under 5 %")
+        return FixGain(MORE_WORKERS, None, why)
     return FixGain(MORE_WORKERS, round(x, 2),
-                   f"the main thread loads data {fmt(share)} of the time between steps; {count(workers, 'worker')} on the "
-                   f"{fmt(cores, 'cores')} left idle or freed from that loading would build batches {k:.1f}x as fast "
-                   f"as it does now, but beside the step rather than between steps, until the step ({fmt(1 - share)} of the time) is the limit")
+                   f"the main thread loads data {fmt(share)} of the time between steps; the workers would get the "
+                   f"{fmt(cores, 'cores')} left idle or freed from that loading, and build batches beside the step "
+                   f"rather than between steps, until the step ({fmt(1 - share)} of the time) or the CPUs are the "
+                   "limit")
 
 
 def decoder_samples(s: Signals) -> tuple[int, int]:

@@ -22,7 +22,6 @@ from gpuwatch.diagnosis.thresholds import (
     DISK_BUSY,
     HYSTERESIS_ABS,
     IDLE_WORKERS,
-    WORKERS_IN_INIT,
     IOWAIT,
     MIN_WORKER_SAMPLES,
     NETWORK_SHARE,
@@ -31,6 +30,7 @@ from gpuwatch.diagnosis.thresholds import (
     RUN_DELAY,
     SHARE_SE_BANDS,
     WAIT_HIGH,
+    WORKERS_IN_INIT,
     WORKER_BUSY_SHARE,
     WORKER_CPU_BUSY,
     WORKER_CPU_IO,
@@ -42,7 +42,7 @@ from gpuwatch.diagnosis.thresholds import (
 from gpuwatch.model import stacks as lb
 from gpuwatch.diagnosis.phases import find, largest_set, periodic, saves_missed, worker_sets
 from gpuwatch.model.procs import NO_WORKER_SEEN
-from gpuwatch.model.verdict import CHECKPOINT, DECODE, IO
+from gpuwatch.model.verdict import CHECKPOINT, DECODE, IO, RESPAWN
 
 
 def wait_words(s: Signals) -> str:
@@ -436,6 +436,7 @@ def decode(s: Signals, relax: float = 0.0) -> StageResult:
     def why() -> str:
         return warned_by(s.input_wait, s.wait_moderate, ">=", wait_words(s), samples=s.wait_samples) + (
             ", while the workers compute" if busy
+            else ", while its new workers run their worker_init_fn" if starting and workers_initialising(s)
             else ", while the DataLoader starts or stops its workers" if starting
             else ", while the main thread receives batches from the workers (shared-memory IPC and unpickling)")
     return result(c, fires, warn, s.input_wait, sub, why, True, **_facts(s), ipc=st.share(lb.DATA_IPC), ipc_n=st.n_main)
@@ -616,10 +617,13 @@ def workers_starting(s: Signals) -> bool:
 
 def workers_initialising(s: Signals) -> bool:
     """The workers' stack samples of the last minute are in their worker_init_fn in WORKERS_IN_INIT
-    of them or more. Over the minute, not the verdict's window: a worker is sampled about every 2 s
-    and a short-lived one less (trial 41: 5 samples in 41 s, every one in its worker_init_fn)."""
+    of them or more, and sets of workers are re-created (each new set runs it again). Over the
+    minute, not the verdict's window: a worker is sampled about every 2 s and a short-lived one less
+    (trial 41: 5 samples in 41 s, every one in its worker_init_fn). Kept workers that run a long
+    worker_init_fn once are a start that ends, not a cost persistent workers would remove."""
     share, n = init_share(s)
-    return n >= MIN_WORKER_SAMPLES and (share or 0.0) >= WORKERS_IN_INIT
+    recreated = find(s.phases, RESPAWN) is not None or bool(s.job.worker_respawns)
+    return recreated and n >= MIN_WORKER_SAMPLES and (share or 0.0) >= WORKERS_IN_INIT
 
 
 def _init_words(s: Signals) -> str:

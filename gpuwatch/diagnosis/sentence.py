@@ -427,9 +427,12 @@ def _decode(f: dict, sub: str, s: Signals) -> str:
         seen = (f" The workers were in their worker_init_fn in {round(init[0] * init[1])} of their "
                 f"{count(init[1], 'stack sample')} of the last minute: each new worker runs it before its first "
                 "item." if init else "")
+        # Named for the workers' own start-up, the main thread waits in the loader's data queue, not
+        # in its start or stop (review 51)
+        during = ("while its new workers run their worker_init_fn" if init else
+                  "mostly while the DataLoader starts or stops a set of workers (or has none yet)")
         return (f"Input-bound on starting workers: the main thread waits for data {_of_samples(f)}, "
-                "mostly while the DataLoader starts or stops a set of workers (or has none yet), before they "
-                f"deliver their first batches.{spawn}{seen}")
+                f"{during}, before they deliver their first batches.{spawn}{seen}")
     if sub == "ipc":
         # The transfer's own share, with its samples: the data wait's whole share, said as the time
         # "receiving batches", read 33 % where 4 of the run's 152 samples were in it (trial 29)
@@ -841,8 +844,10 @@ def _writes(s: Signals) -> str:
     logs each step spent 72 % of its time there and read only "no stage's signals are conclusive"
     (trial 41). Said as what was seen, with where to look; no cause is named."""
     rates = sorted(t.main_write_bps for t in s.epoch_ticks if t.procs and t.main_write_bps is not None)
+    if find(s.phases, CHECKPOINT) is not None:  # the epochs clause says those writes as saves
+        return ""
     if not rates or rates[len(rates) // 2] < CHECKPOINT_WRITE_BPS:
         return ""
     return (f" The training process writes {fmt(rates[len(rates) // 2], 'B/s')} to files (the middle of the last "
             "minute's readings), which no stage judges: where its main thread writes (logs, arrays, metrics) "
-            "each step, that is time the step waits for; py-spy dump shows where.")
+            "each step, that can be time the step waits for; py-spy dump shows where.")

@@ -482,7 +482,9 @@ where the samples that landed in it say little of its length
 pass, read "~1.0 s"; run 25's ImageFolder passes of 2-4 s read 1.9-4.0 s)."""
 CHECKPOINT_WRITE_BPS = 1e7
 """A main process writing >= 10 MB/s in a tick with no stack sample counts as saving: a training
-loop's own writes (logs, metrics) run at kB/s, and the smallest model checkpoints are MBs."""
+loop's own writes (logs, metrics) mostly run at kB/s, and the smallest model checkpoints are MBs.
+Where no stage is conclusive and no save was found, a middle rate over the last minute at or above
+it is said as file writes no stage judges (sentence._writes; trial 41: ~500 MB/s of fsynced logs)."""
 
 NETWORK_SHARE = 0.5
 """Half or more of the samples reading data read over a socket (socket, ssl, http.client, urllib3,

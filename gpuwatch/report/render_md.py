@@ -14,7 +14,7 @@ from gpuwatch.model.verdict import STAGE_TITLES
 from gpuwatch.report.checks_host import cpulist
 from gpuwatch.model.field_words import words
 from gpuwatch.report.model import FAIL, NOT_CHECKED, PASS, STATUSES, STOPPED_EARLY, WARN, Report
-from gpuwatch.report.words import REMEDIES_READ_AT, epochs_at_end, no_remedy_words, epochs_none, headline, stage_gain, too_short
+from gpuwatch.report.words import REMEDIES_READ_AT, epochs_at_end, epochs_none, headline, no_remedy_words, stage_gain, too_short
 from gpuwatch.untrusted import clean, markdown, markdown_code
 
 STATUS_WORD = {PASS: "PASS", WARN: "WARN", FAIL: "FAIL", NOT_CHECKED: "not checked"}
@@ -111,7 +111,6 @@ def _checks(r: Report) -> list[str]:
 
 
 NOT_CHECKED_BELOW = "see *Not checked, and why* below"
-
 
 
 def _remedies(r: Report) -> list[str]:
