@@ -342,11 +342,16 @@ OUTSIDE_SHARE = 0.50
 """Main thread outside every training frame for half the samples: the job's own code, which no
 pipeline stage names, sets its pace (the GPU starves for it; a job without a GPU is paced by it
 when it is not computing the step)."""
-WORKERS_IN_INIT = 0.50
-"""Worker samples in their worker_init_fn >= 50 % (of at least MIN_WORKER_SAMPLES): the workers
-spend their sampled time starting up, so a main thread waiting for data waits on their start-up.
-Start-up samples are rare by nature (a set re-created every 1.6 s is mostly gone before the stack
-collector's turn comes): half of the few taken is the start-up's, not a stray one."""
+WORKERS_IN_INIT = 0.25
+"""Worker samples of the last minute in their worker_init_fn >= 25 % (and at least
+MIN_INIT_SAMPLES of them, of at least MIN_WORKER_SAMPLES): the workers spend a good part of their
+lives starting up, so a main thread waiting for data waits on their start-up. The stack collector
+reaches a new worker late (after the process tree's next walk, then its turn in the round-robin),
+so start-up is under-sampled: a worker that spent two thirds of its life building a table in its
+worker_init_fn had 2 of its 6 samples there (trial 42; kept workers ran that job 3.3x faster), and
+one that slept 1.5 s there, 5 of 5 (trial 41, 39x)."""
+MIN_INIT_SAMPLES = 2
+"""Worker samples in a worker_init_fn before its share counts: one is a worker caught at its start."""
 IDLE_WORKERS = 0.70
 """Worker samples waiting for an index >= 70 %: the workers are ahead, not reading (the same 70 %
 as their "busy" share)."""
