@@ -43,9 +43,9 @@ MAX_INTERVAL = 3600.0
 MAX_LINE = 8 * 1024 * 1024
 """A line longer than this is rejected unread (a frame is a few kB)."""
 MAX_SKIPPED = 10_000
-"""Blank or unreadable lines, in all (not in a row), read before the rest of a file is left unread. gpuwatch writes one
-tick per line and no blank line; a damaged recording holds a few bad lines. Each one read costs
-time and a note: a 9 KB gzip file of 2 million ``{}`` lines held a replay 22 s and 281 MB, and one
+"""Blank or unreadable lines, in all (not in a row), read before the rest of a file is left unread.
+gpuwatch writes one tick per line and no blank line; a damaged recording holds a few bad lines.
+Each one read costs time and a note: a 9 KB gzip file of 2 million ``{}`` lines held a replay 22 s and 281 MB, and one
 of a GiB of newlines for minutes (review 50)."""
 
 

@@ -613,7 +613,7 @@ def input_unmeasured(s: Signals, relax: float = 0.0) -> StageResult:
 def workers_starting(s: Signals) -> bool:
     """Most ticks the main thread waited in, it sat in the DataLoader's worker start-up or shutdown
     (its stack in ``_MultiProcessingDataLoaderIter.__init__``/``_shutdown_workers``), or no worker was
-    alive, or the workers' own samples are mostly in their start-up (workers_initialising): the
+    alive, or a good part of the workers' own samples are in their start-up (workers_initialising): the
     loader's own worker lifecycle (persistent_workers=False) is what it waits on, work on the input
     side (forking, re-initialising, joining), so it counts with decode."""
     a = s.aligned
@@ -622,7 +622,8 @@ def workers_starting(s: Signals) -> bool:
 
 def workers_initialising(s: Signals) -> bool:
     """The workers' stack samples of the last minute are in their worker_init_fn in WORKERS_IN_INIT
-    of them or more, and sets of workers are re-created (each new set runs it again). Over the
+    of them or more (MIN_INIT_SAMPLES at least), and sets of workers are re-created (each new set
+    runs it again). Over the
     minute, not the verdict's window: a worker is sampled about every 2 s and a short-lived one less
     (trial 41: 5 samples in 41 s, every one in its worker_init_fn). Kept workers that run a long
     worker_init_fn once are a start that ends, not a cost persistent workers would remove."""
@@ -633,6 +634,7 @@ def workers_initialising(s: Signals) -> bool:
 
 
 def _init_words(s: Signals) -> str:
+    """The evidence line for workers seen in their worker_init_fn (workers_initialising)."""
     share, n = init_share(s)
     return (f"the workers are starting up: in their worker_init_fn in {round((share or 0.0) * n)} of their "
             f"{count(n, 'stack sample')} of the last minute")

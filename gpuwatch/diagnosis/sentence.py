@@ -843,9 +843,9 @@ def _writes(s: Signals) -> str:
     (the middle of its ticks' readings): no stage judges writes, yet a loop that writes and fsyncs
     logs each step spent 72 % of its time there and read only "no stage's signals are conclusive"
     (trial 41). Said as what was seen, with where to look; no cause is named."""
-    rates = sorted(t.main_write_bps for t in s.epoch_ticks if t.procs and t.main_write_bps is not None)
     if find(s.phases, CHECKPOINT) is not None:  # the epochs clause says those writes as saves
         return ""
+    rates = sorted(t.main_write_bps for t in s.epoch_ticks if t.procs and t.main_write_bps is not None)
     if not rates or rates[len(rates) // 2] < CHECKPOINT_WRITE_BPS:
         return ""
     return (f" The training process writes {fmt(rates[len(rates) // 2], 'B/s')} to files (the middle of the last "
