@@ -59,7 +59,8 @@ def test_ranks_share_the_cpus_and_beside_a_gpu_the_pool_is_a_condition():
                                                    main_pids=frozenset(pids), ranks=len(pids)), gpu=SimpleNamespace(present=gpu))
 
     one = own_threads_over(s({1}, 0.6, 3.0, 2, False))
-    assert "its thread pool is larger than the CPUs: torch.set_num_threads(2)" in one
+    assert "its threads outnumber the CPUs: torch.set_num_threads(2) or OMP_NUM_THREADS=2 for torch's own pool" in one
+    assert "fewer threads in any pool the job runs itself" in one  # a ThreadPoolExecutor's threads too
     four = own_threads_over(s({1, 2, 3, 4}, 1.0, 4.0, 16, True))
     assert "(4 for each of its 4 training processes)" in four and "torch.set_num_threads(4)" in four
     assert "if its own thread pool" in four

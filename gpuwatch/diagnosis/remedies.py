@@ -708,14 +708,21 @@ def own_threads_over(s: Signals) -> str | None:
     if cpu is None or queued is None or not share or cpu + queued < share + OWN_THREADS_OVER:
         return None
     each = f" ({share} for each of its {ranks} training processes)" if ranks > 1 else ""
-    # Without a GPU the runnable threads are the step's own (its intra-op pool); beside a GPU they may
-    # be the pin-memory, autograd or NCCL threads too, so the pool is named as a condition there.
-    pool = ("if its own thread pool (torch.set_num_threads, OMP_NUM_THREADS, a BLAS pool) is the larger part, "
-            if s.gpu.present else "its thread pool is larger than the CPUs: ")
+    # Beside a GPU the runnable threads may be the pin-memory, autograd or NCCL threads too, so the pool
+    # is named as a condition there. Without one they are the step's intra-op pool or threads of the
+    # job's own: a ThreadPoolExecutor decoding images read "its thread pool is larger than the CPUs:
+    # torch.set_num_threads(2)" (trial 35's fixture, once the CPU-bound remedies carried it).
+    if s.gpu.present:
+        return (f"The training process itself keeps {cpu + queued:.1f} threads ready to run on "
+                f"{count(usable, 'usable CPU')}{each} ({fmt(cpu, 'cores')} running, {queued:.1f} queued for a CPU): "
+                f"if its own thread pool (torch.set_num_threads, OMP_NUM_THREADS, a BLAS pool) is the larger part, "
+                f"torch.set_num_threads({share}) or OMP_NUM_THREADS={share} (fewer where DataLoader workers share "
+                "the CPUs)")
     return (f"The training process itself keeps {cpu + queued:.1f} threads ready to run on "
             f"{count(usable, 'usable CPU')}{each} ({fmt(cpu, 'cores')} running, {queued:.1f} queued for a CPU): "
-            f"{pool}torch.set_num_threads({share}) or OMP_NUM_THREADS={share} "
-            "(fewer where DataLoader workers share the CPUs)")
+            f"its threads outnumber the CPUs: torch.set_num_threads({share}) or OMP_NUM_THREADS={share} for torch's "
+            "own pool, and fewer threads in any pool the job runs itself (fewer still where DataLoader workers "
+            "share the CPUs)")
 
 
 GPU_HEAD = "The GPU is the limit; to go faster, make the GPU's work cheaper"
