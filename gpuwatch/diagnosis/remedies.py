@@ -712,18 +712,15 @@ def own_threads_over(s: Signals) -> str | None:
     # is named as a condition there. Without one they are the step's intra-op pool or threads of the
     # job's own: a ThreadPoolExecutor decoding images read "its thread pool is larger than the CPUs:
     # torch.set_num_threads(2)" (trial 35's fixture, once the CPU-bound remedies carried it).
+    head = (f"The training process itself keeps {cpu + queued:.1f} threads ready to run on "
+            f"{count(usable, 'usable CPU')}{each} ({fmt(cpu, 'cores')} running, {queued:.1f} queued for a CPU): ")
     if s.gpu.present:
-        return (f"The training process itself keeps {cpu + queued:.1f} threads ready to run on "
-                f"{count(usable, 'usable CPU')}{each} ({fmt(cpu, 'cores')} running, {queued:.1f} queued for a CPU): "
-                f"if its own thread pool (torch.set_num_threads, OMP_NUM_THREADS, a BLAS pool) is the larger part, "
-                f"torch.set_num_threads({share}) or OMP_NUM_THREADS={share} (fewer where DataLoader workers share "
-                "the CPUs)")
-    return (f"The training process itself keeps {cpu + queued:.1f} threads ready to run on "
-            f"{count(usable, 'usable CPU')}{each} ({fmt(cpu, 'cores')} running, {queued:.1f} queued for a CPU): "
-            f"its threads outnumber the CPUs: torch.set_num_threads({share}) or OMP_NUM_THREADS={share} for torch's "
-            "own pool, and fewer threads in any pool the job runs itself (fewer still where DataLoader workers "
-            "share the CPUs)")
-
+        return (f"{head}if its own thread pool (torch.set_num_threads, OMP_NUM_THREADS, a BLAS pool) is the larger "
+                f"part, torch.set_num_threads({share}) or OMP_NUM_THREADS={share} (fewer where DataLoader workers "
+                "share the CPUs)")
+    return (f"{head}its threads outnumber the CPUs: torch.set_num_threads({share}) or OMP_NUM_THREADS={share} for "
+            "torch's own pool, and fewer threads in any pool the job runs itself (fewer still where DataLoader "
+            "workers share the CPUs)")
 
 GPU_HEAD = "The GPU is the limit; to go faster, make the GPU's work cheaper"
 """The first GPU-bound remedy, one text whether the GPU is saturated or not (the sentence says
